@@ -1,0 +1,34 @@
+# Two entry points: `make demo` and `make test`. Each builds its own virtual environment.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+SHARED ?= ../shared
+export TOKENLEAN_TIKTOKEN_DIR ?= $(abspath $(SHARED)/tokenizers)
+
+.PHONY: demo test lint typecheck check clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $@
+
+demo: $(VENV)/.installed
+	$(BIN)/tokenlean replay
+
+test: $(VENV)/.installed
+	$(BIN)/python -m pytest
+
+lint: $(VENV)/.installed
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+
+typecheck: $(VENV)/.installed
+	$(BIN)/mypy
+
+check: lint typecheck test
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

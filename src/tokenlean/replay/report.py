@@ -1,0 +1,164 @@
+"""Present a :class:`~tokenlean.replay.runner.ReplayReport`: a table, JSON, and a chart.
+
+The chart plots billed input (Anthropic-style, relative to no middleware) against reference
+recall, one point per strategy, as a self-contained SVG (an HTML page wraps it when asked).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+from tokenlean.replay.metrics import RunMetrics, relative
+from tokenlean.replay.runner import ReplayReport
+from tokenlean.replay.strategies import BASELINE
+
+COLUMNS = (
+    "strategy",
+    "calls",
+    "tokens sent",
+    "billed (Anthropic)",
+    "billed (OpenAI)",
+    "prefix breaks",
+    "ref. recall",
+    "mw ms/call",
+)
+
+
+def rows(report: ReplayReport) -> list[list[str]]:
+    """One row per strategy, ratios against the baseline of the same run."""
+    base = report.pooled.get(BASELINE) or next(iter(report.pooled.values()))
+    out = []
+    for name, row in report.pooled.items():
+        ratio = relative(row, base)
+        out.append(
+            [
+                name,
+                str(row.calls),
+                f"{row.tokens_sent:,} ({ratio['tokens_sent']:.3f})",
+                f"{ratio['billed_anthropic']:.3f}",
+                f"{ratio['billed_openai']:.3f}",
+                str(row.prefix_breaks),
+                f"{row.recall:.3f}",
+                f"{row.middleware_ms_per_call:.2f}",
+            ]
+        )
+    return out
+
+
+def markdown_table(report: ReplayReport) -> str:
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows(report)]
+    return "\n".join(lines)
+
+
+def text_table(report: ReplayReport) -> str:
+    table = [list(COLUMNS), *rows(report)]
+    widths = [max(len(r[i]) for r in table) for i in range(len(COLUMNS))]
+    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in table]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def to_json(report: ReplayReport) -> dict[str, Any]:
+    base = report.pooled.get(BASELINE)
+    pooled = []
+    for row in report.pooled.values():
+        entry = row.to_dict()
+        if base is not None:
+            entry["relative"] = {k: round(v, 5) for k, v in relative(row, base).items()}
+        pooled.append(entry)
+    return {
+        "counter": report.counter,
+        "pooled": pooled,
+        "runs": [r.to_dict() for r in report.runs],
+    }
+
+
+def write_json(report: ReplayReport, path: Path) -> None:
+    path.write_text(json.dumps(to_json(report), indent=2) + "\n", encoding="utf-8")
+
+
+def chart_svg(report: ReplayReport, *, width: int = 640, height: int = 420) -> str:
+    """Billed input (Anthropic-style, x baseline) against reference recall, one dot a strategy."""
+    base = report.pooled.get(BASELINE) or next(iter(report.pooled.values()))
+    points = [
+        (name, relative(row, base)["billed_anthropic"], row.recall)
+        for name, row in report.pooled.items()
+        if not _all_failed(report, name)
+    ]
+    left, right, top, bottom = 70, 200, 20, 50
+    xs = [p[1] for p in points] + [1.0]
+    ys = [p[2] for p in points] + [1.0]
+    x0, x1 = min(xs) - 0.05, max(xs) + 0.05
+    y0, y1 = min(ys) - 0.02, 1.005
+    pw, ph = width - left - right, height - top - bottom
+
+    def sx(v: float) -> float:
+        return left + (v - x0) / (x1 - x0) * pw
+
+    def sy(v: float) -> float:
+        return top + (y1 - v) / (y1 - y0) * ph
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'font-family="sans-serif" font-size="12">',
+        f'<rect width="{width}" height="{height}" fill="white"/>',
+        f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#888"/>',
+        f'<text x="{left + pw / 2}" y="{height - 12}" text-anchor="middle">'
+        "billed input, Anthropic-style (x no middleware; lower is cheaper)</text>",
+        f'<text transform="translate(16 {top + ph / 2}) rotate(-90)" text-anchor="middle">'
+        "reference recall</text>",
+    ]
+    for tick in _ticks(x0, x1):
+        parts.append(f'<text x="{sx(tick):.1f}" y="{top + ph + 16}" text-anchor="middle">{tick:.2f}</text>')
+    for tick in _ticks(y0, y1):
+        parts.append(f'<text x="{left - 6}" y="{sy(tick) + 4:.1f}" text-anchor="end">{tick:.2f}</text>')
+    for i, (name, x, y) in enumerate(sorted(points, key=lambda p: p[1])):
+        color = "#444" if name == BASELINE else _PALETTE[i % len(_PALETTE)]
+        parts.append(f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="5" fill="{color}"/>')
+        parts.append(
+            f'<text x="{left + pw + 12}" y="{top + 14 + 16 * i}" fill="{color}">'
+            f"● {html.escape(name)}</text>"
+        )
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
+_PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2")
+
+
+def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
+    step = (hi - lo) / n
+    return [lo + step * (i + 0.5) for i in range(n)]
+
+
+def _all_failed(report: ReplayReport, name: str) -> bool:
+    runs = [r for r in report.runs if r.strategy == name]
+    return bool(runs) and all(r.error for r in runs)
+
+
+def write_chart(report: ReplayReport, path: Path) -> None:
+    """Write the chart as ``.svg`` or, for any other suffix, as an HTML page holding the SVG."""
+    svg = chart_svg(report)
+    if path.suffix.lower() == ".svg":
+        path.write_text(svg + "\n", encoding="utf-8")
+        return
+    page = (
+        "<!doctype html><html><head><meta charset='utf-8'><title>tokenlean replay</title></head>"
+        f"<body>{svg}<pre>{html.escape(text_table(report))}</pre></body></html>\n"
+    )
+    path.write_text(page, encoding="utf-8")
+
+
+def summary_lines(report: ReplayReport) -> list[str]:
+    """Notes under the table: the counter used and any failed runs."""
+    lines = [f"tokens counted with: {report.counter}"]
+    failures: list[RunMetrics] = report.errors()
+    for run in failures[:10]:
+        lines.append(f"FAILED {run.strategy} on {run.trajectory}: {run.error}")
+    if len(failures) > 10:
+        lines.append(f"... and {len(failures) - 10} more failures")
+    return lines

@@ -1,0 +1,121 @@
+"""A neutral, framework-free view of an agent transcript, and the edits the core proposes.
+
+Strategies read :class:`Message` objects and return :class:`Edit` objects; an adapter (for
+example :mod:`tokenlean.langchain.adapter`) applies them to its own message type so that every
+field the edit does not name survives.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Role = Literal["system", "user", "assistant", "tool"]
+ROLES: tuple[Role, ...] = ("system", "user", "assistant", "tool")
+
+#: Message content: plain text, or provider-style content blocks (``{"type": "text", ...}``).
+Content = str | tuple[Mapping[str, Any], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call made by an assistant turn."""
+
+    id: str
+    name: str
+    args: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One message of a transcript, independent of any framework.
+
+    ``content`` is either text or a tuple of content blocks; :attr:`text` flattens it.
+    ``status`` is ``"error"`` for tool results that report a failure.
+    """
+
+    role: Role
+    content: Content = ""
+    id: str | None = None
+    name: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    status: Literal["success", "error"] | None = None
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise ValueError(f"role must be one of {ROLES}, got {self.role!r}")
+
+    @property
+    def text(self) -> str:
+        return content_text(self.content)
+
+    @property
+    def is_text_only(self) -> bool:
+        """True when every content block is text, so rewriting the text loses nothing."""
+        return isinstance(self.content, str) or all(
+            block.get("type") == "text" for block in self.content
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    """A proposed change to one message: which one, its new content, why, and what it saves.
+
+    ``message_id`` addresses the message when it has an id; ``index`` is its position in the
+    view the edit was computed from, used when the message has no id.
+    """
+
+    index: int
+    message_id: str | None
+    new_content: Content
+    reason: str
+    tokens_before: int
+    tokens_after: int
+
+    @property
+    def tokens_saved(self) -> int:
+        return self.tokens_before - self.tokens_after
+
+
+def content_text(content: object) -> str:
+    """Flatten message content (a string or a list of blocks) to its text."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Sequence):
+        parts: list[str] = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, Mapping) and isinstance(block.get("text"), str):
+                parts.append(block["text"])
+        return "\n".join(parts)
+    return ""
+
+
+def canonical(message: Message) -> str:
+    """The bytes a provider would receive for ``message``: stable across runs, id-free.
+
+    Two messages with equal canonical forms cost the same and hit the same cache entry.
+    """
+    body: dict[str, Any] = {"role": message.role, "content": _jsonable(message.content)}
+    if message.tool_calls:
+        body["tool_calls"] = [
+            {"id": call.id, "name": call.name, "args": _jsonable(call.args)}
+            for call in message.tool_calls
+        ]
+    if message.tool_call_id is not None:
+        body["tool_call_id"] = message.tool_call_id
+    if message.role == "tool" and message.name:
+        body["name"] = message.name
+    return json.dumps(body, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def _jsonable(value: object) -> object:
+    if isinstance(value, tuple):
+        return [_jsonable(item) for item in value]
+    if isinstance(value, Mapping):
+        return {str(key): _jsonable(item) for key, item in value.items()}
+    return value
