@@ -1,1 +1,41 @@
-"""tokenlean."""
+"""tokenlean: make long-running LLM agents cheaper without making them dumber.
+
+The core (this package's top level) imports no framework; LangChain middleware lives in
+:mod:`tokenlean.langchain` and the replay tooling in :mod:`tokenlean.replay`.
+"""
+
+from __future__ import annotations
+
+from tokenlean.cost import ANTHROPIC, NO_CACHE, OPENAI, PRICING, CachePricing
+from tokenlean.loops import Step, build_steps
+from tokenlean.tokens import (
+    EstimateCounter,
+    TiktokenCounter,
+    TokenCounter,
+    VocabularyNotFoundError,
+    count_request,
+    default_counter,
+)
+from tokenlean.transcript import Edit, Message, ToolCall
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ANTHROPIC",
+    "NO_CACHE",
+    "OPENAI",
+    "PRICING",
+    "CachePricing",
+    "Edit",
+    "EstimateCounter",
+    "Message",
+    "Step",
+    "TiktokenCounter",
+    "TokenCounter",
+    "ToolCall",
+    "VocabularyNotFoundError",
+    "__version__",
+    "build_steps",
+    "count_request",
+    "default_counter",
+]
