@@ -13,7 +13,9 @@ def _history() -> list:
         AIMessage(
             "thinking",
             id="a1",
-            tool_calls=[{"id": "c1", "name": "bash", "args": {"command": "ls"}, "type": "tool_call"}],
+            tool_calls=[
+                {"id": "c1", "name": "bash", "args": {"command": "ls"}, "type": "tool_call"}
+            ],
             usage_metadata={"input_tokens": 10, "output_tokens": 2, "total_tokens": 12},
             response_metadata={"model_name": "m"},
             additional_kwargs={"reasoning": "r"},

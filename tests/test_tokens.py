@@ -5,8 +5,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import TOKENIZERS, TOOL_OUTPUTS, TRAJECTORIES
 
+from conftest import TOKENIZERS, TOOL_OUTPUTS, TRAJECTORIES
 from tokenlean.tokens import (
     MESSAGE_OVERHEAD,
     EstimateCounter,

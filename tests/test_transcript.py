@@ -6,7 +6,11 @@ from tokenlean.transcript import Edit, Message, ToolCall, canonical, content_tex
 
 
 def test_text_flattens_blocks_and_ignores_non_text() -> None:
-    blocks = ({"type": "text", "text": "a"}, {"type": "image", "url": "x"}, {"type": "text", "text": "b"})
+    blocks = (
+        {"type": "text", "text": "a"},
+        {"type": "image", "url": "x"},
+        {"type": "text", "text": "b"},
+    )
     message = Message(role="tool", content=blocks, tool_call_id="c1")
     assert message.text == "a\nb"
     assert not message.is_text_only
@@ -32,5 +36,7 @@ def test_canonical_is_id_free_and_stable() -> None:
 
 
 def test_edit_reports_saving() -> None:
-    edit = Edit(index=0, message_id="m", new_content="x", reason="r", tokens_before=10, tokens_after=3)
+    edit = Edit(
+        index=0, message_id="m", new_content="x", reason="r", tokens_before=10, tokens_after=3
+    )
     assert edit.tokens_saved == 7

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import sys
-import traceback
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -44,7 +43,7 @@ def run_one(trajectory: Trajectory, strategy: str, plugins: Sequence[str] = ()) 
         result = replay(trajectory, middleware)
         return measure_replay(trajectory, result, _measurer(), strategy=strategy)
     except Exception as exc:  # a broken strategy must not take the others down
-        detail = traceback.format_exception_only(type(exc), exc)[-1].strip()
+        detail = f"{type(exc).__name__}: {exc}"
         return RunMetrics(strategy=strategy, trajectory=trajectory.id, error=detail)
 
 
