@@ -1,14 +1,23 @@
-"""Agent steps: each assistant action paired with what it observed.
+"""Agent steps, and the canonical forms loop detection compares them by.
 
 A *step* is the dict a ``signals_fn`` receives (the reference ``TokenSavingMiddleware`` format):
 ``step_index``, ``action`` (tool name or ``""``), ``action_input`` (arguments or ``{}``),
 ``thought`` (the assistant text), ``observation`` (the matched tool result or ``""``) and
 ``is_error``. An assistant turn with several tool calls gives one step per call.
+
+Two steps are "the same" for loop detection when their canonical forms are equal:
+:func:`canonical_text` removes what changes between two runs of the very same command
+(whitespace, timestamps and durations, process ids, hex ids and addresses, random temp-file
+names), :func:`canonical_action` also sorts argument keys. :func:`is_failure` says whether a
+step failed, from its error status or from the exit code or error line its output opens with.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+import re
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from typing import Any, TypedDict
 
 from tokenlean.transcript import Message
@@ -44,3 +53,94 @@ def build_steps(messages: Sequence[Message]) -> list[Step]:
                 )
             )
     return steps
+
+
+_MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*"
+# Order matters: UUIDs before bare hex, full timestamps before their time-of-day part.
+_VOLATILE: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern, flags), replacement)
+    for pattern, flags, replacement in (
+        (r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I, "<uuid>"),
+        (
+            r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?)?"
+            r"(?:\s?(?:Z|UTC|[+-]\d{2}:?\d{2}))?",
+            0,
+            "<time>",
+        ),
+        (rf"\b{_MONTH}\s+\d{{1,2}}\s+(?:\d{{1,2}}:\d{{2}}|\d{{4}})\b", 0, "<time>"),
+        (r"\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b", 0, "<time>"),
+        (r"\b1[5-9]\d{8}(?:\.\d+|\d{3})?\b", 0, "<time>"),  # unix epochs, 2017-2033
+        (r"\b\d+(?:\.\d+)?\s?(?:ms|us|µs|ns|s|secs?|seconds?)\b", 0, "<duration>"),
+        (r"\b(pid|process|thread)(\s*[=:#]?\s*)\d+", re.I, r"\1\2<pid>"),
+        (r"/proc/\d+", 0, "/proc/<pid>"),
+        (r"^\[\d+\]\s+\d+$", re.M, "[<job>] <pid>"),
+        (r"\b0x[0-9a-f]+\b", re.I, "0x<hex>"),
+        (r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,}\b", re.I, "<hex>"),
+        (r"(?:/private)?/var/folders/[^/\s]+/[^/\s]+/T/", 0, "<tmpdir>/"),
+        (r"pytest-of-[^/\s]+/pytest-\d+", 0, "pytest-of-<user>/pytest-<n>"),
+        (r"\btmp(?:\.|_)?[A-Za-z0-9_]{6,}", 0, "tmp<id>"),
+    )
+)
+
+
+@lru_cache(maxsize=2048)
+def canonical_text(text: str) -> str:
+    """``text`` with volatile parts replaced by placeholders and whitespace collapsed.
+
+    Replaced: UUIDs; ISO dates and timestamps, ``ls``-style dates, times of day, unix epochs and
+    durations (``0.12s``); process and thread ids (``pid 123``, ``/proc/123``, ``[1] 4242``);
+    ``0x`` addresses and hex ids of 7+ characters mixing digits and letters (git hashes); macOS
+    temp dirs, pytest temp dirs and random ``tmpXXXXXX`` names. Every whitespace run becomes one
+    space. Two outputs of the same command that differ only in these parts compare equal.
+    """
+    for pattern, replacement in _VOLATILE:
+        text = pattern.sub(replacement, text)
+    return " ".join(text.split())
+
+
+def _canonical_value(value: object) -> object:
+    if isinstance(value, str):
+        return canonical_text(value)
+    if isinstance(value, Mapping):
+        return {str(key): _canonical_value(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_canonical_value(item) for item in value]
+    return value
+
+
+def canonical_action(step: Step) -> str:
+    """The tool name and its arguments, keys sorted and string values canonicalised."""
+    args = _canonical_value(step["action_input"])
+    body = json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)
+    return f"{step['action']}{body}"
+
+
+def step_key(step: Step) -> tuple[str, str]:
+    """What must match for two steps to be the same: canonical action and observation."""
+    return canonical_action(step), canonical_text(step["observation"])
+
+
+_EXIT_CODE = re.compile(
+    r"<returncode>\s*(-?\d+)\s*</returncode>|\bexit (?:code|status)[: ]\s*(-?\d+)", re.I
+)
+_ERROR_OPENING = re.compile(
+    r"^(?:error\b|[\w.]*(?:error|exception)\b:|traceback \(most recent call last\)|fatal:"
+    r"|.*: command not found|.*: no such file or directory)",
+    re.I,
+)
+
+
+def is_failure(step: Step) -> bool:
+    """True when the step failed: error status, a non-zero exit code, or an error first line.
+
+    Only the exit code and the first non-empty line of the output count, so a successful
+    command that prints a log containing the word "Error" is not a failure.
+    """
+    if step["is_error"]:
+        return True
+    observation = step["observation"]
+    code = _EXIT_CODE.search(observation[:400])
+    if code is not None:
+        return int(code.group(1) or code.group(2)) != 0
+    first = next((line.strip() for line in observation.splitlines() if line.strip()), "")
+    return bool(_ERROR_OPENING.match(first))
