@@ -1,0 +1,355 @@
+"""A token budget per reply for LangChain ``create_agent``, weighted by what tokens really cost.
+
+Each model call's usage (``AIMessage.usage_metadata``, cache reads and writes priced apart; a
+local count when a model reports none) is added to a ledger kept in agent state. Once the ledger
+reaches the budget, a hint is appended to the conversation once, and every further call of that
+reply is made with ``tool_choice="none"`` (with a ``response_format`` pending: offered only the
+structured-output tool), so the agent answers instead of exploring.
+
+Cache behaviour: the hint and the optional warning are appended as new messages and stay in
+state, so no byte the model was already sent changes. The wrap-up call's ``tool_choice`` is a
+request parameter, not message bytes; Anthropic documents that a different ``tool_choice``
+invalidates the cached *messages* (tools and system stay cached), so on Anthropic the wrap-up
+call writes its messages to the cache again. With a ``response_format`` pending the tools block
+itself shrinks to the structured-output tool for the wrap-up call. ``force_no_tools=False`` keeps
+requests untouched and relies on the hint alone.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Annotated, Any
+
+from langchain.agents.middleware.types import (
+    AgentMiddleware,
+    AgentState,
+    ContextT,
+    ExtendedModelResponse,
+    ModelRequest,
+    ModelResponse,
+    PrivateStateAttr,
+    ResponseT,
+)
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from langgraph.runtime import Runtime
+from langgraph.types import Command
+from typing_extensions import NotRequired, TypedDict
+
+from tokenlean.budget import Budget, BudgetWeights, Ledger, Usage, usage_from_metadata
+from tokenlean.langchain.adapter import message_to_view, to_view
+from tokenlean.tokens import EstimateCounter, TokenCounter, count_request, message_tokens
+
+logger = logging.getLogger(__name__)
+
+STATE_KEY = "tokenlean_budget"
+#: Ids of the messages this middleware appends start with this (they never open a new reply).
+NOTICE_ID_PREFIX = "tokenlean-budget-"
+
+DEFAULT_HINT_MESSAGE = (
+    "The token budget for this reply is used up. Do not call any more tools. Answer now with "
+    "what you have found so far, and say briefly what is left unfinished."
+)
+DEFAULT_WARNING_MESSAGE = (
+    "Most of the token budget for this reply is used. Work towards an answer now and avoid "
+    "tool calls that are not needed for it."
+)
+
+
+class BudgetRecord(TypedDict, total=False):
+    """The ledger of the current reply as stored in agent state."""
+
+    reply: str  # the human message that opened the reply
+    spent: float
+    calls: int
+    estimated_calls: int
+    warned: bool
+    hinted: bool
+
+
+class TokenBudgetState(AgentState[ResponseT]):
+    """Agent state with the budget ledger, private to :class:`TokenBudgetMiddleware`."""
+
+    tokenlean_budget: NotRequired[Annotated[BudgetRecord, PrivateStateAttr]]
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetStats:
+    """Counters over every run of one middleware instance.
+
+    ``estimated_calls`` are calls whose model reported no usage, counted locally instead.
+    """
+
+    calls: int = 0
+    estimated_calls: int = 0
+    warnings: int = 0
+    hints: int = 0
+    wrap_up_calls: int = 0
+    errors: int = 0
+
+
+class TokenBudgetMiddleware(AgentMiddleware[TokenBudgetState[ResponseT], ContextT, ResponseT]):
+    """Wrap a reply up once its weighted token cost reaches ``token_budget``.
+
+    A *reply* is everything the agent does for one human message: it starts when an invoke
+    brings a new human message and survives interrupts (a ``Command(resume=...)`` continues the
+    same reply, even from another process, since the ledger lives in the checkpointed state).
+
+    Overrun bound: the budget is checked between calls and a call in flight is never cut off,
+    so a reply ends having spent less than ``token_budget`` + the cost of the call that crossed
+    it + the cost of the wrap-up call(s) after it (one, when the model obeys ``tool_choice``).
+
+    Args:
+        token_budget: Weighted cost a reply may spend before it is asked to wrap up.
+        input_token_weight: Cost of an input token not served from or written to the cache.
+        output_token_weight: Cost of an output token.
+        cache_read_weight: Cost of an input token read from the prompt cache
+            (default ``0.1 * input_token_weight``).
+        cache_write_weight: Cost of an input token written to the prompt cache
+            (default ``1.25 * input_token_weight``).
+        hint_message: Appended (once per reply) when the budget is spent.
+        warn_at: Fraction of the budget in (0, 1) at which ``warning_message`` is appended
+            once; ``None`` for no warning.
+        warning_message: The early warning's text.
+        force_no_tools: Make the calls after the budget is spent with no tools to call.
+        wrap_up_tool_choice: The ``tool_choice`` those calls use; by default ``"none"``, or
+            ``{"type": "none"}`` for ``ChatAnthropic`` (whose ``bind_tools`` reads any other
+            string as a tool name).
+        token_counter: Counts calls whose model reports no usage (default: the estimate).
+    """
+
+    state_schema = TokenBudgetState
+
+    def __init__(
+        self,
+        *,
+        token_budget: float,
+        input_token_weight: float = 1.0,
+        output_token_weight: float = 1.0,
+        cache_read_weight: float | None = None,
+        cache_write_weight: float | None = None,
+        hint_message: str = DEFAULT_HINT_MESSAGE,
+        warn_at: float | None = None,
+        warning_message: str = DEFAULT_WARNING_MESSAGE,
+        force_no_tools: bool = True,
+        wrap_up_tool_choice: str | dict[str, Any] | None = None,
+        token_counter: TokenCounter | None = None,
+    ) -> None:
+        super().__init__()
+        weights = BudgetWeights(
+            input_token_weight=input_token_weight,
+            output_token_weight=output_token_weight,
+            cache_read_weight=cache_read_weight,
+            cache_write_weight=cache_write_weight,
+        )
+        self.budget = Budget(token_budget=token_budget, weights=weights, warn_at=warn_at)
+        for name, text in (("hint_message", hint_message), ("warning_message", warning_message)):
+            if not isinstance(text, str) or not text.strip():
+                raise ValueError(f"{name} must be a non-empty string")
+        self.hint_message = hint_message
+        self.warning_message = warning_message
+        self.force_no_tools = force_no_tools
+        self.wrap_up_tool_choice = wrap_up_tool_choice
+        self.token_counter: TokenCounter = token_counter or EstimateCounter()
+        self._memo = _MemoCounter(self.token_counter)
+        self._lock = threading.Lock()
+        self._stats = BudgetStats()
+
+    @property
+    def stats(self) -> BudgetStats:
+        with self._lock:
+            return self._stats
+
+    def _count(self, **increments: int) -> None:
+        with self._lock:
+            self._stats = replace(
+                self._stats,
+                **{k: getattr(self._stats, k) + v for k, v in increments.items()},
+            )
+
+    # -- hooks (sync and async share the helpers below) -----------------------------------
+
+    def before_agent(
+        self, state: TokenBudgetState[ResponseT], runtime: Runtime[ContextT]
+    ) -> dict[str, Any] | None:
+        return self._start_reply(state)
+
+    async def abefore_agent(
+        self, state: TokenBudgetState[ResponseT], runtime: Runtime[ContextT]
+    ) -> dict[str, Any] | None:
+        return self._start_reply(state)
+
+    def before_model(
+        self, state: TokenBudgetState[ResponseT], runtime: Runtime[ContextT]
+    ) -> dict[str, Any] | None:
+        return self._notice(state)
+
+    async def abefore_model(
+        self, state: TokenBudgetState[ResponseT], runtime: Runtime[ContextT]
+    ) -> dict[str, Any] | None:
+        return self._notice(state)
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[ContextT],
+        handler: Callable[[ModelRequest[ContextT]], ModelResponse[ResponseT]],
+    ) -> ModelResponse[ResponseT] | ExtendedModelResponse[ResponseT]:
+        request = self._prepare(request)
+        return self._settle(request, handler(request))
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[ContextT],
+        handler: Callable[[ModelRequest[ContextT]], Awaitable[ModelResponse[ResponseT]]],
+    ) -> ModelResponse[ResponseT] | ExtendedModelResponse[ResponseT]:
+        request = self._prepare(request)
+        return self._settle(request, await handler(request))
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _start_reply(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
+        """A fresh ledger when this invoke brought a new human message; else keep the old one."""
+        try:
+            reply = _reply_key(state.get("messages") or [])
+            record = state.get(STATE_KEY)
+            if isinstance(record, Mapping) and record.get("reply") == reply:
+                return None
+            return {STATE_KEY: _record(reply, Ledger())}
+        except Exception:
+            self._failed("starting a reply")
+            return None
+
+    def _notice(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Append the hint (budget spent) or the warning, each at most once per reply."""
+        try:
+            record = state.get(STATE_KEY)
+            ledger = Ledger.from_dict(record)
+            if self.budget.due_hint(ledger):
+                kind, text = "hint", self.hint_message
+                ledger = replace(ledger, hinted=True, warned=True)
+            elif self.budget.due_warning(ledger):
+                kind, text = "warning", self.warning_message
+                ledger = replace(ledger, warned=True)
+            else:
+                return None
+            reply = _stored_reply(record)
+            notice = HumanMessage(
+                content=text, id=f"{NOTICE_ID_PREFIX}{kind}-{reply}-{ledger.calls}"
+            )
+            self._count(**{f"{kind}s": 1})
+            return {"messages": [notice], STATE_KEY: _record(reply, ledger)}
+        except Exception:
+            self._failed("appending a budget notice")
+            return None
+
+    def _prepare(self, request: ModelRequest[ContextT]) -> ModelRequest[ContextT]:
+        """The request itself, or a wrap-up request when the reply's budget is spent."""
+        try:
+            ledger = Ledger.from_dict(request.state.get(STATE_KEY))
+            if not self.force_no_tools or not self.budget.exhausted(ledger):
+                return request
+            self._count(wrap_up_calls=1)
+            if request.response_format is not None:
+                # With tools=[] create_agent binds only the structured-output tool (forcing it
+                # for a ToolStrategy), or the provider's native format with nothing to call.
+                return request.override(tools=[])
+            return request.override(tool_choice=self._no_tool_choice(request))
+        except Exception:
+            self._failed("preparing the wrap-up request")
+            return request
+
+    def _settle(
+        self, request: ModelRequest[ContextT], response: ModelResponse[ResponseT]
+    ) -> ModelResponse[ResponseT] | ExtendedModelResponse[ResponseT]:
+        """Charge the call to the ledger through a state update riding on the response."""
+        try:
+            ai = next((m for m in response.result if isinstance(m, AIMessage)), None)
+            usage = usage_from_metadata(ai.usage_metadata if ai is not None else None)
+            if usage is None:
+                usage = self._estimate(request, ai)
+            record = request.state.get(STATE_KEY)
+            ledger = Ledger.from_dict(record).charge(
+                self.budget.cost(usage), estimated=usage.estimated
+            )
+            self._count(calls=1, estimated_calls=int(usage.estimated))
+            update = {STATE_KEY: _record(_stored_reply(record), ledger)}
+            return ExtendedModelResponse(model_response=response, command=Command(update=update))
+        except Exception:
+            self._failed("charging a model call")
+            return response
+
+    def _estimate(self, request: ModelRequest[ContextT], ai: AIMessage | None) -> Usage:
+        """Count a call locally (no cache information, so every input token is uncached)."""
+        prompt = count_request(
+            to_view(request.messages),
+            self._memo,
+            system=request.system_prompt,
+            tools=_tool_schemas(request.tools),
+        )
+        output = message_tokens(message_to_view(ai), self._memo) if ai else 0
+        return Usage(input_tokens=prompt, output_tokens=output, estimated=True)
+
+    def _no_tool_choice(self, request: ModelRequest[ContextT]) -> str | dict[str, Any]:
+        if self.wrap_up_tool_choice is not None:
+            return self.wrap_up_tool_choice
+        try:
+            llm_type = request.model._llm_type
+        except Exception:  # a model without the property: the common spelling
+            llm_type = ""
+        return {"type": "none"} if llm_type == "anthropic-chat" else "none"
+
+    def _failed(self, what: str) -> None:
+        logger.exception("TokenBudgetMiddleware failed %s; continuing without it", what)
+        self._count(errors=1)
+
+
+class _MemoCounter:
+    """The counter with a bounded memo: an estimate recounts the whole prompt on every call,
+    and all but the newest messages were counted before."""
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self._count = functools.lru_cache(maxsize=8192)(counter.count)
+
+    def count(self, text: str) -> int:
+        return self._count(text)
+
+
+def _reply_key(messages: Sequence[AnyMessage | BaseMessage]) -> str:
+    """The id (or position) of the last human message this middleware did not append."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.type == "human" and not str(message.id or "").startswith(NOTICE_ID_PREFIX):
+            return str(message.id) if message.id else f"#{index}"
+    return "#none"
+
+
+def _stored_reply(record: Any) -> str:
+    reply = record.get("reply") if isinstance(record, Mapping) else None
+    return reply if isinstance(reply, str) else "#none"
+
+
+def _record(reply: str, ledger: Ledger) -> BudgetRecord:
+    return BudgetRecord(
+        reply=reply,
+        spent=ledger.spent,
+        calls=ledger.calls,
+        estimated_calls=ledger.estimated_calls,
+        warned=ledger.warned,
+        hinted=ledger.hinted,
+    )
+
+
+def _tool_schemas(tools: Sequence[Any]) -> list[dict[str, Any]]:
+    schemas: list[dict[str, Any]] = []
+    for tool in tools:
+        try:
+            schemas.append(
+                dict(tool) if isinstance(tool, Mapping) else convert_to_openai_tool(tool)
+            )
+        except Exception:  # a tool we cannot describe only makes the estimate smaller
+            logger.debug("could not describe tool %r for the budget estimate", tool)
+    return schemas

@@ -1,0 +1,39 @@
+"""Replay strategies for :class:`~tokenlean.langchain.TokenBudgetMiddleware`.
+
+Not replayed by default: a budget changes what the agent does, while a replay can only send the
+recorded turns again (the scripted model ignores ``tool_choice``), so its figures show the
+middleware's cost in bytes and cache breaks, not the savings of a shorter reply. Recorded
+trajectories carry no usage, so every call is counted with the local estimate.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tokenlean.replay.strategies import register
+
+#: Weighted tokens per reply at which the firing strategy wraps up; most bundled trajectories
+#: pass it about a third of the way through.
+TIGHT_BUDGET = 100_000
+#: So large that no recorded reply reaches it: measures the bookkeeping alone.
+UNREACHABLE_BUDGET = 10**12
+
+
+def _budget(token_budget: float, **options: Any) -> list[Any]:
+    from tokenlean.langchain.budget import TokenBudgetMiddleware
+
+    return [TokenBudgetMiddleware(token_budget=token_budget, **options)]
+
+
+register(
+    "budget-100k",
+    lambda: _budget(TIGHT_BUDGET, warn_at=0.8),
+    "token budget of 100k weighted tokens per reply, warning at 80% (fires)",
+    default=False,
+)
+register(
+    "budget-unreached",
+    lambda: _budget(UNREACHABLE_BUDGET),
+    "token budget too large to fire (bookkeeping overhead only)",
+    default=False,
+)
