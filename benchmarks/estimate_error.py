@@ -36,7 +36,7 @@ def main() -> None:
     args = parser.parse_args()
     exact = TiktokenCounter("o200k_base", vocab_path=args.shared / "tokenizers")
     estimate = EstimateCounter()
-    print(f"| kind | samples | chars/4 MAPE | estimate MAPE | estimate total bias |")
+    print("| kind | samples | chars/4 MAPE | estimate MAPE | estimate total bias |")
     print("|---|---:|---:|---:|---:|")
     for kind, texts in samples(args.shared).items():
         e4 = es = 0.0

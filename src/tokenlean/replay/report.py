@@ -57,7 +57,13 @@ def markdown_table(report: ReplayReport) -> str:
 def text_table(report: ReplayReport) -> str:
     table = [list(COLUMNS), *rows(report)]
     widths = [max(len(r[i]) for r in table) for i in range(len(COLUMNS))]
-    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in table]
+    lines = [
+        "  ".join(
+            c.ljust(w) if i == 0 else c.rjust(w)
+            for i, (c, w) in enumerate(zip(r, widths, strict=True))
+        )
+        for r in table
+    ]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 
@@ -113,9 +119,13 @@ def chart_svg(report: ReplayReport, *, width: int = 640, height: int = 420) -> s
         "reference recall</text>",
     ]
     for tick in _ticks(x0, x1):
-        parts.append(f'<text x="{sx(tick):.1f}" y="{top + ph + 16}" text-anchor="middle">{tick:.2f}</text>')
+        parts.append(
+            f'<text x="{sx(tick):.1f}" y="{top + ph + 16}" text-anchor="middle">{tick:.2f}</text>'
+        )
     for tick in _ticks(y0, y1):
-        parts.append(f'<text x="{left - 6}" y="{sy(tick) + 4:.1f}" text-anchor="end">{tick:.2f}</text>')
+        parts.append(
+            f'<text x="{left - 6}" y="{sy(tick) + 4:.1f}" text-anchor="end">{tick:.2f}</text>'
+        )
     for i, (name, x, y) in enumerate(sorted(points, key=lambda p: p[1])):
         color = "#444" if name == BASELINE else _PALETTE[i % len(_PALETTE)]
         parts.append(f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="5" fill="{color}"/>')
@@ -156,6 +166,13 @@ def write_chart(report: ReplayReport, path: Path) -> None:
 def summary_lines(report: ReplayReport) -> list[str]:
     """Notes under the table: the counter used and any failed runs."""
     lines = [f"tokens counted with: {report.counter}"]
+    base = report.pooled.get(BASELINE)
+    if base is not None and base.calls:
+        per_call = 1000 * base.wall_seconds / base.calls
+        lines.append(
+            f"agent loop without middleware: {per_call:.2f} ms per call "
+            "(graph, scripted model and replay tools)"
+        )
     failures: list[RunMetrics] = report.errors()
     for run in failures[:10]:
         lines.append(f"FAILED {run.strategy} on {run.trajectory}: {run.error}")
