@@ -1,0 +1,268 @@
+"""Clear old tool results from what the model is sent, in cache-friendly batches.
+
+Only the request changes: the transcript in state keeps every result, so checkpoints, streamed
+events and a later summary still see them. Which results are cleared is kept in agent state
+(``context_editor``: tool call id -> the exact placeholder sent), so a checkpointer persists it and
+every later call sends the same bytes for them. The decisions are made by the framework-free core,
+:mod:`tokenlean.context_editor`, which documents the cache-aware model.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
+from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStateAttr
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolMessage
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from langgraph.types import Command
+from typing_extensions import NotRequired, TypedDict
+
+from tokenlean.context_editor import (
+    Clearing,
+    ContextEdit,
+    ContextEditorConfig,
+    MemoCounter,
+    Mode,
+    PlaceholderFn,
+    RequestView,
+    TokenEstimator,
+    plan_clearing,
+    request_estimator,
+)
+from tokenlean.cost import CachePricing
+from tokenlean.langchain.adapter import to_view
+from tokenlean.tokens import EstimateCounter, TokenCounter
+
+logger = logging.getLogger(__name__)
+
+STATE_KEY = "context_editor"
+STRATEGY = "tokenlean_context_editor"
+_DEFAULTS = ContextEditorConfig()
+
+
+class ClearedRecord(TypedDict):
+    placeholder: str
+    clear_inputs: bool
+
+
+class ContextEditorState(AgentState[Any]):
+    """Agent state with the results cleared so far (tool call id -> how it is sent now)."""
+
+    context_editor: NotRequired[Annotated[dict[str, ClearedRecord], PrivateStateAttr]]
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    request: ModelRequest[Any]
+    update: dict[str, ClearedRecord] | None  # the new cleared set when it grew
+
+
+class ContextEditorMiddleware(AgentMiddleware[ContextEditorState, Any, Any]):
+    """Replaces all but the newest tool results by a short placeholder once the request is large.
+
+    Once the request as it will be sent passes ``trigger_tokens``, the oldest results (never the
+    newest ``keep``, never ``exclude_tools``, never results saving under ``min_saved_tokens``) are
+    cleared ``batch`` at a time, so the edited prefix stays byte-identical between edits and the
+    provider's prompt cache keeps working. With ``mode="cache_aware"`` a batch is cleared only when
+    it is expected to save more, under ``pricing``, than re-writing the cache costs.
+
+    ``token_estimator`` is a :class:`~tokenlean.tokens.TokenCounter` or a function of a
+    :class:`~tokenlean.context_editor.RequestView`; by default the fast estimate over the system
+    prompt, tool schemas and messages. ``on_edit`` receives a
+    :class:`~tokenlean.context_editor.ContextEdit` each time the cleared set grows.
+    """
+
+    state_schema = ContextEditorState
+
+    def __init__(
+        self,
+        *,
+        trigger_tokens: int = _DEFAULTS.trigger_tokens,
+        keep: int = _DEFAULTS.keep,
+        batch: int = _DEFAULTS.batch,
+        exclude_tools: Iterable[str] = _DEFAULTS.exclude_tools,
+        clear_tool_inputs: bool = _DEFAULTS.clear_tool_inputs,
+        placeholder: str | PlaceholderFn | None = _DEFAULTS.placeholder,
+        token_estimator: TokenCounter | TokenEstimator | None = None,
+        on_edit: Callable[[ContextEdit], object] | None = None,
+        mode: Mode = _DEFAULTS.mode,
+        pricing: CachePricing | str = _DEFAULTS.pricing,
+        expected_calls: int | None = _DEFAULTS.expected_calls,
+        min_saved_tokens: int = _DEFAULTS.min_saved_tokens,
+        retrieval_tool: str | None = _DEFAULTS.retrieval_tool,
+    ) -> None:
+        super().__init__()
+        self.config = ContextEditorConfig(
+            trigger_tokens=trigger_tokens,
+            keep=keep,
+            batch=batch,
+            exclude_tools=exclude_tools,  # type: ignore[arg-type]  # normalised in __post_init__
+            clear_tool_inputs=clear_tool_inputs,
+            placeholder=placeholder,
+            min_saved_tokens=min_saved_tokens,
+            mode=mode,
+            pricing=pricing,  # type: ignore[arg-type]  # a preset name is resolved in __post_init__
+            expected_calls=expected_calls,
+            retrieval_tool=retrieval_tool,
+        )
+        if on_edit is not None and not callable(on_edit):
+            raise ValueError("on_edit must be callable")
+        self.counter, self.estimate = _estimators(token_estimator)
+        self.on_edit = on_edit
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
+        prepared = self._prepare(request)
+        return _finish(handler(prepared.request), prepared.update)
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
+        prepared = self._prepare(request)
+        return _finish(await handler(prepared.request), prepared.update)
+
+    def _prepare(self, request: ModelRequest[Any]) -> _Prepared:
+        """The request to send and the state update; on any failure, the request unchanged."""
+        try:
+            return self._edit(request)
+        except Exception:  # never break the agent over an optimisation
+            logger.exception("context editor failed; sending the request unchanged")
+            return _Prepared(request, None)
+
+    def _edit(self, request: ModelRequest[Any]) -> _Prepared:
+        if not request.messages:
+            return _Prepared(request, None)
+        previous = _read_state(request.state)
+        view = RequestView(
+            messages=tuple(to_view(request.messages)),
+            system=request.system_prompt,
+            tools=tuple(_tool_schemas(request.tools)),
+        )
+        plan = plan_clearing(
+            view,
+            config=self.config,
+            previous=previous,
+            skip=_cleared_elsewhere(request.messages),
+            estimate=self.estimate,
+            counter=self.counter,
+        )
+        edited = request.override(messages=apply_cleared(request.messages, plan.cleared))
+        if plan.edit is None:
+            return _Prepared(edited, None)
+        self._report(plan.edit)
+        merged = {**previous, **plan.cleared}
+        return _Prepared(edited, {k: _record(v) for k, v in merged.items()})
+
+    def _report(self, edit: ContextEdit) -> None:
+        if self.on_edit is None:
+            return
+        try:
+            self.on_edit(edit)
+        except Exception:
+            logger.exception("context editor on_edit callback failed")
+
+
+def _estimators(
+    estimator: TokenCounter | TokenEstimator | None,
+) -> tuple[TokenCounter, TokenEstimator]:
+    """The counter for single results and the request estimator, from the one user option."""
+    if estimator is None or isinstance(estimator, TokenCounter):
+        counter = MemoCounter(estimator if estimator is not None else EstimateCounter())
+        return counter, request_estimator(counter)
+    if callable(estimator):
+        return MemoCounter(EstimateCounter()), estimator
+    raise ValueError("token_estimator must be a TokenCounter or a function of a RequestView")
+
+
+def _finish(
+    response: ModelResponse[Any] | AIMessage, update: dict[str, ClearedRecord] | None
+) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
+    if update is None:
+        return response
+    if isinstance(response, AIMessage):
+        response = ModelResponse(result=[response])
+    return ExtendedModelResponse(
+        model_response=response, command=Command(update={STATE_KEY: update})
+    )
+
+
+def _read_state(state: Mapping[str, Any]) -> dict[str, Clearing]:
+    raw = state.get(STATE_KEY) or {}
+    out: dict[str, Clearing] = {}
+    for key, value in raw.items():
+        if isinstance(value, Mapping) and isinstance(value.get("placeholder"), str):
+            out[str(key)] = Clearing(value["placeholder"], bool(value.get("clear_inputs")))
+    return out
+
+
+def _record(clearing: Clearing) -> ClearedRecord:
+    return {"placeholder": clearing.placeholder, "clear_inputs": clearing.clear_inputs}
+
+
+def _tool_schemas(tools: Sequence[Any]) -> list[Mapping[str, Any]]:
+    schemas: list[Mapping[str, Any]] = []
+    for tool in tools:
+        if isinstance(tool, Mapping):
+            schemas.append(tool)
+        else:
+            schemas.append(convert_to_openai_tool(tool))
+    return schemas
+
+
+def _cleared_elsewhere(messages: Sequence[BaseMessage]) -> frozenset[str]:
+    """Tool call ids whose results LangChain's ``ContextEditingMiddleware`` already cleared."""
+    ids: set[str] = set()
+    for message in messages:
+        if isinstance(message, ToolMessage):
+            marker = message.response_metadata.get("context_editing")
+            if isinstance(marker, Mapping) and marker.get("cleared"):
+                ids.add(message.tool_call_id)
+    return frozenset(ids)
+
+
+def apply_cleared(
+    messages: Sequence[AnyMessage], cleared: Mapping[str, Clearing]
+) -> list[AnyMessage]:
+    """A copy of ``messages`` with the cleared results (and inputs) replaced; inputs untouched."""
+    if not cleared:
+        return list(messages)
+    out: list[AnyMessage] = []
+    for message in messages:
+        if isinstance(message, ToolMessage) and message.tool_call_id in cleared:
+            placeholder = cleared[message.tool_call_id].placeholder
+            message = _mark(message.model_copy(update={"content": placeholder}))
+        elif isinstance(message, AIMessage) and message.tool_calls:
+            message = _clear_inputs(message, cleared)
+        out.append(message)
+    return out
+
+
+def _mark(message: ToolMessage) -> ToolMessage:
+    """Mark a cleared result the way LangChain does, so its own editor leaves it alone."""
+    marker = {"cleared": True, "strategy": STRATEGY}
+    metadata = {**message.response_metadata, "context_editing": marker}
+    return message.model_copy(update={"response_metadata": metadata})
+
+
+def _clear_inputs(message: AIMessage, cleared: Mapping[str, Clearing]) -> AIMessage:
+    ids = {c["id"] for c in message.tool_calls if c.get("id") in cleared}
+    ids = {i for i in ids if i is not None and cleared[i].clear_inputs}
+    if not ids:
+        return message
+    calls = [{**c, "args": {}} if c.get("id") in ids else c for c in message.tool_calls]
+    update: dict[str, Any] = {"tool_calls": calls}
+    if isinstance(message.content, list):  # provider blocks (e.g. Anthropic tool_use) carry inputs
+        update["content"] = [
+            {**b, "input": {}} if isinstance(b, dict) and b.get("id") in ids and "input" in b else b
+            for b in message.content
+        ]
+    return message.model_copy(update=update)
