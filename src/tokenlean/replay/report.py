@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -141,8 +142,12 @@ _PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#
 
 
 def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
-    step = (hi - lo) / n
-    return [lo + step * (i + 0.5) for i in range(n)]
+    """Round tick values (multiples of 1, 2, 2.5 or 5 times a power of ten) inside [lo, hi]."""
+    raw = (hi - lo) / n
+    magnitude = 10 ** math.floor(math.log10(raw)) if raw > 0 else 1.0
+    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
+    first = math.ceil(lo / step)
+    return [k * step for k in range(first, math.floor(hi / step) + 1)]
 
 
 def _all_failed(report: ReplayReport, name: str) -> bool:
