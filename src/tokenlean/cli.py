@@ -26,16 +26,25 @@ def _replay_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     )
     p.add_argument("paths", nargs="*", type=Path, help="trace files or folders (default: bundled)")
     p.add_argument(
-        "-s", "--strategy", action="append", dest="strategies", metavar="NAME",
+        "-s",
+        "--strategy",
+        action="append",
+        dest="strategies",
+        metavar="NAME",
         help="strategy to replay (repeatable; default: all available)",
     )
     p.add_argument("--list", action="store_true", help="list the strategies and exit")
-    p.add_argument("-j", "--jobs", type=int, default=None, help="parallel processes (default: cores)")
+    p.add_argument(
+        "-j", "--jobs", type=int, default=None, help="parallel processes (default: cores)"
+    )
     p.add_argument("--json", type=Path, metavar="FILE", help="write full results as JSON")
     p.add_argument("--chart", type=Path, metavar="FILE", help="write a chart (.svg or .html)")
     p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     p.add_argument(
-        "--plugin", action="append", default=[], metavar="MODULE",
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="MODULE",
         help="import MODULE to register more strategies (repeatable)",
     )
     p.set_defaults(func=_run_replay)

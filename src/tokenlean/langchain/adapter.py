@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.messages import (
     AIMessage,
@@ -55,7 +55,7 @@ def message_to_view(message: BaseMessage) -> Message:
             ToolCall(id=str(call.get("id") or ""), name=call["name"], args=call.get("args") or {})
             for call in message.tool_calls
         )
-    status = None
+    status: Literal["success", "error"] | None = None
     tool_call_id = None
     if isinstance(message, ToolMessage):
         status = "error" if message.status == "error" else "success"

@@ -159,9 +159,12 @@ def measure_replay(
     prompts = [measurer.measure(tool_schema_text(c.tools), to_view(c.messages)) for c in scripted]
     learned = learned_references(trajectory.messages)  # one per assistant turn, in order
     refs_by_id = {
-        ai.id: turn.refs for ai, turn in zip(turn_messages(trajectory.messages), learned)
+        ai.id: turn.refs
+        for ai, turn in zip(turn_messages(trajectory.messages), learned, strict=True)
     }
-    turn_refs = [refs_by_id.get(c.response.id if c.response else None, frozenset()) for c in scripted]
+    turn_refs = [
+        refs_by_id.get(c.response.id if c.response else None, frozenset()) for c in scripted
+    ]
     run = RunMetrics(strategy=strategy, trajectory=trajectory.id)
     run.add_calls(measure_calls(prompts, turn_refs))
     run.middleware_seconds = result.middleware_seconds

@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from tokenlean.transcript import Message, ToolCall
 
@@ -59,7 +59,9 @@ def load_trajectory(path: str | Path) -> Trajectory:
     return parse_trajectory(data, source=name, default_id=path.stem)
 
 
-def parse_trajectory(data: Json, *, source: str = "<data>", default_id: str = "trace") -> Trajectory:
+def parse_trajectory(
+    data: Json, *, source: str = "<data>", default_id: str = "trace"
+) -> Trajectory:
     """Build a :class:`Trajectory` from already-decoded JSON in any supported format."""
     system: Json = None
     header: Mapping[str, Any] = {}
@@ -82,7 +84,7 @@ def parse_trajectory(data: Json, *, source: str = "<data>", default_id: str = "t
         license=str(header.get("license") or ""),
         outcome=str(header.get("outcome") or ""),
         resolved=resolved if isinstance(resolved, bool) else None,
-        meta=header.get("meta") if isinstance(header.get("meta"), Mapping) else {},
+        meta=meta if isinstance(meta := header.get("meta"), Mapping) else {},
     )
 
 
@@ -129,7 +131,7 @@ class _Reader:
             self._call(c.get("id"), c.get("name"), c.get("args", {}), f"{pos}.data.tool_calls[{j}]")
             for j, c in enumerate(self._list(data.get("tool_calls"), f"{pos}.data.tool_calls"))
         )
-        status = "error" if data.get("status") == "error" else None
+        status: Literal["error"] | None = "error" if data.get("status") == "error" else None
         self.out.append(
             Message(
                 role=role,  # type: ignore[arg-type]  # values of _LC_ROLES are roles
@@ -157,7 +159,8 @@ class _Reader:
         )
         if role == "tool" and not isinstance(item.get("tool_call_id"), str):
             raise self.fail(f"{pos}.tool_call_id", "a tool message needs a tool_call_id")
-        status = "error" if item.get("status") == "error" or item.get("is_error") else None
+        is_error = item.get("status") == "error" or bool(item.get("is_error"))
+        status: Literal["error"] | None = "error" if is_error else None
         self.out.append(
             Message(
                 role=role,  # type: ignore[arg-type]  # values of _OPENAI_ROLES are roles
@@ -192,7 +195,9 @@ class _Reader:
             if kind == "text":
                 texts.append(self._text(block.get("text", ""), where))
             elif kind == "tool_use":
-                calls.append(self._call(block.get("id"), block.get("name"), block.get("input"), where))
+                calls.append(
+                    self._call(block.get("id"), block.get("name"), block.get("input"), where)
+                )
             elif kind == "tool_result":
                 if not isinstance(block.get("tool_use_id"), str):
                     raise self.fail(f"{where}.tool_use_id", "a tool_result needs a tool_use_id")
@@ -244,7 +249,9 @@ class _Reader:
                     raise self.fail(f"{pos}[{j}]", "a content block must be an object")
                 blocks.append(block)
             return tuple(blocks)
-        raise self.fail(pos, f"content must be text or a list of blocks, got {type(value).__name__}")
+        raise self.fail(
+            pos, f"content must be text or a list of blocks, got {type(value).__name__}"
+        )
 
     def _text(self, value: Json, pos: str) -> str:
         content = self._content(value, pos)

@@ -101,7 +101,7 @@ def measure_calls(
 
 def _common_prefix(a: Sequence[str], b: Sequence[str]) -> int:
     n = 0
-    for left, right in zip(a, b):
+    for left, right in zip(a, b, strict=False):
         if left != right:
             break
         n += 1

@@ -42,9 +42,9 @@ def extract_refs(text: str) -> frozenset[str]:
         chunk = match.group().rstrip("./-")
         if len(chunk) > _MAX_CHUNK:
             chunk = chunk[:_MAX_CHUNK]
-        if "/" in chunk and len(chunk) >= 4:
-            found.add(chunk)
-        elif "." in chunk and any(c.isalpha() for c in chunk) and not chunk[0].isdigit():
+        is_path = "/" in chunk and len(chunk) >= 4
+        is_dotted = "." in chunk and not chunk[0].isdigit() and any(c.isalpha() for c in chunk)
+        if is_path or is_dotted:
             found.add(chunk)
         for part in _PART.findall(chunk):
             if part[0].isdigit():

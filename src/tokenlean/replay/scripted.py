@@ -18,7 +18,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from pydantic import PrivateAttr
+from pydantic import Field, PrivateAttr
 
 
 @dataclass
@@ -42,7 +42,7 @@ class ScriptedChatModel(BaseChatModel):
     messages received, for tests that need to react to what the middleware did.
     """
 
-    responses: list[Any] = []
+    responses: list[Any] = Field(default_factory=list)
     _queue: list[AIMessage | Callable[[list[BaseMessage]], AIMessage]] = PrivateAttr(
         default_factory=list
     )

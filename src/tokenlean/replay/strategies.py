@@ -83,7 +83,9 @@ def all_strategies() -> list[Strategy]:
 def default_names() -> list[str]:
     """The baseline first, then every default strategy whose dependencies are installed."""
     names = [BASELINE]
-    names += [s.name for s in _REGISTRY.values() if s.default and s.name != BASELINE and s.available()]
+    names += [
+        s.name for s in _REGISTRY.values() if s.default and s.name != BASELINE and s.available()
+    ]
     return names
 
 

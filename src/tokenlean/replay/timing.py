@@ -112,7 +112,7 @@ def timed(middleware: AgentMiddleware[Any, Any], watch: Stopwatch) -> AgentMiddl
                     proxy.__can_jump_to__ = jump  # type: ignore[attr-defined]
                 namespace[name] = proxy
     proxy_cls = type(f"Timed{cls.__name__}", (AgentMiddleware,), namespace)
-    instance: Any = proxy_cls.__new__(proxy_cls)
+    instance: Any = object.__new__(proxy_cls)
     instance._tl_inner = middleware
     instance._tl_watch = watch
     instance.tools = list(getattr(middleware, "tools", []) or [])
