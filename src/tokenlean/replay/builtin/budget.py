@@ -12,8 +12,8 @@ from typing import Any
 
 from tokenlean.replay.strategies import register
 
-#: Weighted tokens per reply at which the firing strategy wraps up; most bundled trajectories
-#: pass it about a third of the way through.
+#: Weighted tokens per reply at which the firing strategy wraps up: mid-way through every
+#: bundled trajectory; short runs never reach it.
 TIGHT_BUDGET = 100_000
 #: So large that no recorded reply reaches it: measures the bookkeeping alone.
 UNREACHABLE_BUDGET = 10**12
