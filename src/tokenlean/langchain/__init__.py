@@ -3,5 +3,6 @@
 from __future__ import annotations
 
 from tokenlean.langchain.adapter import apply_edits, to_view
+from tokenlean.langchain.budget import TokenBudgetMiddleware
 
-__all__ = ["apply_edits", "to_view"]
+__all__ = ["TokenBudgetMiddleware", "apply_edits", "to_view"]
