@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from tokenlean.cost import ANTHROPIC, NO_CACHE, OPENAI, PRICING, CachePricing
 from tokenlean.loops import Step, build_steps
+from tokenlean.stuck import Detection, LoopDetector, detect_stuck, loop_signals
 from tokenlean.tokens import (
     EstimateCounter,
     TiktokenCounter,
@@ -26,8 +27,10 @@ __all__ = [
     "OPENAI",
     "PRICING",
     "CachePricing",
+    "Detection",
     "Edit",
     "EstimateCounter",
+    "LoopDetector",
     "Message",
     "Step",
     "TiktokenCounter",
@@ -38,4 +41,6 @@ __all__ = [
     "build_steps",
     "count_request",
     "default_counter",
+    "detect_stuck",
+    "loop_signals",
 ]

@@ -56,11 +56,14 @@ def build_steps(messages: Sequence[Message]) -> list[Step]:
 
 
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*"
-# Order matters: UUIDs before bare hex, full timestamps before their time-of-day part.
+# Order matters: UUIDs and temp names before bare hex, full timestamps before their time of day.
 _VOLATILE: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(pattern, flags), replacement)
     for pattern, flags, replacement in (
         (r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I, "<uuid>"),
+        (r"(?:/private)?/var/folders/[^/\s]+/[^/\s]+/T/", 0, "<tmpdir>/"),
+        (r"pytest-of-[^/\s]+/pytest-\d+", 0, "pytest-of-<user>/pytest-<n>"),
+        (r"\btmp[._]?(?=[A-Za-z_]*\d)[A-Za-z0-9_]{6,}", 0, "tmp<id>"),  # random: has a digit
         (
             r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?)?"
             r"(?:\s?(?:Z|UTC|[+-]\d{2}:?\d{2}))?",
@@ -76,9 +79,6 @@ _VOLATILE: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"^\[\d+\]\s+\d+$", re.M, "[<job>] <pid>"),
         (r"\b0x[0-9a-f]+\b", re.I, "0x<hex>"),
         (r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,}\b", re.I, "<hex>"),
-        (r"(?:/private)?/var/folders/[^/\s]+/[^/\s]+/T/", 0, "<tmpdir>/"),
-        (r"pytest-of-[^/\s]+/pytest-\d+", 0, "pytest-of-<user>/pytest-<n>"),
-        (r"\btmp(?:\.|_)?[A-Za-z0-9_]{6,}", 0, "tmp<id>"),
     )
 )
 
@@ -90,7 +90,7 @@ def canonical_text(text: str) -> str:
     Replaced: UUIDs; ISO dates and timestamps, ``ls``-style dates, times of day, unix epochs and
     durations (``0.12s``); process and thread ids (``pid 123``, ``/proc/123``, ``[1] 4242``);
     ``0x`` addresses and hex ids of 7+ characters mixing digits and letters (git hashes); macOS
-    temp dirs, pytest temp dirs and random ``tmpXXXXXX`` names. Every whitespace run becomes one
+    temp dirs, pytest temp dirs and random ``tmpXXXXXX`` names (with a digit in them). Every whitespace run becomes one
     space. Two outputs of the same command that differ only in these parts compare equal.
     """
     for pattern, replacement in _VOLATILE:

@@ -4,5 +4,13 @@ from __future__ import annotations
 
 from tokenlean.langchain.adapter import apply_edits, to_view
 from tokenlean.langchain.budget import TokenBudgetMiddleware
+from tokenlean.langchain.context_editor import ContextEditorMiddleware
+from tokenlean.langchain.loop_guard import LoopGuardMiddleware
 
-__all__ = ["TokenBudgetMiddleware", "apply_edits", "to_view"]
+__all__ = [
+    "ContextEditorMiddleware",
+    "LoopGuardMiddleware",
+    "TokenBudgetMiddleware",
+    "apply_edits",
+    "to_view",
+]

@@ -309,9 +309,9 @@ def _record(raw: object) -> LoopGuardRecord:
 
 
 def _ignored_final(steps: Sequence[Step], record: LoopGuardRecord) -> bool:
-    """The model called tools after the forced-answer call."""
+    """The model answered the forced-answer call with tool calls instead of an answer."""
     final_at = record["final_at"]
-    return 0 <= final_at < len(steps) and any(s["action"] for s in steps[final_at:])
+    return 0 <= final_at < len(steps) and bool(steps[final_at]["action"])
 
 
 def _step_count(messages: Sequence[AnyMessage | BaseMessage]) -> int:
