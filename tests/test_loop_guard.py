@@ -156,6 +156,33 @@ def test_edit_then_rerun_with_changing_output_is_never_answered() -> None:
     assert guard.stats.events == () and guard.stats.checks == 13
 
 
+def _chat(prompts: Sequence[str], guard: LoopGuardMiddleware) -> None:
+    saver = InMemorySaver()
+    config = {"configurable": {"thread_id": "chat"}}
+    replies: list[Any] = [call("ls", 0), AIMessage("Listed.", id="r0")]
+    for i, prompt in enumerate(prompts, start=1):
+        agent, _ = scripted_agent(
+            [*replies, AIMessage(f"answer {i}", id=f"r{i}")],
+            tools=[sh],
+            middleware=[guard],
+            checkpointer=saver,
+        )
+        replies = []
+        agent.invoke({"messages": [HumanMessage(prompt, id=f"u{i}")]}, config)
+
+
+def test_answering_different_questions_without_tools_is_not_talking_in_circles() -> None:
+    guard = LoopGuardMiddleware()
+    _chat(["hi", "what is 2+2?", "and 3+3?", "thanks", "bye"], guard)
+    assert guard.stats.events == ()
+
+
+def test_talking_without_acting_across_repeated_prompts_is_caught() -> None:
+    guard = LoopGuardMiddleware()
+    _chat(["fix the bug"] + ["Continue. Use a tool."] * 4, guard)
+    assert [(e.response, e.pattern) for e in guard.stats.events][:1] == [("nudge", "talking")]
+
+
 def test_exempt_tools_repeat_freely() -> None:
     guard = LoopGuardMiddleware(detector=LoopDetector(exempt_tools={"sh"}))
     _, model, _ = invoke(looping(6), guard)

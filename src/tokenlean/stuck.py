@@ -10,7 +10,11 @@ progress, never a loop. The patterns, with the default :class:`LoopDetector` thr
     the same action failing (:func:`tokenlean.loops.is_failure`) 3 times in a row, whatever the
     error text says.
 ``talking``
-    3 replies in a row without any tool call, in a run that has used tools before.
+    3 replies in a row without any tool call, in a run that has used tools before. In a
+    LangChain agent a reply without tool calls ends the run, so this is a harness re-prompting
+    a model that keeps answering instead of acting; the loop guard middleware only counts the
+    steps since the user's latest new request, so a chat about different questions is not
+    taken for it.
 ``alternating``
     two different actions taking turns with unchanged observations: A, B, A, B.
 ``cycle``
@@ -106,9 +110,13 @@ class LoopDetector:
             return True
         return self.exempt_if is not None and bool(self.exempt_if(step))
 
-    def candidates(self, steps: Sequence[Step]) -> list[Detection]:
-        """Every enabled pattern at the end of ``steps``, fired or not (``redundant`` may be 0)."""
-        tail = self.active(steps)
+    def candidates(self, steps: Sequence[Step], *, since: int = 0) -> list[Detection]:
+        """Every enabled pattern at the end of ``steps``, fired or not (``redundant`` may be 0).
+
+        Only steps from position ``since`` on are evidence (for example: since the user's
+        latest new request); earlier ones only tell whether the run has used tools before.
+        """
+        tail = self.active(steps[since:])
         if not tail:
             return []
         found: list[Detection] = []
@@ -129,9 +137,9 @@ class LoopDetector:
         }.get(detection.pattern, detection.period * (self.cycle_repeats - 1))
         return detection.redundant >= needed
 
-    def detect(self, steps: Sequence[Step]) -> Detection | None:
+    def detect(self, steps: Sequence[Step], *, since: int = 0) -> Detection | None:
         """The strongest firing pattern at the end of ``steps``, or ``None``."""
-        firing = [d for d in self.candidates(steps) if self.fires(d)]
+        firing = [d for d in self.candidates(steps, since=since) if self.fires(d)]
         if not firing:
             return None
         return max(firing, key=lambda d: (d.redundant, -PATTERNS.index(d.pattern)))

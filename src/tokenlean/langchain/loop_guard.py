@@ -7,6 +7,10 @@ human message appended to the conversation). If the loop goes on, the next call 
 stuck pattern, or tool calls despite the request to answer), the run ends with an AI message
 saying why. The ladder of responses is configurable.
 
+Only steps since the user's latest *new* request count as evidence: a user who asks something
+else starts afresh (so a chat assistant answering different questions without tools is not
+"talking in circles"), while a harness repeating the same prompt ("continue") does not.
+
 Per-run state (how far up the ladder this episode is) lives in agent state, so checkpointers
 persist it; an episode ends after ``recovery_steps`` steps with no stuck pattern, and a later
 loop starts again from the first rung. Stats on the instance are guarded by a lock.
@@ -41,8 +45,9 @@ from langgraph.runtime import Runtime
 from typing_extensions import NotRequired, TypedDict
 
 from tokenlean.langchain.adapter import to_view
-from tokenlean.loops import Step, build_steps
+from tokenlean.loops import Step, build_steps, canonical_text
 from tokenlean.stuck import Detection, LoopDetector
+from tokenlean.transcript import Message
 
 logger = logging.getLogger(__name__)
 
@@ -206,20 +211,22 @@ class LoopGuardMiddleware(AgentMiddleware[LoopGuardState[ResponseT], ContextT, R
 
     def _check(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
         try:
-            steps = build_steps(to_view(state.get("messages") or []))
+            view = to_view(state.get("messages") or [])
             record = _record(state.get(STATE_KEY))
             self._count("checks")
-            return self._respond(steps, record)
+            return self._respond(build_steps(view), _task_start(view), record)
         except Exception:
             self._failed("checking for loops")
             return None
 
-    def _respond(self, steps: Sequence[Step], record: LoopGuardRecord) -> dict[str, Any] | None:
+    def _respond(
+        self, steps: Sequence[Step], since: int, record: LoopGuardRecord
+    ) -> dict[str, Any] | None:
         """The state update for this check: nothing, a new record, or a response."""
         n = len(steps)
         if n <= record["seen_at"]:
             return None  # nothing new since the last detection
-        detection = self.detector.detect(steps)
+        detection = self.detector.detect(steps, since=since)
         trigger: str | None = detection.pattern if detection else None
         if trigger is None and _ignored_final(steps, record):
             trigger = IGNORED_FINAL
@@ -312,6 +319,21 @@ def _ignored_final(steps: Sequence[Step], record: LoopGuardRecord) -> bool:
     """The model answered the forced-answer call with tool calls instead of an answer."""
     final_at = record["final_at"]
     return 0 <= final_at < len(steps) and bool(steps[final_at]["action"])
+
+
+def _task_start(view: Sequence[Message]) -> int:
+    """Steps before the latest *new* user request: one whose text differs from the request
+    before it. A harness repeating the same prompt ("continue") is not a new request, so a
+    loop across such prompts is still seen; a user asking something else starts afresh."""
+    since, steps, previous = 0, 0, None
+    for message in view:
+        if message.role == "assistant":
+            steps += max(1, len(message.tool_calls))
+        elif message.role == "user" and not str(message.id or "").startswith(ID_PREFIX):
+            text = canonical_text(message.text)
+            if text != previous:
+                since, previous = steps, text
+    return since
 
 
 def _step_count(messages: Sequence[AnyMessage | BaseMessage]) -> int:
