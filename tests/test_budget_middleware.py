@@ -343,6 +343,20 @@ def test_missing_usage_falls_back_to_the_counter(sqlite: SqliteSaver) -> None:
     assert middleware.stats.estimated_calls == 2 and middleware.stats.calls == 2
 
 
+def test_odd_content_is_estimated_and_left_untouched(sqlite: SqliteSaver) -> None:
+    image = [
+        {"type": "text", "text": "what is this? \udcff"},
+        {"type": "image", "url": "https://example.invalid/cat.png"},
+    ]
+    middleware = TokenBudgetMiddleware(token_budget=10**6)
+    agent, model = scripted_agent(
+        [answer(1, "a cat")], middleware=[middleware], checkpointer=sqlite
+    )
+    out = agent.invoke({"messages": [HumanMessage(image, id="h1")]}, config())
+    assert model.calls[0].messages[0].content == image and out["messages"][0].content == image
+    assert middleware.stats.estimated_calls == 1 and middleware.stats.errors == 0
+
+
 class _Broken:
     def count(self, text: str) -> int:
         raise RuntimeError("counter down")
