@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
@@ -388,3 +390,31 @@ def test_the_strategy_is_registered() -> None:
     built = strategies.get("loop-guard").factory()
     assert [type(m) for m in built] == [LoopGuardMiddleware]
     assert built[0] is not strategies.get("loop-guard").factory()[0]  # fresh every time
+
+
+# -- invariants ------------------------------------------------------------------------
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(["ls", "cat a", "pytest", "PARALLEL"]), max_size=12))
+def test_any_run_keeps_pairing_prefixes_and_the_ladder(commands: list[str]) -> None:
+    responses: list[AIMessage] = []
+    for i, command in enumerate(commands):
+        if command == "PARALLEL":
+            calls = [{"id": f"p{i}-{j}", "name": "sh", "args": {"command": "ls"}} for j in (0, 1)]
+            responses.append(AIMessage(content="", id=f"ai-{i}", tool_calls=calls))
+        else:
+            responses.append(call(command, i))
+    guard = LoopGuardMiddleware()
+    out, model, _ = invoke(responses, guard, thread="prop")
+
+    answered = {m.tool_call_id for m in out["messages"] if isinstance(m, ToolMessage)}
+    asked = {c["id"] for m in out["messages"] if isinstance(m, AIMessage) for c in m.tool_calls}
+    assert asked == answered  # every tool call still has its result
+    rungs = [e.response for e in guard.stats.events]
+    assert rungs == ["nudge", "final", "end"][: len(rungs)]
+    pairs = zip(model.calls, model.calls[1:], strict=False)
+    assert all(_prefix_kept(a.messages, b.messages) for a, b in pairs)
+    forced = [i for i, c in enumerate(model.calls) if c.tool_choice == "none"]
+    assert len(forced) == rungs.count("final")
+    assert all(str(model.calls[i].messages[-1].id).startswith(f"{ID_PREFIX}final") for i in forced)
