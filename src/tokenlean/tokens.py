@@ -137,7 +137,8 @@ _SPECS: dict[str, _Spec] = {
         },
     ),
 }
-_DOWNLOAD_KEY = {  # tiktoken caches a download under the sha1 of its source address
+#: tiktoken caches a downloaded vocabulary under the sha1 of its source address.
+TIKTOKEN_CACHE_KEYS = {
     "o200k_base": "fb374d419588a4632f3f557e76b4b70aebbca790",
     "cl100k_base": "9b5ad71b2ce5302211f9c61530b329a4922fc6a4",
 }
@@ -155,7 +156,7 @@ def find_vocabulary(
     if env_dir := os.environ.get("TOKENLEAN_TIKTOKEN_DIR"):
         candidates.append(Path(env_dir) / f"{encoding}.tiktoken")
     if cache_dir := os.environ.get("TIKTOKEN_CACHE_DIR"):
-        candidates.append(Path(cache_dir) / _DOWNLOAD_KEY[encoding])
+        candidates.append(Path(cache_dir) / TIKTOKEN_CACHE_KEYS[encoding])
     for candidate in candidates:
         if candidate.is_file():
             return candidate
