@@ -13,10 +13,10 @@ unavailable instead of failing the replay.
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 Factory = Callable[[], list[Any]]
@@ -66,8 +66,9 @@ def load_plugins(modules: Iterable[str] = ()) -> None:
         except ModuleNotFoundError as exc:
             if exc.name != module:  # a real missing dependency inside the module: report it
                 raise
-    if modules and "" not in sys.path and os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # plugins are named like `python -m` would find them
+    cwd = str(Path.cwd())
+    if modules and "" not in sys.path and cwd not in sys.path:
+        sys.path.insert(0, cwd)  # plugins are named like `python -m` would find them
     for module in modules:
         importlib.import_module(module)
 
