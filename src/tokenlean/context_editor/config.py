@@ -1,0 +1,165 @@
+"""The context editor's options, the request view it reads, and what it reports."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+from tokenlean.cost import ANTHROPIC, PRICING, CachePricing
+from tokenlean.tokens import EstimateCounter, TokenCounter, count_request
+from tokenlean.transcript import Message
+
+Mode = Literal["plain", "cache_aware"]
+MODES: tuple[Mode, ...] = get_args(Mode)
+DEFAULT_RETRIEVAL_TOOL = "retrieve_tool_output"
+#: A custom placeholder: the cleared result's tool name and length in characters -> text.
+PlaceholderFn = Callable[[str, int], str]
+
+
+@dataclass(frozen=True, slots=True)
+class RequestView:
+    """A request as the model would receive it: system prompt, tool schemas, messages."""
+
+    messages: tuple[Message, ...]
+    system: str | None = None
+    tools: tuple[Mapping[str, Any], ...] = ()
+
+
+#: Estimates a whole request's tokens (the trigger is judged on this).
+TokenEstimator = Callable[[RequestView], int]
+
+
+def request_estimator(counter: TokenCounter | None = None) -> TokenEstimator:
+    """An estimator counting system prompt, tool schemas and messages with ``counter``."""
+    used = counter if counter is not None else EstimateCounter()
+
+    def estimate(request: RequestView) -> int:
+        return count_request(request.messages, used, system=request.system, tools=request.tools)
+
+    return estimate
+
+
+class MemoCounter:
+    """Wraps a counter with a bounded, thread-safe memo: a long run re-counts the same texts."""
+
+    def __init__(self, counter: TokenCounter, *, max_entries: int = 4096) -> None:
+        self.counter = counter
+        self._max = max_entries
+        self._memo: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def count(self, text: str) -> int:
+        if len(text) < 64:  # cheaper to count than to remember
+            return self.counter.count(text)
+        with self._lock:
+            hit = self._memo.get(text)
+        if hit is not None:
+            return hit
+        value = self.counter.count(text)
+        with self._lock:
+            if len(self._memo) >= self._max:
+                self._memo.clear()
+            self._memo[text] = value
+        return value
+
+
+@dataclass(frozen=True, slots=True)
+class Clearing:
+    """How one cleared result is sent from now on (kept so later calls send identical bytes)."""
+
+    placeholder: str
+    clear_inputs: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ClearedToolResult:
+    """One result cleared by an edit."""
+
+    tool: str
+    length: int  # characters
+    tool_call_id: str
+    tokens_saved: int
+
+
+@dataclass(frozen=True, slots=True)
+class ContextEdit:
+    """What one edit did: the results it cleared and the request's tokens before and after.
+
+    ``tokens_before`` is the request as it would have been sent without this edit (earlier
+    clearing applied); ``net_saving`` is the cache-aware model's expected saving (None in plain).
+    """
+
+    cleared: tuple[ClearedToolResult, ...]
+    batches: int
+    tokens_before: int
+    tokens_after: int
+    total_cleared: int
+    net_saving: float | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContextEditorConfig:
+    """Options of the context editor; every default lives here."""
+
+    trigger_tokens: int = 30_000
+    keep: int = 3
+    batch: int = 5
+    exclude_tools: frozenset[str] = frozenset()
+    clear_tool_inputs: bool = False
+    placeholder: str | PlaceholderFn | None = None
+    min_saved_tokens: int = 50
+    mode: Mode = "plain"
+    pricing: CachePricing = ANTHROPIC
+    expected_calls: int | None = None
+    retrieval_tool: str | None = DEFAULT_RETRIEVAL_TOOL
+
+    def __post_init__(self) -> None:
+        for name in ("trigger_tokens", "keep", "min_saved_tokens"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
+                raise ValueError(f"{name} must be a non-negative int, got {getattr(self, name)!r}")
+        if not isinstance(self.batch, int) or self.batch < 1:
+            raise ValueError(f"batch must be an int >= 1, got {self.batch!r}")
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+        if self.expected_calls is not None and self.expected_calls < 1:
+            raise ValueError(f"expected_calls must be >= 1 or None, got {self.expected_calls!r}")
+        if self.placeholder is not None and not (
+            isinstance(self.placeholder, str) or callable(self.placeholder)
+        ):
+            raise ValueError("placeholder must be a string or a callable (tool, length) -> str")
+        object.__setattr__(self, "exclude_tools", _names(self.exclude_tools))
+        object.__setattr__(self, "pricing", _pricing(self.pricing))
+
+    def placeholder_for(self, tool: str, length: int, call_id: str, retrieval: bool) -> str:
+        if isinstance(self.placeholder, str):
+            return self.placeholder
+        if self.placeholder is not None:
+            return str(self.placeholder(tool, length))
+        return default_placeholder(
+            tool, length, call_id, self.retrieval_tool if retrieval else None
+        )
+
+
+def _names(value: object) -> frozenset[str]:
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise ValueError(f"exclude_tools must be a collection of tool names, got {value!r}")
+    return frozenset(str(name) for name in value)
+
+
+def _pricing(value: object) -> CachePricing:
+    if isinstance(value, CachePricing):
+        return value
+    if isinstance(value, str) and value in PRICING:
+        return PRICING[value]
+    raise ValueError(f"pricing must be a CachePricing or one of {sorted(PRICING)}, got {value!r}")
+
+
+def default_placeholder(tool: str, length: int, call_id: str, retrieval_tool: str | None) -> str:
+    """Names the tool and says how to get the result back."""
+    if retrieval_tool:
+        how = f'call `{retrieval_tool}` with tool_call_id "{call_id}" to read it again'
+    else:
+        how = "call the tool again if you need it"
+    return f"[`{tool}` result cleared to save context ({length:,} characters); {how}.]"
