@@ -6,6 +6,8 @@ The core (this package's top level) imports no framework; LangChain middleware l
 
 from __future__ import annotations
 
+from tokenlean.anthropic_classifier import make_anthropic_classifier
+from tokenlean.compress import TokenSavingStats, compress_tool_output
 from tokenlean.cost import ANTHROPIC, NO_CACHE, OPENAI, PRICING, CachePricing
 from tokenlean.loops import Step, build_steps
 from tokenlean.stuck import Detection, LoopDetector, detect_stuck, loop_signals
@@ -18,6 +20,7 @@ from tokenlean.tokens import (
     default_counter,
 )
 from tokenlean.transcript import Edit, Message, ToolCall
+from tokenlean.words import WordClassifier
 
 __version__ = "0.1.0"
 
@@ -35,12 +38,16 @@ __all__ = [
     "Step",
     "TiktokenCounter",
     "TokenCounter",
+    "TokenSavingStats",
     "ToolCall",
     "VocabularyNotFoundError",
+    "WordClassifier",
     "__version__",
     "build_steps",
+    "compress_tool_output",
     "count_request",
     "default_counter",
     "detect_stuck",
     "loop_signals",
+    "make_anthropic_classifier",
 ]

@@ -6,11 +6,14 @@ from tokenlean.langchain.adapter import apply_edits, to_view
 from tokenlean.langchain.budget import TokenBudgetMiddleware
 from tokenlean.langchain.context_editor import ContextEditorMiddleware
 from tokenlean.langchain.loop_guard import LoopGuardMiddleware
+from tokenlean.langchain.token_saving import TokenSavingMiddleware, build_steps_from_messages
 
 __all__ = [
     "ContextEditorMiddleware",
     "LoopGuardMiddleware",
     "TokenBudgetMiddleware",
+    "TokenSavingMiddleware",
     "apply_edits",
+    "build_steps_from_messages",
     "to_view",
 ]

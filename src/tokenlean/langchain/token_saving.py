@@ -56,15 +56,14 @@ from tokenlean.compress import (
     DEFAULT_PERPLEXITY_RECENT_CUTOFF,
     DEFAULT_PERPLEXITY_WINDOW_WORDS,
     DEFAULT_TAIL_KEEP_CHARS,
-    CompressedEntry,
-    CompressionPolicy,
     TokenSavingStats,
     content_digest,
-    plan_compressions,
 )
-from tokenlean.langchain.adapter import message_to_view, replace_content, to_view
+from tokenlean.compress_plan import CompressedEntry, CompressionPolicy, plan_compressions
+from tokenlean.langchain.adapter import replace_content, role_of, to_view
 from tokenlean.loops import Step, build_steps
 from tokenlean.tokens import TokenCounter, default_counter
+from tokenlean.transcript import Content, Message
 from tokenlean.words import WordClassifier
 
 logger = logging.getLogger(__name__)
@@ -126,6 +125,20 @@ def loop_detected(signals: object) -> bool:
     )
 
 
+def _plan_content(raw: object) -> Content:
+    """Message content as the planner reads it (what :func:`to_view` gives, for less work)."""
+    if isinstance(raw, str):
+        return raw
+    if isinstance(raw, list):
+        return tuple(b if isinstance(b, Mapping) else {"type": "text", "text": str(b)} for b in raw)
+    return str(raw)
+
+
+def _plan_view(messages: Sequence[BaseMessage]) -> list[Message]:
+    """Role, id and content of each message: all the planner reads."""
+    return [Message(role_of(m), _plan_content(m.content), m.id) for m in messages]
+
+
 def apply_compressions(
     messages: Sequence[AnyMessage], entries: Mapping[str, CompressedEntry]
 ) -> list[AnyMessage]:
@@ -136,9 +149,9 @@ def apply_compressions(
     out = list(messages)
     for index, message in enumerate(messages):
         entry = entries.get(message.id) if isinstance(message.id, str) else None
-        if entry is None or entry["content"] is None:
+        if entry is None or entry["content"] is None or not entry["applied"]:
             continue
-        if content_digest(message_to_view(message).content) != entry["source"]:
+        if content_digest(_plan_content(message.content)) != entry["source"]:
             continue
         content = entry["content"]
         copy = replace_content(message, content if isinstance(content, str) else tuple(content))
@@ -278,7 +291,8 @@ class TokenSavingMiddleware(AgentMiddleware[TokenSavingState[ResponseT], Context
         if not self._compressing:
             return {}
         try:
-            plan = plan_compressions(to_view(messages), stored, self.policy, self.token_counter)
+            view = _plan_view(messages)
+            plan = plan_compressions(view, stored, self.policy, self.token_counter)
         except Exception:
             logger.warning(
                 "token saving: compression failed; messages left as they are", exc_info=True

@@ -1,0 +1,370 @@
+"""Which message gets which compression, and when: the framework-free token-saving planner.
+
+:func:`plan_compressions` reads a neutral transcript and the compressions stored so far (the
+middleware keeps them in agent state) and returns the new or changed ones. Each is computed once,
+from the original text, so the bytes sent for a message change only when its entry changes, and
+each change rewrites bytes the model was already sent (a prompt-cache break from that message on).
+
+- Default (the reference behaviour): a tool output is head+tail truncated when it leaves the
+  ``keep_recent_tool_messages`` window. With word compression on, a message is compressed at the
+  "mid" ratio once it is ``perplexity_recent_cutoff`` calls old, and again (from the original) at
+  the "old" ratio once it is ``perplexity_mid_cutoff`` calls old.
+- ``compress_once=True``: a message is compressed once, by every lever on, at the ratio of its
+  tier, when it has left the recent window of every lever, and never again. The result waits as
+  *pending*; pending compressions are written into the prompt together, in one rewrite, as soon
+  as the tokens they remove reach the tokens the rewrite re-bills (the already-sent messages from
+  the first rewritten one on). Of the pending ones, the rewrite starts where that margin is
+  largest. A message not yet sent is rewritten for free: ``keep_recent_tool_messages=0``
+  compresses at first sight with no cache break at all.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypedDict
+
+from tokenlean.compress import (
+    DEFAULT_COMPRESS_THRESHOLD_CHARS,
+    DEFAULT_HEAD_KEEP_CHARS,
+    DEFAULT_KEEP_RECENT_TOOL_MESSAGES,
+    DEFAULT_PERPLEXITY_KEEP_RATIO_MID,
+    DEFAULT_PERPLEXITY_KEEP_RATIO_OLD,
+    DEFAULT_PERPLEXITY_MID_CUTOFF,
+    DEFAULT_PERPLEXITY_MIN_CONTENT_WORDS,
+    DEFAULT_PERPLEXITY_RECENT_CUTOFF,
+    DEFAULT_PERPLEXITY_WINDOW_WORDS,
+    DEFAULT_TAIL_KEEP_CHARS,
+    compress_tool_output,
+    content_digest,
+    text_parts,
+)
+from tokenlean.tokens import MESSAGE_OVERHEAD, TokenCounter
+from tokenlean.transcript import Content, Message, content_text
+from tokenlean.words import WordClassifier, _check_ratio, compress_words
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Stage:
+    """What a message gets: head+tail truncation, and word compression at ``keep_ratio``."""
+
+    head_tail: bool
+    keep_ratio: float | None
+
+    @property
+    def key(self) -> str:
+        ratio = "-" if self.keep_ratio is None else str(self.keep_ratio)
+        return f"{'ht' if self.head_tail else '-'}:{ratio}"
+
+
+_INT_SETTINGS = (
+    "compress_threshold_chars",
+    "head_keep_chars",
+    "tail_keep_chars",
+    "keep_recent_tool_messages",
+    "perplexity_recent_cutoff",
+    "perplexity_mid_cutoff",
+    "perplexity_min_content_words",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CompressionPolicy:
+    """The compression settings (the reference's names and defaults); ``classifier=None``: no
+    word compression."""
+
+    compress_threshold_chars: int = DEFAULT_COMPRESS_THRESHOLD_CHARS
+    head_keep_chars: int = DEFAULT_HEAD_KEEP_CHARS
+    tail_keep_chars: int = DEFAULT_TAIL_KEEP_CHARS
+    keep_recent_tool_messages: int = DEFAULT_KEEP_RECENT_TOOL_MESSAGES
+    enable_compression: bool = True
+    classifier: WordClassifier | None = None
+    perplexity_recent_cutoff: int = DEFAULT_PERPLEXITY_RECENT_CUTOFF
+    perplexity_mid_cutoff: int = DEFAULT_PERPLEXITY_MID_CUTOFF
+    perplexity_keep_ratio_mid: float = DEFAULT_PERPLEXITY_KEEP_RATIO_MID
+    perplexity_keep_ratio_old: float = DEFAULT_PERPLEXITY_KEEP_RATIO_OLD
+    perplexity_window_words: int = DEFAULT_PERPLEXITY_WINDOW_WORDS
+    perplexity_min_content_words: int = DEFAULT_PERPLEXITY_MIN_CONTENT_WORDS
+    compress_once: bool = False
+
+    def __post_init__(self) -> None:
+        for name in _INT_SETTINGS:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+        window = self.perplexity_window_words
+        if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+            raise ValueError(f"perplexity_window_words must be a positive integer, got {window!r}")
+        if self.perplexity_mid_cutoff < self.perplexity_recent_cutoff:
+            raise ValueError("perplexity_mid_cutoff must be >= perplexity_recent_cutoff")
+        _check_ratio("perplexity_keep_ratio_mid", self.perplexity_keep_ratio_mid)
+        _check_ratio("perplexity_keep_ratio_old", self.perplexity_keep_ratio_old)
+        if self.classifier is not None and not callable(self.classifier):
+            raise ValueError("perplexity_classifier must be callable (words -> keep flags)")
+
+    def tier(self, calls_ago: int) -> float | None:
+        """The keep ratio for a message ``calls_ago`` calls old (``None``: recent, or words off)."""
+        if self.classifier is None or calls_ago < self.perplexity_recent_cutoff:
+            return None
+        if calls_ago < self.perplexity_mid_cutoff:
+            return self.perplexity_keep_ratio_mid
+        return self.perplexity_keep_ratio_old
+
+    def stage(self, role: str, tools_after: int, calls_ago: int) -> Stage | None:
+        """What a message with this role and age should get now, or ``None`` for nothing."""
+        head_tail = self.enable_compression and role == "tool"
+        ratio = self.tier(calls_ago)
+        old_for_head_tail = tools_after >= self.keep_recent_tool_messages
+        if self.compress_once:
+            if (head_tail and not old_for_head_tail) or (self.classifier and ratio is None):
+                return None  # still inside the recent window of some lever
+        else:
+            head_tail = head_tail and old_for_head_tail
+        return Stage(head_tail, ratio) if head_tail or ratio is not None else None
+
+
+class CompressedEntry(TypedDict):
+    """One message's stored compression (JSON-friendly, so checkpointers persist it)."""
+
+    source: str  # digest of the original content; the entry applies only to that content
+    stage: str
+    content: str | list[dict[str, Any]] | None  # None: the stage left the text as it was
+    applied: bool  # False: computed, waiting to be written into the prompt (compress_once)
+    classified: bool
+    ht_chars: int
+    ht_tokens: int
+    word_chars: int
+    word_tokens: int
+
+
+@dataclass
+class Plan:
+    """New or changed entries by message id, and what they add to the stats."""
+
+    updates: dict[str, CompressedEntry] = field(default_factory=dict)
+    stats: Counter[str] = field(default_factory=Counter)
+
+
+def plan_compressions(
+    view: Sequence[Message],
+    stored: Mapping[str, CompressedEntry],
+    policy: CompressionPolicy,
+    counter: TokenCounter,
+) -> Plan:
+    """The entries to add to ``stored`` for this transcript; a failing message is skipped."""
+    plan = Plan()
+    current: dict[int, CompressedEntry] = {}
+    for index, (message, (tools_after, calls_ago)) in enumerate(
+        zip(view, _ages(view), strict=True)
+    ):
+        if message.id is None or message.role not in ("tool", "assistant"):
+            continue
+        try:
+            stage = policy.stage(message.role, tools_after, calls_ago)
+            entry = _plan_one(message, stage, stored.get(message.id), policy, counter, plan)
+        except Exception:
+            logger.warning("could not compress message %s; left as is", message.id, exc_info=True)
+            continue
+        if entry is not None:
+            current[index] = entry
+    if policy.compress_once:
+        _release(view, current, plan, counter)
+    _count(plan, stored)
+    return plan
+
+
+def _ages(view: Sequence[Message]) -> list[tuple[int, int]]:
+    """Per message: tool messages after it, and assistant messages (model calls) after it."""
+    tools = calls = 0
+    out: list[tuple[int, int]] = []
+    for message in reversed(view):
+        out.append((tools, calls))
+        tools += message.role == "tool"
+        calls += message.role == "assistant"
+    return out[::-1]
+
+
+def _plan_one(
+    message: Message,
+    stage: Stage | None,
+    previous: CompressedEntry | None,
+    policy: CompressionPolicy,
+    counter: TokenCounter,
+    plan: Plan,
+) -> CompressedEntry | None:
+    """The message's entry from now on (new ones also go to ``plan.updates``)."""
+    if previous is None and stage is None:
+        return None
+    if previous is not None and previous["source"] != content_digest(message.content):
+        previous = None  # the message changed under us: its old entry no longer applies
+    if previous is not None and (
+        policy.compress_once or stage is None or stage.key == previous["stage"]
+    ):
+        plan.stats["perplexity_cache_hits"] += previous["classified"]
+        return previous
+    if stage is None:
+        return None
+    entry = build_entry(message.content, stage, policy, counter, applied=not policy.compress_once)
+    if entry is None:
+        return previous
+    plan.updates[str(message.id)] = entry
+    return entry
+
+
+def _release(
+    view: Sequence[Message],
+    current: dict[int, CompressedEntry],
+    plan: Plan,
+    counter: TokenCounter,
+) -> None:
+    """Apply a batch of pending entries when it removes at least the tokens it re-bills."""
+    pending = sorted(i for i, e in current.items() if not e["applied"])
+    if not pending:
+        return
+    first = pending[0]
+    sent_end = max((i for i, m in enumerate(view) if m.role == "assistant"), default=0)
+    rebilled = [0] * (max(sent_end, first) - first + 1)  # rebilled[j]: tokens of first+j..end
+    for i in range(sent_end - 1, first - 1, -1):
+        rebilled[i - first] = rebilled[i - first + 1] + _sent_tokens(
+            view[i], current.get(i), counter
+        )
+    saved = [current[i]["ht_tokens"] + current[i]["word_tokens"] for i in pending]
+    best, best_margin = None, 0
+    for k, start in enumerate(pending):
+        margin = sum(saved[k:]) - rebilled[min(start, sent_end) - first]
+        if (best is None and margin >= 0) or margin > best_margin:
+            best, best_margin = k, margin
+    if best is None:
+        return
+    for i in pending[best:]:
+        released = current[i].copy()
+        released["applied"] = True
+        plan.updates[str(view[i].id)] = current[i] = released
+
+
+def _sent_tokens(message: Message, entry: CompressedEntry | None, counter: TokenCounter) -> int:
+    """Tokens of an already-sent message as the next prompt would send it."""
+    if entry is not None and entry["content"] is not None:
+        return MESSAGE_OVERHEAD + _count_text(counter, content_text(entry["content"]))
+    return MESSAGE_OVERHEAD + _count_text(counter, message.text)
+
+
+def _count_text(counter: TokenCounter, text: str) -> int:
+    key: Any = counter  # hashable in practice; an unhashable one raises TypeError below
+    try:
+        return _memo_count(key, text)
+    except TypeError:  # an unhashable counter: count without the memo
+        return counter.count(text)
+
+
+@functools.lru_cache(maxsize=8192)
+def _memo_count(counter: Any, text: str) -> int:
+    return int(counter.count(text))
+
+
+def _count(plan: Plan, stored: Mapping[str, CompressedEntry]) -> None:
+    """Add what the newly applied entries remove (beyond what their predecessors did)."""
+    for message_id, entry in plan.updates.items():
+        if not entry["applied"]:
+            continue
+        before = stored.get(message_id)
+        if before is None or not before["applied"] or before["source"] != entry["source"]:
+            before = _EMPTY
+        plan.stats.update(
+            compressions=entry["ht_chars"] > 0 and before["ht_chars"] == 0,
+            chars_saved=entry["ht_chars"] - before["ht_chars"],
+            tokens_saved=entry["ht_tokens"] - before["ht_tokens"],
+            perplexity_compressions=entry["word_chars"] > 0 and entry["stage"] != before["stage"],
+            perplexity_chars_saved=entry["word_chars"] - before["word_chars"],
+            perplexity_tokens_saved=entry["word_tokens"] - before["word_tokens"],
+        )
+
+
+_EMPTY = CompressedEntry(
+    source="",
+    stage="",
+    content=None,
+    applied=True,
+    classified=False,
+    ht_chars=0,
+    ht_tokens=0,
+    word_chars=0,
+    word_tokens=0,
+)
+
+
+def build_entry(
+    content: Content,
+    stage: Stage,
+    policy: CompressionPolicy,
+    counter: TokenCounter,
+    *,
+    applied: bool = True,
+) -> CompressedEntry | None:
+    """``content`` compressed at ``stage``, from scratch; ``None`` when nothing is eligible."""
+    parts = text_parts(content)
+    if parts is None:
+        return None
+    ht = stage.head_tail and any(len(p) > policy.compress_threshold_chars for p in parts)
+    words = stage.keep_ratio is not None and any(
+        len(p.split()) >= policy.perplexity_min_content_words for p in parts
+    )
+    if not (ht or words):
+        return None
+    truncated = [_head_tail(p, policy) if ht else p for p in parts]
+    final = [_words(p, stage, policy) for p in truncated] if words else truncated
+    changed = final != parts
+    n_parts = _tokens(parts, counter) if changed else 0
+    n_truncated = _tokens(truncated, counter) if changed and ht else n_parts
+    n_final = _tokens(final, counter) if changed and words else n_truncated
+    return CompressedEntry(
+        source=content_digest(content),
+        stage=stage.key,
+        content=_with_parts(content, final) if changed else None,
+        applied=applied or not changed,
+        classified=words,
+        ht_chars=_chars(parts) - _chars(truncated),
+        ht_tokens=n_parts - n_truncated,
+        word_chars=_chars(truncated) - _chars(final),
+        word_tokens=n_truncated - n_final,
+    )
+
+
+def _with_parts(content: Content, parts: Sequence[str]) -> str | list[dict[str, Any]]:
+    if isinstance(content, str):
+        return parts[0]
+    return [{**block, "text": text} for block, text in zip(content, parts, strict=True)]
+
+
+def _head_tail(text: str, policy: CompressionPolicy) -> str:
+    return compress_tool_output(
+        text,
+        threshold_chars=policy.compress_threshold_chars,
+        head_chars=policy.head_keep_chars,
+        tail_chars=policy.tail_keep_chars,
+    )
+
+
+def _words(text: str, stage: Stage, policy: CompressionPolicy) -> str:
+    if policy.classifier is None or stage.keep_ratio is None:
+        return text
+    return compress_words(
+        text,
+        policy.classifier,
+        keep_ratio=stage.keep_ratio,
+        window_words=policy.perplexity_window_words,
+        min_content_words=policy.perplexity_min_content_words,
+    )
+
+
+def _chars(parts: Sequence[str]) -> int:
+    return sum(len(p) for p in parts)
+
+
+def _tokens(parts: Sequence[str], counter: TokenCounter) -> int:
+    return sum(counter.count(p) for p in parts)
