@@ -17,7 +17,7 @@ the prompt on later edits and lets the request grow for many calls before the ne
 
 from __future__ import annotations
 
-from tokenlean.context_editor.cache import expected_net_saving, net_saving
+from tokenlean.context_editor.cache import CacheModel, expected_net_saving
 from tokenlean.context_editor.config import (
     DEFAULT_RETRIEVAL_TOOL,
     MODES,
@@ -38,6 +38,7 @@ from tokenlean.context_editor.plan import Plan, apply_clearing, plan_clearing
 __all__ = [
     "DEFAULT_RETRIEVAL_TOOL",
     "MODES",
+    "CacheModel",
     "ClearedToolResult",
     "Clearing",
     "ContextEdit",
@@ -51,7 +52,6 @@ __all__ = [
     "apply_clearing",
     "default_placeholder",
     "expected_net_saving",
-    "net_saving",
     "plan_clearing",
     "request_estimator",
 ]

@@ -1,51 +1,72 @@
 """When clearing a batch pays for the cache re-write it causes (the cache-aware mode).
 
-Cache-aware mode clears the batches plain mode would, but only when that pays for the break.
-Clearing at the *edit point* (the first newly cleared result) makes the provider re-write its cache
-from there on, so this call pays the uncached price for everything after the edit point instead of
-the cached price. In exchange, every later call sends ``saved`` fewer tokens, which it would have
-read from the cache. With ``P`` the prompt's tokens, ``A`` the tokens before the edit point, ``N``
-the tokens new since the previous call (the previous reply and what follows it), ``S`` the tokens
-the batch saves and ``R`` the calls expected after this one, in the pricing's units::
+Cache-aware mode clears whole batches only when that pays for the break, and picks which. Clearing
+at the *edit point* (the first newly cleared result) makes the provider re-write its cache from
+there on, so this call pays the uncached price for everything after the edit point instead of the
+cached price. In exchange, every later call sends ``saved`` fewer tokens, which it would have read
+from the cache. With ``P`` the prompt's tokens, ``A`` the tokens before the edit point, ``N`` the
+tokens new since the previous call (the previous reply and what follows it), ``S`` the tokens the
+batch saves and ``R`` the calls expected after this one, in the pricing's units::
 
     net = billed(P, cached=P - N) - billed(P - S, cached=A) + R * cached_read * S
 
-and the batches are cleared only when ``net > 0``. ``R`` is ``expected_calls`` minus the calls made
-so far (this one included) when given; otherwise the run is assumed to last as long again as it has
-so far (an agent that has made ``n`` calls is, at the median, halfway through), so ``R`` is the
-number of calls so far. Pricing is data (:data:`tokenlean.cost.PRICING`); with ``"none"`` a break
-costs nothing and cache-aware mode clears whenever plain mode does.
+Of the choices "the newest ``k`` of the whole batches plain mode would clear" (the edit point is the
+oldest of them: a small ``k`` is a cheap re-write near the end of the prompt, a large one saves
+more), the one with the largest ``net`` is cleared, and nothing when no ``net`` is positive. So old
+results deep in the cached prefix stay when clearing them would cost more than it saves, and the
+request may stay above the trigger. ``R`` is ``expected_calls`` minus the calls made so far (this
+one included) when given; otherwise the run is assumed to last as long again as it has so far (an
+agent that has made ``n`` calls is, at the median, halfway through), so ``R`` is the number of calls
+so far. Pricing is data (:data:`tokenlean.cost.PRICING`); with ``"none"`` a break costs nothing and
+cache-aware mode clears whenever plain mode does.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from tokenlean.context_editor.config import ContextEditorConfig, RequestView
 from tokenlean.cost import CachePricing
 from tokenlean.tokens import TokenCounter, count_request, message_tokens
 
 
-def net_saving(
-    current: RequestView,
-    *,
-    edit_point: int,
-    saved: int,
-    config: ContextEditorConfig,
-    counter: TokenCounter,
-) -> float:
-    """The model's net saving for clearing ``saved`` tokens from message ``edit_point`` on."""
-    messages = current.messages
-    sizes = [message_tokens(m, counter) for m in messages]
-    fixed = count_request((), counter, system=current.system, tools=current.tools)
-    prompt = fixed + sum(sizes)
-    last_reply = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=0)
-    new = sum(sizes[last_reply:])
-    prefix = min(fixed + sum(sizes[:edit_point]), prompt - new)
-    so_far = sum(1 for m in messages if m.role == "assistant")
-    expected = config.expected_calls
-    remaining = max(0, expected - so_far - 1) if expected is not None else so_far
-    return expected_net_saving(
-        config.pricing, prompt=prompt, prefix=prefix, new=new, saved=saved, remaining=remaining
-    )
+@dataclass(frozen=True, slots=True)
+class CacheModel:
+    """The quantities of one request that the model needs, measured once per call."""
+
+    pricing: CachePricing
+    prompt: int  # P
+    new: int  # N
+    before: tuple[int, ...]  # tokens before each message (system and tool schemas included)
+    remaining: int  # R
+
+    @classmethod
+    def of(
+        cls, current: RequestView, config: ContextEditorConfig, counter: TokenCounter
+    ) -> CacheModel:
+        messages = current.messages
+        before = [count_request((), counter, system=current.system, tools=current.tools)]
+        for message in messages:
+            before.append(before[-1] + message_tokens(message, counter))
+        replies = [i for i, m in enumerate(messages) if m.role == "assistant"]
+        last_reply = replies[-1] if replies else 0
+        so_far = len(replies)
+        expected = config.expected_calls
+        remaining = max(0, expected - so_far - 1) if expected is not None else so_far
+        prompt = before[-1]
+        return cls(config.pricing, prompt, prompt - before[last_reply], tuple(before), remaining)
+
+    def net(self, *, edit_point: int, saved: int) -> float:
+        """The expected net saving of clearing ``saved`` tokens from message ``edit_point`` on."""
+        prefix = min(self.before[edit_point], self.prompt - self.new)
+        return expected_net_saving(
+            self.pricing,
+            prompt=self.prompt,
+            prefix=prefix,
+            new=self.new,
+            saved=saved,
+            remaining=self.remaining,
+        )
 
 
 def expected_net_saving(

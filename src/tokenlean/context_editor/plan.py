@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from tokenlean.context_editor.cache import net_saving
+from tokenlean.context_editor.cache import CacheModel
 from tokenlean.context_editor.config import (
     ClearedToolResult,
     Clearing,
@@ -164,22 +164,41 @@ def _grow(
     estimate: TokenEstimator,
     counter: TokenCounter,
 ) -> Plan:
-    """Clear every whole batch of candidates: all old results but the newest, oldest first."""
-    usable = len(candidates) - len(candidates) % config.batch
-    chosen = list(candidates[:usable])
+    """Add the chosen whole batches to the cleared set, and report the edit."""
+    chosen, net = _choose(current, candidates, config, counter)
     if not chosen:
         return Plan(cleared)
     grown = {**cleared, **{r.call.id: r.clearing for r in chosen}}
     after = estimate(replace(current, messages=tuple(apply_clearing(current.messages, grown))))
-    net = None
-    if config.mode == "cache_aware":
-        edit_point = min(r.index for r in chosen)
-        saved = sum(r.saved for r in chosen)
-        net = net_saving(
-            current, edit_point=edit_point, saved=saved, config=config, counter=counter
-        )
-        if net <= 0:
-            return Plan(cleared)
     report = tuple(ClearedToolResult(r.call.name, r.length, r.call.id, r.saved) for r in chosen)
     edit = ContextEdit(report, len(chosen) // config.batch, before, after, len(grown), net)
     return Plan(grown, edit)
+
+
+def _choose(
+    current: RequestView,
+    candidates: Sequence[_Result],
+    config: ContextEditorConfig,
+    counter: TokenCounter,
+) -> tuple[list[_Result], float | None]:
+    """Plain: every whole batch, oldest first. Cache-aware: the newest ``k`` that pay the most.
+
+    Clearing the newest ``k`` batches puts the edit point at the oldest of them, so a small ``k``
+    is a cheap re-write near the end of the prompt and a large one saves more; the model picks the
+    ``k`` with the largest expected net saving, or nothing when none is positive.
+    """
+    size = config.batch
+    usable = list(candidates[: len(candidates) - len(candidates) % size])
+    if config.mode == "plain" or not usable:
+        return usable, None
+    model = CacheModel.of(current, config, counter)
+    best = 0
+    best_net = 0.0
+    saved = 0
+    for k in range(1, len(usable) // size + 1):
+        batch = usable[len(usable) - k * size : len(usable) - (k - 1) * size]
+        saved += sum(r.saved for r in batch)
+        net = model.net(edit_point=batch[0].index, saved=saved)
+        if net > best_net:
+            best, best_net = k, net
+    return usable[len(usable) - best * size :] if best else [], (best_net if best else None)
