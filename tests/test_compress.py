@@ -137,6 +137,7 @@ def test_text_parts_only_for_text() -> None:
         ("head_keep_chars", 1.5),
         ("keep_recent_tool_messages", True),
         ("perplexity_window_words", 0),
+        ("payback_calls", 0),
         ("perplexity_keep_ratio_mid", 0),
         ("perplexity_keep_ratio_old", 1.5),
         ("perplexity_mid_cutoff", 2),  # below the recent cutoff (3)

@@ -11,11 +11,13 @@ each change rewrites bytes the model was already sent (a prompt-cache break from
   the "old" ratio once it is ``perplexity_mid_cutoff`` calls old.
 - ``compress_once=True``: a message is compressed once, by every lever on, at the ratio of its
   tier, when it has left the recent window of every lever, and never again. The result waits as
-  *pending*; pending compressions are written into the prompt together, in one rewrite, as soon
-  as the tokens they remove reach the tokens the rewrite re-bills (the already-sent messages from
-  the first rewritten one on). Of the pending ones, the rewrite starts where that margin is
-  largest. A message not yet sent is rewritten for free: ``keep_recent_tool_messages=0``
-  compresses at first sight with no cache break at all.
+  *pending*; pending compressions are written into the prompt together, in one rewrite, once
+  they pay for it within ``payback_calls`` calls: the tokens they remove, read from the cache at
+  a tenth of the price on each later call, must cover the extra paid once for re-sending the
+  already-sent messages from the first rewritten one on (Anthropic prices: a cache write costs
+  1.25, a read 0.1). Of the pending ones, the rewrite starts where that margin is largest. A
+  message not yet sent is rewritten for free: ``keep_recent_tool_messages=0`` compresses at first
+  sight with no cache break at all.
 """
 
 from __future__ import annotations
@@ -42,11 +44,15 @@ from tokenlean.compress import (
     content_digest,
     text_parts,
 )
+from tokenlean.cost import ANTHROPIC
 from tokenlean.tokens import MESSAGE_OVERHEAD, TokenCounter
 from tokenlean.transcript import Content, Message, content_text
 from tokenlean.words import WordClassifier, _check_ratio, compress_words
 
 logger = logging.getLogger(__name__)
+
+#: ``compress_once`` writes pending compressions when they pay back within this many calls.
+DEFAULT_PAYBACK_CALLS = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,15 +97,17 @@ class CompressionPolicy:
     perplexity_window_words: int = DEFAULT_PERPLEXITY_WINDOW_WORDS
     perplexity_min_content_words: int = DEFAULT_PERPLEXITY_MIN_CONTENT_WORDS
     compress_once: bool = False
+    payback_calls: int = DEFAULT_PAYBACK_CALLS
 
     def __post_init__(self) -> None:
         for name in _INT_SETTINGS:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
-        window = self.perplexity_window_words
-        if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-            raise ValueError(f"perplexity_window_words must be a positive integer, got {window!r}")
+        for name in ("perplexity_window_words", "payback_calls"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
         if self.perplexity_mid_cutoff < self.perplexity_recent_cutoff:
             raise ValueError("perplexity_mid_cutoff must be >= perplexity_recent_cutoff")
         _check_ratio("perplexity_keep_ratio_mid", self.perplexity_keep_ratio_mid)
@@ -173,7 +181,7 @@ def plan_compressions(
         if entry is not None:
             current[index] = entry
     if policy.compress_once:
-        _release(view, current, plan, counter)
+        _release(view, current, policy, plan, counter)
     _count(plan, stored)
     return plan
 
@@ -219,10 +227,11 @@ def _plan_one(
 def _release(
     view: Sequence[Message],
     current: dict[int, CompressedEntry],
+    policy: CompressionPolicy,
     plan: Plan,
     counter: TokenCounter,
 ) -> None:
-    """Apply a batch of pending entries when it removes at least the tokens it re-bills."""
+    """Apply the batch of pending entries that pays back most within ``payback_calls``."""
     pending = sorted(i for i, e in current.items() if not e["applied"])
     if not pending:
         return
@@ -233,10 +242,12 @@ def _release(
         rebilled[i - first] = rebilled[i - first + 1] + _sent_tokens(
             view[i], current.get(i), counter
         )
+    gain = policy.payback_calls * ANTHROPIC.cached_read  # per token removed
+    loss = ANTHROPIC.uncached - ANTHROPIC.cached_read  # per token re-sent uncached
     saved = [current[i]["ht_tokens"] + current[i]["word_tokens"] for i in pending]
-    best, best_margin = None, 0
+    best, best_margin = None, 0.0
     for k, start in enumerate(pending):
-        margin = sum(saved[k:]) - rebilled[min(start, sent_end) - first]
+        margin = gain * sum(saved[k:]) - loss * rebilled[min(start, sent_end) - first]
         if (best is None and margin >= 0) or margin > best_margin:
             best, best_margin = k, margin
     if best is None:

@@ -14,11 +14,15 @@ and across processes, even with a non-deterministic classifier, until its stage 
 
 Cache cost: a compression rewrites a message the model has already been sent, so the call that
 first sends it breaks the provider's prefix cache from that message on. With the defaults only
-head+tail is on, a message changes once (when it leaves the ``keep_recent_tool_messages`` window,
-close to the end of the prompt). Tiered word compression changes a message up to twice more
-(at ``perplexity_recent_cutoff`` and, deep in the prompt, at ``perplexity_mid_cutoff`` calls old);
-``compress_once=True`` applies every lever in one rewrite when a message leaves the recent window
-and never touches it again. ``tokenlean replay`` shows the breaks of each setting.
+head+tail is on and a message changes once (when it leaves the ``keep_recent_tool_messages``
+window, near the end of the prompt): the same bytes, calls and breaks as the reference. Tiered
+word compression changes a message twice more (at ``perplexity_recent_cutoff`` and, deep in the
+prompt, at ``perplexity_mid_cutoff`` calls old), which on replayed runs costs more than it saves.
+``compress_once=True`` computes each message's compression once, with every lever, when it has
+left the recent window, and never touches it again; the computed compressions are written into
+the prompt in batches, each when it pays back within ``payback_calls`` calls (see
+:mod:`tokenlean.compress_plan`), so each output causes at most one break and usually shares it.
+``tokenlean replay -s token-saving -s token-saving-words -s token-saving-once`` shows the cost.
 
 The nudge is appended (no byte already sent changes) at most once per episode: an episode is one
 agent invocation, and the latch lives in agent state so a checkpointer persists it.
@@ -59,7 +63,12 @@ from tokenlean.compress import (
     TokenSavingStats,
     content_digest,
 )
-from tokenlean.compress_plan import CompressedEntry, CompressionPolicy, plan_compressions
+from tokenlean.compress_plan import (
+    DEFAULT_PAYBACK_CALLS,
+    CompressedEntry,
+    CompressionPolicy,
+    plan_compressions,
+)
 from tokenlean.langchain.adapter import replace_content, role_of, to_view
 from tokenlean.loops import Step, build_steps
 from tokenlean.tokens import TokenCounter, default_counter
@@ -163,10 +172,10 @@ class TokenSavingMiddleware(AgentMiddleware[TokenSavingState[ResponseT], Context
     """Compress old tool outputs (and, opt-in, older text word by word); nudge a looping agent.
 
     Every parameter of the reference, with its name and default, plus ``compress_once`` (one
-    rewrite per message, see the module docs) and ``token_counter`` (for token stats; the exact
-    o200k counter when its vocabulary is local, else the estimate). The compression settings
-    are read back from :attr:`policy`. Failures are logged and swallowed: the agent loop is
-    never interrupted.
+    rewrite per message, written in batches that pay back within ``payback_calls`` calls; see
+    the module docs) and ``token_counter`` (for token stats; the exact o200k counter when its
+    vocabulary is local, else the estimate). The compression settings are read back from
+    :attr:`policy`. Failures are logged and swallowed: the agent loop is never interrupted.
     """
 
     state_schema = TokenSavingState
@@ -192,6 +201,7 @@ class TokenSavingMiddleware(AgentMiddleware[TokenSavingState[ResponseT], Context
         perplexity_window_words: int = DEFAULT_PERPLEXITY_WINDOW_WORDS,
         perplexity_min_content_words: int = DEFAULT_PERPLEXITY_MIN_CONTENT_WORDS,
         compress_once: bool = False,
+        payback_calls: int = DEFAULT_PAYBACK_CALLS,
         token_counter: TokenCounter | None = None,
     ) -> None:
         super().__init__()
@@ -211,6 +221,7 @@ class TokenSavingMiddleware(AgentMiddleware[TokenSavingState[ResponseT], Context
             perplexity_window_words=perplexity_window_words,
             perplexity_min_content_words=perplexity_min_content_words,
             compress_once=compress_once,
+            payback_calls=payback_calls,
         )
         _check_early_exit(early_exit_min_call_index, early_exit_text, signals_fn)
         self.early_exit_min_call_index = early_exit_min_call_index
