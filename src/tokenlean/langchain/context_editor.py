@@ -64,16 +64,19 @@ class _Prepared:
 class ContextEditorMiddleware(AgentMiddleware[ContextEditorState, Any, Any]):
     """Replaces all but the newest tool results by a short placeholder once the request is large.
 
-    Once the request as it will be sent passes ``trigger_tokens``, the oldest results (never the
-    newest ``keep``, never ``exclude_tools``, never results saving under ``min_saved_tokens``) are
-    cleared ``batch`` at a time, so the edited prefix stays byte-identical between edits and the
-    provider's prompt cache keeps working. With ``mode="cache_aware"`` a batch is cleared only when
-    it is expected to save more, under ``pricing``, than re-writing the cache costs.
+    Once the request as it will be sent (earlier clearing applied) passes ``trigger_tokens``, the
+    old results are cleared in whole batches of ``batch``, oldest first: never the newest ``keep``,
+    never ``exclude_tools``, never non-text results or results saving under ``min_saved_tokens``.
+    A cleared result is sent with the same bytes on every later call, so each edit costs one
+    prompt-cache break and the calls between edits hit the cache. With ``mode="cache_aware"``, the
+    newest whole batches are cleared only when that is expected to save more, under ``pricing``,
+    than re-writing the cache costs (see :mod:`tokenlean.context_editor.cache`).
 
     ``token_estimator`` is a :class:`~tokenlean.tokens.TokenCounter` or a function of a
     :class:`~tokenlean.context_editor.RequestView`; by default the fast estimate over the system
     prompt, tool schemas and messages. ``on_edit`` receives a
-    :class:`~tokenlean.context_editor.ContextEdit` each time the cleared set grows.
+    :class:`~tokenlean.context_editor.ContextEdit` each time the cleared set grows. The placeholder
+    names ``retrieval_tool`` when the agent has a tool of that name.
     """
 
     state_schema = ContextEditorState
