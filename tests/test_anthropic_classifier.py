@@ -18,7 +18,20 @@ from tokenlean import make_anthropic_classifier
 from tokenlean.anthropic_classifier import parse_keep_indices
 from tokenlean.words import heuristic_classifier
 
-WORDS = "the parser really just drops the charset value 42 in utf-8 mode".split()
+WORDS = [
+    "the",
+    "parser",
+    "really",
+    "just",
+    "drops",
+    "the",
+    "charset",
+    "value",
+    "42",
+    "in",
+    "utf-8",
+    "mode",
+]
 
 
 def _message(text: str) -> dict[str, Any]:

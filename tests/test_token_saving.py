@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, wrap_model_call
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import InjectedToolCallId, tool
@@ -138,7 +140,9 @@ def test_old_outputs_are_compressed_in_the_request_and_kept_whole_in_state(o200k
         assert len(sent) == k
         for i, content in enumerate(sent):
             old = i < k - 2  # all but the two most recent tool results
-            assert content == (compress_tool_output(OUTPUTS[f"cmd{i}"]) if old else OUTPUTS[f"cmd{i}"])
+            assert content == (
+                compress_tool_output(OUTPUTS[f"cmd{i}"]) if old else OUTPUTS[f"cmd{i}"]
+            )
     assert tool_contents(result["messages"]) == [OUTPUTS[f"cmd{i}"] for i in range(5)]
     originals = [OUTPUTS[f"cmd{i}"] for i in range(3)]
     assert mw.stats.compressions == 3
@@ -162,7 +166,9 @@ def test_custom_window_threshold_and_sizes() -> None:
         tail_keep_chars=10,
     )  # fmt: skip
     _, model = run_agent(mw, episode(2))
-    expected = compress_tool_output(OUTPUTS["cmd0"], threshold_chars=100, head_chars=20, tail_chars=10)
+    expected = compress_tool_output(
+        OUTPUTS["cmd0"], threshold_chars=100, head_chars=20, tail_chars=10
+    )
     assert tool_contents(model.calls[1].messages) == [expected]
 
 
@@ -240,7 +246,9 @@ def test_stacks_after_other_middleware() -> None:
         return handler(request.override(messages=messages))
 
     mw = TokenSavingMiddleware()
-    agent, model = scripted_agent(episode(5), tools=[run], middleware=[Marker(), clear_first_output, mw])
+    agent, model = scripted_agent(
+        episode(5), tools=[run], middleware=[Marker(), clear_first_output, mw]
+    )
     agent.invoke({"messages": [HumanMessage("go", id="h0")]}, {"configurable": {"thread_id": "s"}})
     last = model.calls[-1].messages
     assert last[-1].content == "(note from another middleware)"
@@ -274,7 +282,9 @@ def test_sqlite_checkpointer_persists_compressions(tmp_path: Path) -> None:
     config = {"configurable": {"thread_id": "persist"}}
     with SqliteSaver.from_conn_string(str(tmp_path / "state.db")) as saver:
         first = TokenSavingMiddleware()
-        agent, model = scripted_agent(episode(4), tools=[run], middleware=[first], checkpointer=saver)
+        agent, model = scripted_agent(
+            episode(4), tools=[run], middleware=[first], checkpointer=saver
+        )
         agent.invoke({"messages": [HumanMessage("go", id="h0")]}, config)
         values = agent.get_state(config).values
         tool_ids = [m.id for m in values["messages"] if isinstance(m, ToolMessage)]
@@ -283,7 +293,9 @@ def test_sqlite_checkpointer_persists_compressions(tmp_path: Path) -> None:
     with SqliteSaver.from_conn_string(str(tmp_path / "state.db")) as saver:
         second = TokenSavingMiddleware()  # a fresh instance, as in another process
         responses = [step(10, "cmd5"), AIMessage("done again", id="ai-final-2")]
-        agent2, model2 = scripted_agent(responses, tools=[run], middleware=[second], checkpointer=saver)
+        agent2, model2 = scripted_agent(
+            responses, tools=[run], middleware=[second], checkpointer=saver
+        )
         agent2.invoke({"messages": [HumanMessage("and now?", id="h1")]}, config)
     before = tool_contents(model.calls[-1].messages)
     assert tool_contents(model2.calls[0].messages) == before  # the same bytes from the checkpoint
@@ -346,7 +358,7 @@ def test_failures_are_logged_and_swallowed(caplog: pytest.LogCaptureFixture) -> 
         signals_fn=broken_signals,
         early_exit_min_call_index=0,
     )
-    baseline, base_model = run_agent(TokenSavingMiddleware(enable_compression=False), episode(5))
+    _, base_model = run_agent(TokenSavingMiddleware(enable_compression=False), episode(5))
     with caplog.at_level(logging.WARNING):
         result, model = run_agent(mw, episode(5))
     assert _prompts(model) == _prompts(base_model)  # nothing could be compressed or nudged
@@ -387,3 +399,77 @@ def test_build_steps_pairs_every_call_by_id() -> None:
         {"step_index": 2, "action": "", "action_input": {}, "thought": "thinking only",
          "observation": "", "is_error": False},
     ]  # fmt: skip
+
+
+# -- invariants on any history ------------------------------------------------------------------
+
+SHAPES: dict[str, Any] = {
+    "small": "ok, 3 files changed",
+    "big": output(7, 4000),
+    "prose": " ".join([PROSE] * 3),
+    "blocks": [{"type": "text", "text": output(6, 2500)}, {"type": "text", "text": PROSE}],
+    "image": [{"type": "image_url", "image_url": {"url": "data:image/png;base64," + "B" * 3000}}],
+}
+
+
+@tool
+def shaped(kind: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> ToolMessage:
+    """Return content of the given shape."""
+    return ToolMessage(
+        content=SHAPES[kind], tool_call_id=tool_call_id, name="shaped", id=f"t-{tool_call_id}"
+    )
+
+
+def _shape(message: BaseMessage) -> tuple[Any, ...]:
+    return (
+        type(message),
+        message.id,
+        getattr(message, "tool_call_id", None),
+        [c["id"] for c in getattr(message, "tool_calls", [])],
+        getattr(message, "status", None),
+    )
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.lists(st.sampled_from(sorted(SHAPES)), min_size=1, max_size=3), max_size=6),
+    st.integers(0, 3),
+    st.booleans(),
+)
+def test_any_history_keeps_its_shape(steps: list[list[str]], keep_recent: int, once: bool) -> None:
+    responses = [
+        AIMessage(
+            PROSE,
+            id=f"ai-{i}",
+            tool_calls=[
+                {"id": f"c-{i}-{j}", "name": "shaped", "args": {"kind": kind}}
+                for j, kind in enumerate(kinds)
+            ],
+        )
+        for i, kinds in enumerate(steps)
+    ] + [AIMessage("done", id="ai-final")]
+    mw = TokenSavingMiddleware(
+        keep_recent_tool_messages=keep_recent,
+        compress_once=once,
+        enable_perplexity_compression=True,
+        perplexity_classifier=make_heuristic_classifier(),
+        perplexity_recent_cutoff=1,
+        perplexity_min_content_words=5,
+        payback_calls=1000,
+    )
+    base_agent, base = scripted_agent(responses, tools=[shaped])
+    agent, model = scripted_agent(responses, tools=[shaped], middleware=[mw])
+    config = {"configurable": {"thread_id": "p"}}
+    base_agent.invoke({"messages": [HumanMessage("go", id="h")]}, config)
+    agent.invoke({"messages": [HumanMessage("go", id="h")]}, config)
+    assert len(model.calls) == len(base.calls)
+    for ours, theirs in zip(model.calls, base.calls, strict=True):
+        assert [_shape(m) for m in ours.messages] == [_shape(m) for m in theirs.messages]
+        answered = {m.tool_call_id for m in ours.messages if isinstance(m, ToolMessage)}
+        for m, original in zip(ours.messages, theirs.messages, strict=True):
+            assert all(c["id"] in answered for c in getattr(m, "tool_calls", []))
+            if m.content != original.content:
+                assert len(str(m.content)) < len(str(original.content))
+                assert not (
+                    isinstance(original.content, list) and "image_url" in str(original.content)
+                )

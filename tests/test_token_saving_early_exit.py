@@ -35,7 +35,9 @@ def calls(n: int, start: int = 0, tool_name: str = "grep") -> list[AIMessage]:
         AIMessage(
             f"try {i}",
             id=f"ai-{i}",
-            tool_calls=[{"id": f"c-{i}", "name": tool_name, "args": {"pattern": "x", "question": "?"}}],
+            tool_calls=[
+                {"id": f"c-{i}", "name": tool_name, "args": {"pattern": "x", "question": "?"}}
+            ],
         )
         for i in range(start, start + n)
     ]
@@ -106,7 +108,9 @@ def test_custom_text_and_signals_see_steps() -> None:
         seen.append(steps)
         return {"hedge": 0.8, "diversity": 0.9} if len(steps) >= 3 else {}
 
-    mw = TokenSavingMiddleware(signals_fn=signals, early_exit_min_call_index=0, early_exit_text="STOP")
+    mw = TokenSavingMiddleware(
+        signals_fn=signals, early_exit_min_call_index=0, early_exit_text="STOP"
+    )
     agent, _ = scripted_agent([*calls(5), AIMessage("done")], tools=[grep], middleware=[mw])
     result = invoke(agent, "go")
     assert nudges(result["messages"], "STOP") == 1
@@ -135,7 +139,9 @@ def test_latch_survives_an_interrupt_and_a_fresh_instance(tmp_path: Path) -> Non
     def build(saver: Any, responses: list[AIMessage]) -> tuple[Any, Any, TokenSavingMiddleware]:
         mw = TokenSavingMiddleware(signals_fn=always_looping, early_exit_min_call_index=1)
         hitl = HumanInTheLoopMiddleware(interrupt_on={"ask": True})
-        agent, model = scripted_agent(responses, tools=[grep, ask], middleware=[hitl, mw], checkpointer=saver)
+        agent, model = scripted_agent(
+            responses, tools=[grep, ask], middleware=[hitl, mw], checkpointer=saver
+        )
         return agent, model, mw
 
     with SqliteSaver.from_conn_string(db) as saver:

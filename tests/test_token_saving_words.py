@@ -58,7 +58,9 @@ def turns(n: int) -> list[AIMessage]:
 
 def run(mw: TokenSavingMiddleware, n: int = 13) -> Any:
     agent, model = scripted_agent(turns(n), tools=[pytest_run], middleware=[mw])
-    agent.invoke({"messages": [HumanMessage("fix it", id="h")]}, {"configurable": {"thread_id": "w"}})
+    agent.invoke(
+        {"messages": [HumanMessage("fix it", id="h")]}, {"configurable": {"thread_id": "w"}}
+    )
     return model
 
 
@@ -172,7 +174,9 @@ def test_anthropic_classifier_receives_each_tier_ratio() -> None:
         return httpx.Response(200, json=message)
 
     client = anthropic.Anthropic(
-        api_key="sk-test", max_retries=0, http_client=httpx.Client(transport=httpx.MockTransport(respond))
+        api_key="sk-test",
+        max_retries=0,
+        http_client=httpx.Client(transport=httpx.MockTransport(respond)),
     )
     model = run(words_mw(make_anthropic_classifier(client)))
     assert {re.search(r"Keep about (\d+)%", s).group(1) for s in systems} == {"55", "30"}  # type: ignore[union-attr]

@@ -68,7 +68,7 @@ def test_heuristic_meets_the_ratio_with_prose() -> None:
 
 
 def test_heuristic_drops_stopwords_before_content_words() -> None:
-    words = "the parser of the input".split()
+    words = ["the", "parser", "of", "the", "input"]
     assert heuristic_classifier(words, keep_ratio=0.6) == [False, True, False, True, True]
 
 
@@ -135,7 +135,9 @@ def test_structure_survives_even_a_classifier_that_drops_everything() -> None:
 
 
 def test_indentation_is_kept_on_compressed_lines() -> None:
-    text = "\n".join(f"    item {i}: the value was probably fine and nothing changed" for i in range(8))
+    text = "\n".join(
+        f"    item {i}: the value was probably fine and nothing changed" for i in range(8)
+    )
     out = compress_words(text, make_heuristic_classifier(0.3), min_content_words=1)
     assert out != text
     for i, line in enumerate(out.split("\n")):
@@ -173,7 +175,11 @@ _WORDS = st.sampled_from(
 @given(st.lists(_WORDS, max_size=120).map("".join), st.floats(0.05, 1.0), st.integers(1, 60))
 def test_compression_invariants(text: str, ratio: float, window: int) -> None:
     out = compress_words(
-        text, make_heuristic_classifier(), keep_ratio=ratio, window_words=window, min_content_words=0
+        text,
+        make_heuristic_classifier(),
+        keep_ratio=ratio,
+        window_words=window,
+        min_content_words=0,
     )
     before, after = text.split("\n"), out.split("\n")
     assert len(after) == len(before)  # every newline kept
@@ -183,4 +189,6 @@ def test_compression_invariants(text: str, ratio: float, window: int) -> None:
             assert new.startswith(old[: len(old) - len(old.lstrip())])
         it = iter(old_words)
         assert all(word in it for word in new_words)  # kept words are a subsequence
-        assert [w for w in old_words if is_protected(w)] == [w for w in new_words if is_protected(w)]
+        assert [w for w in old_words if is_protected(w)] == [
+            w for w in new_words if is_protected(w)
+        ]
