@@ -1,0 +1,28 @@
+"""Text in, shorter text out: the framework-free shortening core.
+
+:func:`shorten` handles logs and test output, source files and file views, and JSON; see its
+docstring. Everything here is pure and deterministic, and runs in linear time.
+"""
+
+from __future__ import annotations
+
+from tokenlean.shorten.classify import error_lines
+from tokenlean.shorten.core import shorten
+from tokenlean.shorten.markers import Retrieval
+from tokenlean.shorten.options import DEFAULT_OPTIONS, ShortenOptions
+from tokenlean.shorten.query import query_terms, query_text
+from tokenlean.shorten.report import Kind, Omission, Reason, ShortenReport
+
+__all__ = [
+    "DEFAULT_OPTIONS",
+    "Kind",
+    "Omission",
+    "Reason",
+    "Retrieval",
+    "ShortenOptions",
+    "ShortenReport",
+    "error_lines",
+    "query_terms",
+    "query_text",
+    "shorten",
+]

@@ -1,0 +1,109 @@
+"""Source files and file views: keep the outline and the parts the query is about.
+
+The outline is every line that opens a definition (``def``, ``class``, decorators, ``function``,
+``func``, ``fn``, type and interface declarations, ...); around query matches a few lines of
+context are kept; the rest of each body goes first. Line-number prefixes (``cat -n``, ``nl``,
+``grep -n``, SWE-agent's ``123:``) are looked through.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Container, Sequence
+
+from tokenlean.shorten.lines import MUST, NEAR, PROSE, REST, Selection
+from tokenlean.shorten.logs import _around, _assign, _ends, distances, dropped_lines
+from tokenlean.shorten.options import ShortenOptions
+from tokenlean.shorten.query import matching_lines
+from tokenlean.shorten.text import Lines
+
+_NUMBERED = re.compile(r"\s{0,8}\d{1,7}(?:[:-]|\t| {1,2}(?=\S))")
+_OUTLINE = (
+    "def ", "async def ", "class ", "@", "function ", "func ", "fn ", "pub fn ", "pub struct ",
+    "struct ", "impl ", "interface ", "type ", "enum ", "trait ", "module ", "export ",
+    "public ", "private ", "protected ", "static ", "package ", "namespace ",
+)  # fmt: skip
+_CODE_START = (
+    "import ", "from ", "return", "if ", "elif ", "else", "for ", "while ", "try:", "except",
+    "finally:", "with ", "raise ", "assert ", "yield", "#", "//", "/*", "*", "}", "{", ")", "]",
+    "const ", "let ", "var ", "self.", "pass", "break", "continue", "switch", "case ", '"""',
+)  # fmt: skip
+_CODE_END = (":", "{", "}", ";", ",", "(", ")", "[", "]", '"""')
+_LOG_HINTS = ("Traceback (most", " ... ok", "PASSED", "FAILED", "[INFO]", "ERROR:")
+_TRACE_START = ("+ ", "++ ", "$ ", ">>> ")
+
+
+def strip_number(line: str) -> str:
+    """``line`` without a leading line-number prefix."""
+    match = _NUMBERED.match(line)
+    return line[match.end() :] if match else line
+
+
+def looks_like_code(items: Sequence[str], sample: int = 400) -> bool:
+    """True when most non-blank lines of the first ``sample`` read as source code."""
+    body = [strip_number(line) for line in items[:sample] if line.strip()]
+    if len(body) < 8:
+        return False
+    code = keywords = logs = indented = 0
+    for line in body:
+        stripped = line.strip()
+        inner = line[:1] in (" ", "\t")
+        indented += inner
+        if stripped.startswith(_OUTLINE + _CODE_START):
+            code += 1
+            keywords += 1
+        elif inner and (stripped.endswith(_CODE_END) or " = " in stripped):
+            code += 1
+        if line.startswith(_TRACE_START) or any(hint in line for hint in _LOG_HINTS):
+            logs += 1
+    n = len(body)
+    shaped = indented >= 0.2 * n or keywords >= 0.5 * n
+    return code >= 0.45 * n and shaped and logs <= 0.05 * n
+
+
+def outline_lines(items: Sequence[str]) -> set[int]:
+    out: set[int] = set()
+    for i, line in enumerate(items):
+        stripped = strip_number(line).lstrip()
+        if stripped.startswith(_OUTLINE):
+            out.add(i)
+    return out
+
+
+def prose_lines(items: Sequence[str]) -> list[bool]:
+    """Which lines are comments or docstring text (read last when the budget is tight)."""
+    out = [False] * len(items)
+    quote: str | None = None
+    for i, line in enumerate(items):
+        stripped = strip_number(line).strip()
+        opens = [q for q in ('"""', "'''") if stripped.count(q) % 2 == 1]
+        if quote is not None:
+            out[i] = True
+            if quote in opens:
+                quote = None
+        elif opens:
+            out[i] = stripped.startswith(opens[0]) or stripped.startswith(("r" + opens[0], "f" + opens[0]))
+            quote = opens[0] if out[i] else None
+        else:
+            out[i] = stripped.startswith(("#", "//", "/*", "* ", "*/"))
+    return out
+
+
+def code_selection(
+    lines: Lines, terms: Sequence[str], seen: Container[str] | None, options: ShortenOptions
+) -> Selection:
+    """Tiers for source code: outline and query matches first, then their surroundings."""
+    query = matching_lines(lines, terms)
+    outline = outline_lines(lines.items)
+    prose = prose_lines(lines.items)
+    must = outline | query | {i for i in _ends(lines.items) if not prose[i]}
+    near = _around(query, options.code_context_lines, lines.count)
+    near |= {i + 1 for i in outline if i + 1 < lines.count}  # a signature's next line
+    forced = dropped_lines(lines, query, seen, options, keep_seen=())
+    tiers = [REST] * lines.count
+    _assign(tiers, near, NEAR)
+    for i, is_prose in enumerate(prose):
+        if is_prose:
+            tiers[i] = PROSE
+    _assign(tiers, must, MUST)
+    return Selection(tiers, distances(query | _ends(lines.items), lines.count), forced, {})

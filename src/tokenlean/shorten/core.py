@@ -1,0 +1,117 @@
+"""``shorten``: text in, shorter text and a report out; pure, deterministic, linear time."""
+
+from __future__ import annotations
+
+from collections.abc import Container, Mapping
+from dataclasses import replace
+from typing import Any, Literal
+
+from tokenlean.shorten.code import code_selection
+from tokenlean.shorten.detect import looks_like_source, parse_json, split_envelope
+from tokenlean.shorten.jsonc import crush_json
+from tokenlean.shorten.lines import render
+from tokenlean.shorten.logs import log_selection
+from tokenlean.shorten.markers import Retrieval
+from tokenlean.shorten.options import DEFAULT_OPTIONS, ShortenOptions
+from tokenlean.shorten.query import query_terms
+from tokenlean.shorten.report import Kind, Omission, ShortenReport
+from tokenlean.shorten.seen import Seen
+from tokenlean.shorten.text import Lines, estimate_tokens
+from tokenlean.tokens import TokenCounter
+
+KindChoice = Literal["auto", "log", "code", "json", "text"]
+_KINDS = ("auto", "log", "code", "json", "text")
+
+
+def shorten(
+    text: str,
+    *,
+    max_tokens: int | None = None,
+    query: str | Mapping[str, Any] | None = None,
+    context: str | None = None,
+    kind: KindChoice = "auto",
+    seen: Container[str] | None = None,
+    retrieval: Retrieval | None = None,
+    counter: TokenCounter | None = None,
+    options: ShortenOptions | None = None,
+) -> ShortenReport:
+    """Shorten ``text`` to about ``max_tokens``, keeping what a reader of it needs.
+
+    Logs keep errors, tracebacks, exit codes, summaries and lines matching ``query`` (text, or a
+    tool call's arguments); similar lines collapse. JSON stays valid JSON with long arrays
+    crushed. ``context`` is prose about what the reader looks for (an agent's note when it
+    made the call): its code-like words join the query. Source code keeps its outline and the parts the query is about. ``seen`` holds
+    what the reader was already shown (a :class:`Seen`, or a set of stripped lines): runs of
+    those lines are replaced by a pointer, and lines showing words it has not seen yet are
+    preferred when the budget is tight.
+    Every omission is marked in the text, with ``retrieval`` saying how to get it back.
+    The result is never longer than ``text``; when nothing can be saved it is ``text``.
+    """
+    opts = options or DEFAULT_OPTIONS
+    if max_tokens is not None:
+        opts = replace(opts, max_tokens=max_tokens)
+    if kind not in _KINDS:
+        raise ValueError(f"kind must be one of {_KINDS}, got {kind!r}")
+    count = counter.count if counter is not None else estimate_tokens
+    before = count(text)
+    if before <= opts.max_tokens and seen is None and text.count("\n") < opts.similar_run:
+        return ShortenReport(text, "text" if kind == "auto" else kind, before, before)
+    envelope = split_envelope(text)
+    terms = query_terms(query, limit=opts.max_query_terms)
+    if context:
+        extra = query_terms(context, limit=opts.max_query_terms, code_only=True)
+        terms += [term for term in extra if term not in terms]
+    where = retrieval or Retrieval()
+    budget = opts.max_tokens - estimate_tokens(envelope.head + envelope.tail)
+    body, found, omissions = _shorten_body(envelope.body, kind, terms, seen, where, opts, budget,
+                                           envelope.body_line)  # fmt: skip
+    new_text = envelope.head + body + envelope.tail
+    after = count(new_text) if omissions else before
+    if not omissions or after >= before or len(new_text) >= len(text):
+        return ShortenReport(text, found, before, before)
+    return ShortenReport(new_text, found, before, after, tuple(omissions))
+
+
+def _shorten_body(
+    body: str,
+    kind: KindChoice,
+    terms: list[str],
+    seen: Container[str] | None,
+    retrieval: Retrieval,
+    opts: ShortenOptions,
+    budget: float,
+    line_offset: int,
+) -> tuple[str, Kind, list[Omission]]:
+    if kind in ("auto", "json"):
+        ok, parsed = parse_json(body)
+        if ok:
+            tries = [
+                (opts.json_max_items, opts.json_keep_head, opts.json_max_string),
+                (max(2, opts.json_max_items // 2), min(1, opts.json_keep_head), 160),
+                (2, 0, 80),
+            ]
+            text, omissions = crush_json(
+                body, parsed, tries=tries, budget=budget, estimate=estimate_tokens,
+                terms=terms, retrieval=retrieval,
+            )  # fmt: skip
+            return text, "json", omissions
+        if kind == "json":
+            return body, "json", []
+    lines = Lines(body)
+    if kind == "code" or (kind == "auto" and looks_like_source(body)):
+        selection, found = code_selection(lines, terms, seen, opts), "code"
+        budget += opts.code_max_tokens - opts.max_tokens
+        budget = max(budget, opts.code_keep_percent / 100 * estimate_tokens(body))
+    else:
+        selection, found = log_selection(lines, terms, seen, opts)
+        if found == "diff":  # the reader asked for these changes: cut like code
+            budget += opts.code_max_tokens - opts.max_tokens
+            budget = max(budget, opts.code_keep_percent / 100 * estimate_tokens(body))
+        if kind in ("log", "text"):
+            found = kind
+    text, omissions = render(
+        lines, selection, budget=budget, retrieval=retrieval, terms=terms,
+        long_line_chars=opts.long_line_chars, line_offset=line_offset,
+        known=seen.words if isinstance(seen, Seen) else None,
+    )  # fmt: skip
+    return text, found, omissions

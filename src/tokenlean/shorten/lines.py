@@ -1,0 +1,238 @@
+"""The line engine: keep the lines that matter within a token budget and mark every gap.
+
+Callers rank lines into tiers (:data:`MUST` are always kept) and may force some out (similar
+runs, lines already shown, caret lines). Lines are then added tier by tier, nearest to what is
+already kept first, until the budget is spent; each gap costs a marker, and a gap cheaper than
+its marker is filled back in. Everything is a constant number of passes over the lines.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Container, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from tokenlean.shorten.markers import Retrieval, inline_marker, line_marker, note
+from tokenlean.shorten.report import Omission, Reason
+from tokenlean.shorten.seen import word_lines
+from tokenlean.shorten.text import Lines, line_cost
+
+MUST, NEAR, EDGE, REST, PROSE = 0, 1, 2, 3, 4
+_GIVE_UP = 64  # consecutive lines that do not fit before the fill stops looking
+_WORDS_MAX_CHARS = 1 << 20  # beyond this, ordinary lines are ranked by position only
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """What to keep: tier and rank per line, lines forced out, and tied line pairs."""
+
+    tiers: Sequence[int]
+    ranks: Sequence[int]
+    forced: Mapping[int, Reason]
+    ties: Mapping[int, int]
+
+
+def render(
+    lines: Lines,
+    selection: Selection,
+    *,
+    budget: float,
+    retrieval: Retrieval,
+    terms: Sequence[str] = (),
+    long_line_chars: int = 1200,
+    line_offset: int = 0,
+    known: Container[str] | None = None,
+) -> tuple[str, list[Omission]]:
+    """The shortened text and its omissions (line numbers shifted by ``line_offset``)."""
+    marker_cost = line_cost(line_marker("budget", 99, 100, 199, retrieval))
+    keep = _choose(lines, selection, budget, marker_cost, known if known is not None else ())
+    _fill_cheap_gaps(lines, keep, selection.forced, marker_cost)
+    return _emit(lines, keep, selection.forced, retrieval, terms, long_line_chars, line_offset)
+
+
+def _choose(
+    lines: Lines, sel: Selection, budget: float, marker_cost: float, known: Container[str]
+) -> list[bool]:
+    n = lines.count
+    costs = [line_cost(line) for line in lines.items]
+    open_ = [i for i in range(n) if i not in sel.forced]
+    forced_gaps = sum(1 for i in sel.forced if i == 0 or (i - 1) not in sel.forced)
+    if sum(costs[i] for i in open_) + marker_cost * forced_gaps <= budget:
+        return [i not in sel.forced for i in range(n)]
+    fill = _Fill(sel, costs, budget, marker_cost)
+    first = sorted((i for i in open_ if sel.tiers[i] < REST), key=lambda j: (sel.tiers[j], sel.ranks[j], j))
+    fill.run(first)
+    words = word_lines(lines.text) if len(lines.text) <= _WORDS_MAX_CHARS else None
+    for tier in (REST, PROSE):
+        group = [i for i in open_ if sel.tiers[i] == tier]
+        if words is not None:
+            fill.cover_new_words(words, group, known)
+        fill.run(sorted(group, key=lambda j: (sel.ranks[j], j)))
+    return fill.keep
+
+
+class _Fill:
+    """Adds lines while the budget lasts; each gap left between kept lines costs a marker."""
+
+    def __init__(self, sel: Selection, costs: list[float], budget: float, marker_cost: float):
+        self.sel, self.costs, self.budget, self.marker_cost = sel, costs, budget, marker_cost
+        self.keep = [False] * len(costs)
+        self.spent, self.gaps = 0.0, 1
+
+    def add(self, i: int) -> bool:
+        """Keep line ``i`` (and the line tied to it) if it fits; MUST lines always fit."""
+        if self.keep[i]:
+            return True
+        tied = self.sel.ties.get(i)
+        group = [i] if tied is None or tied in self.sel.forced or self.keep[tied] else [i, tied]
+        added = sum(self.costs[j] for j in group)
+        delta = _group_delta(self.keep, group)
+        total = self.spent + added + (self.gaps + delta) * self.marker_cost
+        if total > self.budget and self.sel.tiers[i] != MUST:
+            return False
+        for j in group:
+            self.keep[j] = True
+        self.spent += added
+        self.gaps += delta
+        return True
+
+    def run(self, order: Iterable[int]) -> None:
+        misses = 0
+        for i in order:
+            if self.add(i):
+                misses = 0
+            elif self.sel.tiers[i] >= EDGE:
+                misses += 1
+                if misses >= _GIVE_UP:
+                    return
+
+    def cover_new_words(self, words: list[list[str]], rest: list[int], known: Container[str]) -> None:
+        """Greedily keep the ordinary lines that show the most words not yet visible anywhere
+        (neither earlier in the conversation nor in a kept line), per token they cost."""
+        covered = {w for i, k in enumerate(self.keep) if k for w in words[i]}
+        novel = {i: {w for w in words[i] if w not in known} for i in rest}
+        heap = [(-len(novel[i]) / self._price(i), i) for i in rest if novel[i]]
+        heapq.heapify(heap)
+        while heap:
+            _, i = heapq.heappop(heap)
+            fresh = novel[i] - covered
+            if not fresh or self.keep[i]:
+                continue
+            score = -len(fresh) / self._price(i)
+            if heap and score > heap[0][0]:
+                heapq.heappush(heap, (score, i))
+                continue
+            if self.add(i):
+                covered |= fresh
+
+    def _price(self, i: int) -> float:
+        """Line ``i``'s cost including the marker a new gap would add."""
+        return self.costs[i] + max(0, _group_delta(self.keep, [i])) * self.marker_cost
+
+
+def _group_delta(keep: list[bool], group: list[int]) -> int:
+    """How the number of gaps changes when the lines of ``group`` (adjacent) are kept."""
+    lo, hi = min(group), max(group)
+    left = lo == 0 or keep[lo - 1]
+    right = hi == len(keep) - 1 or keep[hi + 1]
+    return -1 if left and right else (1 if not left and not right else 0)
+
+
+def _fill_cheap_gaps(
+    lines: Lines, keep: list[bool], forced: Mapping[int, Reason], marker_cost: float
+) -> None:
+    i, n = 0, lines.count
+    while i < n:
+        if keep[i]:
+            i += 1
+            continue
+        j = i
+        while j < n and not keep[j]:
+            j += 1
+        stretch = range(i, j)
+        if not any(k in forced for k in stretch):
+            if sum(line_cost(lines.items[k]) for k in stretch) <= marker_cost:
+                for k in stretch:
+                    keep[k] = True
+        i = j
+
+
+def _emit(
+    lines: Lines,
+    keep: list[bool],
+    forced: Mapping[int, Reason],
+    retrieval: Retrieval,
+    terms: Sequence[str],
+    long_line_chars: int,
+    offset: int,
+) -> tuple[str, list[Omission]]:
+    out: list[str] = []
+    omissions: list[Omission] = []
+    carets = 0
+    i, n = 0, lines.count
+    while i < n:
+        if keep[i]:
+            line = lines.items[i]
+            if len(line) > long_line_chars:
+                line, cut = cut_line(line, terms, long_line_chars, i + 1 + offset, retrieval)
+                omissions.append(Omission("long-line", cut, i + 1 + offset, i + 1 + offset, "chars"))
+            out.append(line)
+            i += 1
+            continue
+        j = i
+        while j < n and not keep[j]:
+            j += 1
+        reasons = {forced.get(k, "budget") for k in range(i, j)}
+        if reasons == {"caret"}:
+            carets += j - i
+        else:
+            reasons.discard("caret")
+            reason: Reason = reasons.pop() if len(reasons) == 1 else "budget"
+            first, last = i + 1 + offset, j + offset
+            indent = _indent_of(lines.items[i:j])
+            out.append(line_marker(reason, j - i, first, last, retrieval, indent))
+            omissions.append(Omission(reason, j - i, first, last))
+        i = j
+    if carets:
+        out.append(note("caret", carets, retrieval))
+        omissions.append(Omission("caret", carets, 0, 0))
+    return "\n".join(out), omissions
+
+
+def _indent_of(block: Sequence[str]) -> str:
+    for line in block:
+        if line.strip():
+            return line[: len(line) - len(line.lstrip())][:16]
+    return ""
+
+
+def cut_line(
+    line: str, terms: Sequence[str], limit: int, number: int, retrieval: Retrieval
+) -> tuple[str, int]:
+    """``line`` cut to about ``limit`` characters: its head, its tail and windows around the
+    first query matches; returns the new line and how many characters went."""
+    head, tail, window = limit // 2, limit // 6, limit // 10
+    spans = [(0, head), (len(line) - tail, len(line))]
+    low = line.lower()
+    for term in terms:
+        at = low.find(term, head)
+        if 0 <= at < len(line) - tail:
+            spans.append((max(0, at - window), min(len(line), at + len(term) + window)))
+        if len(spans) >= 5:
+            break
+    spans.sort()
+    merged: list[tuple[int, int]] = []
+    for start, end in spans:
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    parts: list[str] = []
+    cut, pos = 0, 0
+    for start, end in merged:
+        if start > pos:
+            parts.append(inline_marker(start - pos, number, retrieval))
+            cut += start - pos
+        parts.append(line[start:end])
+        pos = end
+    return "".join(parts), cut

@@ -1,0 +1,105 @@
+"""Ranking the lines of logs, test output and plain text for the line engine."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Container, Iterable, Sequence
+
+from tokenlean.shorten.classify import classify
+from tokenlean.shorten.lines import EDGE, MUST, NEAR, REST, Selection
+from tokenlean.shorten.options import ShortenOptions
+from tokenlean.shorten.query import matching_lines
+from tokenlean.shorten.report import Kind, Reason
+from tokenlean.shorten.similar import seen_runs, similar_runs
+from tokenlean.shorten.text import Lines
+
+
+def log_selection(
+    lines: Lines, terms: Sequence[str], seen: Container[str] | None, options: ShortenOptions
+) -> tuple[Selection, Kind]:
+    """Tiers for a log: errors, summaries, key traceback frames and query matches are kept."""
+    marks = classify(lines)
+    query = matching_lines(lines, terms)
+    must = marks.errors | marks.summaries | marks.key_frames | query | _ends(lines.items)
+    must |= marks.diff_heads
+    must |= {marks.ties[i] for i in marks.key_frames if i in marks.ties}
+    must -= (marks.other_frames | marks.project_frames) - marks.errors - query
+    near = _around(marks.errors | query, options.context_lines, lines.count)
+    near |= marks.warnings | marks.project_frames | marks.diff_changes
+    protected = marks.errors | marks.summaries | query
+    forced = dropped_lines(lines, protected, seen, options, keep_seen=marks.errors | marks.summaries)
+    for i in marks.carets:
+        forced[i] = "caret"
+    tiers = [REST] * lines.count
+    _assign(tiers, edge_lines(lines.count, options), EDGE)
+    _assign(tiers, near, NEAR)
+    _assign(tiers, must, MUST)
+    kind: Kind = "log" if marks.errors or marks.summaries or marks.ties or marks.warnings else "text"
+    if marks.diff_heads and marks.diff_changes:
+        kind = "diff"
+    return Selection(tiers, distances(must, lines.count), forced, marks.ties), kind
+
+
+def dropped_lines(
+    lines: Lines,
+    protected: Collection[int],
+    seen: Container[str] | None,
+    options: ShortenOptions,
+    *,
+    keep_seen: Collection[int],
+) -> dict[int, Reason]:
+    """Lines left out whatever the budget: inner lines of similar runs, and runs of lines the
+    reader was already shown (``keep_seen`` lines are never treated as shown)."""
+    forced: dict[int, Reason] = {}
+    for run in similar_runs(lines.items, protected, options.similar_run):
+        exact = all(lines.items[i] == lines.items[run.start] for i in run.drop)
+        for i in run.drop:
+            forced[i] = "repeat" if exact else "similar"
+    if seen is not None:
+        runs = seen_runs(
+            lines.items, seen, keep_seen, min_run=options.seen_run, min_chars=options.seen_min_chars
+        )
+        for run in runs:
+            for i in run.drop:
+                forced[i] = "seen"
+    return forced
+
+
+def edge_lines(n: int, options: ShortenOptions) -> set[int]:
+    return set(range(min(options.head_lines, n))) | set(range(max(0, n - options.tail_lines), n))
+
+
+def _ends(items: Sequence[str]) -> set[int]:
+    """The first and last non-blank lines."""
+    filled = [i for i in (0, 1, 2) if i < len(items) and items[i].strip()]
+    tail = [i for i in range(len(items) - 1, max(-1, len(items) - 4), -1) if items[i].strip()]
+    return set(filled[:1] + tail[:1])
+
+
+def _around(indices: Iterable[int], width: int, n: int) -> set[int]:
+    out: set[int] = set()
+    for i in indices:
+        out.update(range(max(0, i - width), min(n, i + width + 1)))
+    return out
+
+
+def _assign(tiers: list[int], indices: Iterable[int], tier: int) -> None:
+    for i in indices:
+        tiers[i] = min(tiers[i], tier)
+
+
+def distances(anchors: Collection[int], n: int) -> list[int]:
+    """Each line's distance to the nearest anchor line (``n`` when there is none)."""
+    dist = [n] * n
+    last = None
+    for i in range(n):
+        if i in anchors:
+            last = i
+        if last is not None:
+            dist[i] = i - last
+    last = None
+    for i in range(n - 1, -1, -1):
+        if i in anchors:
+            last = i
+        if last is not None:
+            dist[i] = min(dist[i], last - i)
+    return dist

@@ -1,0 +1,67 @@
+"""Every tunable of :func:`tokenlean.shorten.shorten`, with its default, in one place."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShortenOptions:
+    """How hard to shorten and what to protect.
+
+    Budgets are in tokens as estimated from characters (about 3.7 characters per token on code
+    and logs, indentation nearly free), so deciding what fits never needs a tokenizer.
+    """
+
+    max_tokens: int = 800
+    """Aim for at most this many tokens (errors, summaries and query matches may exceed it)."""
+    code_max_tokens: int = 2000
+    """The budget for source code and file views (the reader asked for them, so cut less)."""
+    code_keep_percent: int = 0
+    """Source code keeps at least this share (in percent) of its tokens, whatever the budget."""
+    head_lines: int = 4
+    """Lines at the top kept before other ordinary lines (commands echo, headers)."""
+    tail_lines: int = 8
+    """Lines at the bottom kept before other ordinary lines (summaries, exit status)."""
+    context_lines: int = 1
+    """Lines kept around each error or query match in logs."""
+    code_context_lines: int = 2
+    """Lines kept around each query match in source code."""
+    similar_run: int = 3
+    """Runs of at least this many similar lines collapse to their first and last line."""
+    seen_run: int = 3
+    """Runs with at least this many lines already shown earlier collapse to one marker."""
+    seen_min_chars: int = 8
+    """Shorter lines never count as already shown (too common to mean anything)."""
+    long_line_chars: int = 1200
+    """Longer lines are cut in the middle, keeping the head, the tail and any matches."""
+    max_query_terms: int = 24
+    """At most this many terms are taken from the query."""
+    json_max_items: int = 6
+    """JSON arrays longer than this are crushed."""
+    json_keep_head: int = 2
+    """Items kept from the start of a crushed array (the last item is kept too)."""
+    json_max_string: int = 400
+    """Longer JSON strings are cut."""
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise ValueError(f"{f.name} must be an int, got {value!r}")
+            floor = 0 if f.name in _MAY_BE_ZERO else 1
+            if value < floor:
+                raise ValueError(f"{f.name} must be >= {floor}, got {value}")
+        if self.code_keep_percent > 100:
+            raise ValueError(f"code_keep_percent must be <= 100, got {self.code_keep_percent}")
+        if self.similar_run < 3:
+            raise ValueError(f"similar_run must be >= 3, got {self.similar_run}")
+        if self.long_line_chars < 200:
+            raise ValueError(f"long_line_chars must be >= 200, got {self.long_line_chars}")
+
+
+_MAY_BE_ZERO = frozenset(
+    {"code_keep_percent", "head_lines", "tail_lines", "context_lines", "code_context_lines", "json_keep_head"}
+)
+
+DEFAULT_OPTIONS = ShortenOptions()

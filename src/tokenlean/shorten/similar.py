@@ -1,0 +1,96 @@
+"""Runs of lines that can go: similar lines, exact repeats, and lines already shown earlier.
+
+Two lines are *similar* when they are equal after trimming and replacing every digit with
+``0``: ``Downloading x (55 kB)`` and ``Downloading x (12 kB)`` are, ``test_a ... ok`` and
+``test_b ... ok`` are not (their names differ, and a name is what a reader looks for). The whole
+line is compared, never a prefix, so a long shared path does not merge unrelated lines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Container
+from dataclasses import dataclass
+
+_DIGITS = str.maketrans("123456789", "000000000")
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """Lines ``start``..``end`` (inclusive, 0-based) of which ``drop`` may be left out."""
+
+    start: int
+    end: int
+    drop: tuple[int, ...]
+
+
+def similar_runs(items: list[str], protected: Collection[int], min_run: int) -> list[Run]:
+    """Runs of at least ``min_run`` similar lines; each keeps its first and last line.
+
+    A protected line (an error, a query match) is never dropped and ends a run, except that
+    exact repeats of a protected line collapse too: the line itself still shows.
+    """
+    runs: list[Run] = []
+    start = 0
+    n = len(items)
+    while start < n:
+        end = _run_end(items, start, protected)
+        if end - start + 1 >= min_run and items[start].strip():
+            runs.append(Run(start, end, tuple(range(start + 1, end))))
+        start = end + 1
+    return runs
+
+
+def _run_end(items: list[str], start: int, protected: Collection[int]) -> int:
+    first = items[start]
+    if start in protected:
+        end = start
+        while end + 1 < len(items) and items[end + 1] == first:
+            end += 1
+        return end
+    signature = first.strip().translate(_DIGITS)
+    end = start
+    while end + 1 < len(items) and end + 1 not in protected:
+        if items[end + 1].strip().translate(_DIGITS) != signature:
+            break
+        end += 1
+    return end
+
+
+def seen_runs(
+    items: list[str],
+    seen: Container[str],
+    protected: Collection[int],
+    *,
+    min_run: int,
+    min_chars: int,
+) -> list[Run]:
+    """Runs holding at least ``min_run`` lines already shown earlier (``seen`` holds stripped
+    lines). Blank and very short lines inside a run go with it; protected lines end it."""
+
+    def state(i: int) -> int:  # 2: seen, 1: neutral filler, 0: breaks a run
+        if i in protected:
+            return 0
+        stripped = items[i].strip()
+        if len(stripped) < min_chars:
+            return 1 if len(stripped) <= 3 else 0
+        return 2 if stripped in seen else 0
+
+    return _runs_of(len(items), state, min_run)
+
+
+def _runs_of(n: int, state: Callable[[int], int], min_run: int) -> list[Run]:
+    runs: list[Run] = []
+    i = 0
+    while i < n:
+        if state(i) != 2:
+            i += 1
+            continue
+        end, count, j = i, 1, i + 1
+        while j < n and (s := state(j)):
+            if s == 2:
+                end, count = j, count + 1
+            j += 1
+        if count >= min_run:
+            runs.append(Run(i, end, tuple(range(i, end + 1))))
+        i = end + 1
+    return runs
