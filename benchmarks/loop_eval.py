@@ -68,11 +68,13 @@ class Row:
     guard_tokens: int = 0
     guard_billed: float = 0.0
     guard_ms_per_call: float = 0.0
+    guard_prefix_breaks: int = 0
     responses: list[str] = field(default_factory=list)
     patterns: list[str] = field(default_factory=list)
     first_fire_call: int | None = None
     after_fire_calls: int = 0
     after_fire_tokens: int = 0
+    loop_tokens: int = 0  # baseline prompt tokens of the calls from the loop's start (variants)
     ref_fire_call: int | None = None  # reference rule with loop_signals, from call 0
     ref_fire_call_40: int | None = None  # ... from call 40
     error: str | None = None
@@ -229,9 +231,12 @@ def evaluate(trajectory: Trajectory, kind: str, loop_start: int | None) -> Row:
     row.guard_tokens = sum(c.prompt_tokens for c in guarded)
     row.base_billed = sum(c.billed_anthropic for c in base)
     row.guard_billed = sum(c.billed_anthropic for c in guarded)
+    row.guard_prefix_breaks = sum(c.break_at is not None for c in guarded)
     row.guard_ms_per_call = 1000 * result.middleware_seconds / max(1, len(result.calls))
     row.responses = [e.response for e in guard.stats.events]
     row.patterns = [e.pattern for e in guard.stats.events]
+    if loop_start is not None:
+        row.loop_tokens = sum(c.prompt_tokens for c in base[loop_start:])
     row.first_fire_call = _first_guard_call(result.calls)
     if row.first_fire_call is not None:
         after = base[row.first_fire_call + 1 :]
@@ -274,6 +279,7 @@ def summarise(rows: Sequence[Row]) -> list[dict[str, Any]]:
                 "calls_saved": sum(r.base_calls - r.guard_calls for r in members),
                 "tokens_saved": sum(r.base_tokens - r.guard_tokens for r in members),
                 "base_tokens": sum(r.base_tokens for r in members),
+                "loop_tokens": sum(r.loop_tokens for r in members),
                 "billed_saved": sum(r.base_billed - r.guard_billed for r in members),
                 "base_billed": sum(r.base_billed for r in members),
                 "nudge_calls_saved": sum(r.after_fire_calls for r in members),
@@ -281,6 +287,7 @@ def summarise(rows: Sequence[Row]) -> list[dict[str, Any]]:
                 "ref_fired": sum(r.ref_fire_call is not None for r in members),
                 "ref_fired_40": sum(r.ref_fire_call_40 is not None for r in members),
                 "ms_per_call": _mean([r.guard_ms_per_call for r in members]),
+                "prefix_breaks": sum(r.guard_prefix_breaks for r in members),
                 "errors": len(groups[name]) - len(members),
             }
         )
@@ -323,18 +330,21 @@ def markdown(summary: Sequence[dict[str, Any]], rows: Sequence[Row], k: int, com
 
     lines = [
         "| set | runs | fired | nudge / final / end | first pattern | calls into loop "
-        "| calls saved | tokens saved | billed saved (Anthropic) | if nudge works: calls "
-        "/ tokens | reference rule fires (call 0 / 40) | guard ms/call |",
-        "|---|---:|---:|---|---|---|---:|---:|---:|---|---|---:|",
+        "| calls saved | tokens saved (of run / of loop) | billed saved (Anthropic) "
+        "| if nudge works: calls / tokens | reference rule fires (call 0 / 40) "
+        "| prefix breaks | guard ms/call |",
+        "|---|---:|---:|---|---|---|---:|---:|---:|---|---|---:|---:|",
     ]
     for s in summary:
         lines.append(
             f"| {s['set']} | {s['runs']} | {s['fired']} | {s['nudge']} / {s['final']} / "
             f"{s['end']} | {s['patterns']} | {s['latency']} | {s['calls_saved']} | "
-            f"{s['tokens_saved']:,} ({pct(s['tokens_saved'], s['base_tokens'])}) | "
+            f"{s['tokens_saved']:,} ({pct(s['tokens_saved'], s['base_tokens'])} / "
+            f"{pct(s['tokens_saved'], s['loop_tokens'])}) | "
             f"{s['billed_saved']:,.0f} ({pct(s['billed_saved'], s['base_billed'])}) | "
             f"{s['nudge_calls_saved']} / {s['nudge_tokens_saved']:,} | "
-            f"{s['ref_fired']} / {s['ref_fired_40']} | {s['ms_per_call']:.2f} |"
+            f"{s['ref_fired']} / {s['ref_fired_40']} | {s['prefix_breaks']} | "
+            f"{s['ms_per_call']:.2f} |"
         )
     fired_real = [r for r in rows if r.kind == "real" and r.responses]
     missed = [r for r in rows if r.kind != "real" and not r.responses and r.error is None]
