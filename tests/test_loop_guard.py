@@ -199,6 +199,8 @@ def test_exempt_tools_repeat_freely() -> None:
         {"responses": ("end", "nudge")},
         {"recovery_steps": 0},
         {"max_events": -1},
+        {"nudge_text": "  "},
+        {"end_text": None},
     ],
 )
 def test_bad_config_is_a_clear_value_error(kwargs: dict[str, Any]) -> None:

@@ -148,7 +148,7 @@ class LoopDetector:
         """``streak``, ``hedge`` and ``diversity`` in [0, 1]; see :mod:`tokenlean.loop_scores`."""
         tail = self.active(steps)
         redundant = max((d.redundant for d in self.candidates(steps)), default=0)
-        keys = [_signal_key(s) for s in tail]
+        keys = [_signal_key(s) for s in tail[-self.signal_window :]]
         return {
             "streak": streak_score(redundant),
             "hedge": hedge_score([s["thought"] for s in tail], self.hedge_window),

@@ -160,6 +160,9 @@ class LoopGuardMiddleware(AgentMiddleware[LoopGuardState[ResponseT], ContextT, R
             "final": final_text,
             "end": end_text,
         }
+        for rung, text in self.texts.items():
+            if not callable(text) and not (isinstance(text, str) and text.strip()):
+                raise ValueError(f"{rung}_text must be a non-empty string or a function")
         self.final_tool_choice = final_tool_choice
         self._lock = threading.Lock()
         self._counts: Counter[str] = Counter()
