@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 SHARED ?= ../shared
 export TOKENLEAN_TIKTOKEN_DIR ?= $(abspath $(SHARED)/tokenizers)
 
-.PHONY: demo test lint typecheck check clean
+.PHONY: demo test bench lint typecheck check clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,17 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest
 
+# The comparison with peer libraries: they live in their own environment, never in tokenlean's.
+BENCH := .venv-bench
+$(BENCH)/.installed: pyproject.toml benchmarks/requirements-peers.txt
+	$(PYTHON) -m venv $(BENCH)
+	$(BENCH)/bin/python -m pip install --quiet --upgrade pip
+	$(BENCH)/bin/python -m pip install --quiet -e ".[replay]" -r benchmarks/requirements-peers.txt
+	touch $@
+
+bench: $(BENCH)/.installed
+	$(BENCH)/bin/python -m benchmarks.compare
+
 lint: $(VENV)/.installed
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
@@ -31,4 +42,4 @@ typecheck: $(VENV)/.installed
 check: lint typecheck test
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(BENCH) .pytest_cache .mypy_cache .ruff_cache
