@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tokenlean import TokenSavingStats, compress_tool_output
-from tokenlean.compress import content_digest, text_parts
-from tokenlean.compress_plan import CompressionPolicy, Stage, plan_compressions
+from tokenlean.compress import CompressionPolicy, Stage, content_digest, text_parts
+from tokenlean.compress_plan import plan_compressions
 from tokenlean.tokens import EstimateCounter
 from tokenlean.transcript import Message, ToolCall
 from tokenlean.words import make_heuristic_classifier

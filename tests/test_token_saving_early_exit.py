@@ -14,8 +14,9 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
 
 from conftest import scripted_agent
+from tokenlean.early_exit import DEFAULT_EARLY_EXIT_TEXT, loop_detected
 from tokenlean.langchain import TokenSavingMiddleware
-from tokenlean.langchain.token_saving import DEFAULT_EARLY_EXIT_TEXT, NUDGED_KEY, loop_detected
+from tokenlean.langchain.token_saving import NUDGED_KEY
 
 
 @tool

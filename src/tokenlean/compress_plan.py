@@ -30,16 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from tokenlean.compress import (
-    DEFAULT_COMPRESS_THRESHOLD_CHARS,
-    DEFAULT_HEAD_KEEP_CHARS,
-    DEFAULT_KEEP_RECENT_TOOL_MESSAGES,
-    DEFAULT_PERPLEXITY_KEEP_RATIO_MID,
-    DEFAULT_PERPLEXITY_KEEP_RATIO_OLD,
-    DEFAULT_PERPLEXITY_MID_CUTOFF,
-    DEFAULT_PERPLEXITY_MIN_CONTENT_WORDS,
-    DEFAULT_PERPLEXITY_RECENT_CUTOFF,
-    DEFAULT_PERPLEXITY_WINDOW_WORDS,
-    DEFAULT_TAIL_KEEP_CHARS,
+    CompressionPolicy,
+    Stage,
     compress_tool_output,
     content_digest,
     text_parts,
@@ -47,93 +39,9 @@ from tokenlean.compress import (
 from tokenlean.cost import ANTHROPIC
 from tokenlean.tokens import MESSAGE_OVERHEAD, TokenCounter
 from tokenlean.transcript import Content, Message, content_text
-from tokenlean.words import WordClassifier, _check_ratio, compress_words
+from tokenlean.words import compress_words
 
 logger = logging.getLogger(__name__)
-
-#: ``compress_once`` writes pending compressions when they pay back within this many calls.
-DEFAULT_PAYBACK_CALLS = 20
-
-
-@dataclass(frozen=True, slots=True)
-class Stage:
-    """What a message gets: head+tail truncation, and word compression at ``keep_ratio``."""
-
-    head_tail: bool
-    keep_ratio: float | None
-
-    @property
-    def key(self) -> str:
-        ratio = "-" if self.keep_ratio is None else str(self.keep_ratio)
-        return f"{'ht' if self.head_tail else '-'}:{ratio}"
-
-
-_INT_SETTINGS = (
-    "compress_threshold_chars",
-    "head_keep_chars",
-    "tail_keep_chars",
-    "keep_recent_tool_messages",
-    "perplexity_recent_cutoff",
-    "perplexity_mid_cutoff",
-    "perplexity_min_content_words",
-)
-
-
-@dataclass(frozen=True, slots=True)
-class CompressionPolicy:
-    """The compression settings (the reference's names and defaults); ``classifier=None``: no
-    word compression."""
-
-    compress_threshold_chars: int = DEFAULT_COMPRESS_THRESHOLD_CHARS
-    head_keep_chars: int = DEFAULT_HEAD_KEEP_CHARS
-    tail_keep_chars: int = DEFAULT_TAIL_KEEP_CHARS
-    keep_recent_tool_messages: int = DEFAULT_KEEP_RECENT_TOOL_MESSAGES
-    enable_compression: bool = True
-    classifier: WordClassifier | None = None
-    perplexity_recent_cutoff: int = DEFAULT_PERPLEXITY_RECENT_CUTOFF
-    perplexity_mid_cutoff: int = DEFAULT_PERPLEXITY_MID_CUTOFF
-    perplexity_keep_ratio_mid: float = DEFAULT_PERPLEXITY_KEEP_RATIO_MID
-    perplexity_keep_ratio_old: float = DEFAULT_PERPLEXITY_KEEP_RATIO_OLD
-    perplexity_window_words: int = DEFAULT_PERPLEXITY_WINDOW_WORDS
-    perplexity_min_content_words: int = DEFAULT_PERPLEXITY_MIN_CONTENT_WORDS
-    compress_once: bool = False
-    payback_calls: int = DEFAULT_PAYBACK_CALLS
-
-    def __post_init__(self) -> None:
-        for name in _INT_SETTINGS:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
-        for name in ("perplexity_window_words", "payback_calls"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if self.perplexity_mid_cutoff < self.perplexity_recent_cutoff:
-            raise ValueError("perplexity_mid_cutoff must be >= perplexity_recent_cutoff")
-        _check_ratio("perplexity_keep_ratio_mid", self.perplexity_keep_ratio_mid)
-        _check_ratio("perplexity_keep_ratio_old", self.perplexity_keep_ratio_old)
-        if self.classifier is not None and not callable(self.classifier):
-            raise ValueError("perplexity_classifier must be callable (words -> keep flags)")
-
-    def tier(self, calls_ago: int) -> float | None:
-        """The keep ratio for a message ``calls_ago`` calls old (``None``: recent, or words off)."""
-        if self.classifier is None or calls_ago < self.perplexity_recent_cutoff:
-            return None
-        if calls_ago < self.perplexity_mid_cutoff:
-            return self.perplexity_keep_ratio_mid
-        return self.perplexity_keep_ratio_old
-
-    def stage(self, role: str, tools_after: int, calls_ago: int) -> Stage | None:
-        """What a message with this role and age should get now, or ``None`` for nothing."""
-        head_tail = self.enable_compression and role == "tool"
-        ratio = self.tier(calls_ago)
-        old_for_head_tail = tools_after >= self.keep_recent_tool_messages
-        if self.compress_once:
-            if (head_tail and not old_for_head_tail) or (self.classifier and ratio is None):
-                return None  # still inside the recent window of some lever
-        else:
-            head_tail = head_tail and old_for_head_tail
-        return Stage(head_tail, ratio) if head_tail or ratio is not None else None
 
 
 class CompressedEntry(TypedDict):

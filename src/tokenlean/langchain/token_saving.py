@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, Any, cast
 
@@ -53,6 +52,7 @@ from tokenlean.compress import (
     DEFAULT_COMPRESS_THRESHOLD_CHARS,
     DEFAULT_HEAD_KEEP_CHARS,
     DEFAULT_KEEP_RECENT_TOOL_MESSAGES,
+    DEFAULT_PAYBACK_CALLS,
     DEFAULT_PERPLEXITY_KEEP_RATIO_MID,
     DEFAULT_PERPLEXITY_KEEP_RATIO_OLD,
     DEFAULT_PERPLEXITY_MID_CUTOFF,
@@ -60,14 +60,17 @@ from tokenlean.compress import (
     DEFAULT_PERPLEXITY_RECENT_CUTOFF,
     DEFAULT_PERPLEXITY_WINDOW_WORDS,
     DEFAULT_TAIL_KEEP_CHARS,
+    CompressionPolicy,
     TokenSavingStats,
     content_digest,
 )
-from tokenlean.compress_plan import (
-    DEFAULT_PAYBACK_CALLS,
-    CompressedEntry,
-    CompressionPolicy,
-    plan_compressions,
+from tokenlean.compress_plan import CompressedEntry, plan_compressions
+from tokenlean.early_exit import (
+    DEFAULT_EARLY_EXIT_MIN_CALL_INDEX,
+    DEFAULT_EARLY_EXIT_TEXT,
+    SignalsFn,
+    check_early_exit,
+    loop_detected,
 )
 from tokenlean.langchain.adapter import replace_content, role_of, to_view
 from tokenlean.loops import Step, build_steps
@@ -79,19 +82,6 @@ logger = logging.getLogger(__name__)
 
 COMPRESSED_KEY = "token_saving_compressed"
 NUDGED_KEY = "token_saving_nudged"
-
-DEFAULT_EARLY_EXIT_MIN_CALL_INDEX = 40
-DEFAULT_EARLY_EXIT_TEXT = (
-    "You appear to be stuck in a loop. Stop investigating now and submit your current best "
-    "answer with the submission tool your task expects. Do not start another investigation."
-)
-#: The nudge fires when ``streak`` exceeds the first, or ``hedge`` and ``diversity`` both
-#: exceed theirs (the reference's rule).
-STREAK_THRESHOLD = 0.7
-HEDGE_THRESHOLD = 0.6
-DIVERSITY_THRESHOLD = 0.5
-
-SignalsFn = Callable[[list[Step]], Mapping[str, float]]
 
 
 def _merge_entries(
@@ -115,23 +105,6 @@ def build_steps_from_messages(messages: Sequence[BaseMessage]) -> list[Step]:
     Tool calls are paired with their results by ``tool_call_id``, several per AI message too.
     """
     return build_steps(to_view(messages))
-
-
-def loop_detected(signals: object) -> bool:
-    """Whether ``signals`` (``streak``/``hedge``/``diversity`` in [0, 1]) say the agent loops."""
-    if not isinstance(signals, Mapping):
-        return False
-
-    def value(key: str) -> float:
-        try:
-            number = float(signals.get(key) or 0.0)
-        except (TypeError, ValueError):
-            return 0.0
-        return number if math.isfinite(number) else 0.0
-
-    return value("streak") > STREAK_THRESHOLD or (
-        value("hedge") > HEDGE_THRESHOLD and value("diversity") > DIVERSITY_THRESHOLD
-    )
 
 
 def _plan_content(raw: object) -> Content:
@@ -223,7 +196,7 @@ class TokenSavingMiddleware(AgentMiddleware[TokenSavingState[ResponseT], Context
             compress_once=compress_once,
             payback_calls=payback_calls,
         )
-        _check_early_exit(early_exit_min_call_index, early_exit_text, signals_fn)
+        check_early_exit(early_exit_min_call_index, early_exit_text, signals_fn)
         self.early_exit_min_call_index = early_exit_min_call_index
         self.early_exit_text = early_exit_text
         self.signals_fn = signals_fn
@@ -338,18 +311,3 @@ class TokenSavingMiddleware(AgentMiddleware[TokenSavingState[ResponseT], Context
         except Exception:
             logger.warning("token saving: could not apply compressions", exc_info=True)
             return request
-
-
-def _check_early_exit(min_call_index: int, text: str, signals_fn: object) -> None:
-    if (
-        isinstance(min_call_index, bool)
-        or not isinstance(min_call_index, int)
-        or min_call_index < 0
-    ):
-        raise ValueError(
-            f"early_exit_min_call_index must be a non-negative integer, got {min_call_index!r}"
-        )
-    if not isinstance(text, str) or not text.strip():
-        raise ValueError("early_exit_text must be a non-empty string")
-    if signals_fn is not None and not callable(signals_fn):
-        raise ValueError("signals_fn must be callable (steps -> signals) or None")

@@ -2,7 +2,9 @@
 
 - ``token-saving``: the reference defaults (head+tail compression of old tool outputs).
 - ``token-saving-words``: plus tiered word compression with the offline heuristic classifier.
-- ``token-saving-once``: the same levers with ``compress_once=True`` (one rewrite per message).
+- ``token-saving-once``: the defaults with ``compress_once=True`` (one rewrite per output, in
+  batches that pay back).
+- ``token-saving-words-once``: word compression and ``compress_once=True`` together.
 """
 
 from __future__ import annotations
@@ -40,6 +42,12 @@ register(
 )
 register(
     "token-saving-once",
+    lambda: _middleware(compress_once=True),
+    "TokenSavingMiddleware(compress_once=True): one rewrite per output, batched when it pays",
+)
+register(
+    "token-saving-words-once",
     lambda: _words(compress_once=True),
     "TokenSavingMiddleware + heuristic word compression, compress_once=True",
+    default=False,
 )
