@@ -188,3 +188,27 @@ def test_short_messages_are_never_classified(once: bool) -> None:
     recorder = Recorder()
     run(words_mw(recorder, perplexity_min_content_words=500, compress_once=once))
     assert recorder.calls == []
+
+
+@pytest.mark.parametrize(
+    ("recent", "mid", "ratios"),
+    [(5, 5, {0.3}), (1, 100, {0.55}), (0, 2, {0.55, 0.3})],
+)
+def test_cutoffs_pick_the_tiers(recent: int, mid: int, ratios: set[float]) -> None:
+    recorder = Recorder()
+    run(words_mw(recorder, perplexity_recent_cutoff=recent, perplexity_mid_cutoff=mid))
+    assert {ratio for _, ratio in recorder.calls} == ratios
+
+
+def test_word_stats_add_up_to_what_the_last_call_saved(o200k: Any) -> None:
+    mw = words_mw(make_heuristic_classifier(), enable_compression=False, token_counter=o200k)
+    agent, model = scripted_agent(turns(13), tools=[pytest_run], middleware=[mw])
+    config = {"configurable": {"thread_id": "w"}}
+    state = agent.invoke({"messages": [HumanMessage("fix it", id="h")]}, config)
+    originals = {m.id: str(m.content) for m in state["messages"]}
+    sent = {m.id: str(m.content) for m in model.calls[-1].messages}
+    assert mw.stats.perplexity_chars_saved == sum(len(originals[i]) - len(sent[i]) for i in sent)
+    assert mw.stats.perplexity_tokens_saved == sum(
+        o200k.count(originals[i]) - o200k.count(sent[i]) for i in sent
+    )
+    assert mw.stats.compressions == mw.stats.chars_saved == mw.stats.tokens_saved == 0
