@@ -131,3 +131,22 @@ def test_compress_once_costs_less_than_the_other_settings() -> None:
         ):
             totals[label] += run(trajectory, [mw], label)[1].billed_anthropic
     assert totals["once"] < totals["default"] < totals["tiered"]
+
+
+def test_replay_lists_the_strategies(capsys: pytest.CaptureFixture[str]) -> None:
+    from tokenlean.cli import main
+    from tokenlean.replay import strategies
+
+    assert main(["replay", "--list"]) == 0
+    listed = capsys.readouterr().out
+    expected = {
+        "token-saving": (False, False),
+        "token-saving-words": (True, False),
+        "token-saving-once": (False, True),
+        "token-saving-words-once": (True, True),
+    }
+    for name, (uses_words, once) in expected.items():
+        assert f"\n{name} " in f"\n{listed}"
+        (mw,) = strategies.get(name).factory()
+        assert isinstance(mw, TokenSavingMiddleware)
+        assert (mw.policy.classifier is not None, mw.policy.compress_once) == (uses_words, once)
