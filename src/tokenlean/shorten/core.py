@@ -15,7 +15,6 @@ from tokenlean.shorten.markers import Retrieval
 from tokenlean.shorten.options import DEFAULT_OPTIONS, ShortenOptions
 from tokenlean.shorten.query import query_terms
 from tokenlean.shorten.report import Kind, Omission, ShortenReport
-from tokenlean.shorten.seen import Seen
 from tokenlean.shorten.text import Lines, estimate_tokens
 from tokenlean.tokens import TokenCounter
 
@@ -39,11 +38,10 @@ def shorten(
 
     Logs keep errors, tracebacks, exit codes, summaries and lines matching ``query`` (text, or a
     tool call's arguments); similar lines collapse. JSON stays valid JSON with long arrays
-    crushed. ``context`` is prose about what the reader looks for (an agent's note when it
-    made the call): its code-like words join the query. Source code keeps its outline and the parts the query is about. ``seen`` holds
-    what the reader was already shown (a :class:`Seen`, or a set of stripped lines): runs of
-    those lines are replaced by a pointer, and lines showing words it has not seen yet are
-    preferred when the budget is tight.
+    crushed. Source code keeps its outline and the parts the query is about. ``context`` is
+    prose about what the reader looks for (an agent's note when it made the call): its
+    code-like words join the query. ``seen`` holds the stripped lines the reader was already
+    shown: runs of them are replaced by a pointer instead of being repeated.
     Every omission is marked in the text, with ``retrieval`` saying how to get it back.
     The result is never longer than ``text``; when nothing can be saved it is ``text``.
     """
@@ -112,6 +110,5 @@ def _shorten_body(
     text, omissions = render(
         lines, selection, budget=budget, retrieval=retrieval, terms=terms,
         long_line_chars=opts.long_line_chars, line_offset=line_offset,
-        known=seen.words if isinstance(seen, Seen) else None,
     )  # fmt: skip
     return text, found, omissions

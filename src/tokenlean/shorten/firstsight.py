@@ -77,10 +77,17 @@ def plan_first_sight(
     min_tokens: int,
     options: ShortenOptions,
     dedupe: bool = True,
+    keep_originals: bool = True,
     tool_name: str | None = None,
+    min_saving: float = 0.0,
     counter: TokenCounter | None = None,
 ) -> list[Planned]:
-    """The first-sight replacements for ``view``'s unseen tool results, in order."""
+    """The first-sight replacements for ``view``'s unseen tool results, in order.
+
+    ``keep_originals`` says whether the originals will be kept under their handles (markers
+    then name the handle, and ``tool_name`` when the agent has a tool to read them); a
+    shortening that saves less than ``min_saving`` of a result's tokens is not worth it.
+    """
     count = counter.count if counter is not None else estimate_tokens
     calls = calls_by_id(view)
     notes = {call.id: m.text for m in view for call in m.tool_calls if call.id and m.text}
@@ -103,11 +110,12 @@ def plan_first_sight(
         args: Mapping[str, Any] | None = call.args if call else None
         note = notes.get(message.tool_call_id or "")
         handle = handle_for(message)
+        where = Retrieval(handle, tool_name) if keep_originals else Retrieval()
         report = shorten(
-            text, query=args, context=note, seen=seen if dedupe else None, retrieval=Retrieval(handle, tool_name),
+            text, query=args, context=note, seen=seen if dedupe else None, retrieval=where,
             counter=counter, options=options,
         )  # fmt: skip
-        if report.changed:
+        if report.changed and report.tokens_saved >= min_saving * report.tokens_before:
             planned.append(Planned(i, message.id, handle, text, report))
             current[i] = _with_text(message, report.text)
     return planned

@@ -1,25 +1,23 @@
 """The line engine: keep the lines that matter within a token budget and mark every gap.
 
 Callers rank lines into tiers (:data:`MUST` are always kept) and may force some out (similar
-runs, lines already shown, caret lines). Lines are then added tier by tier, nearest to what is
-already kept first, until the budget is spent; each gap costs a marker, and a gap cheaper than
-its marker is filled back in. Everything is a constant number of passes over the lines.
+runs, lines already shown, caret lines). Lines are then added tier by tier, nearest to the lines
+that must stay first (so kept text grows in readable blocks), until the budget is spent; each
+gap costs a marker, and a gap cheaper than its marker is filled back in. Sorting aside, every
+step is a constant number of passes over the lines.
 """
 
 from __future__ import annotations
 
-import heapq
-from collections.abc import Container, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from tokenlean.shorten.markers import Retrieval, inline_marker, line_marker, note
 from tokenlean.shorten.report import Omission, Reason
-from tokenlean.shorten.seen import word_lines
 from tokenlean.shorten.text import Lines, line_cost
 
 MUST, NEAR, EDGE, REST, PROSE = 0, 1, 2, 3, 4
 _GIVE_UP = 64  # consecutive lines that do not fit before the fill stops looking
-_WORDS_MAX_CHARS = 1 << 20  # beyond this, ordinary lines are ranked by position only
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,18 +39,15 @@ def render(
     terms: Sequence[str] = (),
     long_line_chars: int = 1200,
     line_offset: int = 0,
-    known: Container[str] | None = None,
 ) -> tuple[str, list[Omission]]:
     """The shortened text and its omissions (line numbers shifted by ``line_offset``)."""
     marker_cost = line_cost(line_marker("budget", 99, 100, 199, retrieval))
-    keep = _choose(lines, selection, budget, marker_cost, known if known is not None else ())
+    keep = _choose(lines, selection, budget, marker_cost)
     _fill_cheap_gaps(lines, keep, selection.forced, marker_cost)
     return _emit(lines, keep, selection.forced, retrieval, terms, long_line_chars, line_offset)
 
 
-def _choose(
-    lines: Lines, sel: Selection, budget: float, marker_cost: float, known: Container[str]
-) -> list[bool]:
+def _choose(lines: Lines, sel: Selection, budget: float, marker_cost: float) -> list[bool]:
     n = lines.count
     costs = [line_cost(line) for line in lines.items]
     open_ = [i for i in range(n) if i not in sel.forced]
@@ -60,14 +55,7 @@ def _choose(
     if sum(costs[i] for i in open_) + marker_cost * forced_gaps <= budget:
         return [i not in sel.forced for i in range(n)]
     fill = _Fill(sel, costs, budget, marker_cost)
-    first = sorted((i for i in open_ if sel.tiers[i] < REST), key=lambda j: (sel.tiers[j], sel.ranks[j], j))
-    fill.run(first)
-    words = word_lines(lines.text) if len(lines.text) <= _WORDS_MAX_CHARS else None
-    for tier in (REST, PROSE):
-        group = [i for i in open_ if sel.tiers[i] == tier]
-        if words is not None:
-            fill.cover_new_words(words, group, known)
-        fill.run(sorted(group, key=lambda j: (sel.ranks[j], j)))
+    fill.run(sorted(open_, key=lambda j: (sel.tiers[j], sel.ranks[j], j)))
     return fill.keep
 
 
@@ -105,29 +93,6 @@ class _Fill:
                 misses += 1
                 if misses >= _GIVE_UP:
                     return
-
-    def cover_new_words(self, words: list[list[str]], rest: list[int], known: Container[str]) -> None:
-        """Greedily keep the ordinary lines that show the most words not yet visible anywhere
-        (neither earlier in the conversation nor in a kept line), per token they cost."""
-        covered = {w for i, k in enumerate(self.keep) if k for w in words[i]}
-        novel = {i: {w for w in words[i] if w not in known} for i in rest}
-        heap = [(-len(novel[i]) / self._price(i), i) for i in rest if novel[i]]
-        heapq.heapify(heap)
-        while heap:
-            _, i = heapq.heappop(heap)
-            fresh = novel[i] - covered
-            if not fresh or self.keep[i]:
-                continue
-            score = -len(fresh) / self._price(i)
-            if heap and score > heap[0][0]:
-                heapq.heappush(heap, (score, i))
-                continue
-            if self.add(i):
-                covered |= fresh
-
-    def _price(self, i: int) -> float:
-        """Line ``i``'s cost including the marker a new gap would add."""
-        return self.costs[i] + max(0, _group_delta(self.keep, [i])) * self.marker_cost
 
 
 def _group_delta(keep: list[bool], group: list[int]) -> int:

@@ -13,11 +13,11 @@ class ShortenOptions:
     and logs, indentation nearly free), so deciding what fits never needs a tokenizer.
     """
 
-    max_tokens: int = 800
+    max_tokens: int = 150
     """Aim for at most this many tokens (errors, summaries and query matches may exceed it)."""
-    code_max_tokens: int = 2000
+    code_max_tokens: int = 450
     """The budget for source code and file views (the reader asked for them, so cut less)."""
-    code_keep_percent: int = 0
+    code_keep_percent: int = 50
     """Source code keeps at least this share (in percent) of its tokens, whatever the budget."""
     head_lines: int = 4
     """Lines at the top kept before other ordinary lines (commands echo, headers)."""
