@@ -10,6 +10,7 @@ from tokenlean.anthropic_classifier import make_anthropic_classifier
 from tokenlean.compress import TokenSavingStats, compress_tool_output
 from tokenlean.cost import ANTHROPIC, NO_CACHE, OPENAI, PRICING, CachePricing
 from tokenlean.loops import Step, build_steps
+from tokenlean.shorten import ShortenOptions, ShortenReport, shorten
 from tokenlean.stuck import Detection, LoopDetector, detect_stuck, loop_signals
 from tokenlean.tokens import (
     EstimateCounter,
@@ -35,6 +36,8 @@ __all__ = [
     "EstimateCounter",
     "LoopDetector",
     "Message",
+    "ShortenOptions",
+    "ShortenReport",
     "Step",
     "TiktokenCounter",
     "TokenCounter",
@@ -50,4 +53,5 @@ __all__ = [
     "detect_stuck",
     "loop_signals",
     "make_anthropic_classifier",
+    "shorten",
 ]

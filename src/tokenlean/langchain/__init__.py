@@ -6,6 +6,7 @@ from tokenlean.langchain.adapter import apply_edits, to_view
 from tokenlean.langchain.budget import TokenBudgetMiddleware
 from tokenlean.langchain.context_editor import ContextEditorMiddleware
 from tokenlean.langchain.loop_guard import LoopGuardMiddleware
+from tokenlean.langchain.shortening import ToolOutputShorteningMiddleware
 from tokenlean.langchain.token_saving import TokenSavingMiddleware, build_steps_from_messages
 
 __all__ = [
@@ -13,6 +14,7 @@ __all__ = [
     "LoopGuardMiddleware",
     "TokenBudgetMiddleware",
     "TokenSavingMiddleware",
+    "ToolOutputShorteningMiddleware",
     "apply_edits",
     "build_steps_from_messages",
     "to_view",
