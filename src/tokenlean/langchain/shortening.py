@@ -270,16 +270,13 @@ class ReadOriginalArgs(BaseModel):
 def make_retrieval_tool(store: OriginalStore, *, name: str = DEFAULT_TOOL_NAME) -> BaseTool:
     """A tool that reads originals from ``store``, only ever in the calling thread's scope."""
 
-    def read(
-        handle: str, lines: str = "", pattern: str = "", config: RunnableConfig | None = None
-    ) -> str:
+    # ``config`` is injected by LangChain (it looks for a parameter typed exactly RunnableConfig)
+    def read(handle: str, config: RunnableConfig, lines: str = "", pattern: str = "") -> str:
         scope = _scope_of(config)
         found = store.get(scope, handle.strip()) if scope is not None else None
         return _answer(found, handle, lines, pattern, scope)
 
-    async def aread(
-        handle: str, lines: str = "", pattern: str = "", config: RunnableConfig | None = None
-    ) -> str:
+    async def aread(handle: str, config: RunnableConfig, lines: str = "", pattern: str = "") -> str:
         scope = _scope_of(config)
         found = await store.aget(scope, handle.strip()) if scope is not None else None
         return _answer(found, handle, lines, pattern, scope)

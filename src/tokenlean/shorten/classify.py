@@ -41,7 +41,7 @@ _SUMMARY_KEYS = (
 _FRAME = re.compile(r'^\s*File "([^"\n]*)", line \d+')
 _LIBRARY = ("site-packages", "dist-packages", "/lib/python", "<frozen", "<string>")
 _CARET_CHARS = frozenset("^~ \t")
-_DIFF_HEADS = ("@@ ", "diff --git", "--- a/", "+++ b/", "--- /", "+++ /", "commit ")
+_DIFF_HEADS = ("@@ ", "diff --git", "--- a/", "+++ b/")
 #: The frames nearest the exception are always kept (with the first frame and the exception).
 KEY_LAST_FRAMES = 3
 
@@ -63,6 +63,7 @@ class LogMarks:
     carets: set[int] = field(default_factory=set)
     diff_heads: set[int] = field(default_factory=set)
     diff_changes: set[int] = field(default_factory=set)
+    diff_lines: int = 0
     ties: dict[int, int] = field(default_factory=dict)
 
 
@@ -101,12 +102,20 @@ def classify(lines: Lines) -> LogMarks:
 
 
 def _diff(lines: Lines, marks: LogMarks) -> None:
-    """Unified diffs: file and hunk headers are key; changed lines come next."""
+    """Unified diffs: file and hunk headers are key; changed lines inside hunks come next."""
+    in_hunk = False
     for i, line in enumerate(lines.items):
-        if line.startswith(_DIFF_HEADS):
+        paired = line.startswith("+++ ") and i > 0 and lines.items[i - 1].startswith("--- ")
+        if line.startswith(_DIFF_HEADS) or paired:
             marks.diff_heads.add(i)
-        elif line[:1] in ("+", "-") and not line.startswith(("+++", "---")):
+            if paired:
+                marks.diff_heads.add(i - 1)
+            in_hunk = line.startswith("@@ ")
+        elif in_hunk and line[:1] in ("+", "-"):
             marks.diff_changes.add(i)
+        elif in_hunk and not (line[:1] == " " or line == "" or line.startswith("\\ ")):
+            in_hunk = False
+        marks.diff_lines += in_hunk or i in marks.diff_heads
 
 
 def _frame(lines: Lines, index: int, marks: LogMarks) -> None:

@@ -29,8 +29,10 @@ _CODE_START = (
     "const ", "let ", "var ", "self.", "pass", "break", "continue", "switch", "case ", '"""',
 )  # fmt: skip
 _CODE_END = (":", "{", "}", ";", ",", "(", ")", "[", "]", '"""')
-_LOG_HINTS = ("Traceback (most", " ... ok", "PASSED", "FAILED", "[INFO]", "ERROR:")
-_TRACE_START = ("+ ", "++ ", "$ ", ">>> ")
+_LOG_HINTS = ("Traceback (most", " ... ok", "PASSED", "FAILED", "ERROR:", "Error: ", "Exception: ",
+              " INFO ", " DEBUG ", " WARN")  # fmt: skip
+_TRACE_START = ("+ ", "++ ", "$ ", ">>> ", "\tat ", "    at ", "[info]", "[error]", "[warn]",
+                "[success]", "[debug]", "[INFO]", "[ERROR]", "[WARN")  # fmt: skip
 
 
 def strip_number(line: str) -> str:

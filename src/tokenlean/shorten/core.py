@@ -86,7 +86,7 @@ def _shorten_body(
             tries = [
                 (opts.json_max_items, opts.json_keep_head, opts.json_max_string),
                 (max(2, opts.json_max_items // 2), min(1, opts.json_keep_head), 160),
-                (2, 0, 80),
+                (2, 1, 80),
             ]
             text, omissions = crush_json(
                 body, parsed, tries=tries, budget=budget, estimate=estimate_tokens,

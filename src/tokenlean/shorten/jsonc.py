@@ -18,6 +18,7 @@ from tokenlean.shorten.report import Omission
 
 _ERROR_KEYS = frozenset({"error", "errors", "exception", "failure", "failures", "traceback"})
 _STATUS_KEYS = frozenset({"status", "state", "conclusion", "result", "level", "severity"})
+_MAX_NOTABLE = 50  # error and query items kept per array, at most
 _BAD_STATUS = frozenset(
     {"error", "failed", "failure", "fatal", "critical", "cancelled", "timed_out", "errored"}
 )
@@ -52,7 +53,8 @@ class _Crusher:
         if len(items) <= self.max_items:
             return [self.value(item) for item in items]
         keep = set(range(self.keep_head)) | {len(items) - 1}
-        keep |= set(self._notable(items)[: self.max_items])
+        wanted, outliers = self._notable(items)
+        keep |= set(wanted[:_MAX_NOTABLE]) | set(outliers[: self.max_items])
         out: list[Any] = []
         i = 0
         while i < len(items):
@@ -68,18 +70,18 @@ class _Crusher:
             i = j
         return out
 
-    def _notable(self, items: list[Any]) -> list[int]:
+    def _notable(self, items: list[Any]) -> tuple[list[int], list[int]]:
+        """Items that carry an error or match the query, and items shaped unlike most."""
         shapes = Counter(frozenset(item) for item in items if isinstance(item, dict))
         common = shapes.most_common(1)[0][0] if shapes else None
-        out: list[int] = []
+        wanted: list[int] = []
+        outliers: list[int] = []
         for i, item in enumerate(items):
-            if _carries_error(item) or (
-                common is not None and isinstance(item, dict) and frozenset(item) != common
-            ):
-                out.append(i)
-            elif self.terms and _mentions(item, self.terms):
-                out.append(i)
-        return out
+            if _carries_error(item) or (self.terms and _mentions(item, self.terms)):
+                wanted.append(i)
+            elif common is not None and isinstance(item, dict) and frozenset(item) != common:
+                outliers.append(i)
+        return wanted, outliers
 
 
 def _carries_error(item: Any) -> bool:

@@ -159,7 +159,8 @@ def _emit(
             omissions.append(Omission(reason, j - i, first, last))
         i = j
     if carets:
-        out.append(note("caret", carets, retrieval))
+        at = len(out) - 1 if out and out[-1] == "" else len(out)  # before a final newline
+        out.insert(at, note("caret", carets, retrieval))
         omissions.append(Omission("caret", carets, 0, 0))
     return "\n".join(out), omissions
 

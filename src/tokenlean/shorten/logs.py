@@ -12,6 +12,8 @@ from tokenlean.shorten.report import Kind, Reason
 from tokenlean.shorten.similar import seen_runs, similar_runs
 from tokenlean.shorten.text import Lines
 
+_MIN_CARETS = 3
+
 
 def log_selection(
     lines: Lines, terms: Sequence[str], seen: Container[str] | None, options: ShortenOptions
@@ -27,14 +29,15 @@ def log_selection(
     near |= marks.warnings | marks.project_frames | marks.diff_changes
     protected = marks.errors | marks.summaries | query
     forced = dropped_lines(lines, protected, seen, options, keep_seen=marks.errors | marks.summaries)
-    for i in marks.carets:
-        forced[i] = "caret"
+    if len(marks.carets) >= _MIN_CARETS:  # fewer cost less than the note saying they went
+        for i in marks.carets:
+            forced[i] = "caret"
     tiers = [REST] * lines.count
     _assign(tiers, edge_lines(lines.count, options), EDGE)
     _assign(tiers, near, NEAR)
     _assign(tiers, must, MUST)
     kind: Kind = "log" if marks.errors or marks.summaries or marks.ties or marks.warnings else "text"
-    if marks.diff_heads and marks.diff_changes:
+    if marks.diff_changes and marks.diff_lines >= 0.5 * lines.count:
         kind = "diff"
     return Selection(tiers, distances(must, lines.count), forced, marks.ties), kind
 

@@ -44,13 +44,13 @@ def line_marker(
     what = _WHAT[reason]
     if count == 1 and what.endswith("lines"):
         what = what[:-1]
-    span = f"{first}" if first == last else f"{first}-{last}"
+    span = f"line {first}" if first == last else f"lines {first}-{last}"
     if retrieval.tool and retrieval.handle:
         where = f"; {retrieval.hint(first, last)}"
     elif retrieval.handle:
-        where = f' (output lines {span} of "{retrieval.handle}")'
+        where = f' (output {span} of "{retrieval.handle}")'
     else:
-        where = f" (input lines {span})"
+        where = f" (input {span})"
     return f"{indent}[... {count} {what} omitted{where} ...]"
 
 
@@ -65,7 +65,8 @@ def note(reason: Reason, count: int, retrieval: Retrieval) -> str:
     """A closing note for omissions that have no place of their own (e.g. caret lines)."""
     hint = retrieval.hint()
     tail = f"; {hint}" if hint else ""
-    return f"[... {count} {_WHAT[reason]} omitted{tail} ...]"
+    what = _WHAT[reason].replace("lines", "line") if count == 1 else _WHAT[reason]
+    return f"[... {count} {what} omitted{tail} ...]"
 
 
 def item_marker(count: int, first: int, last: int, retrieval: Retrieval) -> str:

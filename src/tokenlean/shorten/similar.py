@@ -1,7 +1,7 @@
 """Runs of lines that can go: similar lines, exact repeats, and lines already shown earlier.
 
-Two lines are *similar* when they are equal after trimming and replacing every digit with
-``0``: ``Downloading x (55 kB)`` and ``Downloading x (12 kB)`` are, ``test_a ... ok`` and
+Two lines are *similar* when they are equal after trimming and replacing every run of digits
+with ``0``: ``Downloading x (55 kB)`` and ``Downloading x (12 kB)`` are, ``test_a ... ok`` and
 ``test_b ... ok`` are not (their names differ, and a name is what a reader looks for). The whole
 line is compared, never a prefix, so a long shared path does not merge unrelated lines.
 """
@@ -47,13 +47,21 @@ def _run_end(items: list[str], start: int, protected: Collection[int]) -> int:
         while end + 1 < len(items) and items[end + 1] == first:
             end += 1
         return end
-    signature = first.strip().translate(_DIGITS)
+    signature = shape(first)
     end = start
     while end + 1 < len(items) and end + 1 not in protected:
-        if items[end + 1].strip().translate(_DIGITS) != signature:
+        if shape(items[end + 1]) != signature:
             break
         end += 1
     return end
+
+
+def shape(line: str) -> str:
+    """``line`` trimmed, with every run of digits replaced by one ``0``."""
+    out = line.strip().translate(_DIGITS)
+    while "00" in out:
+        out = out.replace("00", "0")
+    return out
 
 
 def seen_runs(
