@@ -14,11 +14,16 @@ from tokenlean.shorten import Retrieval, error_lines
 from tokenlean.shorten.text import estimate_tokens
 
 HINT = Retrieval("o1a2b3", "read_original")
-MARKER = re.compile(r"\[\.\.\. (\d+) ([^\]]*?) omitted; read_original\(\"o1a2b3\", \"(\d+)(?:-(\d+))?\"\) \.\.\.\]")
+MARKER = re.compile(
+    r"\[\.\.\. (\d+) ([^\]]*?) omitted; read_original\(\"o1a2b3\", \"(\d+)(?:-(\d+))?\"\) \.\.\.\]"
+)
 
 
 def _noise(n: int, start: int = 0) -> list[str]:
-    return [f"step {i}: processed batch alpha_{i * 7 % 13} with value {i * 31 % 97}" for i in range(start, start + n)]
+    return [
+        f"step {i}: processed batch alpha_{i * 7 % 13} with value {i * 31 % 97}"
+        for i in range(start, start + n)
+    ]
 
 
 def _marked_lines(report: ShortenReport) -> int:
@@ -70,7 +75,7 @@ def test_markers_name_the_omitted_lines_and_the_way_back() -> None:
         assert original[first - 1] not in report.text.split("\n")
     assert shorten(text, max_tokens=100).text.count("(input lines ") >= 1  # no store: line numbers
     kept = shorten(text, max_tokens=100, retrieval=Retrieval("o9")).text
-    assert '(output lines ' in kept and 'of "o9")' in kept
+    assert "(output lines " in kept and 'of "o9")' in kept
 
 
 def test_similar_lines_collapse_but_query_and_error_lines_survive() -> None:
@@ -89,10 +94,17 @@ def test_similar_lines_collapse_but_query_and_error_lines_survive() -> None:
 
 def test_similarity_compares_whole_lines_not_a_prefix() -> None:
     base = "/very/long/shared/path/to/the/project/source/tree/module/"
-    lines = [f"{base}{name}.py: {msg}" for name, msg in [
-        ("alpha", "imports sorted"), ("beta", "unused variable x"), ("gamma", "line too long"),
-        ("delta", "missing docstring"), ("epsilon", "shadowed builtin"), ("zeta", "bare except"),
-    ]]  # fmt: skip
+    lines = [
+        f"{base}{name}.py: {msg}"
+        for name, msg in [
+            ("alpha", "imports sorted"),
+            ("beta", "unused variable x"),
+            ("gamma", "line too long"),
+            ("delta", "missing docstring"),
+            ("epsilon", "shadowed builtin"),
+            ("zeta", "bare except"),
+        ]
+    ]
     report = shorten("\n".join(lines * 3), max_tokens=10_000)
     assert report.text == "\n".join(lines * 3)  # nothing merged: the lines differ after the path
 
@@ -102,7 +114,11 @@ def test_exact_repeats_of_an_error_line_collapse_and_the_line_stays() -> None:
     text = "\n".join(["starting", *([error] * 300), "giving up"])
     report = shorten(text)
     assert report.text.split("\n") == [
-        "starting", error, report.text.split("\n")[2], error, "giving up"
+        "starting",
+        error,
+        report.text.split("\n")[2],
+        error,
+        "giving up",
     ]
     assert "repeats of the line above omitted" in report.text
 
@@ -132,16 +148,30 @@ def test_code_keeps_outline_and_query_region_and_drops_prose_first() -> None:
 
 
 def test_diffs_keep_headers_and_changes() -> None:
-    hunk = [" context line %d" % i for i in range(30)]
-    text = "\n".join([
-        "diff --git a/x.py b/x.py", "index 1..2 100644", "--- a/x.py", "+++ b/x.py",
-        "@@ -1,40 +1,40 @@", *hunk[:15], "-old = compute(1)", "+new = compute(2)", *hunk[15:],
-    ])  # fmt: skip
+    hunk = [f" context line {i}" for i in range(30)]
+    text = "\n".join(
+        [
+            "diff --git a/x.py b/x.py",
+            "index 1..2 100644",
+            "--- a/x.py",
+            "+++ b/x.py",
+            "@@ -1,40 +1,40 @@",
+            *hunk[:15],
+            "-old = compute(1)",
+            "+new = compute(2)",
+            *hunk[15:],
+        ]
+    )
     options = ShortenOptions(max_tokens=20, code_max_tokens=100, code_keep_percent=10)
     report = shorten(text, options=options)
     out = report.text.split("\n")
     assert report.kind == "diff" and report.changed
-    for line in ("diff --git a/x.py b/x.py", "@@ -1,40 +1,40 @@", "-old = compute(1)", "+new = compute(2)"):
+    for line in (
+        "diff --git a/x.py b/x.py",
+        "@@ -1,40 +1,40 @@",
+        "-old = compute(1)",
+        "+new = compute(2)",
+    ):
         assert line in out
 
 

@@ -11,12 +11,20 @@ import pytest
 from tokenlean.cli import main
 
 LOG = "\n".join(
-    [*(f"worker {i}: fetched page {i * 3} of the catalogue in {i % 9} ms" for i in range(200)),
-     "worker 200: fetched page 600 of the catalogue via slow_mirror in 2 ms",
-     *(f"worker {i}: fetched page {i * 3} of the catalogue in {i % 9} ms" for i in range(201, 400)),
-     "Traceback (most recent call last):", '  File "/srv/app.py", line 9, in <module>',
-     "    fetch()", "TimeoutError: catalogue did not answer", "exit status 1"]
-)  # fmt: skip
+    [
+        *(f"worker {i}: fetched page {i * 3} of the catalogue in {i % 9} ms" for i in range(200)),
+        "worker 200: fetched page 600 of the catalogue via slow_mirror in 2 ms",
+        *(
+            f"worker {i}: fetched page {i * 3} of the catalogue in {i % 9} ms"
+            for i in range(201, 400)
+        ),
+        "Traceback (most recent call last):",
+        '  File "/srv/app.py", line 9, in <module>',
+        "    fetch()",
+        "TimeoutError: catalogue did not answer",
+        "exit status 1",
+    ]
+)
 
 
 def test_shortens_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -30,7 +38,9 @@ def test_shortens_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert err.startswith("tokenlean shorten: log, ~") and "lines omitted" in err
 
 
-def test_reads_standard_input(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_reads_standard_input(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(LOG.encode() + b"\xff")))
     assert main(["shorten"]) == 0
     out, _ = capsys.readouterr()

@@ -15,9 +15,31 @@ from tokenlean.shorten.text import estimate_tokens
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 _WORDS = st.sampled_from(
-    ["ok", "step", "value", "compute_total", "a/b/c.py", "42", "1234", "Loading", "done", "x",
-     "self.items", "  ", "==", "->", "{", "}", "(", ")", ":", "#", "é", "日本"]
-)  # fmt: skip
+    [
+        "ok",
+        "step",
+        "value",
+        "compute_total",
+        "a/b/c.py",
+        "42",
+        "1234",
+        "Loading",
+        "done",
+        "x",
+        "self.items",
+        "  ",
+        "==",
+        "->",
+        "{",
+        "}",
+        "(",
+        ")",
+        ":",
+        "#",
+        "é",
+        "日本",
+    ]
+)
 _ERRORS = st.sampled_from(
     [
         "ValueError: bad input 7",
@@ -56,7 +78,9 @@ def test_output_is_deterministic(text: str, max_tokens: int, query: str | None) 
 
 _JSON: Any = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=600),
-    lambda inner: st.lists(inner, max_size=40) | st.dictionaries(st.text(max_size=8), inner, max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=40) | st.dictionaries(st.text(max_size=8), inner, max_size=8)
+    ),
     max_leaves=400,
 )
 
@@ -74,7 +98,9 @@ def test_valid_json_stays_valid_json(value: Any, indent: int | None, max_tokens:
 
 @SETTINGS
 @given(text=_LOG, query=_QUERY)
-def test_every_error_line_of_a_log_survives_the_default_budget(text: str, query: str | None) -> None:
+def test_every_error_line_of_a_log_survives_the_default_budget(
+    text: str, query: str | None
+) -> None:
     report = shorten(text, query=query)
     kept = set(report.text.split("\n"))
     items = text.split("\n")

@@ -25,7 +25,11 @@ def test_no_call_changes_bytes_already_sent(path: Path) -> None:
     result = replay(trajectory, [ToolOutputShorteningMiddleware()])
     metrics = measure_replay(trajectory, result, MEASURER, strategy="shorten")
     assert metrics.prefix_breaks == 0 and metrics.break_positions == []
-    marked = [m for m in result.final_messages if isinstance(m, ToolMessage) and MARK in m.response_metadata]
+    marked = [
+        m
+        for m in result.final_messages
+        if isinstance(m, ToolMessage) and MARK in m.response_metadata
+    ]
     SHORTENED[trajectory.id] = len(marked)
     for message in marked:  # each shortened result went out shortened from its first call on
         firsts = [c for c in result.calls if any(m.id == message.id for m in c.messages)]

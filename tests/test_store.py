@@ -76,9 +76,11 @@ def test_excerpt_by_range_pattern_and_whole() -> None:
     assert excerpt(TEXT, lines="7") == "7: line 7 of the log"
     assert excerpt(TEXT, pattern="LINE 5 ") == "5: line 5 of the log"
     assert excerpt(TEXT, pattern="line 5 ", context=1).split("\n") == [
-        "4: line 4 of the log", "5: line 5 of the log", "6: line 6 of the log"
+        "4: line 4 of the log",
+        "5: line 5 of the log",
+        "6: line 6 of the log",
     ]
-    assert excerpt(TEXT, lines="1-20", pattern="line 1") .split("\n")[0] == "1: line 1 of the log"
+    assert excerpt(TEXT, lines="1-20", pattern="line 1").split("\n")[0] == "1: line 1 of the log"
     assert excerpt(TEXT, pattern="absent") == "[no line contains 'absent']"
     assert excerpt(TEXT, lines="500-600").startswith("[no such lines")
     assert len(excerpt(TEXT).split("\n")) == 100

@@ -26,9 +26,12 @@ def add_subcommand(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     p.add_argument("file", nargs="?", default="-", help="input file (default: standard input)")
     p.add_argument("-q", "--query", default=None, help="what you are looking for (e.g. a command)")
     p.add_argument(
-        "-n", "--max-tokens", type=int, default=DEFAULT_OPTIONS.max_tokens,
+        "-n",
+        "--max-tokens",
+        type=int,
+        default=DEFAULT_OPTIONS.max_tokens,
         help=f"token budget for ordinary lines (default: {DEFAULT_OPTIONS.max_tokens})",
-    )  # fmt: skip
+    )
     p.add_argument(
         "--kind", choices=get_args(KindChoice), default="auto", help="content kind (default: auto)"
     )

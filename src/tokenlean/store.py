@@ -32,12 +32,18 @@ class Original:
     tool_call_id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"handle": self.handle, "text": self.text, "tool": self.tool,
-                "tool_call_id": self.tool_call_id}  # fmt: skip
+        return {
+            "handle": self.handle,
+            "text": self.text,
+            "tool": self.tool,
+            "tool_call_id": self.tool_call_id,
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Original:
-        return cls(str(data["handle"]), str(data["text"]), data.get("tool"), data.get("tool_call_id"))
+        return cls(
+            str(data["handle"]), str(data["text"]), data.get("tool"), data.get("tool_call_id")
+        )
 
 
 @runtime_checkable
@@ -131,7 +137,9 @@ def parse_lines(spec: str, total: int) -> tuple[int, int]:
     except ValueError:
         raise ValueError(f"lines must look like '120-160' or '120', got {spec!r}") from None
     if first < 1 or last < first:
-        raise ValueError(f"lines must be a range like '120-160' with 1 <= start <= end, got {spec!r}")
+        raise ValueError(
+            f"lines must be a range like '120-160' with 1 <= start <= end, got {spec!r}"
+        )
     return first, min(last, total)
 
 
@@ -155,7 +163,13 @@ def excerpt(
         hits = [i for i in wanted if needle in items[i].lower()]
         if not hits:
             return f"[no line contains {pattern!r}]"
-        keep = sorted({j for i in hits for j in range(max(first - 1, i - context), min(last, i + context + 1))})
+        keep = sorted(
+            {
+                j
+                for i in hits
+                for j in range(max(first - 1, i - context), min(last, i + context + 1))
+            }
+        )
     else:
         keep = list(wanted)
     return _numbered(items, keep, max_chars)

@@ -28,8 +28,8 @@ from langchain_core.messages import AnyMessage, BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.config import get_config
-from pydantic import BaseModel
 from langgraph.runtime import Runtime
+from pydantic import BaseModel
 from typing_extensions import NotRequired, TypedDict
 
 from tokenlean.langchain.adapter import replace_content, to_view
@@ -57,9 +57,13 @@ class ShorteningTotals(TypedDict):
 
 
 def _add_totals(left: ShorteningTotals | None, right: ShorteningTotals | None) -> ShorteningTotals:
-    keys = ("results", "tokens_before", "tokens_after")
-    a, b = left or {}, right or {}
-    return ShorteningTotals(**{k: int(a.get(k, 0)) + int(b.get(k, 0)) for k in keys})  # type: ignore[typeddict-item]  # keys are the TypedDict's
+    a = left or ShorteningTotals(results=0, tokens_before=0, tokens_after=0)
+    b = right or ShorteningTotals(results=0, tokens_before=0, tokens_after=0)
+    return ShorteningTotals(
+        results=a["results"] + b["results"],
+        tokens_before=a["tokens_before"] + b["tokens_before"],
+        tokens_after=a["tokens_after"] + b["tokens_after"],
+    )
 
 
 class ShorteningState(AgentState[Any]):
@@ -185,11 +189,16 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
         view = to_view(messages)
         scope = thread_scope()
         planned = plan_first_sight(
-            view, eligible=lambda i, m: self._eligible(messages[i], m), min_tokens=self.min_tokens,
-            options=self.options, dedupe=self.dedupe, keep_originals=scope is not None,
-            tool_name=self.tool_name if self._has_tool else None, min_saving=self.min_saving,
+            view,
+            eligible=lambda i, m: self._eligible(messages[i], m),
+            min_tokens=self.min_tokens,
+            options=self.options,
+            dedupe=self.dedupe,
+            keep_originals=scope is not None,
+            tool_name=self.tool_name if self._has_tool else None,
+            min_saving=self.min_saving,
             counter=self.counter,
-        )  # fmt: skip
+        )
         if not planned:
             return None
         updated = [_rewrite(messages[p.index], p) for p in planned]
@@ -282,9 +291,12 @@ def make_retrieval_tool(store: OriginalStore, *, name: str = DEFAULT_TOOL_NAME) 
         return _answer(found, handle, lines, pattern, scope)
 
     return StructuredTool.from_function(
-        func=read, coroutine=aread, name=name, description=_DESCRIPTION,
+        func=read,
+        coroutine=aread,
+        name=name,
+        description=_DESCRIPTION,
         args_schema=ReadOriginalArgs,
-    )  # fmt: skip
+    )
 
 
 def _scope_of(config: RunnableConfig | None) -> str | None:

@@ -21,10 +21,28 @@ _ERROR = re.compile(
     r"|^E {2,}\S|^<returncode>[1-9]|\b(?:exit (?:code|status)|returned non-zero)"
 )
 _ERROR_KEYS = (
-    "rror", "xception", "ERROR", "FAIL", "ail", "atal", "FATAL", "anic", "PANIC", "Traceback",
-    "Aborted", "fault", "denied", "No such file", "not found", "annot", "E  ",
-    "<returncode>", "exit code", "exit status", "non-zero",
-)  # fmt: skip
+    "rror",
+    "xception",
+    "ERROR",
+    "FAIL",
+    "ail",
+    "atal",
+    "FATAL",
+    "anic",
+    "PANIC",
+    "Traceback",
+    "Aborted",
+    "fault",
+    "denied",
+    "No such file",
+    "not found",
+    "annot",
+    "E  ",
+    "<returncode>",
+    "exit code",
+    "exit status",
+    "non-zero",
+)
 _WARNING = re.compile(r"\b(?:[A-Z]\w*)?Warning\b|\b(?:warning|WARNING|WARN|Warn)\b")
 _WARNING_KEYS = ("arning", "WARN", "Warn")
 _SUMMARY = re.compile(
@@ -34,10 +52,27 @@ _SUMMARY = re.compile(
     r"|^Found \d+|^<returncode>"
 )
 _SUMMARY_KEYS = (
-    " passed", " failed", " error", " skipped", " xfail", " warning", " deselected", " test",
-    " problem", " issue", " violation", " file", "Ran ", "OK", "FAILED", "===",
-    "Successfully", "All ", "Found ", "<returncode>",
-)  # fmt: skip
+    " passed",
+    " failed",
+    " error",
+    " skipped",
+    " xfail",
+    " warning",
+    " deselected",
+    " test",
+    " problem",
+    " issue",
+    " violation",
+    " file",
+    "Ran ",
+    "OK",
+    "FAILED",
+    "===",
+    "Successfully",
+    "All ",
+    "Found ",
+    "<returncode>",
+)
 _FRAME = re.compile(r'^\s*File "([^"\n]*)", line \d+')
 _LIBRARY = ("site-packages", "dist-packages", "/lib/python", "<frozen", "<string>")
 _CARET_CHARS = frozenset("^~ \t")

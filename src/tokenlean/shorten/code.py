@@ -19,20 +19,94 @@ from tokenlean.shorten.text import Lines
 
 _NUMBERED = re.compile(r"\s{0,8}\d{1,7}(?:[:-]|\t| {1,2}(?=\S))")
 _OUTLINE = (
-    "def ", "async def ", "class ", "@", "function ", "func ", "fn ", "pub fn ", "pub struct ",
-    "struct ", "impl ", "interface ", "type ", "enum ", "trait ", "module ", "export ",
-    "public ", "private ", "protected ", "static ", "package ", "namespace ",
-)  # fmt: skip
+    "def ",
+    "async def ",
+    "class ",
+    "@",
+    "function ",
+    "func ",
+    "fn ",
+    "pub fn ",
+    "pub struct ",
+    "struct ",
+    "impl ",
+    "interface ",
+    "type ",
+    "enum ",
+    "trait ",
+    "module ",
+    "export ",
+    "public ",
+    "private ",
+    "protected ",
+    "static ",
+    "package ",
+    "namespace ",
+)
 _CODE_START = (
-    "import ", "from ", "return", "if ", "elif ", "else", "for ", "while ", "try:", "except",
-    "finally:", "with ", "raise ", "assert ", "yield", "#", "//", "/*", "*", "}", "{", ")", "]",
-    "const ", "let ", "var ", "self.", "pass", "break", "continue", "switch", "case ", '"""',
-)  # fmt: skip
+    "import ",
+    "from ",
+    "return",
+    "if ",
+    "elif ",
+    "else",
+    "for ",
+    "while ",
+    "try:",
+    "except",
+    "finally:",
+    "with ",
+    "raise ",
+    "assert ",
+    "yield",
+    "#",
+    "//",
+    "/*",
+    "*",
+    "}",
+    "{",
+    ")",
+    "]",
+    "const ",
+    "let ",
+    "var ",
+    "self.",
+    "pass",
+    "break",
+    "continue",
+    "switch",
+    "case ",
+    '"""',
+)
 _CODE_END = (":", "{", "}", ";", ",", "(", ")", "[", "]", '"""')
-_LOG_HINTS = ("Traceback (most", " ... ok", "PASSED", "FAILED", "ERROR:", "Error: ", "Exception: ",
-              " INFO ", " DEBUG ", " WARN")  # fmt: skip
-_TRACE_START = ("+ ", "++ ", "$ ", ">>> ", "\tat ", "    at ", "[info]", "[error]", "[warn]",
-                "[success]", "[debug]", "[INFO]", "[ERROR]", "[WARN")  # fmt: skip
+_LOG_HINTS = (
+    "Traceback (most",
+    " ... ok",
+    "PASSED",
+    "FAILED",
+    "ERROR:",
+    "Error: ",
+    "Exception: ",
+    " INFO ",
+    " DEBUG ",
+    " WARN",
+)
+_TRACE_START = (
+    "+ ",
+    "++ ",
+    "$ ",
+    ">>> ",
+    "\tat ",
+    "    at ",
+    "[info]",
+    "[error]",
+    "[warn]",
+    "[success]",
+    "[debug]",
+    "[INFO]",
+    "[ERROR]",
+    "[WARN",
+)
 
 
 def strip_number(line: str) -> str:
@@ -84,7 +158,7 @@ def prose_lines(items: Sequence[str]) -> list[bool]:
             if quote in opens:
                 quote = None
         elif opens:
-            out[i] = stripped.startswith(opens[0]) or stripped.startswith(("r" + opens[0], "f" + opens[0]))
+            out[i] = stripped.startswith((opens[0], "r" + opens[0], "f" + opens[0]))
             quote = opens[0] if out[i] else None
         else:
             out[i] = stripped.startswith(("#", "//", "/*", "* ", "*/"))

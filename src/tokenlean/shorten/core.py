@@ -61,8 +61,9 @@ def shorten(
         terms += [term for term in extra if term not in terms]
     where = retrieval or Retrieval()
     budget = opts.max_tokens - estimate_tokens(envelope.head + envelope.tail)
-    body, found, omissions = _shorten_body(envelope.body, kind, terms, seen, where, opts, budget,
-                                           envelope.body_line)  # fmt: skip
+    body, found, omissions = _shorten_body(
+        envelope.body, kind, terms, seen, where, opts, budget, envelope.body_line
+    )
     new_text = envelope.head + body + envelope.tail
     after = count(new_text) if omissions else before
     if not omissions or after >= before or len(new_text) >= len(text):
@@ -89,26 +90,35 @@ def _shorten_body(
                 (2, 1, 80),
             ]
             text, omissions = crush_json(
-                body, parsed, tries=tries, budget=budget, estimate=estimate_tokens,
-                terms=terms, retrieval=retrieval,
-            )  # fmt: skip
+                body,
+                parsed,
+                tries=tries,
+                budget=budget,
+                estimate=estimate_tokens,
+                terms=terms,
+                retrieval=retrieval,
+            )
             return text, "json", omissions
         if kind == "json":
             return body, "json", []
     lines = Lines(body)
+    found: Kind
     if kind == "code" or (kind == "auto" and looks_like_source(body)):
         selection, found = code_selection(lines, terms, seen, opts), "code"
-        budget += opts.code_max_tokens - opts.max_tokens
-        budget = max(budget, opts.code_keep_percent / 100 * estimate_tokens(body))
     else:
         selection, found = log_selection(lines, terms, seen, opts)
-        if found == "diff":  # the reader asked for these changes: cut like code
-            budget += opts.code_max_tokens - opts.max_tokens
-            budget = max(budget, opts.code_keep_percent / 100 * estimate_tokens(body))
         if kind in ("log", "text"):
             found = kind
+    if found in ("code", "diff"):  # the reader asked for exactly these lines: cut less
+        share = opts.code_keep_percent / 100 * estimate_tokens(body)
+        budget = max(budget + opts.code_max_tokens - opts.max_tokens, share)
     text, omissions = render(
-        lines, selection, budget=budget, retrieval=retrieval, terms=terms,
-        long_line_chars=opts.long_line_chars, line_offset=line_offset,
-    )  # fmt: skip
+        lines,
+        selection,
+        budget=budget,
+        retrieval=retrieval,
+        terms=terms,
+        long_line_chars=opts.long_line_chars,
+        line_offset=line_offset,
+    )
     return text, found, omissions

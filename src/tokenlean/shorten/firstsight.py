@@ -112,9 +112,14 @@ def plan_first_sight(
         handle = handle_for(message)
         where = Retrieval(handle, tool_name) if keep_originals else Retrieval()
         report = shorten(
-            text, query=args, context=note, seen=seen if dedupe else None, retrieval=where,
-            counter=counter, options=options,
-        )  # fmt: skip
+            text,
+            query=args,
+            context=note,
+            seen=seen if dedupe else None,
+            retrieval=where,
+            counter=counter,
+            options=options,
+        )
         if report.changed and report.tokens_saved >= min_saving * report.tokens_before:
             planned.append(Planned(i, message.id, handle, text, report))
             current[i] = _with_text(message, report.text)
@@ -123,6 +128,11 @@ def plan_first_sight(
 
 def _with_text(message: Message, text: str) -> Message:
     return Message(
-        role=message.role, content=text, id=message.id, name=message.name,
-        tool_calls=message.tool_calls, tool_call_id=message.tool_call_id, status=message.status,
-    )  # fmt: skip
+        role=message.role,
+        content=text,
+        id=message.id,
+        name=message.name,
+        tool_calls=message.tool_calls,
+        tool_call_id=message.tool_call_id,
+        status=message.status,
+    )

@@ -115,10 +115,10 @@ def _fill_cheap_gaps(
         while j < n and not keep[j]:
             j += 1
         stretch = range(i, j)
-        if not any(k in forced for k in stretch):
-            if sum(line_cost(lines.items[k]) for k in stretch) <= marker_cost:
-                for k in stretch:
-                    keep[k] = True
+        free = not any(k in forced for k in stretch)
+        if free and sum(line_cost(lines.items[k]) for k in stretch) <= marker_cost:
+            for k in stretch:
+                keep[k] = True
         i = j
 
 
@@ -140,7 +140,9 @@ def _emit(
             line = lines.items[i]
             if len(line) > long_line_chars:
                 line, cut = cut_line(line, terms, long_line_chars, i + 1 + offset, retrieval)
-                omissions.append(Omission("long-line", cut, i + 1 + offset, i + 1 + offset, "chars"))
+                omissions.append(
+                    Omission("long-line", cut, i + 1 + offset, i + 1 + offset, "chars")
+                )
             out.append(line)
             i += 1
             continue

@@ -28,7 +28,9 @@ def log_selection(
     near = _around(marks.errors | query, options.context_lines, lines.count)
     near |= marks.warnings | marks.project_frames | marks.diff_changes
     protected = marks.errors | marks.summaries | query
-    forced = dropped_lines(lines, protected, seen, options, keep_seen=marks.errors | marks.summaries)
+    forced = dropped_lines(
+        lines, protected, seen, options, keep_seen=marks.errors | marks.summaries
+    )
     if len(marks.carets) >= _MIN_CARETS:  # fewer cost less than the note saying they went
         for i in marks.carets:
             forced[i] = "caret"
@@ -36,7 +38,9 @@ def log_selection(
     _assign(tiers, edge_lines(lines.count, options), EDGE)
     _assign(tiers, near, NEAR)
     _assign(tiers, must, MUST)
-    kind: Kind = "log" if marks.errors or marks.summaries or marks.ties or marks.warnings else "text"
+    kind: Kind = (
+        "log" if marks.errors or marks.summaries or marks.ties or marks.warnings else "text"
+    )
     if marks.diff_changes and marks.diff_lines >= 0.5 * lines.count:
         kind = "diff"
     return Selection(tiers, distances(must, lines.count), forced, marks.ties), kind

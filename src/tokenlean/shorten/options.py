@@ -61,7 +61,14 @@ class ShortenOptions:
 
 
 _MAY_BE_ZERO = frozenset(
-    {"code_keep_percent", "head_lines", "tail_lines", "context_lines", "code_context_lines", "json_keep_head"}
+    {
+        "code_keep_percent",
+        "head_lines",
+        "tail_lines",
+        "context_lines",
+        "code_context_lines",
+        "json_keep_head",
+    }
 )
 
 DEFAULT_OPTIONS = ShortenOptions()

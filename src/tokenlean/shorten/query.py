@@ -18,14 +18,14 @@ from tokenlean.shorten.text import Lines
 #: Query text beyond this many characters is ignored (a heredoc script can be long).
 MAX_QUERY_CHARS = 4000
 _CHUNK = re.compile(r"[\w][\w./:-]*")
-_STOP = frozenset(
-    """
-    awk bash cat cd chmod cp curl echo env export find git grep head less ls mkdir mv nl pip pwd
-    python python3 pytest rm sed sort tail tee touch uniq wc xargs which true false null none
-    and for the not with from import def class return print self this that testbed tmp dev
-    usr bin opt lib src test tests args kwargs main exit else elif then done while type name
-    """.split()
+# shell words and common code words: they match everywhere and mean nothing
+_STOP_WORDS = (
+    "awk bash cat cd chmod cp curl echo env export find git grep head less ls mkdir mv nl pip "
+    "pwd python python3 pytest rm sed sort tail tee touch uniq wc xargs which true false null "
+    "none and for the not with from import def class return print self this that testbed tmp "
+    "dev usr bin opt lib src test tests args kwargs main exit else elif then done while type name"
 )
+_STOP = frozenset(_STOP_WORDS.split())
 
 
 def query_text(query: str | Mapping[str, Any] | Sequence[Any] | None) -> str:

@@ -42,7 +42,9 @@ class Lines:
         if self._lower is None:
             self._lower = self.text.lower()
             if len(self._lower) != len(self.text):  # rare: case mapping changed lengths
-                self._lower = "".join(ch if len(ch.lower()) != 1 else ch.lower() for ch in self.text)
+                self._lower = "".join(
+                    ch if len(ch.lower()) != 1 else ch.lower() for ch in self.text
+                )
         return self._lower
 
     def index_at(self, offset: int) -> int:
