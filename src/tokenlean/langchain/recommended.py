@@ -1,0 +1,102 @@
+"""The recommended middleware stack: one call that does the right thing for a provider.
+
+::
+
+    agent = create_agent(model, tools, middleware=recommended_middleware("anthropic"))
+
+What it returns, in order, and why (figures from ``benchmarks/results.md``, a replay of the 56
+real trajectories in ``shared/data`` against no middleware):
+
+1. :class:`ToolOutputShorteningMiddleware` — shortens each long tool result before the model
+   first sees it (errors, tracebacks and lines related to the call survive), so nothing already
+   sent ever changes and the prompt cache keeps hitting. Alone it bills about 0.84 of no
+   middleware at reference recall 0.98, with zero prefix breaks.
+2. :class:`ToolInputShorteningMiddleware` — cuts the long inputs of calls that have already run
+   (scripts written into ``python -c`` or heredocs) to their head and tail, again before the
+   model first sees them. Inputs over ``INPUT_MIN_TOKENS`` keep ``INPUT_HEAD_LINES`` and
+   ``INPUT_TAIL_LINES`` lines: in the tuning runs (``benchmarks/tune_recommended.py``), cutting
+   at 150 tokens to 6+3 lines billed the same recall as 300 tokens to 12+6 lines for less; we
+   keep a little more than that floor. Both shorteners share one store, so ``read_original``
+   returns either kind of original.
+3. :class:`ContextEditorMiddleware` in cache-aware mode with the provider's cache pricing, at a
+   high trigger (``EDITOR_TRIGGER_TOKENS``). After shortening, clearing old results at 20-30k
+   tokens bought almost nothing and cost recall in the tuning runs, so the editor is a safety
+   net for runs that grow past what the replay data reaches; its pricing is why the stack
+   depends on the provider (clearing costs a cache re-write on Anthropic and OpenAI, nothing
+   without a cache).
+4. :class:`LoopGuardMiddleware` — nudges, then forces an answer, then ends a run stuck in a
+   loop; it fired on no resolved run and on every looping variant in ``benchmarks/loops.md``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from langchain.agents.middleware import AgentMiddleware
+
+from tokenlean.context_editor import Mode
+from tokenlean.cost import PRICING, CachePricing
+from tokenlean.langchain.context_editor import ContextEditorMiddleware
+from tokenlean.langchain.input_shortening import ToolInputShorteningMiddleware
+from tokenlean.langchain.loop_guard import LoopGuardMiddleware
+from tokenlean.langchain.shortening import ToolOutputShorteningMiddleware
+from tokenlean.store import InMemoryOriginalStore, OriginalStore
+
+Provider = Literal["anthropic", "openai", "none"]
+
+INPUT_MIN_TOKENS = 200
+INPUT_HEAD_LINES = 8
+INPUT_TAIL_LINES = 4
+EDITOR_TRIGGER_TOKENS = 60_000
+
+
+def recommended_middleware(
+    provider: Provider | CachePricing = "anthropic",
+    *,
+    store: OriginalStore | None = None,
+    context_editor: bool = True,
+    loop_guard: bool = True,
+) -> list[AgentMiddleware[Any, Any, Any]]:
+    """The middleware list to pass as ``create_agent(..., middleware=...)``.
+
+    Args:
+        provider: whose prompt-cache pricing to plan for: ``"anthropic"`` (cache reads at 0.1,
+            writes at 1.25), ``"openai"`` (reads at 0.1 past 1,024 tokens), ``"none"``, or a
+            :class:`~tokenlean.cost.CachePricing` of your own.
+        store: where originals are kept for ``read_original`` (default: in memory; pass a
+            :class:`~tokenlean.store.LangGraphOriginalStore` to share them between workers).
+        context_editor: include the cache-aware context editor (a safety net for long runs).
+        loop_guard: include the loop guard.
+    """
+    pricing = _pricing(provider)
+    store = store if store is not None else InMemoryOriginalStore()
+    stack: list[AgentMiddleware[Any, Any, Any]] = [
+        ToolOutputShorteningMiddleware(store=store),
+        ToolInputShorteningMiddleware(
+            store=store,
+            retrieval_tool=False,  # the output shortener's read_original serves both
+            min_tokens=INPUT_MIN_TOKENS,
+            head_lines=INPUT_HEAD_LINES,
+            tail_lines=INPUT_TAIL_LINES,
+        ),
+    ]
+    if context_editor:
+        mode: Mode = "plain" if pricing.cached_read >= pricing.uncached else "cache_aware"
+        stack.append(
+            ContextEditorMiddleware(
+                trigger_tokens=EDITOR_TRIGGER_TOKENS, mode=mode, pricing=pricing
+            )
+        )
+    if loop_guard:
+        stack.append(LoopGuardMiddleware())
+    return stack
+
+
+def _pricing(provider: Provider | CachePricing) -> CachePricing:
+    if isinstance(provider, CachePricing):
+        return provider
+    if provider not in PRICING:
+        raise ValueError(
+            f"provider must be one of {sorted(PRICING)} or a CachePricing, got {provider!r}"
+        )
+    return PRICING[provider]
