@@ -5,7 +5,9 @@ from __future__ import annotations
 from tokenlean.langchain.adapter import apply_edits, to_view
 from tokenlean.langchain.budget import TokenBudgetMiddleware
 from tokenlean.langchain.context_editor import ContextEditorMiddleware
+from tokenlean.langchain.input_shortening import ToolInputShorteningMiddleware
 from tokenlean.langchain.loop_guard import LoopGuardMiddleware
+from tokenlean.langchain.recommended import recommended_middleware
 from tokenlean.langchain.shortening import ToolOutputShorteningMiddleware
 from tokenlean.langchain.token_saving import TokenSavingMiddleware, build_steps_from_messages
 
@@ -14,8 +16,10 @@ __all__ = [
     "LoopGuardMiddleware",
     "TokenBudgetMiddleware",
     "TokenSavingMiddleware",
+    "ToolInputShorteningMiddleware",
     "ToolOutputShorteningMiddleware",
     "apply_edits",
     "build_steps_from_messages",
+    "recommended_middleware",
     "to_view",
 ]
