@@ -36,8 +36,10 @@ class ArgumentPolicy:
     tail_lines: int = DEFAULT_TAIL_LINES
 
     def __post_init__(self) -> None:
-        if self.min_tokens < 0 or self.head_lines < 0 or self.tail_lines < 0:
-            raise ValueError("min_tokens, head_lines and tail_lines must be non-negative")
+        for name in ("min_tokens", "head_lines", "tail_lines"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be a non-negative int, got {value!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +60,7 @@ def argument_handle(call_id: str, key: str, text: str) -> str:
 
 
 def marker(omitted: int, handle: str, tool: str | None) -> str:
+    """The line that stands for the ``omitted`` middle lines (names ``tool`` when there is one)."""
     how = f'{tool}("{handle}")' if tool else f'kept as "{handle}"'
     return f"[... {omitted} lines of this input omitted after the call ran; {how} shows them ...]"
 
