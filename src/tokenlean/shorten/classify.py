@@ -1,7 +1,7 @@
 """Which lines of a log matter: errors, warnings, summaries, exit codes and traceback frames.
 
-Each kind is found in two steps so the cost stays linear: ``str.find`` over the whole text
-for a few keywords picks candidate lines, then a small anchored regex (no nested quantifiers)
+Each kind is found in two steps so the cost stays linear: ``str.find`` over the lower-cased
+text for a few keywords picks candidate lines, then a small regex (no nested quantifiers)
 confirms each candidate on at most its first :data:`SCAN_CHARS` characters.
 """
 
@@ -20,59 +20,23 @@ _ERROR = re.compile(
     r"|command not found|cannot|Cannot|not found)\b"
     r"|^E {2,}\S|^<returncode>[1-9]|\b(?:exit (?:code|status)|returned non-zero)"
 )
+#: Keys that pick candidate lines, searched in the lower-cased text (one scan each).
 _ERROR_KEYS = (
-    "rror",
-    "xception",
-    "ERROR",
-    "FAIL",
-    "ail",
-    "atal",
-    "FATAL",
-    "anic",
-    "PANIC",
-    "Traceback",
-    "Aborted",
-    "fault",
-    "denied",
-    "No such file",
-    "not found",
-    "annot",
-    "E  ",
-    "<returncode>",
-    "exit code",
-    "exit status",
+    "rror", "xception", "fail", "fatal", "panic", "traceback", "aborted", "segmentation fault",
+    "permission denied", "no such file", "not found", "cannot", "exit code", "exit status",
     "non-zero",
-)
+)  # fmt: skip
 _WARNING = re.compile(r"\b(?:[A-Z]\w*)?Warning\b|\b(?:warning|WARNING|WARN|Warn)\b")
-_WARNING_KEYS = ("arning", "WARN", "Warn")
-_SUMMARY = re.compile(
-    r"\b\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|warnings?|deselected|tests?"
+_WARNING_KEYS = ("warn",)
+_SUMMARY_COUNT = re.compile(
+    r"\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|warnings?|deselected|tests?"
     r"|problems?|issues?|violations?|files? (?:changed|checked|reformatted|left))\b"
-    r"|^Ran \d+ tests?|^(?:OK|FAILED)\b|^={3,} .* ={3,}$|\bSuccessfully\b|^All \w+ passed"
-    r"|^Found \d+|^<returncode>"
 )
-_SUMMARY_KEYS = (
-    " passed",
-    " failed",
-    " error",
-    " skipped",
-    " xfail",
-    " warning",
-    " deselected",
-    " test",
-    " problem",
-    " issue",
-    " violation",
-    " file",
-    "Ran ",
-    "OK",
-    "FAILED",
-    "===",
-    "Successfully",
-    "All ",
-    "Found ",
-    "<returncode>",
-)
+_SUMMARY_START = re.compile(r"Ran \d+ tests?|OK\b|FAILED\b|All \w+ passed|Found \d+|<returncode>")
+#: Summaries are looked for among error and warning lines, the last lines, and these.
+_SUMMARY_KEYS = (" passed",)
+_TAIL_LINES = 40
+_SUMMARY_CHARS = 300  # a summary line is short
 _FRAME = re.compile(r'^\s*File "([^"\n]*)", line \d+')
 _LIBRARY = ("site-packages", "dist-packages", "/lib/python", "<frozen", "<string>")
 _CARET_CHARS = frozenset("^~ \t")
@@ -102,17 +66,41 @@ class LogMarks:
     ties: dict[int, int] = field(default_factory=dict)
 
 
-def _confirmed(lines: Lines, keys: tuple[str, ...], pattern: re.Pattern[str]) -> set[int]:
-    candidates: set[int] = set()
+def _candidates(lines: Lines, keys: tuple[str, ...]) -> set[int]:
+    found: set[int] = set()
     for key in keys:
-        candidates.update(lines.find_all(key))
+        found.update(lines.find_all(key, lower=True))
+    return found
+
+
+def _confirm(
+    lines: Lines, candidates: set[int], pattern: re.Pattern[str], scan: int = SCAN_CHARS
+) -> set[int]:
     items = lines.items
-    return {i for i in candidates if pattern.search(items[i], 0, SCAN_CHARS)}
+    return {i for i in candidates if pattern.search(items[i], 0, scan)}
+
+
+def _error_candidates(lines: Lines) -> set[int]:
+    found = _candidates(lines, _ERROR_KEYS) | {i + 1 for i in lines.find_all("\nE  ")}
+    if lines.text.startswith(("E  ", "<returncode>")):
+        found.add(0)
+    return found
 
 
 def error_lines(text: str) -> list[int]:
     """0-based indices of the lines of ``text`` that look like errors (exported for tests)."""
-    return sorted(_confirmed(Lines(text), _ERROR_KEYS, _ERROR))
+    lines = Lines(text)
+    return sorted(_confirm(lines, _error_candidates(lines), _ERROR))
+
+
+def is_summary(line: str) -> bool:
+    """Counts of passed/failed/..., ``Ran N tests``, ``OK``/``FAILED``, ``=== title ===``."""
+    head = line[:_SUMMARY_CHARS]
+    if _SUMMARY_START.match(head) or "Successfully" in head:
+        return True
+    if head.startswith("===") and " " in head and head.rstrip().endswith("==="):
+        return True
+    return _SUMMARY_COUNT.search(head) is not None
 
 
 def is_caret(line: str) -> bool:
@@ -123,34 +111,57 @@ def is_caret(line: str) -> bool:
 
 def classify(lines: Lines) -> LogMarks:
     marks = LogMarks()
-    marks.errors = _confirmed(lines, _ERROR_KEYS, _ERROR)
-    marks.warnings = _confirmed(lines, _WARNING_KEYS, _WARNING) - marks.errors
-    marks.summaries = _confirmed(lines, _SUMMARY_KEYS, _SUMMARY)
+    errors = _error_candidates(lines)
+    warnings = _candidates(lines, _WARNING_KEYS)
+    marks.errors = _confirm(lines, errors, _ERROR)
+    marks.warnings = _confirm(lines, warnings, _WARNING) - marks.errors
+    tail = set(range(max(0, lines.count - _TAIL_LINES), lines.count))
+    summaries = marks.errors | marks.warnings | tail | _candidates(lines, _SUMMARY_KEYS)
+    marks.summaries = {i for i in summaries if is_summary(lines.items[i])}
     for index in sorted(lines.find_all('File "')):
         _frame(lines, index, marks)
-    for index in lines.find_all("^") + lines.find_all("~~"):
-        if is_caret(lines.items[index]):
-            marks.carets.add(index)
-    if lines.find_all("\n@@ ", limit=1) or lines.text.startswith("@@ "):
-        _diff(lines, marks)
+    for index in marks.key_frames | marks.project_frames | marks.other_frames:
+        for below in (index + 1, index + 2, index + 3):  # under the frame's code line
+            if below < lines.count and is_caret(lines.items[below]):
+                marks.carets.add(below)
+    hunks = lines.find_all("\n@@ ")
+    if hunks or lines.text.startswith("@@ "):
+        _diff(lines, [i + 1 for i in hunks] + ([0] if lines.text.startswith("@@ ") else []), marks)
     return marks
 
 
-def _diff(lines: Lines, marks: LogMarks) -> None:
-    """Unified diffs: file and hunk headers are key; changed lines inside hunks come next."""
-    in_hunk = False
-    for i, line in enumerate(lines.items):
-        paired = line.startswith("+++ ") and i > 0 and lines.items[i - 1].startswith("--- ")
-        if line.startswith(_DIFF_HEADS) or paired:
-            marks.diff_heads.add(i)
-            if paired:
-                marks.diff_heads.add(i - 1)
-            in_hunk = line.startswith("@@ ")
-        elif in_hunk and line[:1] in ("+", "-"):
-            marks.diff_changes.add(i)
-        elif in_hunk and not (line[:1] == " " or line == "" or line.startswith("\\ ")):
-            in_hunk = False
-        marks.diff_lines += in_hunk or i in marks.diff_heads
+def _diff(lines: Lines, hunks: list[int], marks: LogMarks) -> None:
+    """Unified diffs: file and hunk headers are key; changed lines inside hunks come next.
+    Only the lines from each hunk header on are walked, so the cost is the diff's size."""
+    items = lines.items
+    starts = lines.find_all("\ndiff --git ") + lines.find_all("\n--- a/")
+    if lines.text.startswith(("diff --git ", "--- ")):
+        starts.append(-1)
+    for head in starts:  # the line before a file header (find_all reports the newline's line)
+        for i in range(head + 1, min(head + 5, lines.count)):
+            if items[i].startswith(_DIFF_HEADS) or _is_minus_plus(items, i):
+                marks.diff_heads.add(i)
+                marks.diff_lines += 1
+    for head in sorted(hunks):
+        marks.diff_heads.add(head)
+        marks.diff_lines += 1
+        i = head + 1
+        while i < lines.count and not items[i].startswith("@@ "):
+            line = items[i]
+            if line[:1] in ("+", "-") and not _is_minus_plus(items, i):
+                marks.diff_changes.add(i)
+            elif not (line[:1] == " " or line == "" or line.startswith("\\ ")):
+                break
+            marks.diff_lines += 1
+            i += 1
+
+
+def _is_minus_plus(items: list[str], i: int) -> bool:
+    """A file header pair: ``--- a/x`` followed by ``+++ b/x``."""
+    line = items[i]
+    if line.startswith("--- "):
+        return i + 1 < len(items) and items[i + 1].startswith("+++ ")
+    return line.startswith("+++ ") and i > 0 and items[i - 1].startswith("--- ")
 
 
 def _frame(lines: Lines, index: int, marks: LogMarks) -> None:

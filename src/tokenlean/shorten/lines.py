@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from tokenlean.shorten.markers import Retrieval, inline_marker, line_marker, note
 from tokenlean.shorten.report import Omission, Reason
-from tokenlean.shorten.text import Lines, line_cost
+from tokenlean.shorten.text import Lines, line_cost, line_costs
 
 MUST, NEAR, EDGE, REST, PROSE = 0, 1, 2, 3, 4
 _GIVE_UP = 64  # consecutive lines that do not fit before the fill stops looking
@@ -42,20 +42,21 @@ def render(
 ) -> tuple[str, list[Omission]]:
     """The shortened text and its omissions (line numbers shifted by ``line_offset``)."""
     marker_cost = line_cost(line_marker("budget", 99, 100, 199, retrieval))
-    keep = _choose(lines, selection, budget, marker_cost)
-    _fill_cheap_gaps(lines, keep, selection.forced, marker_cost)
+    costs = line_costs(lines.items)
+    keep = _choose(costs, selection, budget, marker_cost)
+    _fill_cheap_gaps(costs, keep, selection.forced, marker_cost)
     return _emit(lines, keep, selection.forced, retrieval, terms, long_line_chars, line_offset)
 
 
-def _choose(lines: Lines, sel: Selection, budget: float, marker_cost: float) -> list[bool]:
-    n = lines.count
-    costs = [line_cost(line) for line in lines.items]
+def _choose(costs: list[float], sel: Selection, budget: float, marker_cost: float) -> list[bool]:
+    n = len(costs)
     open_ = [i for i in range(n) if i not in sel.forced]
     forced_gaps = sum(1 for i in sel.forced if i == 0 or (i - 1) not in sel.forced)
     if sum(costs[i] for i in open_) + marker_cost * forced_gaps <= budget:
         return [i not in sel.forced for i in range(n)]
     fill = _Fill(sel, costs, budget, marker_cost)
-    fill.run(sorted(open_, key=lambda j: (sel.tiers[j], sel.ranks[j], j)))
+    tiers, ranks, span = sel.tiers, sel.ranks, n + 1  # one int key sorts faster than a tuple
+    fill.run(sorted(open_, key=lambda j: (tiers[j] * span + ranks[j]) * span + j))
     return fill.keep
 
 
@@ -104,9 +105,9 @@ def _group_delta(keep: list[bool], group: list[int]) -> int:
 
 
 def _fill_cheap_gaps(
-    lines: Lines, keep: list[bool], forced: Mapping[int, Reason], marker_cost: float
+    costs: list[float], keep: list[bool], forced: Mapping[int, Reason], marker_cost: float
 ) -> None:
-    i, n = 0, lines.count
+    i, n = 0, len(costs)
     while i < n:
         if keep[i]:
             i += 1
@@ -116,7 +117,7 @@ def _fill_cheap_gaps(
             j += 1
         stretch = range(i, j)
         free = not any(k in forced for k in stretch)
-        if free and sum(line_cost(lines.items[k]) for k in stretch) <= marker_cost:
+        if free and sum(costs[k] for k in stretch) <= marker_cost:
             for k in stretch:
                 keep[k] = True
         i = j

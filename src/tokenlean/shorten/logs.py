@@ -9,7 +9,7 @@ from tokenlean.shorten.lines import EDGE, MUST, NEAR, REST, Selection
 from tokenlean.shorten.options import ShortenOptions
 from tokenlean.shorten.query import matching_lines
 from tokenlean.shorten.report import Kind, Reason
-from tokenlean.shorten.similar import seen_runs, similar_runs
+from tokenlean.shorten.similar import seen_runs, shapes, similar_runs
 from tokenlean.shorten.text import Lines
 
 _MIN_CARETS = 3
@@ -57,7 +57,7 @@ def dropped_lines(
     """Lines left out whatever the budget: inner lines of similar runs, and runs of lines the
     reader was already shown (``keep_seen`` lines are never treated as shown)."""
     forced: dict[int, Reason] = {}
-    for run in similar_runs(lines.items, protected, options.similar_run):
+    for run in similar_runs(lines.items, shapes(lines.text), protected, options.similar_run):
         exact = all(lines.items[i] == lines.items[run.start] for i in run.drop)
         for i in run.drop:
             forced[i] = "repeat" if exact else "similar"

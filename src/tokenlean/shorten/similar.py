@@ -1,7 +1,7 @@
 """Runs of lines that can go: similar lines, exact repeats, and lines already shown earlier.
 
-Two lines are *similar* when they are equal after trimming and replacing every run of digits
-with ``0``: ``Downloading x (55 kB)`` and ``Downloading x (12 kB)`` are, ``test_a ... ok`` and
+Two lines are *similar* when they are equal once trimmed and stripped of digits:
+``Downloading x (55 kB)`` and ``Downloading x (112 kB)`` are, ``test_a ... ok`` and
 ``test_b ... ok`` are not (their names differ, and a name is what a reader looks for). The whole
 line is compared, never a prefix, so a long shared path does not merge unrelated lines.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Container
 from dataclasses import dataclass
 
-_DIGITS = str.maketrans("123456789", "000000000")
+_DIGITS = b"0123456789"
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,8 +23,17 @@ class Run:
     drop: tuple[int, ...]
 
 
-def similar_runs(items: list[str], protected: Collection[int], min_run: int) -> list[Run]:
-    """Runs of at least ``min_run`` similar lines; each keeps its first and last line.
+def shapes(text: str) -> list[str]:
+    """Each line of ``text`` trimmed and without digits (one byte-level pass over the text)."""
+    raw = text.encode("utf-8", "surrogatepass").translate(None, _DIGITS)
+    return [line.strip() for line in raw.decode("utf-8", "surrogatepass").split("\n")]
+
+
+def similar_runs(
+    items: list[str], shaped: list[str], protected: Collection[int], min_run: int
+) -> list[Run]:
+    """Runs of at least ``min_run`` similar lines (``shaped`` holds their :func:`shapes`);
+    each keeps its first and last line.
 
     A protected line (an error, a query match) is never dropped and ends a run, except that
     exact repeats of a protected line collapse too: the line itself still shows.
@@ -33,35 +42,22 @@ def similar_runs(items: list[str], protected: Collection[int], min_run: int) -> 
     start = 0
     n = len(items)
     while start < n:
-        end = _run_end(items, start, protected)
+        end = _run_end(items, shaped, start, protected)
         if end - start + 1 >= min_run and items[start].strip():
             runs.append(Run(start, end, tuple(range(start + 1, end))))
         start = end + 1
     return runs
 
 
-def _run_end(items: list[str], start: int, protected: Collection[int]) -> int:
-    first = items[start]
+def _run_end(items: list[str], shaped: list[str], start: int, protected: Collection[int]) -> int:
+    end = start
     if start in protected:
-        end = start
-        while end + 1 < len(items) and items[end + 1] == first:
+        while end + 1 < len(items) and items[end + 1] == items[start]:
             end += 1
         return end
-    signature = shape(first)
-    end = start
-    while end + 1 < len(items) and end + 1 not in protected:
-        if shape(items[end + 1]) != signature:
-            break
+    while end + 1 < len(items) and end + 1 not in protected and shaped[end + 1] == shaped[start]:
         end += 1
     return end
-
-
-def shape(line: str) -> str:
-    """``line`` trimmed, with every run of digits replaced by one ``0``."""
-    out = line.strip().translate(_DIGITS)
-    while "00" in out:
-        out = out.replace("00", "0")
-    return out
 
 
 def seen_runs(

@@ -16,11 +16,18 @@ def line_cost(line: str) -> float:
     return TOKENS_PER_CHAR * len(line.lstrip()) + TOKENS_PER_LINE
 
 
+def line_costs(items: list[str]) -> list[float]:
+    """:func:`line_cost` of every line (C-level iteration: cheap on a million lines)."""
+    return [TOKENS_PER_CHAR * n + TOKENS_PER_LINE for n in map(len, map(str.lstrip, items))]
+
+
 def estimate_tokens(text: str) -> int:
     """A fast estimate of a whole text's tokens from its characters."""
     if not text:
         return 0
-    return max(1, round(sum(line_cost(line) for line in text.split("\n"))))
+    items = text.split("\n")
+    chars = sum(map(len, map(str.lstrip, items)))
+    return max(1, round(TOKENS_PER_CHAR * chars + TOKENS_PER_LINE * len(items)))
 
 
 class Lines:
