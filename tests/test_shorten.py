@@ -210,6 +210,8 @@ def test_long_strings_in_json_are_cut_inside_the_string() -> None:
     text = json.dumps({"log": "x" * 5000, "ok": True})
     data = json.loads(shorten(text).text)
     assert data["ok"] is True and data["log"].endswith("chars omitted]")
+    kept = json.loads(shorten(text, retrieval=HINT).text)["log"]
+    assert kept.endswith('chars omitted; read_original("o1a2b3")]')
     assert len(data["log"]) < 600
 
 

@@ -387,3 +387,24 @@ def test_without_a_thread_markers_give_line_numbers_only() -> None:
 def test_bad_configuration_raises(options: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         ToolOutputShorteningMiddleware(**options)
+
+
+def test_orphan_results_and_invalid_unicode_pass_through_without_breaking() -> None:
+    broken = LOG.replace("collected item 7:", "collected \ud800 item 7:")
+
+    @tool
+    def odd(tool_call_id: Annotated[str, InjectedToolCallId]) -> ToolMessage:
+        """Return text with a lone surrogate."""
+        return ToolMessage(content=broken, tool_call_id=tool_call_id, name="odd")
+
+    orphan = ToolMessage(content=LOG, tool_call_id="nobody-called-me", name="read_file", id="m-o")
+    agent, model = scripted_agent(
+        [call("odd", {}, "c1"), AIMessage(content="done")],
+        tools=[odd],
+        middleware=[ToolOutputShorteningMiddleware()],
+    )
+    agent.invoke({"messages": [HumanMessage("go"), orphan]}, cfg())
+    first = tool_messages(model.calls[0].messages)
+    assert first[0].content == LOG  # an orphan result is left as it is
+    sent = tool_messages(model.calls[1].messages)[-1]
+    assert MARK in sent.response_metadata and "FAILED tests/test_api.py" in str(sent.content)

@@ -188,9 +188,10 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
     def _plan(self, messages: Sequence[AnyMessage]) -> _Update | None:
         view = to_view(messages)
         scope = thread_scope()
+        calls = {call.id for m in view for call in m.tool_calls}
         planned = plan_first_sight(
             view,
-            eligible=lambda i, m: self._eligible(messages[i], m),
+            eligible=lambda i, m: m.tool_call_id in calls and self._eligible(messages[i], m),
             min_tokens=self.min_tokens,
             options=self.options,
             dedupe=self.dedupe,

@@ -47,7 +47,7 @@ class _Crusher:
             return value
         cut = len(value) - self.max_string
         self.omissions.append(Omission("chars", cut, 0, 0, "chars"))
-        return value[: self.max_string] + string_marker(cut)
+        return value[: self.max_string] + string_marker(cut, self.retrieval)
 
     def array(self, items: list[Any]) -> list[Any]:
         if len(items) <= self.max_items:

@@ -76,6 +76,8 @@ def item_marker(count: int, first: int, last: int, retrieval: Retrieval) -> str:
     return f"... {count} similar items omitted (indices {first}-{last}){tail} ..."
 
 
-def string_marker(count: int) -> str:
+def string_marker(count: int, retrieval: Retrieval) -> str:
     """Appended to a JSON string that was cut short."""
-    return f"... [{count} chars omitted]"
+    hint = retrieval.hint()
+    tail = f"; {hint}" if hint else ""
+    return f"... [{count} chars omitted{tail}]"
