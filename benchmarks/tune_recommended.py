@@ -54,11 +54,11 @@ def _with_inputs(trigger: int | None, min_tokens: int, head: int, tail: int) -> 
 
         store = InMemoryOriginalStore()
         stack: list[Any] = [
-            ToolOutputShorteningMiddleware(store=store),
             ToolInputShorteningMiddleware(
                 store=store, retrieval_tool=False, min_tokens=min_tokens, head_lines=head,
                 tail_lines=tail,
             ),
+            ToolOutputShorteningMiddleware(store=store),
         ]  # fmt: skip
         if trigger:
             stack.append(ContextEditorMiddleware(trigger_tokens=trigger, mode="cache_aware"))

@@ -24,8 +24,8 @@ from tokenlean.tokens import TiktokenCounter
 def test_stack_shape_and_shared_store() -> None:
     stack = recommended_middleware("anthropic")
     assert [type(m) for m in stack] == [
-        ToolOutputShorteningMiddleware,
         ToolInputShorteningMiddleware,
+        ToolOutputShorteningMiddleware,
         ContextEditorMiddleware,
         LoopGuardMiddleware,
     ]
@@ -34,8 +34,8 @@ def test_stack_shape_and_shared_store() -> None:
     assert [
         type(m) for m in recommended_middleware("openai", context_editor=False, loop_guard=False)
     ] == [
-        ToolOutputShorteningMiddleware,
         ToolInputShorteningMiddleware,
+        ToolOutputShorteningMiddleware,
     ]
 
 

@@ -7,17 +7,18 @@
 What it returns, in order, and why (figures from ``benchmarks/results.md``, a replay of the 56
 real trajectories in ``shared/data`` against no middleware):
 
-1. :class:`ToolOutputShorteningMiddleware` — shortens each long tool result before the model
+1. :class:`ToolInputShorteningMiddleware` — cuts the long inputs of calls that have already run
+   (scripts written into ``python -c`` or heredocs) to their head and tail before the model first
+   sees the turn again. Inputs over ``INPUT_MIN_TOKENS`` keep ``INPUT_HEAD_LINES`` and
+   ``INPUT_TAIL_LINES`` lines: in the tuning runs (``benchmarks/tune_recommended.py``), cutting
+   at 150 tokens to 6+3 lines kept the same recall as 300 tokens to 12+6 lines and billed less;
+   we keep a little more than that floor. It comes first so that the output shortener never
+   points at input lines (a tool echoing its script) that the model will no longer see.
+2. :class:`ToolOutputShorteningMiddleware` — shortens each long tool result before the model
    first sees it (errors, tracebacks and lines related to the call survive), so nothing already
    sent ever changes and the prompt cache keeps hitting. Alone it bills about 0.84 of no
-   middleware at reference recall 0.98, with zero prefix breaks.
-2. :class:`ToolInputShorteningMiddleware` — cuts the long inputs of calls that have already run
-   (scripts written into ``python -c`` or heredocs) to their head and tail, again before the
-   model first sees them. Inputs over ``INPUT_MIN_TOKENS`` keep ``INPUT_HEAD_LINES`` and
-   ``INPUT_TAIL_LINES`` lines: in the tuning runs (``benchmarks/tune_recommended.py``), cutting
-   at 150 tokens to 6+3 lines billed the same recall as 300 tokens to 12+6 lines for less; we
-   keep a little more than that floor. Both shorteners share one store, so ``read_original``
-   returns either kind of original.
+   middleware at reference recall 0.98, with zero prefix breaks. Both shorteners share one
+   store, so its ``read_original`` tool returns either kind of original.
 3. :class:`ContextEditorMiddleware` in cache-aware mode with the provider's cache pricing, at a
    high trigger (``EDITOR_TRIGGER_TOKENS``). After shortening, clearing old results at 20-30k
    tokens bought almost nothing and cost recall in the tuning runs, so the editor is a safety
@@ -70,8 +71,9 @@ def recommended_middleware(
     """
     pricing = _pricing(provider)
     store = store if store is not None else InMemoryOriginalStore()
+    # Inputs are cut first, so the output shortener never points at lines of an input (a tool
+    # echoing its script) that the model will no longer see.
     stack: list[AgentMiddleware[Any, Any, Any]] = [
-        ToolOutputShorteningMiddleware(store=store),
         ToolInputShorteningMiddleware(
             store=store,
             retrieval_tool=False,  # the output shortener's read_original serves both
@@ -79,6 +81,7 @@ def recommended_middleware(
             head_lines=INPUT_HEAD_LINES,
             tail_lines=INPUT_TAIL_LINES,
         ),
+        ToolOutputShorteningMiddleware(store=store),
     ]
     if context_editor:
         mode: Mode = "plain" if pricing.cached_read >= pricing.uncached else "cache_aware"
