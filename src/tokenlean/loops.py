@@ -90,8 +90,9 @@ def canonical_text(text: str) -> str:
     Replaced: UUIDs; ISO dates and timestamps, ``ls``-style dates, times of day, unix epochs and
     durations (``0.12s``); process and thread ids (``pid 123``, ``/proc/123``, ``[1] 4242``);
     ``0x`` addresses and hex ids of 7+ characters mixing digits and letters (git hashes); macOS
-    temp dirs, pytest temp dirs and random ``tmpXXXXXX`` names (with a digit in them). Every whitespace run becomes one
-    space. Two outputs of the same command that differ only in these parts compare equal.
+    temp dirs, pytest temp dirs and random ``tmpXXXXXX`` names (with a digit in them). Every
+    whitespace run becomes one space. Two outputs of the same command that differ only in these
+    parts compare equal.
     """
     for pattern, replacement in _VOLATILE:
         text = pattern.sub(replacement, text)
