@@ -43,9 +43,10 @@ from tokenlean.langchain.loop_guard import ID_PREFIX, LoopGuardMiddleware
 from tokenlean.loops import Step, build_steps, step_key
 from tokenlean.replay.engine import replay
 from tokenlean.replay.formats import Trajectory, load_trajectory
-from tokenlean.replay.metrics import CallMetrics, PromptMeasurer, measure_calls
+from tokenlean.replay.metrics import CallMetrics, measure_calls
+from tokenlean.replay.runner import shared_measurer
 from tokenlean.stuck import loop_signals
-from tokenlean.tokens import default_counter, tool_schema_text
+from tokenlean.tokens import tool_schema_text
 from tokenlean.transcript import Message
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "trajectories"
@@ -174,20 +175,11 @@ def _valid(messages: Sequence[Message], turns: list[tuple[int, int]], i: int, wi
 
 # -- measuring ------------------------------------------------------------------------------
 
-_MEASURER: PromptMeasurer | None = None
-
-
-def _measurer() -> PromptMeasurer:
-    global _MEASURER
-    if _MEASURER is None:
-        _MEASURER = PromptMeasurer(default_counter())
-    return _MEASURER
-
 
 def _per_call(calls: Iterable[Any]) -> list[CallMetrics]:
     scripted = [c for c in calls if c.scripted]
     prompts = [
-        _measurer().measure(tool_schema_text(c.tools), to_view(c.messages)) for c in scripted
+        shared_measurer().measure(tool_schema_text(c.tools), to_view(c.messages)) for c in scripted
     ]
     return measure_calls(prompts, [])
 

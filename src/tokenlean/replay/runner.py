@@ -22,7 +22,8 @@ from tokenlean.tokens import TokenCounter, default_counter
 _MEASURER: PromptMeasurer | None = None
 
 
-def _measurer() -> PromptMeasurer:
+def sharedshared_measurer() -> PromptMeasurer:
+    """This process's measurer (one per process, so each distinct block is counted once)."""
     global _MEASURER
     if _MEASURER is None:
         _MEASURER = PromptMeasurer(default_counter())
@@ -30,7 +31,7 @@ def _measurer() -> PromptMeasurer:
 
 
 def counter_name(counter: TokenCounter | None = None) -> str:
-    counter = counter or _measurer().counter
+    counter = counter or shared_measurer().counter
     name = getattr(counter, "encoding_name", None)
     return f"exact {name}" if name else "estimate (no local tiktoken vocabulary)"
 
@@ -41,7 +42,7 @@ def run_one(trajectory: Trajectory, strategy: str, plugins: Sequence[str] = ()) 
     try:
         middleware = strategies.get(strategy).factory()
         result = replay(trajectory, middleware)
-        return measure_replay(trajectory, result, _measurer(), strategy=strategy)
+        return measure_replay(trajectory, result, shared_measurer(), strategy=strategy)
     except Exception as exc:  # a broken strategy must not take the others down
         detail = f"{type(exc).__name__}: {exc}"
         return RunMetrics(strategy=strategy, trajectory=trajectory.id, error=detail)
