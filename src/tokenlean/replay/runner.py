@@ -22,7 +22,7 @@ from tokenlean.tokens import TokenCounter, default_counter
 _MEASURER: PromptMeasurer | None = None
 
 
-def sharedshared_measurer() -> PromptMeasurer:
+def shared_measurer() -> PromptMeasurer:
     """This process's measurer (one per process, so each distinct block is counted once)."""
     global _MEASURER
     if _MEASURER is None:
