@@ -88,19 +88,25 @@ def write_json(report: ReplayReport, path: Path) -> None:
     path.write_text(json.dumps(to_json(report), indent=2) + "\n", encoding="utf-8")
 
 
-def chart_svg(report: ReplayReport, *, width: int = 640, height: int = 420) -> str:
-    """Billed input (Anthropic-style, x baseline) against reference recall, one dot a strategy."""
+def chart_svg(report: ReplayReport, *, width: int = 760, height: int = 440) -> str:
+    """Billed input (Anthropic-style, x baseline) against reference recall, one dot a strategy.
+
+    Dots are numbered; the legend gives each number's strategy and its two values, so entries
+    that land on the same spot stay readable.
+    """
     base = report.pooled.get(BASELINE) or next(iter(report.pooled.values()))
-    points = [
-        (name, relative(row, base)["billed_anthropic"], row.recall)
-        for name, row in report.pooled.items()
-        if not _all_failed(report, name)
-    ]
-    left, right, top, bottom = 70, 200, 20, 50
-    xs = [p[1] for p in points] + [1.0]
-    ys = [p[2] for p in points] + [1.0]
-    x0, x1 = min(xs) - 0.05, max(xs) + 0.05
-    y0, y1 = min(ys) - 0.02, 1.005
+    points = sorted(
+        (
+            (relative(row, base)["billed_anthropic"], -row.recall, name)
+            for name, row in report.pooled.items()
+            if not _all_failed(report, name)
+        ),
+    )
+    left, right, top, bottom = 64, 330, 20, 50
+    xs = [p[0] for p in points] + [1.0]
+    ys = [-p[1] for p in points] + [1.0]
+    x0, x1 = min(xs) - 0.04, max(xs) + 0.04
+    y0, y1 = min(ys) - 0.01, 1.004
     pw, ph = width - left - right, height - top - bottom
 
     def sx(v: float) -> float:
@@ -111,34 +117,48 @@ def chart_svg(report: ReplayReport, *, width: int = 640, height: int = 420) -> s
 
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'font-family="sans-serif" font-size="12">',
+        'font-family="sans-serif" font-size="12">',
         f'<rect width="{width}" height="{height}" fill="white"/>',
-        f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#888"/>',
         f'<text x="{left + pw / 2}" y="{height - 12}" text-anchor="middle">'
         "billed input, Anthropic-style (x no middleware; lower is cheaper)</text>",
         f'<text transform="translate(16 {top + ph / 2}) rotate(-90)" text-anchor="middle">'
         "reference recall</text>",
     ]
     for tick in _ticks(x0, x1):
+        x = sx(tick)
+        parts.append(f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{top + ph}" stroke="#eee"/>')
         parts.append(
-            f'<text x="{sx(tick):.1f}" y="{top + ph + 16}" text-anchor="middle">{tick:.2f}</text>'
+            f'<text x="{x:.1f}" y="{top + ph + 16}" text-anchor="middle">{tick:.2f}</text>'
         )
     for tick in _ticks(y0, y1):
+        y = sy(tick)
         parts.append(
-            f'<text x="{left - 6}" y="{sy(tick) + 4:.1f}" text-anchor="end">{tick:.2f}</text>'
+            f'<line x1="{left}" y1="{y:.1f}" x2="{left + pw}" y2="{y:.1f}" stroke="#eee"/>'
         )
-    for i, (name, x, y) in enumerate(sorted(points, key=lambda p: p[1])):
-        color = "#444" if name == BASELINE else _PALETTE[i % len(_PALETTE)]
-        parts.append(f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="5" fill="{color}"/>')
+        parts.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{tick:.3f}</text>')
+    parts.append(
+        f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#888"/>'
+    )
+    for i, (x, neg_recall, name) in enumerate(points, start=1):
+        color = "#444" if name == BASELINE else _PALETTE[(i - 1) % len(_PALETTE)]
+        cx, cy = sx(x), sy(-neg_recall)
+        parts.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="5" fill="{color}" opacity="0.85"/>')
+        dy = -7 if i % 2 else 15
         parts.append(
-            f'<text x="{left + pw + 12}" y="{top + 14 + 16 * i}" fill="{color}">'
-            f"● {html.escape(name)}</text>"
+            f'<text x="{cx + 6:.1f}" y="{cy + dy:.1f}" fill="{color}" font-size="10">{i}</text>'
+        )
+        parts.append(
+            f'<text x="{left + pw + 14}" y="{top + 12 + 17 * (i - 1)}" fill="{color}">'
+            f"{i}. {html.escape(name)} ({x:.3f}, {-neg_recall:.3f})</text>"
         )
     parts.append("</svg>")
     return "\n".join(parts)
 
 
-_PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2")
+_PALETTE = (
+    "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2",
+    "#bcbd22", "#7f7f7f", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd",
+)  # fmt: skip
 
 
 def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
