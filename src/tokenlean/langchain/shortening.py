@@ -33,7 +33,7 @@ from pydantic import BaseModel
 from typing_extensions import NotRequired, TypedDict
 
 from tokenlean.langchain.adapter import replace_content, to_view
-from tokenlean.shorten.firstsight import Planned, plan_first_sight
+from tokenlean.shorten.firstsight import FirstSightPolicy, Planned, plan_first_sight
 from tokenlean.shorten.options import DEFAULT_OPTIONS, ShortenOptions
 from tokenlean.store import InMemoryOriginalStore, Original, OriginalStore, excerpt
 from tokenlean.tokens import TokenCounter
@@ -189,9 +189,7 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
         view = to_view(messages)
         scope = thread_scope()
         calls = {call.id for m in view for call in m.tool_calls}
-        planned = plan_first_sight(
-            view,
-            eligible=lambda i, m: m.tool_call_id in calls and self._eligible(messages[i], m),
+        policy = FirstSightPolicy(
             min_tokens=self.min_tokens,
             options=self.options,
             dedupe=self.dedupe,
@@ -199,6 +197,11 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
             tool_name=self.tool_name if self._has_tool else None,
             min_saving=self.min_saving,
             counter=self.counter,
+        )
+        planned = plan_first_sight(
+            view,
+            policy,
+            lambda i, m: m.tool_call_id in calls and self._eligible(messages[i], m),
         )
         if not planned:
             return None

@@ -70,60 +70,78 @@ def _strings(value: object) -> Iterable[str]:
             yield from _strings(item)
 
 
+@dataclass(frozen=True, slots=True)
+class FirstSightPolicy:
+    """How :func:`plan_first_sight` shortens (the middleware's settings, framework-free)."""
+
+    min_tokens: int
+    options: ShortenOptions
+    dedupe: bool = True
+    keep_originals: bool = True
+    tool_name: str | None = None
+    min_saving: float = 0.0
+    counter: TokenCounter | None = None
+
+
 def plan_first_sight(
     view: Sequence[Message],
-    *,
+    policy: FirstSightPolicy,
     eligible: Callable[[int, Message], bool],
-    min_tokens: int,
-    options: ShortenOptions,
-    dedupe: bool = True,
-    keep_originals: bool = True,
-    tool_name: str | None = None,
-    min_saving: float = 0.0,
-    counter: TokenCounter | None = None,
 ) -> list[Planned]:
     """The first-sight replacements for ``view``'s unseen tool results, in order.
 
-    ``keep_originals`` says whether the originals will be kept under their handles (markers
-    then name the handle, and ``tool_name`` when the agent has a tool to read them); a
-    shortening that saves less than ``min_saving`` of a result's tokens is not worth it.
+    With ``policy.keep_originals`` the markers name each original's handle (and
+    ``policy.tool_name``, the tool that reads it back); a shortening that saves less than
+    ``policy.min_saving`` of a result's tokens is not worth it. Each result is shortened
+    against everything before it as the model will see it, earlier shortenings included.
     """
-    count = counter.count if counter is not None else estimate_tokens
-    calls = calls_by_id(view)
-    notes = {call.id: m.text for m in view for call in m.tool_calls if call.id and m.text}
     candidates = [i for i in unseen_tool_results(view) if eligible(i, view[i])]
     if not candidates:
         return []
-    current = list(view)
-    seen = Seen(min_chars=options.seen_min_chars)
-    add_visible(seen, view[: candidates[0]])
-    done = candidates[0]
+    calls = calls_by_id(view)
+    notes = {call.id: m.text for m in view for call in m.tool_calls if call.id and m.text}
+    seen = Seen(min_chars=policy.options.seen_min_chars) if policy.dedupe else None
+    current, done = list(view), 0
     planned: list[Planned] = []
     for i in candidates:
-        add_visible(seen, current[done:i])
-        done = i
-        message = view[i]
-        text = message.text
-        if count(text) <= min_tokens:
-            continue
-        call = calls.get(message.tool_call_id or "")
-        args: Mapping[str, Any] | None = call.args if call else None
-        note = notes.get(message.tool_call_id or "")
-        handle = handle_for(message)
-        where = Retrieval(handle, tool_name) if keep_originals else Retrieval()
-        report = shorten(
-            text,
-            query=args,
-            context=note,
-            seen=seen if dedupe else None,
-            retrieval=where,
-            counter=counter,
-            options=options,
-        )
-        if report.changed and report.tokens_saved >= min_saving * report.tokens_before:
-            planned.append(Planned(i, message.id, handle, text, report))
-            current[i] = _with_text(message, report.text)
+        if seen is not None:
+            add_visible(seen, current[done:i])
+            done = i
+        key = view[i].tool_call_id or ""
+        call = calls.get(key)
+        item = _plan_one(view[i], i, policy, call.args if call else None, notes.get(key), seen)
+        if item is not None:
+            planned.append(item)
+            current[i] = _with_text(view[i], item.report.text)
     return planned
+
+
+def _plan_one(
+    message: Message,
+    index: int,
+    policy: FirstSightPolicy,
+    args: Mapping[str, Any] | None,
+    note: str | None,
+    seen: Seen | None,
+) -> Planned | None:
+    text = message.text
+    count = policy.counter.count if policy.counter is not None else estimate_tokens
+    if count(text) <= policy.min_tokens:
+        return None
+    handle = handle_for(message)
+    where = Retrieval(handle, policy.tool_name) if policy.keep_originals else Retrieval()
+    report = shorten(
+        text,
+        query=args,
+        context=note,
+        seen=seen,
+        retrieval=where,
+        counter=policy.counter,
+        options=policy.options,
+    )
+    if not report.changed or report.tokens_saved < policy.min_saving * report.tokens_before:
+        return None
+    return Planned(index, message.id, handle, text, report)
 
 
 def _with_text(message: Message, text: str) -> Message:
