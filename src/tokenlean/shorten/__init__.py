@@ -2,6 +2,10 @@
 
 :func:`shorten` handles logs and test output, source files and file views, and JSON; see its
 docstring. Everything here is pure and deterministic, and runs in linear time.
+
+``tokenlean.shorten`` (the top-level package's attribute) is the function, so import the
+submodules with ``from tokenlean.shorten.options import ShortenOptions``, not with
+``import tokenlean.shorten.options as ...``.
 """
 
 from __future__ import annotations
