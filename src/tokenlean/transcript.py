@@ -18,6 +18,15 @@ ROLES: tuple[Role, ...] = ("system", "user", "assistant", "tool")
 #: Message content: plain text, or provider-style content blocks (``{"type": "text", ...}``).
 Content = str | tuple[Mapping[str, Any], ...]
 
+#: Every message tokenlean's middleware adds (nudges, hints, notices) has an id with this prefix,
+#: so other middleware can tell it from a message the user wrote.
+INJECTED_ID_PREFIX = "tokenlean-"
+
+
+def is_injected(message_id: object) -> bool:
+    """Whether a message id marks a message added by tokenlean rather than by the user."""
+    return isinstance(message_id, str) and message_id.startswith(INJECTED_ID_PREFIX)
+
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:

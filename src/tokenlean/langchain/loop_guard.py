@@ -47,7 +47,7 @@ from typing_extensions import NotRequired, TypedDict
 from tokenlean.langchain.adapter import to_view
 from tokenlean.loops import Step, build_steps, canonical_text
 from tokenlean.stuck import Detection, LoopDetector
-from tokenlean.transcript import Message
+from tokenlean.transcript import Message, is_injected
 
 logger = logging.getLogger(__name__)
 
@@ -332,7 +332,7 @@ def _task_start(view: Sequence[Message]) -> int:
     for message in view:
         if message.role == "assistant":
             steps += max(1, len(message.tool_calls))
-        elif message.role == "user" and not str(message.id or "").startswith(ID_PREFIX):
+        elif message.role == "user" and not is_injected(message.id):  # not our own notices
             text = canonical_text(message.text)
             if text != previous:
                 since, previous = steps, text

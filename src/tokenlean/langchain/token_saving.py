@@ -75,7 +75,7 @@ from tokenlean.early_exit import (
 from tokenlean.langchain.adapter import replace_content, role_of, to_view
 from tokenlean.loops import Step, build_steps
 from tokenlean.tokens import TokenCounter, default_counter
-from tokenlean.transcript import Content, Message
+from tokenlean.transcript import INJECTED_ID_PREFIX, Content, Message
 from tokenlean.words import WordClassifier
 
 logger = logging.getLogger(__name__)
@@ -299,7 +299,9 @@ class TokenSavingMiddleware(AgentMiddleware[TokenSavingState[ResponseT], Context
         if not loop_detected(signals):
             return None
         self.stats.add(early_exits=1)
-        return HumanMessage(content=self.early_exit_text)
+        return HumanMessage(
+            content=self.early_exit_text, id=f"{INJECTED_ID_PREFIX}early-exit-{len(messages)}"
+        )
 
     def _rewrite(self, request: ModelRequest[ContextT]) -> ModelRequest[ContextT]:
         try:
