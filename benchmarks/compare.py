@@ -36,11 +36,13 @@ TOKENLEAN = [
     "recommended-openai",
     "shorten",
     "shorten-conservative",
+    "shorten-inputs",
     "token-saving",
     "token-saving-once",
     "context-editor",
     "context-editor-cache-aware",
     "loop-guard",
+    "budget-100k",
 ]
 PEERS = [
     "reasonblocks",

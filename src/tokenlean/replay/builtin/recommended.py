@@ -1,4 +1,5 @@
-"""Replay strategies for :func:`tokenlean.langchain.recommended.recommended_middleware`."""
+"""Replay strategies for :func:`tokenlean.langchain.recommended.recommended_middleware`, and for
+:class:`~tokenlean.langchain.input_shortening.ToolInputShorteningMiddleware` alone."""
 
 from __future__ import annotations
 
@@ -26,4 +27,17 @@ register(
     "recommended-openai",
     _recommended("openai"),
     "recommended_middleware('openai'): the same stack planned for OpenAI-style caching",
+)
+
+
+def _inputs() -> list[Any]:
+    from tokenlean.langchain.input_shortening import ToolInputShorteningMiddleware
+
+    return [ToolInputShorteningMiddleware()]
+
+
+register(
+    "shorten-inputs",
+    _inputs,
+    "cut long inputs of calls that have run to head and tail lines, at first sight (defaults)",
 )
