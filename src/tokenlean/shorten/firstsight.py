@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tokenlean.shorten.core import shorten
@@ -112,7 +112,7 @@ def plan_first_sight(
         item = _plan_one(view[i], i, policy, call.args if call else None, notes.get(key), seen)
         if item is not None:
             planned.append(item)
-            current[i] = _with_text(view[i], item.report.text)
+            current[i] = replace(view[i], content=item.report.text)
     return planned
 
 
@@ -142,15 +142,3 @@ def _plan_one(
     if not report.changed or report.tokens_saved < policy.min_saving * report.tokens_before:
         return None
     return Planned(index, message.id, handle, text, report)
-
-
-def _with_text(message: Message, text: str) -> Message:
-    return Message(
-        role=message.role,
-        content=text,
-        id=message.id,
-        name=message.name,
-        tool_calls=message.tool_calls,
-        tool_call_id=message.tool_call_id,
-        status=message.status,
-    )
