@@ -23,7 +23,7 @@ def _reasonblocks() -> list[Any]:
 def _reasonblocks_words() -> list[Any]:
     from reasonblocks import TokenSavingMiddleware
 
-    from tokenlean.words import make_heuristic_classifier
+    from tokenlean.token_saving.words import make_heuristic_classifier
 
     return [
         TokenSavingMiddleware(

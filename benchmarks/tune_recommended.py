@@ -16,7 +16,7 @@ from tokenlean.replay.strategies import register
 def _stack(trigger: int, keep: int, batch: int, mode: str = "cache_aware") -> Any:
     def build() -> list[Any]:
         from tokenlean.langchain.context_editor import ContextEditorMiddleware
-        from tokenlean.langchain.shortening import ToolOutputShorteningMiddleware
+        from tokenlean.langchain.output_shortening import ToolOutputShorteningMiddleware
 
         return [
             ToolOutputShorteningMiddleware(),
@@ -49,7 +49,7 @@ def _with_inputs(trigger: int | None, min_tokens: int, head: int, tail: int) -> 
     def build() -> list[Any]:
         from tokenlean.langchain.context_editor import ContextEditorMiddleware
         from tokenlean.langchain.input_shortening import ToolInputShorteningMiddleware
-        from tokenlean.langchain.shortening import ToolOutputShorteningMiddleware
+        from tokenlean.langchain.output_shortening import ToolOutputShorteningMiddleware
         from tokenlean.store import InMemoryOriginalStore
 
         store = InMemoryOriginalStore()

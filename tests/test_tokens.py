@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TOKENIZERS, TOOL_OUTPUTS, TRAJECTORIES
+from tests.data import TOKENIZERS, TOOL_OUTPUTS, TRAJECTORIES
 from tokenlean.tokens import (
     MESSAGE_OVERHEAD,
     EstimateCounter,

@@ -6,12 +6,14 @@ The core (this package's top level) imports no framework; LangChain middleware l
 
 from __future__ import annotations
 
-from tokenlean.anthropic_classifier import make_anthropic_classifier
-from tokenlean.compress import TokenSavingStats, compress_tool_output
 from tokenlean.cost import ANTHROPIC, NO_CACHE, OPENAI, PRICING, CachePricing
-from tokenlean.loops import Step, build_steps
+from tokenlean.loop_guard.detect import Detection, LoopDetector, detect_stuck, loop_signals
+from tokenlean.loop_guard.steps import Step, build_steps
 from tokenlean.shorten import ShortenOptions, ShortenReport, shorten
-from tokenlean.stuck import Detection, LoopDetector, detect_stuck, loop_signals
+from tokenlean.token_saving.anthropic_classifier import make_anthropic_classifier
+from tokenlean.token_saving.head_tail import compress_tool_output
+from tokenlean.token_saving.stats import TokenSavingStats
+from tokenlean.token_saving.words import WordClassifier
 from tokenlean.tokens import (
     EstimateCounter,
     TiktokenCounter,
@@ -21,7 +23,6 @@ from tokenlean.tokens import (
     default_counter,
 )
 from tokenlean.transcript import Edit, Message, ToolCall
-from tokenlean.words import WordClassifier
 
 __version__ = "0.1.0"
 

@@ -1,8 +1,20 @@
-"""What a prompt costs when providers cache its prefix.
+"""What a prompt costs when providers cache its prefix, and whether a rewrite pays for itself.
 
 Pricing is data: a :class:`CachePricing` gives the price of a cached input token, an uncached one
 and the minimum/granularity of a cache hit, all relative to the plain input price. Presets live in
 :data:`PRICING`; add your own by building a ``CachePricing``.
+
+Rewriting bytes the model was already sent breaks the provider's prefix cache from the first
+rewritten token on: that call pays the uncached price for everything after the *edit point*
+instead of the cached one, and every later call sends the removed tokens no more.
+:func:`expected_net_saving` is the one model every capability uses to decide whether a rewrite of
+already-sent messages pays: with ``P`` the prompt's tokens, ``A`` the tokens before the edit point,
+``N`` the tokens new since the previous call, ``S`` the tokens the rewrite removes and ``R`` the
+calls expected after this one, in the pricing's units::
+
+    net = billed(P, cached=P - N) - billed(P - S, cached=A) + R * cached_read * S
+
+A rewrite of messages not yet sent (first sight) never breaks the cache and needs no model.
 """
 
 from __future__ import annotations
@@ -53,3 +65,26 @@ NO_CACHE = CachePricing("none", cached_read=1.0, uncached=1.0)
 PRICING: Mapping[str, CachePricing] = MappingProxyType(
     {p.name: p for p in (ANTHROPIC, OPENAI, NO_CACHE)}
 )
+
+
+def resolve_pricing(value: object, *, name: str = "pricing") -> CachePricing:
+    """A :class:`CachePricing` from itself or from a preset's name; ``ValueError`` otherwise."""
+    if isinstance(value, CachePricing):
+        return value
+    if isinstance(value, str) and value in PRICING:
+        return PRICING[value]
+    raise ValueError(f"{name} must be one of {sorted(PRICING)} or a CachePricing, got {value!r}")
+
+
+def expected_net_saving(
+    pricing: CachePricing, *, prompt: int, prefix: int, new: int, saved: int, remaining: int
+) -> float:
+    """What removing ``saved`` tokens at an edit point after ``prefix`` tokens is expected to save.
+
+    Positive when the saving over ``remaining`` later calls outweighs re-writing the cache after
+    the edit point on this call (see the module docstring for the model). ``prompt`` and ``new``
+    are measured before the rewrite.
+    """
+    without = pricing.billed(prompt, max(0, prompt - new))
+    with_edit = pricing.billed(prompt - saved, min(prefix, prompt - saved))
+    return without - with_edit + remaining * pricing.cached_read * saved

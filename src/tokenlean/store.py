@@ -9,6 +9,7 @@ them. A lookup names its own scope, so one thread never reads another thread's o
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -18,8 +19,22 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from langgraph.store.base import BaseStore
 
+#: The tool through which an agent reads originals back (every marker and placeholder names it).
+RETRIEVAL_TOOL = "read_original"
 #: Excerpts longer than this are cut, with a note to ask for less.
 MAX_EXCERPT_CHARS = 24_000
+#: Hex digits of a handle: 48 bits, so a thread of a million originals has about a 0.2% chance
+#: of one collision (6 digits collide at about 20,000).
+HANDLE_DIGITS = 12
+
+
+def make_handle(kind: str, *parts: str) -> str:
+    """The one handle scheme: ``kind`` (one letter: ``o`` outputs, ``i`` inputs) and a digest.
+
+    Deterministic, so every process and worker names the same original the same way.
+    """
+    digest = hashlib.sha256("\n".join(parts).encode("utf-8", "surrogatepass"))
+    return kind + digest.hexdigest()[:HANDLE_DIGITS]
 
 
 @dataclass(frozen=True, slots=True)

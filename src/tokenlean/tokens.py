@@ -7,6 +7,7 @@ The exact counter never downloads: it loads a vocabulary file from a path you gi
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -224,6 +225,29 @@ def default_counter() -> TokenCounter:
         return TiktokenCounter("o200k_base")
     except (VocabularyNotFoundError, ImportError):
         return EstimateCounter()
+
+
+class MemoCounter:
+    """A counter with a bounded memo: long runs count the same texts on every call.
+
+    Texts shorter than 64 characters are counted directly (cheaper than remembering them).
+    """
+
+    def __init__(self, counter: TokenCounter, *, max_entries: int = 8192) -> None:
+        if not isinstance(counter, TokenCounter):
+            raise TypeError(f"counter must have a count(text) -> int method, got {counter!r}")
+        self.counter = counter
+        self._memo = functools.lru_cache(maxsize=max_entries)(counter.count)
+
+    def count(self, text: str) -> int:
+        if len(text) < 64:
+            return self.counter.count(text)
+        return int(self._memo(text))
+
+
+def memoized(counter: TokenCounter) -> MemoCounter:
+    """``counter`` with a memo (itself when it already has one)."""
+    return counter if isinstance(counter, MemoCounter) else MemoCounter(counter)
 
 
 # ---------------------------------------------------------------------------------------------

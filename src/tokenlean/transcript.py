@@ -1,8 +1,9 @@
 """A neutral, framework-free view of an agent transcript, and the edits the core proposes.
 
-Strategies read :class:`Message` objects and return :class:`Edit` objects; an adapter (for
-example :mod:`tokenlean.langchain.adapter`) applies them to its own message type so that every
-field the edit does not name survives.
+This is the one contract between the core and its adapters. Every capability reads
+:class:`Message` objects and returns :class:`Edit` objects; an adapter applies them to its own
+message type (:func:`tokenlean.langchain.adapter.apply_edits` for LangChain messages, the raw API
+adapters for provider request bodies) so that every field an edit does not name survives.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ Content = str | tuple[Mapping[str, Any], ...]
 #: Every message tokenlean's middleware adds (nudges, hints, notices) has an id with this prefix,
 #: so other middleware can tell it from a message the user wrote.
 INJECTED_ID_PREFIX = "tokenlean-"
+
+#: Where an adapter records what tokenlean did to a message: ``metadata[MARK_KEY][capability]``.
+MARK_KEY = "tokenlean"
 
 
 def is_injected(message_id: object) -> bool:
@@ -42,7 +46,9 @@ class Message:
     """One message of a transcript, independent of any framework.
 
     ``content`` is either text or a tuple of content blocks; :attr:`text` flattens it.
-    ``status`` is ``"error"`` for tool results that report a failure.
+    ``status`` is ``"error"`` for tool results that report a failure. ``metadata`` is what the
+    framework keeps beside the message (LangChain's ``response_metadata``), read-only and never
+    sent to the model: it is where earlier edits left their marks (see :func:`mark_of`).
     """
 
     role: Role
@@ -52,6 +58,7 @@ class Message:
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     status: Literal["success", "error"] | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
@@ -71,22 +78,40 @@ class Message:
 
 @dataclass(frozen=True, slots=True)
 class Edit:
-    """A proposed change to one message: which one, its new content, why, and what it saves.
+    """A proposed change to one message: which one, what changes, why, and what it saves.
 
     ``message_id`` addresses the message when it has an id; ``index`` is its position in the
-    view the edit was computed from, used when the message has no id.
+    view the edit was computed from, used when the message has no id. ``new_content`` replaces
+    the content (``None``: unchanged), in the shape the view had (text stays text);
+    ``tool_args`` replaces the arguments of the named tool calls (call id -> arguments), wherever
+    the adapter's message keeps them; ``metadata`` entries are recorded beside the message by
+    adapters that keep metadata (mappings are merged one level deep) and never sent.
     """
 
     index: int
     message_id: str | None
-    new_content: Content
+    new_content: Content | None
     reason: str
     tokens_before: int
     tokens_after: int
+    tool_args: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    metadata: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def tokens_saved(self) -> int:
         return self.tokens_before - self.tokens_after
+
+
+def mark_of(message: Message, capability: str) -> Mapping[str, Any] | None:
+    """The mark ``capability`` left on ``message`` through an edit's metadata, if any."""
+    marks = message.metadata.get(MARK_KEY)
+    mark = marks.get(capability) if isinstance(marks, Mapping) else None
+    return mark if isinstance(mark, Mapping) else None
+
+
+def mark(capability: str, entry: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Edit metadata that records ``entry`` as ``capability``'s mark on the message."""
+    return {MARK_KEY: {capability: dict(entry)}}
 
 
 def content_text(content: object) -> str:

@@ -17,7 +17,7 @@ the prompt on later edits and lets the request grow for many calls before the ne
 
 from __future__ import annotations
 
-from tokenlean.context_editor.cache import CacheModel, expected_net_saving
+from tokenlean.context_editor.cache import CacheModel
 from tokenlean.context_editor.config import (
     DEFAULT_RETRIEVAL_TOOL,
     MODES,
@@ -25,7 +25,6 @@ from tokenlean.context_editor.config import (
     Clearing,
     ContextEdit,
     ContextEditorConfig,
-    MemoCounter,
     Mode,
     PlaceholderFn,
     RequestView,
@@ -33,23 +32,35 @@ from tokenlean.context_editor.config import (
     default_placeholder,
     request_estimator,
 )
-from tokenlean.context_editor.plan import Plan, apply_clearing, plan_clearing
+from tokenlean.context_editor.plan import (
+    CLEARED_MARK,
+    STRATEGY,
+    ClearingPlan,
+    apply_clearing,
+    clearing_edits,
+    plan_clearing,
+)
+from tokenlean.cost import expected_net_saving
+from tokenlean.tokens import MemoCounter
 
 __all__ = [
+    "CLEARED_MARK",
     "DEFAULT_RETRIEVAL_TOOL",
     "MODES",
+    "STRATEGY",
     "CacheModel",
     "ClearedToolResult",
     "Clearing",
+    "ClearingPlan",
     "ContextEdit",
     "ContextEditorConfig",
     "MemoCounter",
     "Mode",
     "PlaceholderFn",
-    "Plan",
     "RequestView",
     "TokenEstimator",
     "apply_clearing",
+    "clearing_edits",
     "default_placeholder",
     "expected_net_saving",
     "plan_clearing",

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tokenlean.context_editor.config import ContextEditorConfig, RequestView
-from tokenlean.cost import CachePricing
+from tokenlean.cost import CachePricing, expected_net_saving
 from tokenlean.tokens import TokenCounter, count_request, message_tokens
 
 
@@ -67,16 +67,3 @@ class CacheModel:
             saved=saved,
             remaining=self.remaining,
         )
-
-
-def expected_net_saving(
-    pricing: CachePricing, *, prompt: int, prefix: int, new: int, saved: int, remaining: int
-) -> float:
-    """What clearing ``saved`` tokens at an edit point after ``prefix`` tokens is expected to save.
-
-    Positive when the saving over ``remaining`` later calls outweighs re-writing the cache after
-    the edit point on this call (see the module docstring for the model).
-    """
-    without = pricing.billed(prompt, max(0, prompt - new))
-    with_edit = pricing.billed(prompt - saved, min(prefix, prompt - saved))
-    return without - with_edit + remaining * pricing.cached_read * saved

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from tokenlean.cost import ANTHROPIC, PRICING, CachePricing
+from tokenlean.cost import ANTHROPIC, CachePricing, resolve_pricing
+from tokenlean.store import RETRIEVAL_TOOL
 from tokenlean.tokens import EstimateCounter, TokenCounter, count_request
 from tokenlean.transcript import Message
 
 Mode = Literal["plain", "cache_aware"]
 MODES: tuple[Mode, ...] = get_args(Mode)
-DEFAULT_RETRIEVAL_TOOL = "retrieve_tool_output"
+DEFAULT_RETRIEVAL_TOOL = RETRIEVAL_TOOL
 #: A custom placeholder: the cleared result's tool name and length in characters -> text.
 PlaceholderFn = Callable[[str, int], str]
 
@@ -39,30 +39,6 @@ def request_estimator(counter: TokenCounter | None = None) -> TokenEstimator:
         return count_request(request.messages, used, system=request.system, tools=request.tools)
 
     return estimate
-
-
-class MemoCounter:
-    """Wraps a counter with a bounded, thread-safe memo: a long run re-counts the same texts."""
-
-    def __init__(self, counter: TokenCounter, *, max_entries: int = 4096) -> None:
-        self.counter = counter
-        self._max = max_entries
-        self._memo: dict[str, int] = {}
-        self._lock = threading.Lock()
-
-    def count(self, text: str) -> int:
-        if len(text) < 64:  # cheaper to count than to remember
-            return self.counter.count(text)
-        with self._lock:
-            hit = self._memo.get(text)
-        if hit is not None:
-            return hit
-        value = self.counter.count(text)
-        with self._lock:
-            if len(self._memo) >= self._max:
-                self._memo.clear()
-            self._memo[text] = value
-        return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,16 +106,15 @@ class ContextEditorConfig:
         ):
             raise ValueError("placeholder must be a string or a callable (tool, length) -> str")
         object.__setattr__(self, "exclude_tools", _names(self.exclude_tools))
-        object.__setattr__(self, "pricing", _pricing(self.pricing))
+        object.__setattr__(self, "pricing", resolve_pricing(self.pricing))
 
-    def placeholder_for(self, tool: str, length: int, call_id: str, retrieval: bool) -> str:
+    def placeholder_for(self, tool: str, length: int, handle: str, retrieval: bool) -> str:
+        """The text a cleared result is sent as; ``handle`` is what the retrieval tool reads."""
         if isinstance(self.placeholder, str):
             return self.placeholder
         if self.placeholder is not None:
             return str(self.placeholder(tool, length))
-        return default_placeholder(
-            tool, length, call_id, self.retrieval_tool if retrieval else None
-        )
+        return default_placeholder(tool, length, handle, self.retrieval_tool if retrieval else None)
 
 
 def _names(value: object) -> frozenset[str]:
@@ -148,18 +123,10 @@ def _names(value: object) -> frozenset[str]:
     return frozenset(str(name) for name in value)
 
 
-def _pricing(value: object) -> CachePricing:
-    if isinstance(value, CachePricing):
-        return value
-    if isinstance(value, str) and value in PRICING:
-        return PRICING[value]
-    raise ValueError(f"pricing must be a CachePricing or one of {sorted(PRICING)}, got {value!r}")
-
-
-def default_placeholder(tool: str, length: int, call_id: str, retrieval_tool: str | None) -> str:
-    """Names the tool and says how to get the result back."""
+def default_placeholder(tool: str, length: int, handle: str, retrieval_tool: str | None) -> str:
+    """Names the tool and says how to get the result back (``handle``: what the tool reads)."""
     if retrieval_tool:
-        how = f'call `{retrieval_tool}` with tool_call_id "{call_id}" to read it again'
+        how = f'call `{retrieval_tool}` with "{handle}" to read it again'
     else:
         how = "call the tool again if you need it"
     return f"[`{tool}` result cleared to save context ({length:,} characters); {how}.]"

@@ -17,8 +17,14 @@ from tokenlean.context_editor.config import (
     TokenEstimator,
     request_estimator,
 )
+from tokenlean.shorten.firstsight import CAPABILITY as SHORTENED
 from tokenlean.tokens import EstimateCounter, TokenCounter, message_tokens
-from tokenlean.transcript import Message, ToolCall
+from tokenlean.transcript import Edit, Message, ToolCall, mark_of
+
+#: How a cleared result is marked, the way LangChain's own context editing marks one (so that
+#: editor leaves it alone too).
+STRATEGY = "tokenlean_context_editor"
+CLEARED_MARK = {"context_editing": {"cleared": True, "strategy": STRATEGY}}
 
 
 def apply_clearing(messages: Sequence[Message], cleared: Mapping[str, Clearing]) -> list[Message]:
@@ -38,6 +44,26 @@ def apply_clearing(messages: Sequence[Message], cleared: Mapping[str, Clearing])
     return out
 
 
+def clearing_edits(
+    messages: Sequence[Message], cleared: Mapping[str, Clearing], *, offset: int = 0
+) -> list[Edit]:
+    """The edits that send ``messages`` with the cleared results (and inputs) replaced."""
+    edits: list[Edit] = []
+    if not cleared:
+        return edits
+    for index, message in enumerate(messages):
+        call_id = message.tool_call_id or ""
+        if message.role == "tool" and call_id in cleared:
+            text = cleared[call_id].placeholder
+            edits.append(
+                Edit(offset + index, message.id, text, "cleared", 0, 0, metadata=CLEARED_MARK)
+            )
+        elif message.tool_calls and any(_clears_input(c, cleared) for c in message.tool_calls):
+            args = {c.id: {} for c in message.tool_calls if _clears_input(c, cleared)}
+            edits.append(Edit(offset + index, message.id, None, "cleared inputs", 0, 0, args))
+    return edits
+
+
 def _clears_input(call: ToolCall, cleared: Mapping[str, Clearing]) -> bool:
     entry = cleared.get(call.id)
     return entry is not None and entry.clear_inputs
@@ -53,7 +79,7 @@ class _Result:
 
 
 @dataclass(frozen=True, slots=True)
-class Plan:
+class ClearingPlan:
     """The cleared set for this call (earlier entries first) and the edit that grew it, if any."""
 
     cleared: Mapping[str, Clearing] = field(default_factory=dict)
@@ -90,7 +116,7 @@ def plan_clearing(
     skip: frozenset[str] = frozenset(),
     estimate: TokenEstimator | None = None,
     counter: TokenCounter | None = None,
-) -> Plan:
+) -> ClearingPlan:
     """The cleared set for ``request``: every earlier clearing, plus new whole batches if due.
 
     ``skip`` holds tool call ids cleared by someone else (never cleared twice); ``counter``
@@ -105,7 +131,7 @@ def plan_clearing(
     current = replace(request, messages=tuple(apply_clearing(messages, cleared)))
     before = estimate(current)
     if before <= config.trigger_tokens:
-        return Plan(cleared)
+        return ClearingPlan(cleared)
     kept = set(tool_results[max(0, len(tool_results) - config.keep) :]) if config.keep else set()
     retrieval = config.retrieval_tool is not None and config.retrieval_tool in _tool_names(request)
     calls = _calls(messages)
@@ -144,7 +170,10 @@ def _candidate(
     if {tool, message.name or tool} & config.exclude_tools:
         return None
     length = len(message.text)
-    placeholder = config.placeholder_for(tool, length, call.id, retrieval)
+    shortened = mark_of(message, SHORTENED)
+    handle = shortened.get("handle") if shortened is not None else None
+    where = handle if isinstance(handle, str) else call.id  # a shortened result's original
+    placeholder = config.placeholder_for(tool, length, where, retrieval)
     saved = message_tokens(message, counter) - message_tokens(
         replace(message, content=placeholder), counter
     )
@@ -163,16 +192,16 @@ def _grow(
     config: ContextEditorConfig,
     estimate: TokenEstimator,
     counter: TokenCounter,
-) -> Plan:
+) -> ClearingPlan:
     """Add the chosen whole batches to the cleared set, and report the edit."""
     chosen, net = _choose(current, candidates, config, counter)
     if not chosen:
-        return Plan(cleared)
+        return ClearingPlan(cleared)
     grown = {**cleared, **{r.call.id: r.clearing for r in chosen}}
     after = estimate(replace(current, messages=tuple(apply_clearing(current.messages, grown))))
     report = tuple(ClearedToolResult(r.call.name, r.length, r.call.id, r.saved) for r in chosen)
     edit = ContextEdit(report, len(chosen) // config.batch, before, after, len(grown), net)
-    return Plan(grown, edit)
+    return ClearingPlan(grown, edit)
 
 
 def _choose(

@@ -7,8 +7,8 @@ from tokenlean.langchain.budget import TokenBudgetMiddleware
 from tokenlean.langchain.context_editor import ContextEditorMiddleware
 from tokenlean.langchain.input_shortening import ToolInputShorteningMiddleware
 from tokenlean.langchain.loop_guard import LoopGuardMiddleware
+from tokenlean.langchain.output_shortening import ToolOutputShorteningMiddleware
 from tokenlean.langchain.recommended import recommended_middleware
-from tokenlean.langchain.shortening import ToolOutputShorteningMiddleware
 from tokenlean.langchain.token_saving import TokenSavingMiddleware, build_steps_from_messages
 
 __all__ = [

@@ -1,13 +1,15 @@
-"""Between LangChain messages and the neutral transcript view.
+"""Between LangChain messages and the neutral transcript view: the one LangChain applier.
 
 :func:`to_view` reads ``BaseMessage`` objects into :class:`~tokenlean.transcript.Message`;
 :func:`apply_edits` writes :class:`~tokenlean.transcript.Edit` objects back with
 ``model_copy`` so that every field an edit does not name (``name``, ``status``, ``artifact``,
 ``additional_kwargs``, ``response_metadata``, ``usage_metadata``, tool calls, ids) survives.
+Every tokenlean middleware changes messages through :func:`apply_edits` and nothing else.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -68,6 +70,7 @@ def message_to_view(message: BaseMessage) -> Message:
         tool_calls=calls,
         tool_call_id=tool_call_id,
         status=status,
+        metadata=message.response_metadata,
     )
 
 
@@ -103,8 +106,76 @@ def view_to_message(message: Message) -> BaseMessage:
 
 def replace_content(message: BaseMessage, content: Content) -> BaseMessage:
     """A copy of ``message`` with new content and every other field kept."""
-    new: Any = content if isinstance(content, str) else [dict(block) for block in content]
-    return message.model_copy(update={"content": new})
+    return message.model_copy(update={"content": _raw_content(content)})
+
+
+def _raw_content(content: Content) -> Any:
+    return content if isinstance(content, str) else [dict(block) for block in content]
+
+
+def apply_edit(message: BaseMessage, edit: Edit) -> BaseMessage:
+    """A copy of ``message`` with ``edit`` applied; every field the edit does not name kept.
+
+    New tool arguments go everywhere a provider could read them: ``tool_calls``, Anthropic
+    ``tool_use`` and v1 ``tool_call`` content blocks, and OpenAI raw calls in
+    ``additional_kwargs``. Metadata entries are merged into ``response_metadata``.
+    """
+    update: dict[str, Any] = {}
+    content: Any = message.content
+    if edit.new_content is not None:
+        content = update["content"] = _raw_content(edit.new_content)
+    if edit.tool_args and isinstance(message, AIMessage):
+        update.update(_args_update(message, content, edit.tool_args))
+    if edit.metadata:
+        update["response_metadata"] = _merged(message.response_metadata, edit.metadata)
+    return message.model_copy(update=update) if update else message
+
+
+def _args_update(
+    turn: AIMessage, content: Any, new_args: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Any]:
+    update: dict[str, Any] = {
+        "tool_calls": [
+            {**c, "args": dict(new_args[c["id"]])} if c.get("id") in new_args else c
+            for c in turn.tool_calls
+        ]
+    }
+    if isinstance(content, list):
+        update["content"] = [_block(b, new_args) for b in content]
+    raw = turn.additional_kwargs.get("tool_calls")
+    if isinstance(raw, list):  # OpenAI-style raw calls
+        calls = [_raw_call(r, new_args) for r in raw]
+        update["additional_kwargs"] = {**turn.additional_kwargs, "tool_calls": calls}
+    return update
+
+
+def _block(block: Any, new_args: Mapping[str, Mapping[str, Any]]) -> Any:
+    if not isinstance(block, dict) or block.get("id") not in new_args:
+        return block
+    if block.get("type") == "tool_use":  # Anthropic-style
+        return {**block, "input": dict(new_args[block["id"]])}
+    if block.get("type") == "tool_call":  # LangChain v1 standard block
+        return {**block, "args": dict(new_args[block["id"]])}
+    return block
+
+
+def _raw_call(raw: Any, new_args: Mapping[str, Mapping[str, Any]]) -> Any:
+    if not isinstance(raw, dict) or raw.get("id") not in new_args:
+        return raw
+    function = dict(raw.get("function") or {})
+    function["arguments"] = json.dumps(new_args[raw["id"]], ensure_ascii=False)
+    return {**raw, "function": function}
+
+
+def _merged(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(old)
+    for key, value in new.items():
+        previous = out.get(key)
+        if isinstance(previous, Mapping) and isinstance(value, Mapping):
+            out[key] = {**previous, **value}
+        else:
+            out[key] = value
+    return out
 
 
 def apply_edits(messages: Sequence[BaseMessage], edits: Iterable[Edit]) -> list[BaseMessage]:
@@ -114,14 +185,15 @@ def apply_edits(messages: Sequence[BaseMessage], edits: Iterable[Edit]) -> list[
     is ignored rather than applied to the wrong message.
     """
     result = list(messages)
-    position = {m.id: i for i, m in enumerate(result) if m.id is not None}
+    position: dict[str, int] | None = None
     for edit in edits:
-        if edit.message_id is not None:
+        index: int | None = None
+        if 0 <= edit.index < len(result) and result[edit.index].id == edit.message_id:
+            index = edit.index  # the common case: the view was read from these messages
+        elif edit.message_id is not None:
+            if position is None:
+                position = {m.id: i for i, m in enumerate(result) if m.id is not None}
             index = position.get(edit.message_id)
-        elif 0 <= edit.index < len(result) and result[edit.index].id is None:
-            index = edit.index
-        else:
-            index = None
         if index is not None:
-            result[index] = replace_content(result[index], edit.new_content)
+            result[index] = apply_edit(result[index], edit)
     return result

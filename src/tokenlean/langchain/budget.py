@@ -17,9 +17,7 @@ requests untouched and relies on the hint alone.
 
 from __future__ import annotations
 
-import functools
 import logging
-import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Annotated, Any
@@ -35,14 +33,21 @@ from langchain.agents.middleware.types import (
     ResponseT,
 )
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
-from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 from typing_extensions import NotRequired, TypedDict
 
 from tokenlean.budget import Budget, BudgetWeights, Ledger, Usage, usage_from_metadata
-from tokenlean.langchain.adapter import message_to_view, to_view
-from tokenlean.tokens import EstimateCounter, TokenCounter, count_request, message_tokens
+from tokenlean.langchain.adapter import message_to_view
+from tokenlean.langchain.helpers import TokenMemo, no_tool_choice, tool_schemas
+from tokenlean.stats import Tally
+from tokenlean.tokens import (
+    EstimateCounter,
+    TokenCounter,
+    count_request,
+    memoized,
+    message_tokens,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -154,22 +159,19 @@ class TokenBudgetMiddleware(AgentMiddleware[TokenBudgetState[ResponseT], Context
         self.warning_message = warning_message
         self.force_no_tools = force_no_tools
         self.wrap_up_tool_choice = wrap_up_tool_choice
+        if token_counter is not None and not isinstance(token_counter, TokenCounter):
+            raise TypeError(f"token_counter must have a count(text) method, got {token_counter!r}")
         self.token_counter: TokenCounter = token_counter or EstimateCounter()
-        self._memo = _MemoCounter(self.token_counter)
-        self._lock = threading.Lock()
-        self._stats = BudgetStats()
+        self._memo = memoized(self.token_counter)
+        self._prompts = TokenMemo(self._memo)
+        self._tally = Tally(BudgetStats)
 
     @property
     def stats(self) -> BudgetStats:
-        with self._lock:
-            return self._stats
+        return self._tally.snapshot()
 
     def _count(self, **increments: int) -> None:
-        with self._lock:
-            self._stats = replace(
-                self._stats,
-                **{k: getattr(self._stats, k) + v for k, v in increments.items()},
-            )
+        self._tally.add(**increments)
 
     # -- hooks (sync and async share the helpers below) -----------------------------------
 
@@ -257,7 +259,9 @@ class TokenBudgetMiddleware(AgentMiddleware[TokenBudgetState[ResponseT], Context
                 # With tools=[] create_agent binds only the structured-output tool (forcing it
                 # for a ToolStrategy), or the provider's native format with nothing to call.
                 return request.override(tools=[])
-            return request.override(tool_choice=self._no_tool_choice(request))
+            return request.override(
+                tool_choice=no_tool_choice(request.model, self.wrap_up_tool_choice)
+            )
         except Exception:
             self._failed("preparing the wrap-up request")
             return request
@@ -284,38 +288,15 @@ class TokenBudgetMiddleware(AgentMiddleware[TokenBudgetState[ResponseT], Context
 
     def _estimate(self, request: ModelRequest[ContextT], ai: AIMessage | None) -> Usage:
         """Count a call locally (no cache information, so every input token is uncached)."""
-        prompt = count_request(
-            to_view(request.messages),
-            self._memo,
-            system=request.system_prompt,
-            tools=_tool_schemas(request.tools),
+        prompt = self._prompts.count(request.messages) + count_request(
+            (), self._memo, system=request.system_prompt, tools=tool_schemas(request.tools)
         )
         output = message_tokens(message_to_view(ai), self._memo) if ai else 0
         return Usage(input_tokens=prompt, output_tokens=output, estimated=True)
 
-    def _no_tool_choice(self, request: ModelRequest[ContextT]) -> str | dict[str, Any]:
-        if self.wrap_up_tool_choice is not None:
-            return self.wrap_up_tool_choice
-        try:
-            llm_type = request.model._llm_type
-        except Exception:  # a model without the property: the common spelling
-            llm_type = ""
-        return {"type": "none"} if llm_type == "anthropic-chat" else "none"
-
     def _failed(self, what: str) -> None:
         logger.exception("TokenBudgetMiddleware failed %s; continuing without it", what)
         self._count(errors=1)
-
-
-class _MemoCounter:
-    """The counter with a bounded memo: an estimate recounts the whole prompt on every call,
-    and all but the newest messages were counted before."""
-
-    def __init__(self, counter: TokenCounter) -> None:
-        self._count = functools.lru_cache(maxsize=8192)(counter.count)
-
-    def count(self, text: str) -> int:
-        return self._count(text)
 
 
 def _reply_key(messages: Sequence[AnyMessage | BaseMessage]) -> str:
@@ -341,15 +322,3 @@ def _record(reply: str, ledger: Ledger) -> BudgetRecord:
         warned=ledger.warned,
         hinted=ledger.hinted,
     )
-
-
-def _tool_schemas(tools: Sequence[Any]) -> list[dict[str, Any]]:
-    schemas: list[dict[str, Any]] = []
-    for tool in tools:
-        try:
-            schemas.append(
-                dict(tool) if isinstance(tool, Mapping) else convert_to_openai_tool(tool)
-            )
-        except Exception:  # a tool we cannot describe only makes the estimate smaller
-            logger.debug("could not describe tool %r for the budget estimate", tool)
-    return schemas

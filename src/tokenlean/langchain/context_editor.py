@@ -1,10 +1,15 @@
 """Clear old tool results from what the model is sent, in cache-friendly batches.
 
 Only the request changes: the transcript in state keeps every result, so checkpoints, streamed
-events and a later summary still see them. Which results are cleared is kept in agent state
-(``context_editor``: tool call id -> the exact placeholder sent), so a checkpointer persists it and
-every later call sends the same bytes for them. The decisions are made by the framework-free core,
-:mod:`tokenlean.context_editor`, which documents the cache-aware model.
+events and a later summary still see them (and ``read_original`` reads a cleared result back from
+there). Which results are cleared is kept in agent state (``tokenlean_context_editor``: tool call
+id -> the exact placeholder sent), so a checkpointer persists it and every later call sends the
+same bytes for them. The decisions are made by the framework-free core,
+:mod:`tokenlean.context_editor`, which documents the cache-aware model; the request is rewritten
+with its edits through :func:`~tokenlean.langchain.adapter.apply_edits`.
+
+Below the trigger only what is new since the previous call is read: the request's size and its
+sent form are carried from call to call per thread.
 """
 
 from __future__ import annotations
@@ -17,7 +22,6 @@ from typing import Annotated, Any
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStateAttr
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolMessage
-from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.types import Command
 from typing_extensions import NotRequired, TypedDict
 
@@ -25,22 +29,29 @@ from tokenlean.context_editor import (
     Clearing,
     ContextEdit,
     ContextEditorConfig,
-    MemoCounter,
     Mode,
     PlaceholderFn,
     RequestView,
     TokenEstimator,
+    apply_clearing,
+    clearing_edits,
     plan_clearing,
     request_estimator,
 )
 from tokenlean.cost import CachePricing
-from tokenlean.langchain.adapter import to_view
-from tokenlean.tokens import EstimateCounter, TokenCounter
+from tokenlean.langchain.adapter import apply_edits
+from tokenlean.langchain.helpers import PrefixMemo, thread_scope, tool_schemas, view_from
+from tokenlean.tokens import (
+    EstimateCounter,
+    MemoCounter,
+    TokenCounter,
+    count_request,
+    message_tokens,
+)
 
 logger = logging.getLogger(__name__)
 
-STATE_KEY = "context_editor"
-STRATEGY = "tokenlean_context_editor"
+STATE_KEY = "tokenlean_context_editor"
 _DEFAULTS = ContextEditorConfig()
 
 
@@ -52,13 +63,22 @@ class ClearedRecord(TypedDict):
 class ContextEditorState(AgentState[Any]):
     """Agent state with the results cleared so far (tool call id -> how it is sent now)."""
 
-    context_editor: NotRequired[Annotated[dict[str, ClearedRecord], PrivateStateAttr]]
+    tokenlean_context_editor: NotRequired[Annotated[dict[str, ClearedRecord], PrivateStateAttr]]
 
 
 @dataclass(frozen=True, slots=True)
 class _Prepared:
     request: ModelRequest[Any]
     update: dict[str, ClearedRecord] | None  # the new cleared set when it grew
+
+
+@dataclass(frozen=True, slots=True)
+class _Sent:
+    """A thread's request so far, as sent: under which cleared set, its tokens, its messages."""
+
+    cleared: frozenset[str]
+    tokens: int
+    messages: tuple[AnyMessage, ...]
 
 
 class ContextEditorMiddleware(AgentMiddleware[ContextEditorState, Any, Any]):
@@ -76,7 +96,8 @@ class ContextEditorMiddleware(AgentMiddleware[ContextEditorState, Any, Any]):
     :class:`~tokenlean.context_editor.RequestView`; by default the fast estimate over the system
     prompt, tool schemas and messages. ``on_edit`` receives a
     :class:`~tokenlean.context_editor.ContextEdit` each time the cleared set grows. The placeholder
-    names ``retrieval_tool`` when the agent has a tool of that name.
+    names ``retrieval_tool`` when the agent has a tool of that name. Every default is
+    :class:`~tokenlean.context_editor.ContextEditorConfig`'s.
     """
 
     state_schema = ContextEditorState
@@ -114,8 +135,9 @@ class ContextEditorMiddleware(AgentMiddleware[ContextEditorState, Any, Any]):
         )
         if on_edit is not None and not callable(on_edit):
             raise ValueError("on_edit must be callable")
-        self.counter, self.estimate = _estimators(token_estimator)
+        self.counter, self.estimate, self._incremental = _estimators(token_estimator)
         self.on_edit = on_edit
+        self._sent: PrefixMemo[_Sent] = PrefixMemo()
 
     def wrap_model_call(
         self,
@@ -142,28 +164,69 @@ class ContextEditorMiddleware(AgentMiddleware[ContextEditorState, Any, Any]):
             return _Prepared(request, None)
 
     def _edit(self, request: ModelRequest[Any]) -> _Prepared:
-        if not request.messages:
+        messages = list(request.messages)
+        if not messages:
             return _Prepared(request, None)
         previous = _read_state(request.state)
-        view = RequestView(
-            messages=tuple(to_view(request.messages)),
+        scope = thread_scope()
+        if self._incremental:
+            sent = self._extend(scope, messages, previous)
+            if self._fixed(request) + sent.tokens <= self.config.trigger_tokens:
+                self._sent.put(scope, messages, sent)
+                return _Prepared(request.override(messages=list(sent.messages)), None)
+        return self._plan(request, messages, previous, scope)
+
+    def _extend(
+        self, scope: str | None, messages: list[AnyMessage], cleared: Mapping[str, Clearing]
+    ) -> _Sent:
+        """The request as sent under ``cleared``, from the memo plus the messages new since."""
+        key = frozenset(cleared)
+        hit = self._sent.take(scope, messages)
+        start, known = hit if hit is not None and hit[1].cleared == key else (0, _Sent(key, 0, ()))
+        view = view_from(messages, start)
+        tokens = sum(message_tokens(m, self.counter) for m in apply_clearing(view, cleared))
+        edited = apply_edits(messages[start:], clearing_edits(view, cleared))
+        return _Sent(key, known.tokens + tokens, (*known.messages, *edited))
+
+    def _fixed(self, request: ModelRequest[Any]) -> int:
+        """Tokens of the system prompt and tool schemas (counted once per distinct text)."""
+        return count_request(
+            (), self.counter, system=request.system_prompt, tools=tool_schemas(request.tools)
+        )
+
+    def _plan(
+        self,
+        request: ModelRequest[Any],
+        messages: list[AnyMessage],
+        previous: Mapping[str, Clearing],
+        scope: str | None,
+    ) -> _Prepared:
+        view = view_from(messages, 0)
+        request_view = RequestView(
+            messages=tuple(view),
             system=request.system_prompt,
-            tools=tuple(_tool_schemas(request.tools)),
+            tools=tuple(tool_schemas(request.tools)),
         )
         plan = plan_clearing(
-            view,
+            request_view,
             config=self.config,
             previous=previous,
-            skip=_cleared_elsewhere(request.messages),
+            skip=_cleared_elsewhere(messages),
             estimate=self.estimate,
             counter=self.counter,
         )
-        edited = request.override(messages=apply_cleared(request.messages, plan.cleared))
+        edited = apply_edits(messages, clearing_edits(view, plan.cleared))
+        if self._incremental:
+            tokens = sum(
+                message_tokens(m, self.counter) for m in apply_clearing(view, plan.cleared)
+            )
+            self._sent.put(scope, messages, _Sent(frozenset(plan.cleared), tokens, tuple(edited)))
+        request = request.override(messages=edited)
         if plan.edit is None:
-            return _Prepared(edited, None)
+            return _Prepared(request, None)
         self._report(plan.edit)
         merged = {**previous, **plan.cleared}
-        return _Prepared(edited, {k: _record(v) for k, v in merged.items()})
+        return _Prepared(request, {k: _record(v) for k, v in merged.items()})
 
     def _report(self, edit: ContextEdit) -> None:
         if self.on_edit is None:
@@ -176,13 +239,14 @@ class ContextEditorMiddleware(AgentMiddleware[ContextEditorState, Any, Any]):
 
 def _estimators(
     estimator: TokenCounter | TokenEstimator | None,
-) -> tuple[TokenCounter, TokenEstimator]:
-    """The counter for single results and the request estimator, from the one user option."""
+) -> tuple[TokenCounter, TokenEstimator, bool]:
+    """The counter for single results, the request estimator, and whether the estimate is the
+    counter's sum over messages (so it can be carried from call to call)."""
     if estimator is None or isinstance(estimator, TokenCounter):
         counter = MemoCounter(estimator if estimator is not None else EstimateCounter())
-        return counter, request_estimator(counter)
+        return counter, request_estimator(counter), True
     if callable(estimator):
-        return MemoCounter(EstimateCounter()), estimator
+        return MemoCounter(EstimateCounter()), estimator, False
     raise ValueError("token_estimator must be a TokenCounter or a function of a RequestView")
 
 
@@ -211,16 +275,6 @@ def _record(clearing: Clearing) -> ClearedRecord:
     return {"placeholder": clearing.placeholder, "clear_inputs": clearing.clear_inputs}
 
 
-def _tool_schemas(tools: Sequence[Any]) -> list[Mapping[str, Any]]:
-    schemas: list[Mapping[str, Any]] = []
-    for tool in tools:
-        if isinstance(tool, Mapping):
-            schemas.append(tool)
-        else:
-            schemas.append(convert_to_openai_tool(tool))
-    return schemas
-
-
 def _cleared_elsewhere(messages: Sequence[BaseMessage]) -> frozenset[str]:
     """Tool call ids whose results LangChain's ``ContextEditingMiddleware`` already cleared."""
     ids: set[str] = set()
@@ -230,42 +284,3 @@ def _cleared_elsewhere(messages: Sequence[BaseMessage]) -> frozenset[str]:
             if isinstance(marker, Mapping) and marker.get("cleared"):
                 ids.add(message.tool_call_id)
     return frozenset(ids)
-
-
-def apply_cleared(
-    messages: Sequence[AnyMessage], cleared: Mapping[str, Clearing]
-) -> list[AnyMessage]:
-    """A copy of ``messages`` with the cleared results (and inputs) replaced; inputs untouched."""
-    if not cleared:
-        return list(messages)
-    out: list[AnyMessage] = []
-    for message in messages:
-        if isinstance(message, ToolMessage) and message.tool_call_id in cleared:
-            placeholder = cleared[message.tool_call_id].placeholder
-            message = _mark(message.model_copy(update={"content": placeholder}))
-        elif isinstance(message, AIMessage) and message.tool_calls:
-            message = _clear_inputs(message, cleared)
-        out.append(message)
-    return out
-
-
-def _mark(message: ToolMessage) -> ToolMessage:
-    """Mark a cleared result the way LangChain does, so its own editor leaves it alone."""
-    marker = {"cleared": True, "strategy": STRATEGY}
-    metadata = {**message.response_metadata, "context_editing": marker}
-    return message.model_copy(update={"response_metadata": metadata})
-
-
-def _clear_inputs(message: AIMessage, cleared: Mapping[str, Clearing]) -> AIMessage:
-    ids = {c["id"] for c in message.tool_calls if c.get("id") in cleared}
-    ids = {i for i in ids if i is not None and cleared[i].clear_inputs}
-    if not ids:
-        return message
-    calls = [{**c, "args": {}} if c.get("id") in ids else c for c in message.tool_calls]
-    update: dict[str, Any] = {"tool_calls": calls}
-    if isinstance(message.content, list):  # provider blocks (e.g. Anthropic tool_use) carry inputs
-        update["content"] = [
-            {**b, "input": {}} if isinstance(b, dict) and b.get("id") in ids and "input" in b else b
-            for b in message.content
-        ]
-    return message.model_copy(update=update)

@@ -1,7 +1,7 @@
 """Stop agents that loop, gently first: nudge, then force a final answer, then end the run.
 
 Before each model call the steps so far are checked for stuck patterns
-(:class:`tokenlean.stuck.LoopDetector`). The first time one fires the agent gets a nudge (a
+(:class:`tokenlean.loop_guard.detect.LoopDetector`). The first time one fires the agent gets a nudge (a
 human message appended to the conversation). If the loop goes on, the next call is made with
 ``tool_choice="none"`` after a message asking for the final answer. If it still goes on (another
 stuck pattern, or tool calls despite the request to answer), the run ends with an AI message
@@ -44,10 +44,10 @@ from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMes
 from langgraph.runtime import Runtime
 from typing_extensions import NotRequired, TypedDict
 
-from tokenlean.langchain.adapter import to_view
-from tokenlean.loops import Step, build_steps, canonical_text
-from tokenlean.stuck import Detection, LoopDetector
-from tokenlean.transcript import Message, is_injected
+from tokenlean.langchain.helpers import StepMemo, no_tool_choice
+from tokenlean.loop_guard.detect import Detection, LoopDetector
+from tokenlean.loop_guard.steps import Step
+from tokenlean.stats import Tally
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +58,7 @@ STATE_KEY = "tokenlean_loop_guard"
 ID_PREFIX = "tokenlean-loop-guard-"
 #: The trigger recorded when the model kept calling tools after being asked for its answer.
 IGNORED_FINAL = "ignored-final"
+_COUNTER_OF: dict[Response, str] = {"nudge": "nudges", "final": "final_answers", "end": "ends"}
 
 Text = str | Callable[[Detection | None], str]
 
@@ -165,22 +166,15 @@ class LoopGuardMiddleware(AgentMiddleware[LoopGuardState[ResponseT], ContextT, R
                 raise ValueError(f"{rung}_text must be a non-empty string or a function")
         self.final_tool_choice = final_tool_choice
         self._lock = threading.Lock()
-        self._counts: Counter[str] = Counter()
+        self._tally = Tally(LoopGuardStats)
         self._patterns: Counter[str] = Counter()
         self._events: deque[LoopEvent] = deque(maxlen=max_events)
+        self._steps = StepMemo()
 
     @property
     def stats(self) -> LoopGuardStats:
         with self._lock:
-            return LoopGuardStats(
-                checks=self._counts["checks"],
-                nudges=self._counts["nudge"],
-                final_answers=self._counts["final"],
-                ends=self._counts["end"],
-                errors=self._counts["errors"],
-                by_pattern=dict(self._patterns),
-                events=tuple(self._events),
-            )
+            return self._tally.snapshot(by_pattern=dict(self._patterns), events=tuple(self._events))
 
     # -- hooks (sync and async share the helpers below) -----------------------------------
 
@@ -214,10 +208,10 @@ class LoopGuardMiddleware(AgentMiddleware[LoopGuardState[ResponseT], ContextT, R
 
     def _check(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
         try:
-            view = to_view(state.get("messages") or [])
+            scan = self._steps.scan(list(state.get("messages") or []))
             record = _record(state.get(STATE_KEY))
-            self._count("checks")
-            return self._respond(build_steps(view), _task_start(view), record)
+            self._tally.add(checks=1)
+            return self._respond(scan.steps, scan.since, record)
         except Exception:
             self._failed("checking for loops")
             return None
@@ -269,33 +263,25 @@ class LoopGuardMiddleware(AgentMiddleware[LoopGuardState[ResponseT], ContextT, R
             record = _record(request.state.get(STATE_KEY))
             if record["final_at"] < 0 or record["final_at"] != _step_count(request.messages):
                 return request
-            return request.override(tool_choice=self._no_tool_choice(request))
+            return request.override(
+                tool_choice=no_tool_choice(request.model, self.final_tool_choice)
+            )
         except Exception:
             self._failed("forcing a final answer")
             return request
-
-    def _no_tool_choice(self, request: ModelRequest[ContextT]) -> str | dict[str, Any]:
-        if self.final_tool_choice is not None:
-            return self.final_tool_choice
-        llm_type = getattr(request.model, "_llm_type", "")
-        return {"type": "none"} if llm_type == "anthropic-chat" else "none"
 
     def _record_event(
         self, rung: Response, trigger: str, n: int, detection: Detection | None
     ) -> None:
         detail = detection.describe() if detection else trigger
         with self._lock:
-            self._counts[rung] += 1
+            self._tally.add(**{_COUNTER_OF[rung]: 1})
             self._patterns[trigger] += 1
             self._events.append(LoopEvent(rung, trigger, n, detail))
 
-    def _count(self, key: str) -> None:
-        with self._lock:
-            self._counts[key] += 1
-
     def _failed(self, what: str) -> None:
         logger.exception("LoopGuardMiddleware failed %s; continuing without it", what)
-        self._count("errors")
+        self._tally.add(errors=1)
 
 
 def _ladder(responses: Sequence[Response]) -> tuple[Response, ...]:
@@ -322,21 +308,6 @@ def _ignored_final(steps: Sequence[Step], record: LoopGuardRecord) -> bool:
     """The model answered the forced-answer call with tool calls instead of an answer."""
     final_at = record["final_at"]
     return 0 <= final_at < len(steps) and bool(steps[final_at]["action"])
-
-
-def _task_start(view: Sequence[Message]) -> int:
-    """Steps before the latest *new* user request: one whose text differs from the request
-    before it. A harness repeating the same prompt ("continue") is not a new request, so a
-    loop across such prompts is still seen; a user asking something else starts afresh."""
-    since, steps, previous = 0, 0, None
-    for message in view:
-        if message.role == "assistant":
-            steps += max(1, len(message.tool_calls))
-        elif message.role == "user" and not is_injected(message.id):  # not our own notices
-            text = canonical_text(message.text)
-            if text != previous:
-                since, previous = steps, text
-    return since
 
 
 def _step_count(messages: Sequence[AnyMessage | BaseMessage]) -> int:

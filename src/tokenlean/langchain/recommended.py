@@ -36,11 +36,11 @@ from typing import Any, Literal
 from langchain.agents.middleware import AgentMiddleware
 
 from tokenlean.context_editor import Mode
-from tokenlean.cost import PRICING, CachePricing
+from tokenlean.cost import CachePricing, resolve_pricing
 from tokenlean.langchain.context_editor import ContextEditorMiddleware
 from tokenlean.langchain.input_shortening import ToolInputShorteningMiddleware
 from tokenlean.langchain.loop_guard import LoopGuardMiddleware
-from tokenlean.langchain.shortening import ToolOutputShorteningMiddleware
+from tokenlean.langchain.output_shortening import ToolOutputShorteningMiddleware
 from tokenlean.store import InMemoryOriginalStore, OriginalStore
 
 Provider = Literal["anthropic", "openai", "none"]
@@ -69,7 +69,7 @@ def recommended_middleware(
         context_editor: include the cache-aware context editor (a safety net for long runs).
         loop_guard: include the loop guard.
     """
-    pricing = _pricing(provider)
+    pricing = resolve_pricing(provider, name="provider")
     store = store if store is not None else InMemoryOriginalStore()
     # Inputs are cut first, so the output shortener never points at lines of an input (a tool
     # echoing its script) that the model will no longer see.
@@ -93,13 +93,3 @@ def recommended_middleware(
     if loop_guard:
         stack.append(LoopGuardMiddleware())
     return stack
-
-
-def _pricing(provider: Provider | CachePricing) -> CachePricing:
-    if isinstance(provider, CachePricing):
-        return provider
-    if provider not in PRICING:
-        raise ValueError(
-            f"provider must be one of {sorted(PRICING)} or a CachePricing, got {provider!r}"
-        )
-    return PRICING[provider]

@@ -2,12 +2,14 @@
 
 Two levers, plus an opt-in third: head+tail compression of old tool outputs, an early-exit nudge
 when a ``signals_fn`` reports a loop, and word-level compression of older messages with a
-:data:`~tokenlean.words.WordClassifier`.
+:data:`~tokenlean.token_saving.words.WordClassifier`.
 
 Where compression happens: *request-only, persisted*. ``before_model`` computes each compression
-once, from the original text, and stores it in agent state (``token_saving_compressed``, keyed by
-message id and tied to a digest of the original content); ``wrap_model_call`` swaps the stored
-text into the request. So the state keeps every message whole (other middleware, tools and the
+once, from the original text, and stores it in agent state (``tokenlean_token_saving_compressed``,
+keyed by message id and tied to a digest of the original content); ``wrap_model_call`` swaps the
+stored text into the request (as :class:`~tokenlean.transcript.Edit` objects applied by
+:func:`~tokenlean.langchain.adapter.apply_edits`). Messages whose stage is final are settled:
+their sent form is carried from call to call per thread, so a long run is not re-read each call. So the state keeps every message whole (other middleware, tools and the
 user still see the originals), each message copy keeps every other field (``name``, ``status``,
 ``artifact``, metadata, usage), and the bytes sent for a message stay identical from call to call
 and across processes, even with a non-deterministic classifier, until its stage changes.
@@ -21,7 +23,8 @@ prompt, at ``perplexity_mid_cutoff`` calls old), which on replayed runs costs mo
 ``compress_once=True`` computes each message's compression once, with every lever, when it has
 left the recent window, and never touches it again; the computed compressions are written into
 the prompt in batches, each when it pays back within ``payback_calls`` calls (see
-:mod:`tokenlean.compress_plan`), so each output causes at most one break and usually shares it.
+:mod:`tokenlean.token_saving.plan`, priced with ``pricing``), so each output causes at most one
+break and usually shares it.
 ``tokenlean replay -s token-saving -s token-saving-words -s token-saving-once`` shows the cost.
 
 The nudge is appended (no byte already sent changes) at most once per episode: an episode is one
@@ -33,7 +36,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Annotated, Any, cast
+from dataclasses import dataclass
+from typing import Annotated, Any
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
@@ -44,44 +48,34 @@ from langchain.agents.middleware.types import (
     PrivateStateAttr,
     ResponseT,
 )
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage
 from langgraph.runtime import Runtime
 from typing_extensions import NotRequired
 
-from tokenlean.compress import (
-    DEFAULT_COMPRESS_THRESHOLD_CHARS,
-    DEFAULT_HEAD_KEEP_CHARS,
-    DEFAULT_KEEP_RECENT_TOOL_MESSAGES,
-    DEFAULT_PAYBACK_CALLS,
-    DEFAULT_PERPLEXITY_KEEP_RATIO_MID,
-    DEFAULT_PERPLEXITY_KEEP_RATIO_OLD,
-    DEFAULT_PERPLEXITY_MID_CUTOFF,
-    DEFAULT_PERPLEXITY_MIN_CONTENT_WORDS,
-    DEFAULT_PERPLEXITY_RECENT_CUTOFF,
-    DEFAULT_PERPLEXITY_WINDOW_WORDS,
-    DEFAULT_TAIL_KEEP_CHARS,
-    CompressionPolicy,
-    TokenSavingStats,
-    content_digest,
+from tokenlean.cost import CachePricing
+from tokenlean.langchain.adapter import apply_edits, to_view
+from tokenlean.langchain.helpers import PrefixMemo, StepMemo, thread_scope, view_from
+from tokenlean.loop_guard.steps import Step, build_steps
+from tokenlean.stats import Tally
+from tokenlean.token_saving.early_exit import EarlyExitPolicy, SignalsFn, loop_detected
+from tokenlean.token_saving.plan import (
+    CompressedEntry,
+    compression_edits,
+    plan_compressions,
+    sent_tokens,
 )
-from tokenlean.compress_plan import CompressedEntry, plan_compressions
-from tokenlean.early_exit import (
-    DEFAULT_EARLY_EXIT_MIN_CALL_INDEX,
-    DEFAULT_EARLY_EXIT_TEXT,
-    SignalsFn,
-    check_early_exit,
-    loop_detected,
-)
-from tokenlean.langchain.adapter import replace_content, role_of, to_view
-from tokenlean.loops import Step, build_steps
-from tokenlean.tokens import TokenCounter, default_counter
-from tokenlean.transcript import INJECTED_ID_PREFIX, Content, Message
-from tokenlean.words import WordClassifier
+from tokenlean.token_saving.policy import CompressionPolicy
+from tokenlean.token_saving.stats import TokenSavingStats
+from tokenlean.token_saving.words import WordClassifier
+from tokenlean.tokens import TokenCounter, default_counter, memoized
+from tokenlean.transcript import INJECTED_ID_PREFIX
 
 logger = logging.getLogger(__name__)
 
-COMPRESSED_KEY = "token_saving_compressed"
-NUDGED_KEY = "token_saving_nudged"
+COMPRESSED_KEY = "tokenlean_token_saving_compressed"
+NUDGED_KEY = "tokenlean_token_saving_nudged"
+_POLICY = CompressionPolicy()
+_EARLY = EarlyExitPolicy()
 
 
 def _merge_entries(
@@ -93,10 +87,10 @@ def _merge_entries(
 class TokenSavingState(AgentState[ResponseT]):
     """Agent state with the stored compressions and the nudge latch (private to the middleware)."""
 
-    token_saving_compressed: NotRequired[
+    tokenlean_token_saving_compressed: NotRequired[
         Annotated[dict[str, CompressedEntry], PrivateStateAttr, _merge_entries]
     ]
-    token_saving_nudged: NotRequired[Annotated[bool, PrivateStateAttr]]
+    tokenlean_token_saving_nudged: NotRequired[Annotated[bool, PrivateStateAttr]]
 
 
 def build_steps_from_messages(messages: Sequence[BaseMessage]) -> list[Step]:
@@ -107,48 +101,23 @@ def build_steps_from_messages(messages: Sequence[BaseMessage]) -> list[Step]:
     return build_steps(to_view(messages))
 
 
-def _plan_content(raw: object) -> Content:
-    """Message content as the planner reads it (what :func:`to_view` gives, for less work)."""
-    if isinstance(raw, str):
-        return raw
-    if isinstance(raw, list):
-        return tuple(b if isinstance(b, Mapping) else {"type": "text", "text": str(b)} for b in raw)
-    return str(raw)
+@dataclass(frozen=True, slots=True)
+class _Settled:
+    """The settled messages of a thread: how many tokens they are sent as, and their sent form."""
 
-
-def _plan_view(messages: Sequence[BaseMessage]) -> list[Message]:
-    """Role, id and content of each message: all the planner reads."""
-    return [Message(role_of(m), _plan_content(m.content), m.id) for m in messages]
-
-
-def apply_compressions(
-    messages: Sequence[AnyMessage], entries: Mapping[str, CompressedEntry]
-) -> list[AnyMessage]:
-    """``messages`` with stored compressions swapped in (copies keep every other field).
-
-    An entry applies only to a message whose content still has the digest it was made from.
-    """
-    out = list(messages)
-    for index, message in enumerate(messages):
-        entry = entries.get(message.id) if isinstance(message.id, str) else None
-        if entry is None or entry["content"] is None or not entry["applied"]:
-            continue
-        if content_digest(_plan_content(message.content)) != entry["source"]:
-            continue
-        content = entry["content"]
-        copy = replace_content(message, content if isinstance(content, str) else tuple(content))
-        out[index] = cast("AnyMessage", copy)  # model_copy keeps the message's class
-    return out
+    tokens: int
+    sent: tuple[AnyMessage, ...]
 
 
 class TokenSavingMiddleware(AgentMiddleware[TokenSavingState[ResponseT], ContextT, ResponseT]):
     """Compress old tool outputs (and, opt-in, older text word by word); nudge a looping agent.
 
     Every parameter of the reference, with its name and default, plus ``compress_once`` (one
-    rewrite per message, written in batches that pay back within ``payback_calls`` calls; see
-    the module docs) and ``token_counter`` (for token stats; the exact o200k counter when its
-    vocabulary is local, else the estimate). The compression settings are read back from
-    :attr:`policy`. Failures are logged and swallowed: the agent loop is never interrupted.
+    rewrite per message, written in batches that pay back within ``payback_calls`` calls under
+    ``pricing``; see the module docs) and ``token_counter`` (for token stats; the exact o200k
+    counter when its vocabulary is local, else the estimate). The settings are read back from
+    :attr:`policy` and :attr:`early_exit`, where every default lives. Failures are logged and
+    swallowed: the agent loop is never interrupted.
     """
 
     state_schema = TokenSavingState
@@ -156,25 +125,26 @@ class TokenSavingMiddleware(AgentMiddleware[TokenSavingState[ResponseT], Context
     def __init__(
         self,
         *,
-        compress_threshold_chars: int = DEFAULT_COMPRESS_THRESHOLD_CHARS,
-        head_keep_chars: int = DEFAULT_HEAD_KEEP_CHARS,
-        tail_keep_chars: int = DEFAULT_TAIL_KEEP_CHARS,
-        keep_recent_tool_messages: int = DEFAULT_KEEP_RECENT_TOOL_MESSAGES,
-        early_exit_min_call_index: int = DEFAULT_EARLY_EXIT_MIN_CALL_INDEX,
-        early_exit_text: str = DEFAULT_EARLY_EXIT_TEXT,
+        compress_threshold_chars: int = _POLICY.compress_threshold_chars,
+        head_keep_chars: int = _POLICY.head_keep_chars,
+        tail_keep_chars: int = _POLICY.tail_keep_chars,
+        keep_recent_tool_messages: int = _POLICY.keep_recent_tool_messages,
+        early_exit_min_call_index: int = _EARLY.min_call_index,
+        early_exit_text: str = _EARLY.text,
         signals_fn: SignalsFn | None = None,
-        enable_compression: bool = True,
+        enable_compression: bool = _POLICY.enable_compression,
         enable_early_exit: bool = True,
         enable_perplexity_compression: bool = False,
         perplexity_classifier: WordClassifier | None = None,
-        perplexity_recent_cutoff: int = DEFAULT_PERPLEXITY_RECENT_CUTOFF,
-        perplexity_mid_cutoff: int = DEFAULT_PERPLEXITY_MID_CUTOFF,
-        perplexity_keep_ratio_mid: float = DEFAULT_PERPLEXITY_KEEP_RATIO_MID,
-        perplexity_keep_ratio_old: float = DEFAULT_PERPLEXITY_KEEP_RATIO_OLD,
-        perplexity_window_words: int = DEFAULT_PERPLEXITY_WINDOW_WORDS,
-        perplexity_min_content_words: int = DEFAULT_PERPLEXITY_MIN_CONTENT_WORDS,
-        compress_once: bool = False,
-        payback_calls: int = DEFAULT_PAYBACK_CALLS,
+        perplexity_recent_cutoff: int = _POLICY.perplexity_recent_cutoff,
+        perplexity_mid_cutoff: int = _POLICY.perplexity_mid_cutoff,
+        perplexity_keep_ratio_mid: float = _POLICY.perplexity_keep_ratio_mid,
+        perplexity_keep_ratio_old: float = _POLICY.perplexity_keep_ratio_old,
+        perplexity_window_words: int = _POLICY.perplexity_window_words,
+        perplexity_min_content_words: int = _POLICY.perplexity_min_content_words,
+        compress_once: bool = _POLICY.compress_once,
+        payback_calls: int = _POLICY.payback_calls,
+        pricing: CachePricing | str = _POLICY.pricing,
         token_counter: TokenCounter | None = None,
     ) -> None:
         super().__init__()
@@ -195,16 +165,30 @@ class TokenSavingMiddleware(AgentMiddleware[TokenSavingState[ResponseT], Context
             perplexity_min_content_words=perplexity_min_content_words,
             compress_once=compress_once,
             payback_calls=payback_calls,
+            pricing=pricing,  # type: ignore[arg-type]  # a preset name is resolved by the policy
         )
-        check_early_exit(early_exit_min_call_index, early_exit_text, signals_fn)
-        self.early_exit_min_call_index = early_exit_min_call_index
-        self.early_exit_text = early_exit_text
-        self.signals_fn = signals_fn
+        self.early_exit = EarlyExitPolicy(
+            min_call_index=early_exit_min_call_index, text=early_exit_text, signals_fn=signals_fn
+        )
+        if token_counter is not None and not isinstance(token_counter, TokenCounter):
+            raise TypeError(f"token_counter must have a count(text) method, got {token_counter!r}")
         self.enable_early_exit = enable_early_exit
         self.enable_perplexity_compression = enable_perplexity_compression
         self.perplexity_classifier = perplexity_classifier
         self.token_counter: TokenCounter = token_counter or default_counter()
-        self.stats = TokenSavingStats()
+        self._counter = memoized(self.token_counter)
+        self._tally = Tally(TokenSavingStats)
+        self._settled: PrefixMemo[_Settled] = PrefixMemo()
+        self._steps = StepMemo()
+
+    early_exit_min_call_index = property(lambda self: self.early_exit.min_call_index)
+    early_exit_text = property(lambda self: self.early_exit.text)
+    signals_fn = property(lambda self: self.early_exit.signals_fn)
+
+    @property
+    def stats(self) -> TokenSavingStats:
+        """The reference's counters over every call so far (a snapshot)."""
+        return self._tally.snapshot()
 
     @property
     def _compressing(self) -> bool:
@@ -272,33 +256,52 @@ class TokenSavingMiddleware(AgentMiddleware[TokenSavingState[ResponseT], Context
     def _plan(
         self, messages: list[AnyMessage], stored: Mapping[str, CompressedEntry]
     ) -> dict[str, CompressedEntry]:
+        """New entries for the messages not yet settled; the settled ones move to the memo."""
         if not self._compressing:
             return {}
+        scope = thread_scope()
         try:
-            view = _plan_view(messages)
-            plan = plan_compressions(view, stored, self.policy, self.token_counter)
+            start, settled = self._take(scope, messages)
+            view = view_from(messages, start)
+            plan = plan_compressions(
+                view, stored, self.policy, self._counter, before=settled.tokens
+            )
+            done = view[: plan.settled]
+            merged = {**stored, **plan.updates}
+            sent = apply_edits(
+                messages[start : start + plan.settled], compression_edits(done, merged)
+            )
+            grown = _Settled(
+                settled.tokens + sent_tokens(done, merged, self._counter), (*settled.sent, *sent)
+            )
+            self._settled.put(scope, messages[: start + plan.settled], grown)
         except Exception:
             logger.warning(
                 "token saving: compression failed; messages left as they are", exc_info=True
             )
             return {}
         if any(plan.stats.values()):
-            self.stats.add(**plan.stats)
+            self._tally.add(**plan.stats)
         return plan.updates
+
+    def _take(self, scope: str | None, messages: Sequence[AnyMessage]) -> tuple[int, _Settled]:
+        hit = self._settled.take(scope, messages)
+        return hit if hit is not None else (0, _Settled(0, ()))
 
     def _nudge(self, messages: list[AnyMessage]) -> HumanMessage | None:
         if not self.enable_early_exit or self.signals_fn is None:
             return None
-        if sum(isinstance(m, AIMessage) for m in messages) < self.early_exit_min_call_index:
-            return None
         try:
-            signals = self.signals_fn(build_steps_from_messages(messages))
+            scan = self._steps.scan(messages)
+            if scan.turns < self.early_exit_min_call_index:
+                return None
+            signals = self.signals_fn(list(scan.steps))
         except Exception:
             logger.warning("token saving: signals_fn failed; no nudge", exc_info=True)
             return None
         if not loop_detected(signals):
             return None
-        self.stats.add(early_exits=1)
+        self._tally.add(early_exits=1)
         return HumanMessage(
             content=self.early_exit_text, id=f"{INJECTED_ID_PREFIX}early-exit-{len(messages)}"
         )
@@ -309,7 +312,18 @@ class TokenSavingMiddleware(AgentMiddleware[TokenSavingState[ResponseT], Context
             entries = state.get(COMPRESSED_KEY) if isinstance(state, Mapping) else None
             if not isinstance(entries, Mapping) or not entries:
                 return request
-            return request.override(messages=apply_compressions(request.messages, entries))
+            return request.override(messages=self._sent(request.messages, entries))
         except Exception:
             logger.warning("token saving: could not apply compressions", exc_info=True)
             return request
+
+    def _sent(
+        self, messages: list[AnyMessage], entries: Mapping[str, CompressedEntry]
+    ) -> list[AnyMessage]:
+        """``messages`` as they are sent: the settled part from the memo, the rest edited now."""
+        scope = thread_scope()
+        start, settled = self._take(scope, messages)
+        if start:
+            self._settled.put(scope, messages[:start], settled)  # taken only to read it
+        rest = compression_edits(view_from(messages, start), entries)
+        return [*settled.sent, *apply_edits(messages[start:], rest)]

@@ -43,10 +43,11 @@ BASELINE = "none"
 #: Modules that register built-in strategies when imported (kept lazy so the core stays light).
 BUILTIN_MODULES: list[str] = [
     "tokenlean.replay.builtin.token_saving",
-    "tokenlean.replay.builtin.shortening",
+    "tokenlean.replay.builtin.output_shortening",
+    "tokenlean.replay.builtin.input_shortening",
     "tokenlean.replay.builtin.context_editor",
     "tokenlean.replay.builtin.budget",
-    "tokenlean.replay.builtin.loops",
+    "tokenlean.replay.builtin.loop_guard",
     "tokenlean.replay.builtin.recommended",
 ]
 

@@ -1,54 +1,137 @@
-"""First-sight planning over a neutral transcript: which tool results to shorten, and how.
+"""First-sight shortening of tool results over a neutral transcript: edits and originals.
 
 Only tool results the model has not been sent yet (those after the last assistant turn) are
 candidates, so a shortened result is the only version the model ever sees and every later
 request repeats its bytes. The query of each result is its tool call's arguments; the lines of
 every earlier message (as the model saw them) are the ``seen`` set that lets a result point
 back to what it repeats instead of sending it again.
+
+:func:`plan_first_sight` is the core of
+:class:`~tokenlean.langchain.ToolOutputShorteningMiddleware` and of the raw API adapters. It reads
+a *window*: the messages from position ``offset`` on, where a :class:`SeenLog` already holds the
+lines of the messages before it, so a long run is not re-read on every call. The log only ever
+covers messages the model was sent (those never change), and the plan advances it.
 """
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tokenlean.shorten.core import shorten
 from tokenlean.shorten.markers import Retrieval
-from tokenlean.shorten.options import ShortenOptions
+from tokenlean.shorten.options import DEFAULT_OPTIONS, ShortenOptions
 from tokenlean.shorten.report import ShortenReport
 from tokenlean.shorten.seen import Seen
 from tokenlean.shorten.text import estimate_tokens
+from tokenlean.store import RETRIEVAL_TOOL, Original, make_handle
 from tokenlean.tokens import TokenCounter
-from tokenlean.transcript import Message, ToolCall
+from tokenlean.transcript import Edit, Message, ToolCall, mark, mark_of
+
+#: The name under which output shortening marks the results it rewrote.
+CAPABILITY = "output_shortening"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OutputShorteningPolicy:
+    """How tool results are shortened at first sight; every default lives here.
+
+    Args:
+        min_tokens: Results of at most this many tokens are left alone.
+        options: Every setting of :func:`~tokenlean.shorten.shorten`.
+        only: Shorten only these tools' results (``None``: every tool's).
+        never: Never shorten these tools' results (e.g. one whose output the agent edits).
+        dedupe: Point to lines the model was already shown instead of repeating them.
+        min_saving: Skip a shortening that saves less than this share of a result's tokens.
+        tool_name: The retrieval tool that markers name (its own results are never shortened).
+        counter: Token counter for thresholds and reports (default: a fast estimate).
+    """
+
+    min_tokens: int = 100
+    options: ShortenOptions = DEFAULT_OPTIONS
+    only: frozenset[str] | None = None
+    never: frozenset[str] = frozenset()
+    dedupe: bool = True
+    min_saving: float = 0.1
+    tool_name: str = RETRIEVAL_TOOL
+    counter: TokenCounter | None = None
+
+    def __post_init__(self) -> None:
+        tokens, saving = self.min_tokens, self.min_saving
+        if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
+            raise ValueError(f"min_tokens must be a non-negative int, got {tokens!r}")
+        if isinstance(saving, bool) or not isinstance(saving, (int, float)):
+            raise ValueError(f"min_saving must be a number in [0, 1), got {saving!r}")
+        if not 0.0 <= saving < 1.0:
+            raise ValueError(f"min_saving must be in [0, 1), got {saving!r}")
+        if not isinstance(self.options, ShortenOptions):
+            raise ValueError(f"options must be a ShortenOptions, got {self.options!r}")
+        if not isinstance(self.tool_name, str) or not self.tool_name.isidentifier():
+            raise ValueError(f"tool_name must be an identifier string, got {self.tool_name!r}")
+        if self.counter is not None and not isinstance(self.counter, TokenCounter):
+            raise TypeError(f"counter must have a count(text) -> int method, got {self.counter!r}")
+        only = None if self.only is None else tool_names("only", self.only)
+        object.__setattr__(self, "only", only)
+        object.__setattr__(self, "never", tool_names("never", self.never))
+
+    def eligible(self, message: Message) -> bool:
+        """A text-only tool result of an allowed tool that no output shortening touched yet."""
+        if message.role != "tool" or not message.tool_call_id or not message.is_text_only:
+            return False
+        if mark_of(message, CAPABILITY) is not None:
+            return False
+        name = message.name or ""
+        if name == self.tool_name or name in self.never:
+            return False
+        return self.only is None or name in self.only
+
+    def count(self, text: str) -> int:
+        return self.counter.count(text) if self.counter is not None else estimate_tokens(text)
+
+
+def tool_names(parameter: str, names: object) -> frozenset[str]:
+    """``names`` as a set of tool names; a lone string (a common slip) is refused."""
+    if isinstance(names, str) or not isinstance(names, Collection):
+        raise ValueError(f"only and never take collections of tool names; {parameter}={names!r}")
+    if not all(isinstance(name, str) for name in names):
+        raise ValueError(f"{parameter} takes tool names (strings), got {sorted(map(repr, names))}")
+    return frozenset(names)
+
+
+@dataclass(slots=True)
+class SeenLog:
+    """The lines of a transcript's first ``upto`` messages, as the model saw them."""
+
+    seen: Seen
+    upto: int = 0
+
+    @classmethod
+    def new(cls, policy: OutputShorteningPolicy) -> SeenLog:
+        return cls(Seen(min_chars=policy.options.seen_min_chars))
 
 
 @dataclass(frozen=True, slots=True)
-class Planned:
-    """One tool result to replace: where it is, its original text, and the shortening."""
+class FirstSightPlan:
+    """The edits to make (in order), the originals they replace, and each shortening's report."""
 
-    index: int
-    message_id: str | None
-    handle: str
-    original: str
-    report: ShortenReport
+    edits: tuple[Edit, ...] = ()
+    originals: tuple[Original, ...] = ()
+    reports: tuple[ShortenReport, ...] = ()
+    log: SeenLog | None = field(default=None, repr=False)
 
 
 def unseen_tool_results(view: Sequence[Message]) -> list[int]:
     """Indices of tool results after the last assistant turn (not yet sent to the model)."""
-    last = max((i for i, m in enumerate(view) if m.role == "assistant"), default=-1)
-    return [i for i in range(last + 1, len(view)) if view[i].role == "tool"]
+    return [i for i in range(last_assistant(view) + 1, len(view)) if view[i].role == "tool"]
 
 
-def calls_by_id(view: Iterable[Message]) -> dict[str, ToolCall]:
-    return {call.id: call for m in view for call in m.tool_calls if call.id}
-
-
-def handle_for(message: Message) -> str:
-    """A short, deterministic handle for a tool result's original."""
-    key = f"{message.tool_call_id or message.id or ''}\n{message.text}"
-    return "o" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:6]
+def last_assistant(view: Sequence[Message]) -> int:
+    """The index of the last assistant turn (-1 when there is none)."""
+    for index in range(len(view) - 1, -1, -1):
+        if view[index].role == "assistant":
+            return index
+    return -1
 
 
 def add_visible(seen: Seen, messages: Iterable[Message]) -> None:
@@ -70,75 +153,123 @@ def _strings(value: object) -> Iterable[str]:
             yield from _strings(item)
 
 
-@dataclass(frozen=True, slots=True)
-class FirstSightPolicy:
-    """How :func:`plan_first_sight` shortens (the middleware's settings, framework-free)."""
-
-    min_tokens: int
-    options: ShortenOptions
-    dedupe: bool = True
-    keep_originals: bool = True
-    tool_name: str | None = None
-    min_saving: float = 0.0
-    counter: TokenCounter | None = None
-
-
 def plan_first_sight(
-    view: Sequence[Message],
-    policy: FirstSightPolicy,
-    eligible: Callable[[int, Message], bool],
-) -> list[Planned]:
-    """The first-sight replacements for ``view``'s unseen tool results, in order.
+    window: Sequence[Message],
+    policy: OutputShorteningPolicy,
+    *,
+    offset: int = 0,
+    log: SeenLog | None = None,
+    keep_originals: bool = True,
+    retrieval_tool: str | None = RETRIEVAL_TOOL,
+) -> FirstSightPlan:
+    """The first-sight shortenings of the unseen tool results in ``window``.
 
-    With ``policy.keep_originals`` the markers name each original's handle (and
-    ``policy.tool_name``, the tool that reads it back); a shortening that saves less than
-    ``policy.min_saving`` of a result's tokens is not worth it. Each result is shortened
-    against everything before it as the model will see it, earlier shortenings included.
+    ``window`` holds the transcript from position ``offset`` on, the last assistant turn
+    included; ``log`` holds the lines of the first ``log.upto`` messages (``offset <= log.upto``;
+    ``None``: start from nothing, which needs ``offset == 0`` unless dedupe is off). With
+    ``keep_originals`` the markers name each original's handle, and ``retrieval_tool`` when the
+    agent has it. Each result is shortened against everything before it as the model will see
+    it, earlier shortenings included. The returned plan's ``log`` covers every message before
+    the unseen results, ready for the next call.
     """
-    candidates = [i for i in unseen_tool_results(view) if eligible(i, view[i])]
+    first = last_assistant(window) + 1
+    if policy.dedupe:
+        log = log if log is not None else SeenLog.new(policy)
+        if not offset <= log.upto <= offset + first or (log.upto == 0 and offset > 0):
+            raise ValueError(f"the log covers {log.upto} messages; the window starts at {offset}")
+        add_visible(log.seen, window[log.upto - offset : first])
+        log.upto = offset + first
+    else:
+        log = None
+    calls = _calls(window[:first])
+    candidates = [
+        i
+        for i in range(first, len(window))
+        if policy.eligible(window[i]) and window[i].tool_call_id in calls  # orphans pass
+    ]
     if not candidates:
-        return []
-    calls = calls_by_id(view)
-    notes = {call.id: m.text for m in view for call in m.tool_calls if call.id and m.text}
-    seen = Seen(min_chars=policy.options.seen_min_chars) if policy.dedupe else None
-    current, done = list(view), 0
-    planned: list[Planned] = []
+        return FirstSightPlan(log=log)
+    seen = Seen(min_chars=log.seen.min_chars, parent=log.seen) if log is not None else None
+    current, done = list(window), first
+    edits: list[Edit] = []
+    originals: list[Original] = []
+    reports: list[ShortenReport] = []
     for i in candidates:
         if seen is not None:
             add_visible(seen, current[done:i])
             done = i
-        key = view[i].tool_call_id or ""
-        call = calls.get(key)
-        item = _plan_one(view[i], i, policy, call.args if call else None, notes.get(key), seen)
-        if item is not None:
-            planned.append(item)
-            current[i] = replace(view[i], content=item.report.text)
-    return planned
+        message = window[i]
+        call, note = calls.get(message.tool_call_id or "", (None, None))
+        handle = make_handle("o", message.tool_call_id or message.id or "", message.text)
+        retrieval = Retrieval(handle, retrieval_tool)
+        report = _shorten_one(message, policy, call, note, seen, retrieval, keep_originals)
+        if report is None:
+            continue
+        content = report.text if isinstance(message.content, str) else _text_block(report.text)
+        current[i] = replace(message, content=content)
+        edits.append(_edit(offset + i, message, content, handle, report))
+        originals.append(Original(handle, message.text, message.name, message.tool_call_id))
+        reports.append(report)
+    return FirstSightPlan(tuple(edits), tuple(originals), tuple(reports), log)
 
 
-def _plan_one(
+def _calls(messages: Sequence[Message]) -> dict[str, tuple[ToolCall, str | None]]:
+    """Tool calls by id with the text of the turn that made them (the newest turn wins)."""
+    out: dict[str, tuple[ToolCall, str | None]] = {}
+    for message in reversed(messages):
+        if message.role != "assistant":
+            continue
+        for call in message.tool_calls:
+            if call.id and call.id not in out:
+                out[call.id] = (call, message.text or None)
+        break  # unseen results answer the last turn's calls
+    return out
+
+
+def _shorten_one(
     message: Message,
-    index: int,
-    policy: FirstSightPolicy,
-    args: Mapping[str, Any] | None,
+    policy: OutputShorteningPolicy,
+    call: ToolCall | None,
     note: str | None,
     seen: Seen | None,
-) -> Planned | None:
+    retrieval: Retrieval,
+    keep_originals: bool,
+) -> ShortenReport | None:
     text = message.text
-    count = policy.counter.count if policy.counter is not None else estimate_tokens
-    if count(text) <= policy.min_tokens:
+    if policy.count(text) <= policy.min_tokens:
         return None
-    handle = handle_for(message)
-    where = Retrieval(handle, policy.tool_name) if policy.keep_originals else Retrieval()
     report = shorten(
         text,
-        query=args,
+        query=call.args if call is not None else None,
         context=note,
         seen=seen,
-        retrieval=where,
+        retrieval=retrieval if keep_originals else Retrieval(),
         counter=policy.counter,
         options=policy.options,
     )
     if not report.changed or report.tokens_saved < policy.min_saving * report.tokens_before:
         return None
-    return Planned(index, message.id, handle, text, report)
+    return report
+
+
+def _text_block(text: str) -> tuple[Mapping[str, Any], ...]:
+    return ({"type": "text", "text": text},)
+
+
+def _edit(index: int, message: Message, content: Any, handle: str, report: ShortenReport) -> Edit:
+    entry = {
+        "shortened": True,
+        "handle": handle,
+        "kind": report.kind,
+        "tokens_before": report.tokens_before,
+        "tokens_after": report.tokens_after,
+    }
+    return Edit(
+        index=index,
+        message_id=message.id,
+        new_content=content,
+        reason=f"shortened {report.kind} at first sight",
+        tokens_before=report.tokens_before,
+        tokens_after=report.tokens_after,
+        metadata=mark(CAPABILITY, entry),
+    )

@@ -14,13 +14,18 @@ def _lines_of(text: str, min_chars: int) -> frozenset[str]:
 
 
 class Seen:
-    """Stripped lines the reader was already shown; shorter lines are too common to count."""
+    """Stripped lines the reader was already shown; shorter lines are too common to count.
 
-    __slots__ = ("lines", "min_chars")
+    A ``parent`` holds lines shown before these: it is read, never written, so a long
+    transcript's lines are gathered once and a call's own additions stay apart.
+    """
 
-    def __init__(self, *, min_chars: int = 8) -> None:
+    __slots__ = ("lines", "min_chars", "parent")
+
+    def __init__(self, *, min_chars: int = 8, parent: Seen | None = None) -> None:
         self.lines: set[str] = set()
         self.min_chars = min_chars
+        self.parent = parent
 
     def add(self, text: str) -> None:
         self.lines |= _lines_of(text, self.min_chars)
@@ -30,4 +35,4 @@ class Seen:
             self.add(text)
 
     def __contains__(self, line: object) -> bool:
-        return line in self.lines
+        return line in self.lines or (self.parent is not None and line in self.parent)

@@ -1,5 +1,4 @@
-"""Replay strategies for :func:`tokenlean.langchain.recommended.recommended_middleware`, and for
-:class:`~tokenlean.langchain.input_shortening.ToolInputShorteningMiddleware` alone."""
+"""Replay strategies for :func:`tokenlean.langchain.recommended.recommended_middleware`."""
 
 from __future__ import annotations
 
@@ -27,17 +26,4 @@ register(
     "recommended-openai",
     _recommended("openai"),
     "recommended_middleware('openai'): the same stack planned for OpenAI-style caching",
-)
-
-
-def _inputs() -> list[Any]:
-    from tokenlean.langchain.input_shortening import ToolInputShorteningMiddleware
-
-    return [ToolInputShorteningMiddleware()]
-
-
-register(
-    "shorten-inputs",
-    _inputs,
-    "cut long inputs of calls that have run to head and tail lines, at first sight (defaults)",
 )

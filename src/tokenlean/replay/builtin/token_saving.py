@@ -21,7 +21,7 @@ def _middleware(**settings: Any) -> list[Any]:
 
 
 def _words(**settings: Any) -> list[Any]:
-    from tokenlean.words import make_heuristic_classifier
+    from tokenlean.token_saving.words import make_heuristic_classifier
 
     return _middleware(
         enable_perplexity_compression=True,

@@ -1,0 +1,184 @@
+"""What every tokenlean middleware needs from LangChain, in one place.
+
+The conversation thread a call belongs to, the tool schemas a request will send, the
+``tool_choice`` that means "answer now", and a per-thread memo that lets a middleware carry its
+work on a growing transcript from one call to the next instead of redoing it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from langgraph.config import get_config
+
+from tokenlean.langchain.adapter import message_to_view
+from tokenlean.loop_guard.steps import StepScan
+from tokenlean.tokens import TokenCounter, message_tokens
+from tokenlean.transcript import Message
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+def thread_scope(config: RunnableConfig | None = None) -> str | None:
+    """The ``thread_id`` of ``config``, or of the running graph's config (``None`` without one)."""
+    if config is None:
+        try:
+            config = get_config()
+        except RuntimeError:  # outside a graph
+            return None
+    thread = (config.get("configurable") or {}).get("thread_id")
+    return None if thread is None else str(thread)
+
+
+_SCHEMAS: dict[int, tuple[Any, dict[str, Any]]] = {}
+_SCHEMAS_LOCK = threading.Lock()
+_MAX_SCHEMAS = 1024
+
+
+def tool_schemas(tools: Sequence[Any]) -> list[dict[str, Any]]:
+    """The tools as the OpenAI-style schemas a provider receives (each tool converted once).
+
+    A tool that cannot be described is left out (logged): it only makes a count smaller.
+    """
+    schemas: list[dict[str, Any]] = []
+    for tool in tools:
+        if isinstance(tool, Mapping):
+            schemas.append(dict(tool))
+            continue
+        with _SCHEMAS_LOCK:
+            hit = _SCHEMAS.get(id(tool))
+        if hit is not None and hit[0] is tool:
+            schemas.append(hit[1])
+            continue
+        try:
+            schema = convert_to_openai_tool(tool)
+        except Exception:
+            logger.debug("could not describe tool %r; left out of the count", tool)
+            continue
+        with _SCHEMAS_LOCK:
+            if len(_SCHEMAS) >= _MAX_SCHEMAS:
+                _SCHEMAS.clear()
+            _SCHEMAS[id(tool)] = (tool, schema)  # holding the tool keeps its id from reuse
+        schemas.append(schema)
+    return schemas
+
+
+def no_tool_choice(model: object, override: str | dict[str, Any] | None) -> str | dict[str, Any]:
+    """The ``tool_choice`` that forbids tool calls: ``override``, else the model's spelling.
+
+    ``ChatAnthropic`` reads any string other than its own keywords as a tool name, so it gets
+    ``{"type": "none"}``; every other chat model gets ``"none"``.
+    """
+    if override is not None:
+        return override
+    try:
+        llm_type = getattr(model, "_llm_type", "")
+    except Exception:  # a model whose property fails: the common spelling
+        llm_type = ""
+    return {"type": "none"} if llm_type == "anthropic-chat" else "none"
+
+
+def last_ai_index(messages: Sequence[BaseMessage]) -> int:
+    """The index of the newest ``AIMessage`` (-1 when there is none), read from the end."""
+    for index in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[index], AIMessage):
+            return index
+    return -1
+
+
+def view_from(
+    messages: Sequence[BaseMessage], start: int, stop: int | None = None
+) -> list[Message]:
+    """The neutral view of ``messages[start:stop]`` (only the part a call has not read before)."""
+    return [message_to_view(m) for m in messages[start:stop]]
+
+
+@dataclass(slots=True)
+class _Entry(Generic[T]):
+    ids: tuple[int, ...]
+    keep: list[Any]  # holds the messages, so their ids cannot be reused while remembered
+    value: T
+
+
+class PrefixMemo(Generic[T]):
+    """Per-thread work on the messages a call has already read, carried to the next call.
+
+    A middleware stores a value computed from a prefix of the transcript; the next call gets it
+    back only if its transcript starts with the very same message objects, so anything that
+    replaced or removed one of them simply makes the middleware start over (the results are the
+    same; only the time differs). Taking an entry removes it until it is put back, so two calls
+    of one thread at once never share a value. At most ``max_threads`` threads are remembered.
+    """
+
+    def __init__(self, *, max_threads: int = 256) -> None:
+        self._entries: OrderedDict[str | None, _Entry[T]] = OrderedDict()
+        self._max = max_threads
+        self._lock = threading.Lock()
+
+    def take(self, scope: str | None, messages: Sequence[Any]) -> tuple[int, T] | None:
+        """``(n, value)`` when ``messages`` starts with the ``n`` messages ``value`` was built on."""
+        with self._lock:
+            entry = self._entries.pop(scope, None)
+        if entry is None:
+            return None
+        n = len(entry.ids)
+        if len(messages) < n or tuple(map(id, messages[:n])) != entry.ids:
+            return None
+        return n, entry.value
+
+    def put(self, scope: str | None, prefix: Sequence[Any], value: T) -> None:
+        """Remember ``value`` as built on exactly the messages ``prefix``."""
+        keep = list(prefix)
+        entry = _Entry(tuple(map(id, keep)), keep, value)
+        with self._lock:
+            self._entries[scope] = entry
+            self._entries.move_to_end(scope)
+            while len(self._entries) > self._max:
+                self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+class StepMemo:
+    """The agent's steps so far, per thread; those before the newest AI message are complete
+    (their results came in) and are carried from call to call instead of being rebuilt."""
+
+    def __init__(self) -> None:
+        self._memo: PrefixMemo[StepScan] = PrefixMemo()
+
+    def scan(self, messages: Sequence[BaseMessage]) -> StepScan:
+        boundary = max(0, last_ai_index(messages))
+        scope = thread_scope()
+        hit = self._memo.take(scope, messages)
+        start, scan = hit if hit is not None and hit[0] <= boundary else (0, StepScan())
+        settled = scan.extend(view_from(messages, start, boundary))
+        self._memo.put(scope, messages[:boundary], settled)
+        return settled.extend(view_from(messages, boundary))
+
+
+class TokenMemo:
+    """Tokens of a thread's messages, counted once each and carried from call to call."""
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self.counter = counter
+        self._memo: PrefixMemo[int] = PrefixMemo()
+
+    def count(self, messages: Sequence[BaseMessage]) -> int:
+        scope = thread_scope()
+        hit = self._memo.take(scope, messages)
+        start, known = hit if hit is not None else (0, 0)
+        total = known + sum(message_tokens(m, self.counter) for m in view_from(messages, start))
+        self._memo.put(scope, messages, total)
+        return total

@@ -1,0 +1,269 @@
+"""Stuck patterns: is the agent, right now, repeating itself instead of making progress?
+
+Every pattern looks only at the latest steps and compares canonical forms
+(:func:`tokenlean.loop_guard.steps.step_key`), so an edit-then-rerun cycle whose output changes is
+progress, never a loop. The patterns, with the default :class:`LoopDetector` thresholds:
+
+``repeat``
+    the same action with the same observation, 3 times in a row.
+``failing``
+    the same action failing (:func:`tokenlean.loop_guard.steps.is_failure`) 3 times in a row, whatever the
+    error text says.
+``talking``
+    3 replies in a row without any tool call, in a run that has used tools before. In a
+    LangChain agent a reply without tool calls ends the run, so this is a harness re-prompting
+    a model that keeps answering instead of acting; the loop guard middleware only counts the
+    steps since the user's latest new request, so a chat about different questions is not
+    taken for it.
+``alternating``
+    two different actions taking turns with unchanged observations: A, B, A, B.
+``cycle``
+    a short cycle of 3 or 4 actions repeated with unchanged observations: A, B, C, A, B, C.
+
+Steps of exempt tools (polling, stepping a debugger) are removed before matching: they neither
+count towards a pattern nor interrupt one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from tokenlean.loop_guard.signals import diversity_loss, hedge_score, streak_score
+from tokenlean.loop_guard.steps import Step, canonical_action, canonical_text, is_failure, step_key
+
+Pattern = Literal["repeat", "failing", "talking", "alternating", "cycle"]
+PATTERNS: tuple[Pattern, ...] = ("repeat", "failing", "talking", "alternating", "cycle")
+
+
+@dataclass(frozen=True, slots=True)
+class Detection:
+    """A stuck pattern found at the end of the steps.
+
+    ``redundant`` counts the latest steps that only repeated earlier ones; ``first_step`` and
+    ``last_step`` are the ``step_index`` values where the repetition starts and ends.
+    """
+
+    pattern: Pattern
+    period: int
+    redundant: int
+    first_step: int
+    last_step: int
+    actions: tuple[str, ...]
+
+    def describe(self) -> str:
+        tools = ", ".join(a or "(no tool)" for a in self.actions)
+        return f"{self.pattern}: {self.redundant} repeated steps of {tools}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoopDetector:
+    """Stuck-pattern thresholds and exemptions; :meth:`detect` and :meth:`signals` use them.
+
+    ``repeat_after``, ``failing_after`` and ``talking_after`` count steps in a row;
+    ``cycle_repeats`` counts full rounds of an alternation or cycle (periods 2 to
+    ``max_period``). ``exempt_tools`` names tools that legitimately repeat; ``exempt_if`` is a
+    predicate for finer exemptions (for example a ``bash`` step whose command is ``sleep``).
+    ``patterns`` lists the enabled patterns. ``signal_window`` and ``hedge_window`` size the
+    ``diversity`` and ``hedge`` signals.
+    """
+
+    repeat_after: int = 3
+    failing_after: int = 3
+    talking_after: int = 3
+    cycle_repeats: int = 2
+    max_period: int = 4
+    exempt_tools: Collection[str] = frozenset()
+    exempt_if: Callable[[Step], bool] | None = None
+    patterns: Collection[Pattern] = PATTERNS
+    signal_window: int = 6
+    hedge_window: int = 5
+    _horizon: int = field(init=False, repr=False, compare=False, default=0)
+
+    def __post_init__(self) -> None:
+        for name in ("repeat_after", "failing_after", "talking_after", "cycle_repeats"):
+            if getattr(self, name) < 2:
+                raise ValueError(f"{name} must be at least 2, got {getattr(self, name)}")
+        if self.max_period < 1:
+            raise ValueError(f"max_period must be at least 1, got {self.max_period}")
+        if self.signal_window < 2 or self.hedge_window < 1:
+            raise ValueError("signal_window must be at least 2 and hedge_window at least 1")
+        unknown = set(self.patterns) - set(PATTERNS)
+        if unknown:
+            raise ValueError(f"unknown patterns {sorted(unknown)}; known: {list(PATTERNS)}")
+        if isinstance(self.exempt_tools, str):
+            raise ValueError("exempt_tools is a collection of tool names, not one string")
+        object.__setattr__(self, "exempt_tools", frozenset(self.exempt_tools))
+        object.__setattr__(self, "patterns", tuple(p for p in PATTERNS if p in self.patterns))
+        longest = max(self.repeat_after, self.failing_after, self.talking_after)
+        horizon = max(longest, self.max_period * self.cycle_repeats, self.signal_window)
+        object.__setattr__(self, "_horizon", 4 * horizon)
+
+    def active(self, steps: Sequence[Step]) -> list[Step]:
+        """The latest non-exempt steps, enough of them for every pattern and signal.
+
+        Read from the end, so a long run costs no more to check than a short one.
+        """
+        kept: list[Step] = []
+        for index in range(len(steps) - 1, -1, -1):
+            if len(kept) == self._horizon:
+                break
+            if not self._exempt(steps[index]):
+                kept.append(steps[index])
+        kept.reverse()
+        return kept
+
+    def _exempt(self, step: Step) -> bool:
+        if step["action"] in self.exempt_tools:
+            return True
+        return self.exempt_if is not None and bool(self.exempt_if(step))
+
+    def candidates(self, steps: Sequence[Step], *, since: int = 0) -> list[Detection]:
+        """Every enabled pattern at the end of ``steps``, fired or not (``redundant`` may be 0).
+
+        Only steps from position ``since`` on are evidence (for example: since the user's
+        latest new request); earlier ones only tell whether the run has used tools before.
+        """
+        tail = self.active(steps[since:])
+        if not tail:
+            return []
+        found: list[Detection] = []
+        if "talking" in self.patterns:
+            acted_before = any(s["action"] for s in steps)
+            found += [d for d in [_talking(tail)] if d is not None and acted_before]
+        if "failing" in self.patterns:
+            found += [d for d in [_failing(tail)] if d is not None]
+        found += _periodic(tail, self.max_period, self.patterns)
+        return found
+
+    def fires(self, detection: Detection) -> bool:
+        """Whether a candidate reaches its pattern's threshold."""
+        needed = {
+            "repeat": self.repeat_after - 1,
+            "failing": self.failing_after - 1,
+            "talking": self.talking_after - 1,
+        }.get(detection.pattern, detection.period * (self.cycle_repeats - 1))
+        return detection.redundant >= needed
+
+    def detect(self, steps: Sequence[Step], *, since: int = 0) -> Detection | None:
+        """The strongest firing pattern at the end of ``steps``, or ``None``."""
+        firing = [d for d in self.candidates(steps, since=since) if self.fires(d)]
+        if not firing:
+            return None
+        return max(firing, key=lambda d: (d.redundant, -PATTERNS.index(d.pattern)))
+
+    def signals(self, steps: Sequence[Step]) -> dict[str, float]:
+        """``streak``, ``hedge`` and ``diversity`` in [0, 1]; see :mod:`tokenlean.loop_guard.signals`."""
+        tail = self.active(steps)
+        redundant = max((d.redundant for d in self.candidates(steps)), default=0)
+        keys = [_signal_key(s) for s in tail[-self.signal_window :]]
+        return {
+            "streak": streak_score(redundant),
+            "hedge": hedge_score([s["thought"] for s in tail], self.hedge_window),
+            "diversity": diversity_loss(keys, self.signal_window),
+        }
+
+
+def _signal_key(step: Step) -> tuple[str, str]:
+    if step["action"]:
+        return step_key(step)
+    return "", canonical_text(step["thought"])
+
+
+def _run_length(tail: Sequence[Step], same: Callable[[Step], bool]) -> int:
+    n = 0
+    for step in reversed(tail):
+        if not same(step):
+            break
+        n += 1
+    return n
+
+
+def _detection(
+    pattern: Pattern, tail: Sequence[Step], length: int, period: int, redundant: int
+) -> Detection:
+    window = tail[len(tail) - length :]
+    actions = tuple(dict.fromkeys(s["action"] for s in window[:period]))
+    return Detection(
+        pattern=pattern,
+        period=period,
+        redundant=redundant,
+        first_step=window[0]["step_index"],
+        last_step=window[-1]["step_index"],
+        actions=actions,
+    )
+
+
+def _talking(tail: Sequence[Step]) -> Detection | None:
+    length = _run_length(tail, lambda s: not s["action"])
+    return _detection("talking", tail, length, 1, length - 1) if length else None
+
+
+def _failing(tail: Sequence[Step]) -> Detection | None:
+    last = tail[-1]
+    if not last["action"] or not is_failure(last):
+        return None
+    action = canonical_action(last)
+    length = _run_length(tail, lambda s: canonical_action(s) == action and is_failure(s))
+    return _detection("failing", tail, length, 1, length - 1)
+
+
+def _periodic(
+    tail: Sequence[Step], max_period: int, enabled: Collection[Pattern]
+) -> list[Detection]:
+    """Trailing repetitions with period 1 (``repeat``), 2 (``alternating``) or more (``cycle``)."""
+    acting = _run_length(tail, lambda s: bool(s["action"]))
+    steps = tail[len(tail) - acting :]
+    keys = [step_key(s) for s in steps]
+    found: list[Detection] = []
+    for period in range(1, max_period + 1):
+        pattern: Pattern = "repeat" if period == 1 else "alternating" if period == 2 else "cycle"
+        if pattern not in enabled or len(keys) <= period:
+            continue
+        if _minimal_period(keys[-period:]) != period:
+            continue  # A,A is a repeat, not an alternation
+        matched = _run_length_keys(keys, period)
+        if period > 1 and matched < period:
+            continue  # a cycle counts once it has come round at least once
+        found.append(_detection(pattern, steps, matched + period, period, matched))
+    return found
+
+
+def _run_length_keys(keys: Sequence[tuple[str, str]], period: int) -> int:
+    """How many of the last keys equal the key ``period`` positions earlier."""
+    n = 0
+    for i in range(len(keys) - 1, period - 1, -1):
+        if keys[i] != keys[i - period]:
+            break
+        n += 1
+    return n
+
+
+def _minimal_period(block: Sequence[tuple[str, str]]) -> int:
+    size = len(block)
+    for period in range(1, size + 1):
+        if size % period == 0 and all(block[i] == block[i % period] for i in range(size)):
+            return period
+    return size
+
+
+DEFAULT_DETECTOR = LoopDetector()
+
+
+def detect_stuck(steps: Sequence[Step]) -> Detection | None:
+    """The default detector's verdict on ``steps`` (see :class:`LoopDetector`)."""
+    return DEFAULT_DETECTOR.detect(steps)
+
+
+def loop_signals(steps: Sequence[Step]) -> dict[str, float]:
+    """Loop-likelihood signals in [0, 1], usable directly as a ``signals_fn``.
+
+    Each rises as looping gets more likely (see :mod:`tokenlean.loop_guard.signals` for the formulas):
+    ``streak`` counts the latest steps that only repeated earlier ones (same canonical action
+    and observation in a row or in a short cycle, the same action failing in a row, replies
+    without tool calls in a row) and passes 0.7 exactly where the default patterns fire;
+    ``hedge`` measures hedging and self-doubt in the latest thoughts; ``diversity`` is the
+    *loss* of diversity among the latest (action, observation) pairs, 1 when they are all one.
+    """
+    return DEFAULT_DETECTOR.signals(steps)

@@ -1,0 +1,182 @@
+"""Agent steps, and the canonical forms loop detection compares them by.
+
+A *step* is the dict a ``signals_fn`` receives (the reference ``TokenSavingMiddleware`` format):
+``step_index``, ``action`` (tool name or ``""``), ``action_input`` (arguments or ``{}``),
+``thought`` (the assistant text), ``observation`` (the matched tool result or ``""``) and
+``is_error``. An assistant turn with several tool calls gives one step per call.
+
+Two steps are "the same" for loop detection when their canonical forms are equal:
+:func:`canonical_text` removes what changes between two runs of the very same command
+(whitespace, timestamps and durations, process ids, hex ids and addresses, random temp-file
+names), :func:`canonical_action` also sorts argument keys. :func:`is_failure` says whether a
+step failed, from its error status or from the exit code or error line its output opens with.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, TypedDict
+
+from tokenlean.transcript import Message, is_injected
+
+
+class Step(TypedDict):
+    step_index: int
+    action: str
+    action_input: dict[str, Any]
+    thought: str
+    observation: str
+    is_error: bool
+
+
+def build_steps(messages: Sequence[Message], *, first_index: int = 0) -> list[Step]:
+    """Steps from a neutral transcript, pairing tool calls with results by ``tool_call_id``.
+
+    ``first_index`` is the ``step_index`` of the first step (for steps that continue others).
+    """
+    results = {m.tool_call_id: m for m in messages if m.role == "tool" and m.tool_call_id}
+    steps: list[Step] = []
+    for message in messages:
+        if message.role != "assistant":
+            continue
+        calls = message.tool_calls or (None,)
+        for call in calls:
+            result = results.get(call.id) if call is not None else None
+            steps.append(
+                Step(
+                    step_index=first_index + len(steps),
+                    action=call.name if call is not None else "",
+                    action_input=dict(call.args) if call is not None else {},
+                    thought=message.text,
+                    observation=result.text if result is not None else "",
+                    is_error=result is not None and result.status == "error",
+                )
+            )
+    return steps
+
+
+@dataclass(frozen=True, slots=True)
+class StepScan:
+    """The steps of a transcript read so far, and where its latest *new* user request starts.
+
+    ``since`` counts the steps before the latest user request whose text differs from the one
+    before it: a harness repeating the same prompt ("continue") is not a new request, so a loop
+    across such prompts is still seen, while a user asking something else starts afresh. A
+    message tokenlean injected (:func:`~tokenlean.transcript.is_injected`) is never a request.
+    """
+
+    steps: tuple[Step, ...] = ()
+    since: int = 0
+    request: str | None = None
+    turns: int = 0  # assistant messages (model calls answered)
+
+    def extend(self, messages: Sequence[Message]) -> StepScan:
+        """This scan continued over ``messages`` (which hold the results of their own calls)."""
+        steps = build_steps(messages, first_index=len(self.steps))
+        since, request, count = self.since, self.request, len(self.steps)
+        turns = self.turns
+        for message in messages:
+            if message.role == "assistant":
+                count += max(1, len(message.tool_calls))
+                turns += 1
+            elif message.role == "user" and not is_injected(message.id):
+                text = canonical_text(message.text)
+                if text != request:
+                    since, request = count, text
+        return StepScan((*self.steps, *steps), since, request, turns)
+
+
+_MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*"
+# Order matters: UUIDs and temp names before bare hex, full timestamps before their time of day.
+_VOLATILE: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern, flags), replacement)
+    for pattern, flags, replacement in (
+        (r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I, "<uuid>"),
+        (r"(?:/private)?/var/folders/[^/\s]+/[^/\s]+/T/", 0, "<tmpdir>/"),
+        (r"pytest-of-[^/\s]+/pytest-\d+", 0, "pytest-of-<user>/pytest-<n>"),
+        (r"\btmp[._]?(?=[A-Za-z_]*\d)[A-Za-z0-9_]{6,}", 0, "tmp<id>"),  # random: has a digit
+        (
+            r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?)?"
+            r"(?:\s?(?:Z|UTC|[+-]\d{2}:?\d{2}))?",
+            0,
+            "<time>",
+        ),
+        (rf"\b{_MONTH}\s+\d{{1,2}}\s+(?:\d{{1,2}}:\d{{2}}|\d{{4}})\b", 0, "<time>"),
+        (r"\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b", 0, "<time>"),
+        (r"\b1[5-9]\d{8}(?:\.\d+|\d{3})?\b", 0, "<time>"),  # unix epochs, 2017-2033
+        (r"\b\d+(?:\.\d+)?\s?(?:ms|us|µs|ns|s|secs?|seconds?)\b", 0, "<duration>"),
+        (r"\b(pid|process|thread)(\s*[=:#]?\s*)\d+", re.I, r"\1\2<pid>"),
+        (r"/proc/\d+", 0, "/proc/<pid>"),
+        (r"^\[\d+\]\s+\d+$", re.M, "[<job>] <pid>"),
+        (r"\b0x[0-9a-f]+\b", re.I, "0x<hex>"),
+        (r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,}\b", re.I, "<hex>"),
+    )
+)
+
+
+@lru_cache(maxsize=2048)
+def canonical_text(text: str) -> str:
+    """``text`` with volatile parts replaced by placeholders and whitespace collapsed.
+
+    Replaced: UUIDs; ISO dates and timestamps, ``ls``-style dates, times of day, unix epochs and
+    durations (``0.12s``); process and thread ids (``pid 123``, ``/proc/123``, ``[1] 4242``);
+    ``0x`` addresses and hex ids of 7+ characters mixing digits and letters (git hashes); macOS
+    temp dirs, pytest temp dirs and random ``tmpXXXXXX`` names (with a digit in them). Every
+    whitespace run becomes one space. Two outputs of the same command that differ only in these
+    parts compare equal.
+    """
+    for pattern, replacement in _VOLATILE:
+        text = pattern.sub(replacement, text)
+    return " ".join(text.split())
+
+
+def _canonical_value(value: object) -> object:
+    if isinstance(value, str):
+        return canonical_text(value)
+    if isinstance(value, Mapping):
+        return {str(key): _canonical_value(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_canonical_value(item) for item in value]
+    return value
+
+
+def canonical_action(step: Step) -> str:
+    """The tool name and its arguments, keys sorted and string values canonicalised."""
+    args = _canonical_value(step["action_input"])
+    body = json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)
+    return f"{step['action']}{body}"
+
+
+def step_key(step: Step) -> tuple[str, str]:
+    """What must match for two steps to be the same: canonical action and observation."""
+    return canonical_action(step), canonical_text(step["observation"])
+
+
+_EXIT_CODE = re.compile(
+    r"<returncode>\s*(-?\d+)\s*</returncode>|\bexit (?:code|status)[: ]\s*(-?\d+)", re.I
+)
+_ERROR_OPENING = re.compile(
+    r"^(?:error\b|[\w.]*(?:error|exception)\b:|traceback \(most recent call last\)|fatal:"
+    r"|.*: command not found|.*: no such file or directory)",
+    re.I,
+)
+
+
+def is_failure(step: Step) -> bool:
+    """True when the step failed: error status, a non-zero exit code, or an error first line.
+
+    Only the exit code and the first non-empty line of the output count, so a successful
+    command that prints a log containing the word "Error" is not a failure.
+    """
+    if step["is_error"]:
+        return True
+    observation = step["observation"]
+    code = _EXIT_CODE.search(observation[:400])
+    if code is not None:
+        return int(code.group(1) or code.group(2)) != 0
+    first = next((line.strip() for line in observation.splitlines() if line.strip()), "")
+    return bool(_ERROR_OPENING.match(first))

@@ -1,0 +1,47 @@
+"""Replay strategies for :class:`tokenlean.langchain.ToolOutputShorteningMiddleware`.
+
+``shorten`` runs the defaults. ``shorten-conservative`` only removes what costs the reader
+nothing it could use (lines it was already shown, similar-line runs, caret lines) and cuts only
+very long results. ``shorten-aggressive`` uses small budgets, for comparisons at the reach of
+other shorteners' aggressive settings. ``shorten-no-dedupe`` switches off pointing to lines
+already shown, to measure what that is worth.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tokenlean.replay.strategies import register
+from tokenlean.shorten.options import ShortenOptions
+
+CONSERVATIVE = ShortenOptions(max_tokens=1500, code_max_tokens=3000, code_keep_percent=90)
+AGGRESSIVE = ShortenOptions(max_tokens=100, code_max_tokens=250, code_keep_percent=25)
+
+
+def _shortening(**kwargs: Any) -> Any:
+    def factory() -> list[Any]:
+        from tokenlean.langchain.output_shortening import ToolOutputShorteningMiddleware
+
+        return [ToolOutputShorteningMiddleware(**kwargs)]
+
+    return factory
+
+
+register("shorten", _shortening(), "shorten each long tool result at first sight (defaults)")
+register(
+    "shorten-conservative",
+    _shortening(options=CONSERVATIVE),
+    "shorten: drop only repeats, similar runs and carets; cut only results over 1.5k tokens",
+)
+register(
+    "shorten-aggressive",
+    _shortening(options=AGGRESSIVE),
+    "shorten with small budgets (100 tokens, code 250 or 25%)",
+    default=False,
+)
+register(
+    "shorten-no-dedupe",
+    _shortening(dedupe=False),
+    "shorten without pointing to lines already shown",
+    default=False,
+)

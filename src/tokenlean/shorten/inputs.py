@@ -1,0 +1,169 @@
+"""Shortening the long inputs of tool calls that have already run (framework-free).
+
+Agents write whole scripts into tool-call arguments (``python -c "..."``, ``cat > f.py <<EOF``)
+and every later call re-sends them. Once the call has run, the model rarely needs the middle of
+its own script again: the head shows what it was, the tail how it ended, and the output what it
+did. :func:`shorten_arguments` keeps the first and last lines of each long string argument and
+marks the cut with how to read the original back. :func:`plan_inputs` is the core of
+:class:`~tokenlean.langchain.ToolInputShorteningMiddleware` and of the raw API adapters: it cuts
+the inputs of the newest assistant turn once its calls have results, before the turn is first
+sent back, so the model only ever sees the short form.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tokenlean.shorten.firstsight import last_assistant, tool_names
+from tokenlean.store import RETRIEVAL_TOOL, Original, make_handle
+from tokenlean.tokens import EstimateCounter, TokenCounter
+from tokenlean.transcript import Edit, Message, mark, mark_of
+
+_COUNTER = EstimateCounter()
+#: The name under which input shortening marks the turns it rewrote.
+CAPABILITY = "input_shortening"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ArgumentPolicy:
+    """Which arguments to cut and how much of them to keep; every default lives here.
+
+    A string argument is cut when it has more than ``min_tokens`` tokens and more than
+    ``head_lines + tail_lines + 2`` lines; the first ``head_lines`` and last ``tail_lines`` lines
+    stay, with one marker line between them. ``never`` names tools whose inputs are never cut.
+    """
+
+    min_tokens: int = 300
+    head_lines: int = 12
+    tail_lines: int = 6
+    never: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        for name in ("min_tokens", "head_lines", "tail_lines"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+        object.__setattr__(self, "never", tool_names("never", self.never))
+
+
+@dataclass(frozen=True, slots=True)
+class CutArgument:
+    """One argument that was cut: its key, original text and what it costs before/after."""
+
+    key: str
+    handle: str
+    original: str
+    tokens_before: int
+    tokens_after: int
+
+
+def argument_handle(call_id: str, key: str, text: str) -> str:
+    """The deterministic handle of one argument's original."""
+    return make_handle("i", call_id, key, text)
+
+
+def marker(omitted: int, handle: str, tool: str | None) -> str:
+    """The line that stands for the ``omitted`` middle lines (names ``tool`` when there is one)."""
+    how = f'{tool}("{handle}")' if tool else f'kept as "{handle}"'
+    return f"[... {omitted} lines of this input omitted after the call ran; {how} shows them ...]"
+
+
+def shorten_arguments(
+    call_id: str,
+    args: Mapping[str, Any],
+    *,
+    policy: ArgumentPolicy,
+    retrieval_tool: str | None = None,
+    counter: TokenCounter = _COUNTER,
+) -> tuple[dict[str, Any], list[CutArgument]]:
+    """``args`` with long string values cut to head and tail lines, and what was cut.
+
+    Non-string values and short strings are returned as they are; the input is never mutated.
+    """
+    out = dict(args)
+    cuts: list[CutArgument] = []
+    for key, value in args.items():
+        if not isinstance(value, str):
+            continue
+        lines = value.split("\n")
+        keep = policy.head_lines + policy.tail_lines
+        if len(lines) <= keep + 2:
+            continue
+        before = counter.count(value)
+        if before <= policy.min_tokens:
+            continue
+        handle = argument_handle(call_id, key, value)
+        omitted = len(lines) - keep
+        tail = lines[len(lines) - policy.tail_lines :] if policy.tail_lines else []
+        text = "\n".join(
+            [*lines[: policy.head_lines], marker(omitted, handle, retrieval_tool), *tail]
+        )
+        after = counter.count(text)
+        if after >= before:
+            continue
+        out[key] = text
+        cuts.append(CutArgument(key, handle, value, before, after))
+    return out, cuts
+
+
+@dataclass(frozen=True, slots=True)
+class InputPlan:
+    """The edit of the newest turn (if any), the originals it replaces, and what was cut."""
+
+    edits: tuple[Edit, ...] = ()
+    originals: tuple[Original, ...] = ()
+    cuts: tuple[CutArgument, ...] = ()
+    calls: int = 0
+
+
+def plan_inputs(
+    window: Sequence[Message],
+    policy: ArgumentPolicy,
+    *,
+    offset: int = 0,
+    retrieval_tool: str | None = RETRIEVAL_TOOL,
+) -> InputPlan:
+    """Cut the long inputs of the newest assistant turn's calls that have results.
+
+    ``window`` is the end of the transcript (from position ``offset`` on) holding that turn. A
+    turn already cut, without calls, or whose call ids repeat (results could not be told
+    apart) is left alone. Markers name ``retrieval_tool`` when the agent can read originals.
+    """
+    index = last_assistant(window)
+    if index < 0:
+        return InputPlan()
+    turn = window[index]
+    ids = [call.id for call in turn.tool_calls]
+    if not ids or len(set(ids)) < len(ids) or mark_of(turn, CAPABILITY) is not None:
+        return InputPlan()
+    answered = {m.tool_call_id for m in window[index + 1 :] if m.role == "tool"}
+    new_args: dict[str, dict[str, Any]] = {}
+    originals: list[Original] = []
+    cuts: list[CutArgument] = []
+    for call in turn.tool_calls:
+        if call.name in policy.never or call.id not in answered:
+            continue
+        args, cut = shorten_arguments(
+            call.id, call.args, policy=policy, retrieval_tool=retrieval_tool
+        )
+        if cut:
+            new_args[call.id] = args
+            originals += [Original(c.handle, c.original, call.name, call.id) for c in cut]
+            cuts += cut
+    if not cuts:
+        return InputPlan()
+    before, after = sum(c.tokens_before for c in cuts), sum(c.tokens_after for c in cuts)
+    entry = {"handles": [c.handle for c in cuts], "tokens_before": before, "tokens_after": after}
+    edit = Edit(
+        index=offset + index,
+        message_id=turn.id,
+        new_content=None,
+        reason=f"cut {len(cuts)} long tool inputs after their calls ran",
+        tokens_before=before,
+        tokens_after=after,
+        tool_args=new_args,
+        metadata=mark(CAPABILITY, entry),
+    )
+    return InputPlan((edit,), tuple(originals), tuple(cuts), len(new_args))

@@ -1,0 +1,415 @@
+"""ToolOutputShorteningMiddleware inside a real create_agent driven by a scripted model."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated, Any
+
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.tools import InjectedToolCallId, tool
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.store.memory import InMemoryStore
+
+from tokenlean.langchain import ToolOutputShorteningMiddleware
+from tokenlean.langchain.adapter import message_to_view
+from tokenlean.store import InMemoryOriginalStore, LangGraphOriginalStore, Original
+from tokenlean.testing import scripted_agent
+from tokenlean.transcript import canonical, mark_of
+
+
+def _mark(message: Any) -> Any:
+    """The mark output shortening left on a LangChain message (``None`` when it left none)."""
+    return mark_of(message_to_view(message), "output_shortening")
+
+
+NOISE = [
+    f"collected item {i}: module pkg.part_{i % 9} loaded in {i % 7}.{i % 10}s" for i in range(300)
+]
+LOG = "\n".join(
+    [
+        "running the suite",
+        *NOISE[:150],
+        "FAILED tests/test_api.py::test_login - KeyError: 'token'",
+        *NOISE[150:],
+        "===== 1 failed, 299 passed in 4.20s =====",
+    ]
+)
+HANDLE = re.compile(r'read_original\("(o[0-9a-f]+)", "(\d+)-(\d+)"\)')
+
+
+def call(name: str, args: dict[str, Any], call_id: str, text: str = "") -> AIMessage:
+    return AIMessage(content=text, tool_calls=[{"name": name, "args": args, "id": call_id}])
+
+
+@tool
+def run_tests(target: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> ToolMessage:
+    """Run the test suite."""
+    return ToolMessage(
+        content=LOG,
+        tool_call_id=tool_call_id,
+        name="run_tests",
+        status="error",
+        artifact={"exit": 1},
+        additional_kwargs={"k": "v"},
+        response_metadata={"took": 4.2},
+    )
+
+
+@tool
+def read_file(path: str) -> str:
+    """Read a file."""
+    return LOG
+
+
+REPORT = "\n".join(
+    [
+        f"check {name}_{i} against {kind} rules: {verdict}"
+        for i, (name, kind, verdict) in enumerate(
+            [
+                ("parser", "syntax", "clean"),
+                ("lexer", "style", "2 notes"),
+                ("planner", "typing", "ok"),
+                ("writer", "naming", "clean"),
+                ("reader", "imports", "1 note"),
+            ]
+            * 8
+        )
+    ]
+    + ["ERROR: writer_3 violates naming rules"]
+)
+
+
+@tool
+def lint(path: str) -> str:
+    """Lint a path."""
+    return REPORT
+
+
+@tool
+def screenshot(tool_call_id: Annotated[str, InjectedToolCallId]) -> ToolMessage:
+    """Take a screenshot."""
+    blocks = [{"type": "text", "text": LOG}, {"type": "image", "url": "https://x/y.png"}]
+    return ToolMessage(content=blocks, tool_call_id=tool_call_id, name="screenshot")  # type: ignore[arg-type]  # an image block is not a str
+
+
+def marker(message: BaseMessage) -> re.Match[str]:
+    """The first omission marker's read_original call in a tool result."""
+    found = HANDLE.search(str(message.content))
+    assert found is not None, message.content
+    return found
+
+
+def tool_messages(messages: Sequence[BaseMessage]) -> list[ToolMessage]:
+    return [m for m in messages if isinstance(m, ToolMessage)]
+
+
+def cfg(thread: str = "t1") -> Any:
+    return {"configurable": {"thread_id": thread}}
+
+
+def test_a_long_result_is_shortened_before_the_model_first_sees_it() -> None:
+    middleware = ToolOutputShorteningMiddleware()
+    agent, model = scripted_agent(
+        [call("run_tests", {"target": "tests/test_api.py"}, "c1"), AIMessage(content="done")],
+        tools=[run_tests],
+        middleware=[middleware],
+    )
+    state = agent.invoke({"messages": [HumanMessage("run the tests")]}, cfg())
+    sent = tool_messages(model.calls[1].messages)[0]
+    stored = tool_messages(state["messages"])[0]
+    assert sent == stored  # state and request carry the same message
+    assert sent.content != LOG and len(str(sent.content)) < len(LOG) // 4
+    assert "FAILED tests/test_api.py::test_login - KeyError: 'token'" in str(sent.content)
+    assert "===== 1 failed, 299 passed in 4.20s =====" in str(sent.content)
+    assert (sent.name, sent.status, sent.artifact, sent.tool_call_id) == (
+        "run_tests",
+        "error",
+        {"exit": 1},
+        "c1",
+    )
+    assert sent.additional_kwargs == {"k": "v"} and sent.response_metadata["took"] == 4.2
+    mark = _mark(sent)
+    assert (
+        mark["shortened"] and mark["kind"] == "log" and mark["tokens_after"] < mark["tokens_before"]
+    )
+    assert marker(sent).group(1) == mark["handle"]
+    assert middleware.store.get("t1", mark["handle"]) == Original(
+        mark["handle"], LOG, "run_tests", "c1"
+    )
+    assert state["messages"][2].id == sent.id
+    assert middleware.stats.results_shortened == 1
+    assert "read_original" in [t["function"]["name"] for t in model.calls[0].tools]
+
+
+def test_later_calls_send_identical_bytes_and_nothing_seen_is_rewritten() -> None:
+    agent, model = scripted_agent(
+        [
+            call("run_tests", {"target": "a"}, "c1"),
+            AIMessage(content="first"),
+            call("run_tests", {"target": "b"}, "c2"),
+            AIMessage(content="second"),
+        ],
+        tools=[run_tests],
+        middleware=[ToolOutputShorteningMiddleware()],
+    )
+    agent.invoke({"messages": [HumanMessage("one")]}, cfg())
+    agent.invoke({"messages": [HumanMessage("two")]}, cfg())
+    prompts = [[canonical(message_to_view(m)) for m in c.messages] for c in model.calls]
+    for before, after in itertools.pairwise(prompts):
+        assert after[: len(before)] == before  # every call extends the previous prompt
+    results = tool_messages(model.calls[3].messages)
+    assert len(results) == 2 and all(_mark(r)["shortened"] for r in results)
+
+
+async def test_the_async_path_shortens_the_same_way() -> None:
+    responses = [call("run_tests", {"target": "a"}, "c1"), AIMessage(content="done")]
+    sync_agent, sync_model = scripted_agent(
+        responses, tools=[run_tests], middleware=[ToolOutputShorteningMiddleware()]
+    )
+    async_agent, async_model = scripted_agent(
+        responses, tools=[run_tests], middleware=[ToolOutputShorteningMiddleware()]
+    )
+    sync_agent.invoke({"messages": [HumanMessage("go")]}, cfg())
+    await async_agent.ainvoke({"messages": [HumanMessage("go")]}, cfg())
+    sent = [tool_messages(m.calls[1].messages)[0] for m in (sync_model, async_model)]
+    assert sent[0].content == sent[1].content != LOG
+
+
+@pytest.mark.parametrize(
+    ("options", "shortened"),
+    [
+        ({}, {"run_tests", "read_file"}),
+        ({"only": ["read_file"]}, {"read_file"}),
+        ({"never": ["read_file"]}, {"run_tests"}),
+    ],
+)
+def test_only_and_never_filters(options: dict[str, Any], shortened: set[str]) -> None:
+    both = AIMessage(
+        content="",
+        tool_calls=[
+            {"name": "run_tests", "args": {"target": "x"}, "id": "c1"},
+            {"name": "read_file", "args": {"path": "y"}, "id": "c2"},
+        ],
+    )
+    agent, model = scripted_agent(
+        [both, AIMessage(content="done")],
+        tools=[run_tests, read_file],
+        middleware=[ToolOutputShorteningMiddleware(**options)],
+    )
+    agent.invoke({"messages": [HumanMessage("go")]}, cfg())
+    results = tool_messages(model.calls[1].messages)
+    assert [r.tool_call_id for r in results] == ["c1", "c2"]  # pairing intact
+    assert {str(r.name) for r in results if _mark(r) is not None} == shortened
+
+
+def test_image_results_already_seen_results_and_marked_results_are_left_alone() -> None:
+    seen = ToolMessage(content=LOG, tool_call_id="old", name="read_file", id="m-old")
+    marked = ToolMessage(
+        content=LOG,
+        tool_call_id="c0",
+        name="read_file",
+        id="m-marked",
+        response_metadata={"tokenlean": {"output_shortening": {"shortened": True}}},
+    )
+    history = [
+        HumanMessage("hi", id="h1"),
+        call("read_file", {"path": "a"}, "old"),
+        seen,
+        AIMessage(content="ok", id="a1"),
+    ]
+    agent, model = scripted_agent(
+        [call("screenshot", {}, "c1"), AIMessage(content="done")],
+        tools=[screenshot, read_file],
+        middleware=[ToolOutputShorteningMiddleware()],
+    )
+    agent.invoke({"messages": [*history, HumanMessage("look", id="h2")]}, cfg())
+    results = tool_messages(model.calls[1].messages)
+    assert results[0].content == LOG and _mark(results[0]) is None
+    blocks = results[1].content
+    assert isinstance(blocks, list) and isinstance(blocks[0], dict) and blocks[0]["text"] == LOG
+    agent2, model2 = scripted_agent(
+        [AIMessage(content="done")],
+        tools=[read_file],
+        middleware=[ToolOutputShorteningMiddleware()],
+    )
+    agent2.invoke(
+        {"messages": [HumanMessage("x"), call("read_file", {"path": "a"}, "c0"), marked]}, cfg()
+    )
+    assert tool_messages(model2.calls[0].messages)[0].content == LOG
+
+
+def test_text_blocks_are_shortened_as_blocks() -> None:
+    @tool
+    def blocks(tool_call_id: Annotated[str, InjectedToolCallId]) -> ToolMessage:
+        """Return text blocks."""
+        return ToolMessage(content=[{"type": "text", "text": LOG}], tool_call_id=tool_call_id)
+
+    agent, model = scripted_agent(
+        [call("blocks", {}, "c1"), AIMessage(content="done")],
+        tools=[blocks],
+        middleware=[ToolOutputShorteningMiddleware()],
+    )
+    agent.invoke({"messages": [HumanMessage("go")]}, cfg())
+    content = tool_messages(model.calls[1].messages)[0].content
+    assert isinstance(content, list) and len(content) == 1
+    block = content[0]
+    assert isinstance(block, dict) and block["type"] == "text" and len(block["text"]) < len(LOG)
+
+
+def _fetch_omitted(messages: list[BaseMessage]) -> AIMessage:
+    match = marker(tool_messages(messages)[-1])
+    args = {"handle": match.group(1), "lines": f"{match.group(2)}-{match.group(3)}"}
+    return call("read_original", args, "r1")
+
+
+def test_the_agent_reads_an_original_back_and_only_in_its_own_thread() -> None:
+    store = InMemoryOriginalStore()
+    agent, model = scripted_agent(
+        [call("run_tests", {"target": "a"}, "c1"), _fetch_omitted, AIMessage(content="done")],
+        tools=[run_tests],
+        middleware=[ToolOutputShorteningMiddleware(store=store)],
+    )
+    agent.invoke({"messages": [HumanMessage("go")]}, cfg("alice"))
+    fetched = tool_messages(model.calls[2].messages)[-1]
+    lines = LOG.split("\n")
+    assert fetched.name == "read_original" and _mark(fetched) is None
+    first = int(marker(tool_messages(model.calls[1].messages)[0]).group(2))
+    assert f"{first}: {lines[first - 1]}" in str(fetched.content)
+
+    handle = _mark(tool_messages(model.calls[1].messages)[0])["handle"]
+    thief, thief_model = scripted_agent(
+        [call("read_original", {"handle": handle}, "r9"), AIMessage(content="done")],
+        tools=[run_tests],
+        middleware=[ToolOutputShorteningMiddleware(store=store)],
+    )
+    thief.invoke({"messages": [HumanMessage("steal")]}, cfg("mallory"))
+    assert "No original" in str(tool_messages(thief_model.calls[1].messages)[-1].content)
+
+
+def test_originals_can_live_in_a_langgraph_store() -> None:
+    backing = InMemoryStore()
+    middleware = ToolOutputShorteningMiddleware(store=LangGraphOriginalStore(backing))
+    agent, model = scripted_agent(
+        [call("run_tests", {"target": "a"}, "c1"), _fetch_omitted, AIMessage(content="done")],
+        tools=[run_tests],
+        middleware=[middleware],
+    )
+    agent.invoke({"messages": [HumanMessage("go")]}, cfg("w1"))
+    handle = _mark(tool_messages(model.calls[1].messages)[0])["handle"]
+    item = backing.get(("tokenlean", "originals", "w1"), handle)
+    assert item is not None and item.value["text"] == LOG
+    first = int(marker(tool_messages(model.calls[1].messages)[0]).group(2))
+    fetched = str(tool_messages(model.calls[2].messages)[-1].content)
+    assert fetched.startswith(f"{first}: {LOG.split(chr(10))[first - 1]}")
+
+
+def test_shortened_state_persists_through_a_sqlite_checkpointer(tmp_path: Path) -> None:
+    path = str(tmp_path / "checkpoints.db")
+    with SqliteSaver.from_conn_string(path) as saver:
+        agent, first = scripted_agent(
+            [call("run_tests", {"target": "a"}, "c1"), AIMessage(content="done")],
+            tools=[run_tests],
+            middleware=[ToolOutputShorteningMiddleware()],
+            checkpointer=saver,
+        )
+        agent.invoke({"messages": [HumanMessage("go")]}, cfg())
+    with SqliteSaver.from_conn_string(path) as saver:
+        agent, second = scripted_agent(
+            [AIMessage(content="again")],
+            tools=[run_tests],
+            middleware=[ToolOutputShorteningMiddleware()],
+            checkpointer=saver,
+        )
+        agent.invoke({"messages": [HumanMessage("more")]}, cfg())
+    before = [canonical(message_to_view(m)) for m in first.calls[1].messages]
+    after = [canonical(message_to_view(m)) for m in second.calls[0].messages]
+    assert after[: len(before)] == before
+    assert _mark(tool_messages(second.calls[0].messages)[0])["shortened"]
+
+
+def test_lines_already_shown_are_pointed_to_not_repeated() -> None:
+    agent, model = scripted_agent(
+        [
+            call("lint", {"path": "src"}, "c1"),
+            call("lint", {"path": "src"}, "c2"),
+            AIMessage(content="done"),
+        ],
+        tools=[lint],
+        middleware=[ToolOutputShorteningMiddleware(max_tokens=100_000)],
+    )
+    agent.invoke({"messages": [HumanMessage("go")]}, cfg())
+    first, second = tool_messages(model.calls[2].messages)
+    assert first.content == REPORT  # within budget, nothing repeated yet: left alone
+    assert "40 lines already shown earlier omitted" in str(second.content)
+    assert str(second.content).endswith("ERROR: writer_3 violates naming rules")
+
+
+class _BrokenStore(InMemoryOriginalStore):
+    def put(self, scope: str, original: Original) -> None:
+        raise OSError("disk full")
+
+
+def test_a_failing_store_never_breaks_the_agent(caplog: pytest.LogCaptureFixture) -> None:
+    agent, model = scripted_agent(
+        [call("run_tests", {"target": "a"}, "c1"), AIMessage(content="done")],
+        tools=[run_tests],
+        middleware=[ToolOutputShorteningMiddleware(store=_BrokenStore())],
+    )
+    with caplog.at_level(logging.ERROR, logger="tokenlean.langchain.output_shortening"):
+        state = agent.invoke({"messages": [HumanMessage("go")]}, cfg())
+    assert tool_messages(model.calls[1].messages)[0].content == LOG
+    assert state["messages"][-1].content == "done"
+    assert "could not keep originals" in caplog.text
+
+
+def test_without_a_thread_markers_give_line_numbers_only() -> None:
+    agent, model = scripted_agent(
+        [call("run_tests", {"target": "a"}, "c1"), AIMessage(content="done")],
+        tools=[run_tests],
+        middleware=[ToolOutputShorteningMiddleware()],
+        checkpointer=False,
+    )
+    agent.invoke({"messages": [HumanMessage("go")]})
+    content = str(tool_messages(model.calls[1].messages)[0].content)
+    assert "(input lines " in content and "read_original(" not in content
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"min_tokens": -1}, "min_tokens"),
+        ({"min_saving": 1.0}, "min_saving"),
+        ({"only": "bash"}, "collections"),
+        ({"tool_name": "read original"}, "identifier"),
+        ({"max_tokens": 0}, "max_tokens"),
+    ],
+)
+def test_bad_configuration_raises(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        ToolOutputShorteningMiddleware(**options)
+
+
+def test_orphan_results_and_invalid_unicode_pass_through_without_breaking() -> None:
+    broken = LOG.replace("collected item 7:", "collected \ud800 item 7:")
+
+    @tool
+    def odd(tool_call_id: Annotated[str, InjectedToolCallId]) -> ToolMessage:
+        """Return text with a lone surrogate."""
+        return ToolMessage(content=broken, tool_call_id=tool_call_id, name="odd")
+
+    orphan = ToolMessage(content=LOG, tool_call_id="nobody-called-me", name="read_file", id="m-o")
+    agent, model = scripted_agent(
+        [call("odd", {}, "c1"), AIMessage(content="done")],
+        tools=[odd],
+        middleware=[ToolOutputShorteningMiddleware()],
+    )
+    agent.invoke({"messages": [HumanMessage("go"), orphan]}, cfg())
+    first = tool_messages(model.calls[0].messages)
+    assert first[0].content == LOG  # an orphan result is left as it is
+    sent = tool_messages(model.calls[1].messages)[-1]
+    assert _mark(sent) is not None and "FAILED tests/test_api.py" in str(sent.content)

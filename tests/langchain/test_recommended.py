@@ -1,0 +1,95 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.tools import tool
+
+from tests.data import trajectory_paths
+from tokenlean.cost import CachePricing
+from tokenlean.langchain import (
+    ContextEditorMiddleware,
+    LoopGuardMiddleware,
+    ToolOutputShorteningMiddleware,
+)
+from tokenlean.langchain.input_shortening import ToolInputShorteningMiddleware
+from tokenlean.langchain.recommended import recommended_middleware
+from tokenlean.replay.engine import measure_replay, replay
+from tokenlean.replay.formats import load_trajectory
+from tokenlean.replay.metrics import PromptMeasurer
+from tokenlean.testing import scripted_agent
+from tokenlean.tokens import TiktokenCounter
+
+
+def test_stack_shape_and_shared_store() -> None:
+    stack = recommended_middleware("anthropic")
+    assert [type(m) for m in stack] == [
+        ToolInputShorteningMiddleware,
+        ToolOutputShorteningMiddleware,
+        ContextEditorMiddleware,
+        LoopGuardMiddleware,
+    ]
+    assert stack[0].store is stack[1].store
+    assert [t.name for m in stack for t in getattr(m, "tools", [])] == ["read_original"]
+    assert [
+        type(m) for m in recommended_middleware("openai", context_editor=False, loop_guard=False)
+    ] == [
+        ToolInputShorteningMiddleware,
+        ToolOutputShorteningMiddleware,
+    ]
+
+
+def test_provider_sets_the_editor_pricing() -> None:
+    anthropic = recommended_middleware("anthropic")[2]
+    openai = recommended_middleware("openai")[2]
+    uncached = recommended_middleware("none")[2]
+    assert anthropic.config.pricing.name == "anthropic" and anthropic.config.mode == "cache_aware"
+    assert openai.config.pricing.name == "openai"
+    assert uncached.config.mode == "plain"
+    custom = CachePricing("mine", cached_read=0.25, uncached=1.0)
+    assert recommended_middleware(custom)[2].config.pricing is custom
+
+
+def test_unknown_provider_is_rejected() -> None:
+    with pytest.raises(ValueError, match="provider must be one of"):
+        recommended_middleware("gemini")  # type: ignore[arg-type]
+
+
+@tool
+def run(command: str) -> str:
+    """Run a shell command."""
+    return "\n".join(f"line {i}: ok" for i in range(400)) + "\nFAILED test_app.py::test_x - boom"
+
+
+def test_the_one_line_install_runs_an_agent() -> None:
+    script = "\n".join(f"print({i})" for i in range(60))
+    responses: list[Any] = [
+        AIMessage(
+            "", id="a1", tool_calls=[{"id": "c1", "name": "run", "args": {"command": script}}]
+        ),
+        AIMessage("done", id="a2"),
+    ]
+    agent, model = scripted_agent(
+        responses, tools=[run], middleware=recommended_middleware("openai")
+    )
+    result = agent.invoke({"messages": [HumanMessage("go")]}, {"configurable": {"thread_id": "t"}})
+    assert result["messages"][-1].content == "done"
+    second = model.calls[1].messages
+    sent_call = next(m for m in second if isinstance(m, AIMessage)).tool_calls[0]
+    assert len(sent_call["args"]["command"]) < len(script)
+    assert "FAILED test_app.py::test_x - boom" in second[-1].content
+    assert {t["function"]["name"] for t in model.calls[0].tools} == {"run", "read_original"}
+
+
+def test_replay_of_a_real_trajectory_is_cache_safe_and_cheaper() -> None:
+    path = next(p for p in trajectory_paths() if "astropy-12907" in p.name)
+    trajectory = load_trajectory(path)
+    measurer = PromptMeasurer(TiktokenCounter("o200k_base"))
+    base = measure_replay(trajectory, replay(trajectory), measurer, strategy="none")
+    stack = measure_replay(
+        trajectory, replay(trajectory, recommended_middleware()), measurer, strategy="rec"
+    )
+    assert stack.prefix_breaks == 0
+    assert stack.billed_anthropic < 0.9 * base.billed_anthropic
+    assert stack.recall >= 0.9

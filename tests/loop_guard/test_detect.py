@@ -1,0 +1,292 @@
+"""Stuck patterns and loop signals: each pattern, its near-misses, exemptions, config."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.data import TRAJECTORIES
+from tests.loop_guard.test_steps import step
+from tokenlean import Detection, LoopDetector, detect_stuck, loop_signals
+from tokenlean.loop_guard.steps import Step, build_steps
+from tokenlean.replay.formats import load_trajectory
+
+
+def steps(*items: Step) -> list[Step]:
+    return [{**s, "step_index": i} for i, s in enumerate(items)]  # type: ignore[typeddict-item]
+
+
+def run(command: str, output: str = "ok", **kw: Any) -> Step:
+    return step("bash", {"command": command}, output, **kw)
+
+
+def edit(text: str) -> Step:
+    return step("edit", {"path": "a.py", "new": text}, "File updated.")
+
+
+def talk(text: str = "I think the fix is in utils.py.") -> Step:
+    return step("", {}, "", thought=text)
+
+
+A, B, C = run("cat a.py", "print(1)"), run("cat b.py", "print(2)"), run("ls", "a.py b.py")
+
+
+def pattern(history: Sequence[Step], detector: LoopDetector | None = None) -> str | None:
+    found = (detector or LoopDetector()).detect(steps(*history))
+    return found.pattern if found else None
+
+
+# -- each pattern fires ---------------------------------------------------------------------
+
+
+def test_same_action_same_observation_three_times_is_a_repeat() -> None:
+    found = detect_stuck(steps(C, A, A, A))
+    assert found == Detection("repeat", 1, 2, 1, 3, ("bash",))
+
+
+def test_repeat_sees_through_volatile_output() -> None:
+    history = [run("date; make", f"built at 2024-05-0{i} 10:0{i}:00 in 0.{i}s") for i in (1, 2, 3)]
+    assert pattern(history) == "repeat"
+
+
+def test_same_action_failing_with_changing_errors_is_failing() -> None:
+    history = [run("pytest", f"<returncode>1</returncode>\nE assert {i} == 0") for i in range(3)]
+    assert pattern([C, *history]) == "failing"
+
+
+def test_talking_without_acting() -> None:
+    assert pattern([C, talk("Let me think."), talk("The bug is..."), talk("So...")]) == "talking"
+
+
+def test_alternating_between_two_actions_with_same_observations() -> None:
+    assert pattern([C, A, B, A, B]) == "alternating"
+
+
+def test_short_cycle_repeated() -> None:
+    assert pattern([A, B, C, A, B, C]) == "cycle"
+    d, e = run("head x", "x"), run("tail x", "y")
+    assert pattern([A, B, d, e, A, B, d, e]) == "cycle"
+
+
+def test_parallel_calls_repeated_as_a_turn_form_a_cycle() -> None:
+    turn = [step("read", {"p": "a"}, "1"), step("read", {"p": "b"}, "2")]
+    assert pattern(turn * 2) == "alternating"
+
+
+def test_the_strongest_pattern_wins() -> None:
+    found = detect_stuck(steps(A, A, A, A, A))
+    assert found is not None and found.pattern == "repeat" and found.redundant == 4
+
+
+# -- near-misses that must not fire ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "history",
+    [
+        pytest.param([A, A], id="repeat-only-twice"),
+        pytest.param([A, A, B, A, A], id="repeat-interrupted"),
+        pytest.param(
+            [run("cat a", "1"), run("cat a", "2"), run("cat a", "3")], id="output-changes"
+        ),
+        pytest.param([run("cat a"), run("cat b"), run("cat c")], id="arguments-change"),
+        pytest.param(
+            [run("scroll_down", f"lines {i}00-{i}99") for i in range(6)], id="paging-forward"
+        ),
+        pytest.param(
+            [
+                x
+                for i in range(4)
+                for x in (edit(f"fix {i}"), run("pytest", f"<returncode>1</returncode> E {i}"))
+            ],
+            id="edit-then-rerun-with-changing-output",
+        ),
+        pytest.param(
+            [x for i in range(4) for x in (edit(f"fix {i}"), run("pytest", "1 failed"))],
+            id="edit-then-rerun-same-output-but-different-edits",
+        ),
+        pytest.param(
+            [
+                x
+                for i in range(3)
+                for x in (run("pytest", "<returncode>1</returncode>"), edit(f"{i}"))
+            ],
+            id="same-failure-between-different-edits",
+        ),
+        pytest.param(
+            [run("pytest", "<returncode>1</returncode> E"), run("pytest -x", "E")] * 1
+            + [run("pytest -k a", "<returncode>1</returncode> E")],
+            id="failing-but-different-commands",
+        ),
+        pytest.param(
+            [run("pytest", "<returncode>0</returncode> ok")] * 2
+            + [run("pytest", "<returncode>1</returncode> E")],
+            id="failing-once-after-passes",
+        ),
+        pytest.param([C, talk(), talk(), A], id="talking-then-acting"),
+        pytest.param([talk("a"), talk("b"), talk("c"), talk("d")], id="chat-without-tools"),
+        pytest.param([C, talk(), talk()], id="talking-twice"),
+        pytest.param([A, B, A], id="alternation-not-round-twice"),
+        pytest.param([A, B, A, run("cat b.py", "print(3)")], id="alternation-output-changes"),
+        pytest.param([A, B, C, A, B], id="cycle-not-round-twice"),
+        pytest.param([], id="empty"),
+    ],
+)
+def test_near_misses_do_not_fire(history: list[Step]) -> None:
+    assert pattern(history) is None
+
+
+def test_the_same_edit_and_the_same_failure_over_and_over_is_a_loop() -> None:
+    assert pattern([run("pytest", "<returncode>1</returncode> E"), edit("x")] * 2) == "alternating"
+
+
+def test_only_the_end_of_the_run_counts() -> None:
+    assert pattern([A, A, A, B, C]) is None  # the agent got out of it
+
+
+# -- exemptions and configuration --------------------------------------------------------
+
+
+def test_exempt_tools_neither_count_nor_interrupt() -> None:
+    poll = step("job_status", {"id": 7}, "running")
+    detector = LoopDetector(exempt_tools={"job_status"})
+    assert pattern([poll] * 6, detector) is None
+    assert pattern([A, poll, A, poll, A], detector) == "repeat"
+    assert pattern([poll] * 6) == "repeat"  # not exempt by default
+
+
+def test_exempt_if_predicate() -> None:
+    def is_sleep(s: Step) -> bool:
+        return str(s["action_input"].get("command", "")).startswith("sleep")
+
+    nap = run("sleep 5", "")
+    assert pattern([nap] * 4, LoopDetector(exempt_if=is_sleep)) is None
+    assert pattern([nap] * 4) == "repeat"
+
+
+def test_thresholds_and_enabled_patterns() -> None:
+    assert pattern([A, A, A], LoopDetector(repeat_after=4)) is None
+    assert pattern([A, A, A, A], LoopDetector(repeat_after=4)) == "repeat"
+    assert pattern([A, B, A, B], LoopDetector(cycle_repeats=3)) is None
+    assert pattern([A, B] * 3, LoopDetector(cycle_repeats=3)) == "alternating"
+    assert pattern([A, B, C] * 2, LoopDetector(max_period=2)) is None
+    assert pattern([A, A, A], LoopDetector(patterns=["alternating"])) is None
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"repeat_after": 1},
+        {"failing_after": 0},
+        {"talking_after": 1},
+        {"cycle_repeats": 1},
+        {"max_period": 0},
+        {"signal_window": 1},
+        {"hedge_window": 0},
+        {"patterns": ["repeat", "spinning"]},
+        {"exempt_tools": "bash"},
+    ],
+)
+def test_bad_config_is_a_clear_value_error(kwargs: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match=next(iter(kwargs)).split("_")[0]):
+        LoopDetector(**kwargs)
+
+
+def test_config_is_keyword_only() -> None:
+    with pytest.raises(TypeError):
+        LoopDetector(3)  # type: ignore[misc]
+
+
+# -- signals ----------------------------------------------------------------------------
+
+
+def test_signals_rise_with_looping() -> None:
+    healthy = loop_signals(steps(A, B, C, edit("x"), run("pytest", "ok")))
+    looping = loop_signals(steps(A, B, C, A, A, A, A, A))
+    assert healthy == {"streak": 0.0, "hedge": 0.0, "diversity": 0.0}
+    assert looping["streak"] > 0.9 and looping["diversity"] >= 0.8
+    assert loop_signals(steps(C, A, A))["streak"] == 0.5
+
+
+def test_streak_passes_the_reference_threshold_exactly_where_patterns_fire() -> None:
+    cases = [[C, A, A], [C, A, A, A], [A, B, A], [A, B, A, B], [C, talk(), talk(), talk()]]
+    for history in cases:
+        fired = detect_stuck(steps(*history)) is not None
+        assert (loop_signals(steps(*history))["streak"] > 0.7) is fired, history
+
+
+def test_streak_ignores_a_repeated_action_whose_output_changes() -> None:
+    history = [run("tail log", f"line {i}") for i in range(5)]
+    assert loop_signals(steps(*history))["streak"] == 0.0
+
+
+def test_hedge_reads_self_doubt_in_recent_thoughts() -> None:
+    doubt = [
+        run("pytest", "E", thought="Still failing with the same error, let me try again."),
+        run("pytest -x", "E", thought="I'm not sure why this doesn't work. Sorry."),
+    ]
+    calm = [run("pytest", "ok", thought="The tests pass; I will write the summary.")]
+    assert loop_signals(steps(*doubt))["hedge"] == 1.0
+    assert loop_signals(steps(*calm))["hedge"] == 0.0
+    mixed = loop_signals(steps(*doubt, *calm, *calm))["hedge"]
+    assert 0.0 < mixed < 1.0
+
+
+def test_diversity_is_the_loss_of_diversity() -> None:
+    assert loop_signals(steps(A, B, C, A, B, C))["diversity"] == pytest.approx(0.6)
+    assert loop_signals(steps(*[A] * 6))["diversity"] == 1.0
+    assert loop_signals(steps(A, A))["diversity"] == pytest.approx(0.2)  # short: stays low
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> list[Step]:
+    pool = [A, B, C, talk(), talk("again, sorry"), run("pytest", "<returncode>2</returncode>")]
+    pool += [edit("x"), step("poll", {}, "wait", is_error=True)]
+    return steps(*draw(st.lists(st.sampled_from(pool), max_size=30)))
+
+
+@given(histories())
+def test_signals_are_always_in_unit_range(history: list[Step]) -> None:
+    signals = loop_signals(history)
+    assert set(signals) == {"streak", "hedge", "diversity"}
+    assert all(0.0 <= v <= 1.0 for v in signals.values())
+
+
+@given(histories())
+def test_detection_points_at_the_end_of_the_run(history: list[Step]) -> None:
+    found = detect_stuck(history)
+    if found is not None:
+        assert found.last_step == history[-1]["step_index"]
+        assert found.first_step <= found.last_step
+
+
+# -- real trajectories -------------------------------------------------------------------
+
+
+def _labelled(resolved: bool) -> list[str]:
+    rows = [json.loads(line) for line in (TRAJECTORIES / "index.jsonl").open()]
+    return [r["file"] for r in rows if r["resolved"] is resolved]
+
+
+@pytest.mark.parametrize("name", _labelled(True))
+def test_never_fires_on_a_resolved_run(name: str) -> None:
+    history = build_steps(load_trajectory(TRAJECTORIES / name).messages)
+    detector = LoopDetector()
+    for n in range(1, len(history) + 1):
+        assert detector.detect(history[:n]) is None, n
+        s = detector.signals(history[:n])
+        assert not (s["streak"] > 0.7 or (s["hedge"] > 0.6 and s["diversity"] > 0.5)), n
+
+
+@pytest.mark.parametrize("name", _labelled(True)[:4])
+def test_fires_when_a_real_step_or_pair_is_repeated(name: str) -> None:
+    history = build_steps(load_trajectory(TRAJECTORIES / name).messages)
+    middle = len(history) // 2
+    for looped in ([history[middle]] * 3, history[middle : middle + 2] * 2):
+        found = detect_stuck(steps(*history[:middle], *looped))
+        assert found is not None and found.pattern in ("repeat", "alternating"), name

@@ -1,0 +1,49 @@
+"""Cache safety on every real trajectory: first-sight shortening never changes a sent byte."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import ToolMessage
+
+from tests.data import trajectory_paths
+from tokenlean.langchain import ToolOutputShorteningMiddleware
+from tokenlean.langchain.adapter import message_to_view
+from tokenlean.replay.engine import measure_replay, replay
+from tokenlean.replay.formats import load_trajectory
+from tokenlean.replay.metrics import PromptMeasurer
+from tokenlean.tokens import EstimateCounter
+from tokenlean.transcript import mark_of
+
+
+def _mark(message: Any) -> Any:
+    """The mark output shortening left on a LangChain message (``None`` when it left none)."""
+    return mark_of(message_to_view(message), "output_shortening")
+
+
+MEASURER = PromptMeasurer(EstimateCounter())
+SHORTENED: dict[str, int] = {}
+
+
+@pytest.mark.parametrize("path", trajectory_paths(), ids=lambda p: p.stem[:60])
+def test_no_call_changes_bytes_already_sent(path: Path) -> None:
+    trajectory = load_trajectory(path)
+    result = replay(trajectory, [ToolOutputShorteningMiddleware()])
+    metrics = measure_replay(trajectory, result, MEASURER, strategy="shorten")
+    assert metrics.prefix_breaks == 0 and metrics.break_positions == []
+    marked = [
+        m for m in result.final_messages if isinstance(m, ToolMessage) and _mark(m) is not None
+    ]
+    SHORTENED[trajectory.id] = len(marked)
+    for message in marked:  # each shortened result went out shortened from its first call on
+        firsts = [c for c in result.calls if any(m.id == message.id for m in c.messages)]
+        sent = next(m for m in firsts[0].messages if m.id == message.id)
+        assert sent.content == message.content
+
+
+def test_shortening_happened_on_most_trajectories() -> None:
+    if len(SHORTENED) < len(trajectory_paths()):
+        pytest.skip("run with the per-trajectory replays")
+    assert sum(1 for n in SHORTENED.values() if n) >= 0.8 * len(SHORTENED)
