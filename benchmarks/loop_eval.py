@@ -40,12 +40,12 @@ from typing import Any
 
 from tokenlean.langchain.adapter import to_view
 from tokenlean.langchain.loop_guard import ID_PREFIX, LoopGuardMiddleware
+from tokenlean.loop_guard.detect import loop_signals
 from tokenlean.loop_guard.steps import Step, build_steps, step_key
 from tokenlean.replay.engine import replay
 from tokenlean.replay.formats import Trajectory, load_trajectory
 from tokenlean.replay.metrics import CallMetrics, measure_calls
 from tokenlean.replay.runner import shared_measurer
-from tokenlean.loop_guard.detect import loop_signals
 from tokenlean.tokens import tool_schema_text
 from tokenlean.transcript import Message
 

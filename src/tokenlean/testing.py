@@ -184,7 +184,7 @@ def prefix_breaks(calls: ScriptedChatModel | Sequence[RecordedCall]) -> list[tup
         blocks = _blocks(call)
         if previous is not None:
             same = next(
-                (i for i, (a, b) in enumerate(zip(previous, blocks)) if a != b),
+                (i for i, (a, b) in enumerate(zip(previous, blocks, strict=False)) if a != b),
                 min(len(previous), len(blocks)),
             )
             if same < len(previous):

@@ -1,4 +1,4 @@
-"""compress_tool_output, TokenSavingStats and the framework-free planner (tokenlean.token_saving)."""
+"""compress_tool_output, TokenSavingStats and the framework-free token-saving planner."""
 
 from __future__ import annotations
 

@@ -59,7 +59,9 @@ def clearing_edits(
                 Edit(offset + index, message.id, text, "cleared", 0, 0, metadata=CLEARED_MARK)
             )
         elif message.tool_calls and any(_clears_input(c, cleared) for c in message.tool_calls):
-            args = {c.id: {} for c in message.tool_calls if _clears_input(c, cleared)}
+            args: dict[str, Mapping[str, object]] = {
+                c.id: {} for c in message.tool_calls if _clears_input(c, cleared)
+            }
             edits.append(Edit(offset + index, message.id, None, "cleared inputs", 0, 0, args))
     return edits
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from langchain_core.messages import (
     AIMessage,
@@ -22,6 +22,8 @@ from langchain_core.messages import (
 )
 
 from tokenlean.transcript import Content, Edit, Message, Role, ToolCall
+
+M = TypeVar("M", bound=BaseMessage)
 
 _ROLE_BY_TYPE: dict[str, Role] = {
     "system": "system",
@@ -113,7 +115,7 @@ def _raw_content(content: Content) -> Any:
     return content if isinstance(content, str) else [dict(block) for block in content]
 
 
-def apply_edit(message: BaseMessage, edit: Edit) -> BaseMessage:
+def apply_edit(message: M, edit: Edit) -> M:
     """A copy of ``message`` with ``edit`` applied; every field the edit does not name kept.
 
     New tool arguments go everywhere a provider could read them: ``tool_calls``, Anthropic
@@ -136,7 +138,7 @@ def _args_update(
 ) -> dict[str, Any]:
     update: dict[str, Any] = {
         "tool_calls": [
-            {**c, "args": dict(new_args[c["id"]])} if c.get("id") in new_args else c
+            {**c, "args": dict(new_args[c["id"] or ""])} if c.get("id") in new_args else c
             for c in turn.tool_calls
         ]
     }
@@ -178,7 +180,7 @@ def _merged(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def apply_edits(messages: Sequence[BaseMessage], edits: Iterable[Edit]) -> list[BaseMessage]:
+def apply_edits(messages: Sequence[M], edits: Iterable[Edit]) -> list[M]:
     """Apply edits by message id (or, for id-less messages, by index); never mutates inputs.
 
     An edit whose target is missing, or whose index no longer holds a message with the same id,

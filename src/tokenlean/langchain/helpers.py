@@ -126,7 +126,7 @@ class PrefixMemo(Generic[T]):
         self._lock = threading.Lock()
 
     def take(self, scope: str | None, messages: Sequence[Any]) -> tuple[int, T] | None:
-        """``(n, value)`` when ``messages`` starts with the ``n`` messages ``value`` was built on."""
+        """``(n, value)`` when ``messages`` starts with the ``n`` messages ``value`` came from."""
         with self._lock:
             entry = self._entries.pop(scope, None)
         if entry is None:

@@ -2,9 +2,10 @@
 
 An assistant turn is first sent back to the model on the call after the one that produced it.
 Before that call, :class:`ToolInputShorteningMiddleware` cuts each long string argument of the
-turn's tool calls to its head and tail lines (see :mod:`tokenlean.shorten.inputs`) and writes the turn
-back under the same id, so the model only ever sees the short form and every later request
-repeats its bytes: no prompt-cache break. Originals go to the same store as
+turn's tool calls to its head and tail lines and writes the turn back under the same id, so the
+model only ever sees the short form and every later request repeats its bytes: no prompt-cache
+break. The decisions are the core's (:func:`tokenlean.shorten.inputs.plan_inputs`); only the
+newest turn and what follows it are read. Originals go to the same store as
 :class:`~tokenlean.langchain.output_shortening.ToolOutputShorteningMiddleware` uses, so its
 ``read_original`` tool can show them. List this middleware *before* that one: the output
 shortener treats tool-call inputs as already shown, so it must see them cut.

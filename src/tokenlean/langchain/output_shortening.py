@@ -171,7 +171,7 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
             return None
         try:
             for original in update.plan.originals if update.scope is not None else ():
-                self.store.put(update.scope, original)
+                self.store.put(update.scope or "", original)
         except Exception:  # never break the agent: send the results unshortened instead
             logger.exception("could not keep originals; tool results left as they are")
             return None
@@ -185,7 +185,7 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
             return None
         try:
             for original in update.plan.originals if update.scope is not None else ():
-                await self.store.aput(update.scope, original)
+                await self.store.aput(update.scope or "", original)
         except Exception:  # never break the agent: send the results unshortened instead
             logger.exception("could not keep originals; tool results left as they are")
             return None

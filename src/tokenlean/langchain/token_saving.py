@@ -8,11 +8,12 @@ Where compression happens: *request-only, persisted*. ``before_model`` computes 
 once, from the original text, and stores it in agent state (``tokenlean_token_saving_compressed``,
 keyed by message id and tied to a digest of the original content); ``wrap_model_call`` swaps the
 stored text into the request (as :class:`~tokenlean.transcript.Edit` objects applied by
-:func:`~tokenlean.langchain.adapter.apply_edits`). Messages whose stage is final are settled:
-their sent form is carried from call to call per thread, so a long run is not re-read each call. So the state keeps every message whole (other middleware, tools and the
-user still see the originals), each message copy keeps every other field (``name``, ``status``,
-``artifact``, metadata, usage), and the bytes sent for a message stay identical from call to call
-and across processes, even with a non-deterministic classifier, until its stage changes.
+:func:`~tokenlean.langchain.adapter.apply_edits`). So the state keeps every message whole (other
+middleware, tools and the user still see the originals), each message copy keeps every other
+field (``name``, ``status``, ``artifact``, metadata, usage), and the bytes sent for a message stay
+identical from call to call and across processes, even with a non-deterministic classifier, until
+its stage changes. Messages whose stage is final are *settled*: their sent form is carried from
+call to call per thread, so a long run is not re-read on every call.
 
 Cache cost: a compression rewrites a message the model has already been sent, so the call that
 first sends it breaks the provider's prefix cache from that message on. With the defaults only

@@ -7,8 +7,8 @@ progress, never a loop. The patterns, with the default :class:`LoopDetector` thr
 ``repeat``
     the same action with the same observation, 3 times in a row.
 ``failing``
-    the same action failing (:func:`tokenlean.loop_guard.steps.is_failure`) 3 times in a row, whatever the
-    error text says.
+    the same action failing (:func:`tokenlean.loop_guard.steps.is_failure`) 3 times in a row,
+    whatever the error text says.
 ``talking``
     3 replies in a row without any tool call, in a run that has used tools before. In a
     LangChain agent a reply without tool calls ends the run, so this is a harness re-prompting
@@ -154,7 +154,7 @@ class LoopDetector:
         return max(firing, key=lambda d: (d.redundant, -PATTERNS.index(d.pattern)))
 
     def signals(self, steps: Sequence[Step]) -> dict[str, float]:
-        """``streak``, ``hedge`` and ``diversity`` in [0, 1]; see :mod:`tokenlean.loop_guard.signals`."""
+        """``streak``, ``hedge`` and ``diversity`` in [0, 1] (see :mod:`~.signals`)."""
         tail = self.active(steps)
         redundant = max((d.redundant for d in self.candidates(steps)), default=0)
         keys = [_signal_key(s) for s in tail[-self.signal_window :]]
@@ -259,7 +259,7 @@ def detect_stuck(steps: Sequence[Step]) -> Detection | None:
 def loop_signals(steps: Sequence[Step]) -> dict[str, float]:
     """Loop-likelihood signals in [0, 1], usable directly as a ``signals_fn``.
 
-    Each rises as looping gets more likely (see :mod:`tokenlean.loop_guard.signals` for the formulas):
+    Each rises as looping gets more likely (:mod:`tokenlean.loop_guard.signals` has the formulas):
     ``streak`` counts the latest steps that only repeated earlier ones (same canonical action
     and observation in a row or in a short cycle, the same action failing in a row, replies
     without tool calls in a row) and passes 0.7 exactly where the default patterns fire;

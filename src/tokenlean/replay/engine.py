@@ -22,8 +22,8 @@ from tokenlean.langchain.adapter import to_view, view_to_message
 from tokenlean.replay.formats import Trajectory
 from tokenlean.replay.metrics import PromptMeasurer, RunMetrics, measure_calls
 from tokenlean.replay.refs import learned_references
-from tokenlean.testing import RecordedCall, ScriptedChatModel
 from tokenlean.replay.timing import Stopwatch, timed
+from tokenlean.testing import RecordedCall, ScriptedChatModel
 from tokenlean.tokens import tool_schema_text
 from tokenlean.transcript import Message
 
