@@ -4,8 +4,8 @@ Before each model call the steps so far are checked for stuck patterns
 (:class:`tokenlean.loop_guard.detect.LoopDetector`). The first time one fires the agent gets a
 nudge (a human message appended to the conversation). If the loop goes on, the next call is made
 with ``tool_choice="none"`` after a message asking for the final answer. If it still goes on
-(another stuck pattern, or tool calls despite the request to answer), the run ends with an AI message
-saying why. The ladder of responses is configurable.
+(another stuck pattern, or tool calls despite the request to answer), the run ends with an AI
+message saying why. The ladder of responses is configurable.
 
 Only steps since the user's latest *new* request count as evidence: a user who asks something
 else starts afresh (so a chat assistant answering different questions without tools is not
