@@ -18,6 +18,12 @@ the prompt on later edits and lets the request grow for many calls before the ne
 from __future__ import annotations
 
 from tokenlean.context_editor.cache import CacheModel
+from tokenlean.context_editor.clearing import (
+    CLEARED_MARK,
+    STRATEGY,
+    apply_clearing,
+    clearing_edits,
+)
 from tokenlean.context_editor.config import (
     DEFAULT_RETRIEVAL_TOOL,
     MODES,
@@ -32,14 +38,8 @@ from tokenlean.context_editor.config import (
     default_placeholder,
     request_estimator,
 )
-from tokenlean.context_editor.plan import (
-    CLEARED_MARK,
-    STRATEGY,
-    ClearingPlan,
-    apply_clearing,
-    clearing_edits,
-    plan_clearing,
-)
+from tokenlean.context_editor.ledger import RequestLedger
+from tokenlean.context_editor.plan import ClearingPlan, plan_clearing, plan_ledger
 from tokenlean.cost import expected_net_saving
 from tokenlean.tokens import MemoCounter
 
@@ -57,6 +57,7 @@ __all__ = [
     "MemoCounter",
     "Mode",
     "PlaceholderFn",
+    "RequestLedger",
     "RequestView",
     "TokenEstimator",
     "apply_clearing",
@@ -64,5 +65,6 @@ __all__ = [
     "default_placeholder",
     "expected_net_saving",
     "plan_clearing",
+    "plan_ledger",
     "request_estimator",
 ]

@@ -25,40 +25,35 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tokenlean.context_editor.config import ContextEditorConfig, RequestView
+from tokenlean.context_editor.config import ContextEditorConfig
+from tokenlean.context_editor.ledger import RequestLedger
 from tokenlean.cost import CachePricing, expected_net_saving
-from tokenlean.tokens import TokenCounter, count_request, message_tokens
 
 
 @dataclass(frozen=True, slots=True)
 class CacheModel:
-    """The quantities of one request that the model needs, measured once per call."""
+    """The quantities of one request that the model needs, read off the ledger once per call."""
 
     pricing: CachePricing
     prompt: int  # P
     new: int  # N
-    before: tuple[int, ...]  # tokens before each message (system and tool schemas included)
     remaining: int  # R
+    ledger: RequestLedger
+    fixed: int  # tokens of the system prompt and tool schemas, before every message
 
     @classmethod
-    def of(
-        cls, current: RequestView, config: ContextEditorConfig, counter: TokenCounter
-    ) -> CacheModel:
-        messages = current.messages
-        before = [count_request((), counter, system=current.system, tools=current.tools)]
-        for message in messages:
-            before.append(before[-1] + message_tokens(message, counter))
-        replies = [i for i, m in enumerate(messages) if m.role == "assistant"]
-        last_reply = replies[-1] if replies else 0
-        so_far = len(replies)
+    def of(cls, ledger: RequestLedger, fixed: int, config: ContextEditorConfig) -> CacheModel:
+        so_far = len(ledger.replies)
+        last_reply = ledger.replies[-1] if ledger.replies else 0
         expected = config.expected_calls
         remaining = max(0, expected - so_far - 1) if expected is not None else so_far
-        prompt = before[-1]
-        return cls(config.pricing, prompt, prompt - before[last_reply], tuple(before), remaining)
+        prompt = fixed + ledger.total
+        new = prompt - (fixed + ledger.before(last_reply))
+        return cls(config.pricing, prompt, new, remaining, ledger, fixed)
 
     def net(self, *, edit_point: int, saved: int) -> float:
         """The expected net saving of clearing ``saved`` tokens from message ``edit_point`` on."""
-        prefix = min(self.before[edit_point], self.prompt - self.new)
+        prefix = min(self.fixed + self.ledger.before(edit_point), self.prompt - self.new)
         return expected_net_saving(
             self.pricing,
             prompt=self.prompt,

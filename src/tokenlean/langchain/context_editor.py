@@ -21,7 +21,7 @@ from typing import Annotated, Any
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStateAttr
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage
 from langgraph.types import Command
 from typing_extensions import NotRequired, TypedDict
 
@@ -31,22 +31,20 @@ from tokenlean.context_editor import (
     ContextEditorConfig,
     Mode,
     PlaceholderFn,
-    RequestView,
+    RequestLedger,
     TokenEstimator,
-    apply_clearing,
     clearing_edits,
-    plan_clearing,
+    plan_ledger,
     request_estimator,
 )
 from tokenlean.cost import CachePricing
-from tokenlean.langchain.adapter import apply_edits
+from tokenlean.langchain.adapter import apply_edit, apply_edits
 from tokenlean.langchain.helpers import PrefixMemo, thread_scope, tool_schemas, view_from
 from tokenlean.tokens import (
     EstimateCounter,
     MemoCounter,
     TokenCounter,
     count_request,
-    message_tokens,
 )
 
 logger = logging.getLogger(__name__)
@@ -72,13 +70,12 @@ class _Prepared:
     update: dict[str, ClearedRecord] | None  # the new cleared set when it grew
 
 
-@dataclass(frozen=True, slots=True)
-class _Sent:
-    """A thread's request so far, as sent: under which cleared set, its tokens, its messages."""
+@dataclass(slots=True)
+class _Thread:
+    """A thread's request so far: the ledger the core plans on, and the messages as sent."""
 
-    cleared: frozenset[str]
-    tokens: int
-    messages: tuple[AnyMessage, ...]
+    ledger: RequestLedger
+    sent: list[AnyMessage]
 
 
 class ContextEditorMiddleware(AgentMiddleware[ContextEditorState, Any, Any]):
@@ -137,7 +134,8 @@ class ContextEditorMiddleware(AgentMiddleware[ContextEditorState, Any, Any]):
             raise ValueError("on_edit must be callable")
         self.counter, self.estimate, self._incremental = _estimators(token_estimator)
         self.on_edit = on_edit
-        self._sent: PrefixMemo[_Sent] = PrefixMemo()
+        self._threads: PrefixMemo[_Thread] = PrefixMemo()
+        self._fixed_memo: tuple[Any, int, list[Any]] | None = None
 
     def wrap_model_call(
         self,
@@ -169,64 +167,41 @@ class ContextEditorMiddleware(AgentMiddleware[ContextEditorState, Any, Any]):
             return _Prepared(request, None)
         previous = _read_state(request.state)
         scope = thread_scope()
-        if self._incremental:
-            sent = self._extend(scope, messages, previous)
-            if self._fixed(request) + sent.tokens <= self.config.trigger_tokens:
-                self._sent.put(scope, messages, sent)
-                return _Prepared(request.override(messages=list(sent.messages)), None)
-        return self._plan(request, messages, previous, scope)
-
-    def _extend(
-        self, scope: str | None, messages: list[AnyMessage], cleared: Mapping[str, Clearing]
-    ) -> _Sent:
-        """The request as sent under ``cleared``, from the memo plus the messages new since."""
-        key = frozenset(cleared)
-        hit = self._sent.take(scope, messages)
-        start, known = hit if hit is not None and hit[1].cleared == key else (0, _Sent(key, 0, ()))
-        view = view_from(messages, start)
-        tokens = sum(message_tokens(m, self.counter) for m in apply_clearing(view, cleared))
-        edited = apply_edits(messages[start:], clearing_edits(view, cleared))
-        return _Sent(key, known.tokens + tokens, (*known.messages, *edited))
-
-    def _fixed(self, request: ModelRequest[Any]) -> int:
-        """Tokens of the system prompt and tool schemas (counted once per distinct text)."""
-        return count_request(
-            (), self.counter, system=request.system_prompt, tools=tool_schemas(request.tools)
-        )
-
-    def _plan(
-        self,
-        request: ModelRequest[Any],
-        messages: list[AnyMessage],
-        previous: Mapping[str, Clearing],
-        scope: str | None,
-    ) -> _Prepared:
-        view = view_from(messages, 0)
-        request_view = RequestView(
-            messages=tuple(view),
-            system=request.system_prompt,
-            tools=tuple(tool_schemas(request.tools)),
-        )
-        plan = plan_clearing(
-            request_view,
+        hit = self._threads.take(scope, messages)
+        start, thread = hit if hit is not None else (0, _Thread(RequestLedger(self.counter), []))
+        ledger = thread.ledger
+        new = view_from(messages, start)
+        ledger.extend(new)
+        thread.sent.extend(apply_edits(messages[start:], clearing_edits(new, ledger.cleared)))
+        tools = tool_schemas(request.tools)
+        plan = plan_ledger(
+            ledger,
             config=self.config,
             previous=previous,
-            skip=_cleared_elsewhere(messages),
-            estimate=self.estimate,
-            counter=self.counter,
+            system=request.system_prompt,
+            tools=tools,
+            estimate=None if self._incremental else self.estimate,
+            fixed=self._fixed(request.system_prompt, request.tools, tools),
         )
-        edited = apply_edits(messages, clearing_edits(view, plan.cleared))
-        if self._incremental:
-            tokens = sum(
-                message_tokens(m, self.counter) for m in apply_clearing(view, plan.cleared)
-            )
-            self._sent.put(scope, messages, _Sent(frozenset(plan.cleared), tokens, tuple(edited)))
-        request = request.override(messages=edited)
+        for index in sorted(ledger.dirty):  # the messages the cleared set changed
+            edits = clearing_edits([ledger.view[index]], ledger.cleared, offset=index)
+            thread.sent[index] = apply_edit(messages[index], edits[0]) if edits else messages[index]
+        ledger.dirty.clear()
+        self._threads.put(scope, messages, thread)
+        edited = request.override(messages=list(thread.sent))
         if plan.edit is None:
-            return _Prepared(request, None)
+            return _Prepared(edited, None)
         self._report(plan.edit)
         merged = {**previous, **plan.cleared}
-        return _Prepared(request, {k: _record(v) for k, v in merged.items()})
+        return _Prepared(edited, {k: _record(v) for k, v in merged.items()})
+
+    def _fixed(self, system: str | None, raw_tools: Sequence[Any], tools: Sequence[Any]) -> int:
+        """Tokens of the system prompt and tool schemas, counted once per distinct pair."""
+        key = (system, tuple(map(id, raw_tools)))
+        if self._fixed_memo is None or self._fixed_memo[0] != key:
+            counted = count_request((), self.counter, system=system, tools=tools)
+            self._fixed_memo = (key, counted, list(raw_tools))  # holding the tools keeps ids
+        return self._fixed_memo[1]
 
     def _report(self, edit: ContextEdit) -> None:
         if self.on_edit is None:
@@ -273,14 +248,3 @@ def _read_state(state: Mapping[str, Any]) -> dict[str, Clearing]:
 
 def _record(clearing: Clearing) -> ClearedRecord:
     return {"placeholder": clearing.placeholder, "clear_inputs": clearing.clear_inputs}
-
-
-def _cleared_elsewhere(messages: Sequence[BaseMessage]) -> frozenset[str]:
-    """Tool call ids whose results LangChain's ``ContextEditingMiddleware`` already cleared."""
-    ids: set[str] = set()
-    for message in messages:
-        if isinstance(message, ToolMessage):
-            marker = message.response_metadata.get("context_editing")
-            if isinstance(marker, Mapping) and marker.get("cleared"):
-                ids.add(message.tool_call_id)
-    return frozenset(ids)

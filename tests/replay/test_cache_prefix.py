@@ -1,0 +1,97 @@
+"""Cache safety of every registered strategy, in one place: which calls change bytes already sent.
+
+Each strategy is replayed on the bundled real trajectories (and, with the shared data, on the
+smallest run of each source) through a real ``create_agent``. A strategy either never changes a
+byte the model was already sent, or rewrites sent messages in batches: then each message goes out
+in at most a few forms, each form once it appears for good (never back to an earlier one). A new
+strategy must say which it is here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.data import bundled_paths, trajectory_paths
+from tokenlean.langchain.adapter import to_view
+from tokenlean.replay.engine import replay
+from tokenlean.replay.formats import load_trajectory
+from tokenlean.replay.strategies import all_strategies, load_plugins
+from tokenlean.testing import RecordedCall, prefix_breaks
+from tokenlean.transcript import canonical
+
+#: Strategies that never change a byte already sent.
+NO_BREAK = frozenset(
+    {
+        "none",
+        "shorten",
+        "shorten-conservative",
+        "shorten-aggressive",
+        "shorten-no-dedupe",
+        "shorten-inputs",
+        "recommended-anthropic",
+        "recommended-openai",
+        "loop-guard",
+        "budget-100k",
+        "budget-unreached",
+    }
+)
+#: Strategies that rewrite sent messages: the most forms one message may be sent in.
+REWRITES = {
+    "context-editor": 2,
+    "context-editor-cache-aware": 2,
+    "context-editor-10k": 2,
+    "context-editor-cache-aware-10k": 2,
+    "token-saving": 2,
+    "token-saving-once": 2,
+    "token-saving-words": 4,  # original, head+tail, then the two word tiers
+    "token-saving-words-once": 2,
+}
+
+load_plugins()
+STRATEGIES = sorted(s.name for s in all_strategies())
+
+
+def _smallest_per_source() -> list[Path]:
+    by_source: dict[str, list[Path]] = {}
+    for path in trajectory_paths():
+        by_source.setdefault(path.parent.name, []).append(path)
+    return [min(paths, key=lambda p: p.stat().st_size) for _, paths in sorted(by_source.items())]
+
+
+PATHS = [*bundled_paths(), *_smallest_per_source()]
+
+
+def _forms(calls: list[RecordedCall]) -> dict[str, list[str]]:
+    """Per message id, the distinct forms it was sent in, in the order they appeared."""
+    forms: dict[str, list[str]] = {}
+    for call in calls:
+        for message in to_view(call.messages):
+            seen = forms.setdefault(message.id or "", [])
+            text = canonical(message)
+            if not seen or seen[-1] != text:
+                seen.append(text)
+    return forms
+
+
+def test_every_strategy_declares_its_cache_behaviour() -> None:
+    undeclared = [n for n in STRATEGIES if n not in NO_BREAK and n not in REWRITES]
+    assert not undeclared, f"declare these strategies' expected breaks here: {undeclared}"
+
+
+@pytest.mark.parametrize("name", STRATEGIES)
+@pytest.mark.parametrize("path", PATHS, ids=lambda p: f"{p.parent.name}/{p.stem[:40]}")
+def test_calls_change_sent_bytes_only_as_declared(name: str, path: Path) -> None:
+    trajectory = load_trajectory(path)
+    strategy = next(s for s in all_strategies() if s.name == name)
+    calls = [c for c in replay(trajectory, strategy.factory()).calls if c.scripted]
+    breaks = prefix_breaks(calls)
+    if name in NO_BREAK:
+        assert breaks == [], f"{name} changed sent bytes at (call, message) {breaks}"
+        return
+    most = REWRITES[name]
+    for message_id, forms in _forms(calls).items():
+        assert len(forms) <= most, f"{name} sent {message_id} in {len(forms)} forms"
+        assert len(set(forms)) == len(forms), f"{name} sent an earlier form of {message_id} again"
+    assert len(breaks) <= sum(len(f) - 1 for f in _forms(calls).values())
