@@ -10,7 +10,8 @@ output comes back, so the transcript ends with over ``2 * turns`` messages. Each
 middleware alone, the recommended stack, and ``llmslim`` (when installed, as in ``make bench``'s
 environment) run it through a real ``create_agent`` with a scripted model, one fresh process per
 run. The time spent inside middleware hooks is read at every model call (model and tool time
-excluded), and the table compares the mean over the first 100 calls with the mean over the last
+excluded; the CPU time of the thread running the hook, so other work on a shared machine does
+not count), and the table compares the mean over the first 100 calls with the mean over the last
 100: work proportional to what is new keeps that ratio near 1. Figures are medians over
 ``--repeats`` runs; the machine is shared, so only ratios from one run are quoted.
 """
@@ -91,7 +92,7 @@ def _run(name: str, turns: int) -> list[float]:
 
     outputs = _outputs()
     picked = [outputs[i % len(outputs)] for i in range(turns)]
-    watch = Stopwatch()
+    watch = Stopwatch(time.thread_time)  # CPU time: other load on the machine does not count
     marks: list[float] = []
 
     def turn(i: int) -> Callable[[list[Any]], AIMessage]:

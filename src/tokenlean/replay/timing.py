@@ -20,10 +20,12 @@ _WRAP_HOOKS = ("wrap_model_call", "wrap_tool_call")
 
 
 class Stopwatch:
-    """Accumulated seconds."""
+    """Accumulated seconds, read from ``clock`` (wall time by default; ``time.thread_time``
+    counts only this thread's CPU, which other load on the machine does not inflate)."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
         self.seconds = 0.0
+        self.clock = clock
 
 
 def _overrides(cls: type, name: str) -> bool:
@@ -34,20 +36,20 @@ def _state_hook(name: str, is_async: bool) -> Callable[..., Any]:
     if is_async:
 
         async def ahook(self: Any, state: Any, runtime: Any) -> Any:
-            start = time.perf_counter()
+            start = self._tl_watch.clock()
             try:
                 return await getattr(self._tl_inner, name)(state, runtime)
             finally:
-                self._tl_watch.seconds += time.perf_counter() - start
+                self._tl_watch.seconds += self._tl_watch.clock() - start
 
         return ahook
 
     def hook(self: Any, state: Any, runtime: Any) -> Any:
-        start = time.perf_counter()
+        start = self._tl_watch.clock()
         try:
             return getattr(self._tl_inner, name)(state, runtime)
         finally:
-            self._tl_watch.seconds += time.perf_counter() - start
+            self._tl_watch.seconds += self._tl_watch.clock() - start
 
     return hook
 
@@ -60,17 +62,17 @@ def _wrap_hook(name: str, is_async: bool) -> Callable[..., Any]:
 
             async def timed_handler(req: Any) -> Any:
                 nonlocal inside
-                start = time.perf_counter()
+                start = self._tl_watch.clock()
                 try:
                     return await handler(req)
                 finally:
-                    inside += time.perf_counter() - start
+                    inside += self._tl_watch.clock() - start
 
-            start = time.perf_counter()
+            start = self._tl_watch.clock()
             try:
                 return await getattr(self._tl_inner, name)(request, timed_handler)
             finally:
-                self._tl_watch.seconds += time.perf_counter() - start - inside
+                self._tl_watch.seconds += self._tl_watch.clock() - start - inside
 
         return awrap
 
@@ -79,17 +81,17 @@ def _wrap_hook(name: str, is_async: bool) -> Callable[..., Any]:
 
         def timed_handler(req: Any) -> Any:
             nonlocal inside
-            start = time.perf_counter()
+            start = self._tl_watch.clock()
             try:
                 return handler(req)
             finally:
-                inside += time.perf_counter() - start
+                inside += self._tl_watch.clock() - start
 
-        start = time.perf_counter()
+        start = self._tl_watch.clock()
         try:
             return getattr(self._tl_inner, name)(request, timed_handler)
         finally:
-            self._tl_watch.seconds += time.perf_counter() - start - inside
+            self._tl_watch.seconds += self._tl_watch.clock() - start - inside
 
     return wrap
 
