@@ -88,6 +88,15 @@ def test_json_holds_the_source_rows(bundled: ReplayReport) -> None:
     assert {r["source"] for r in data["runs"]} == set(bundled.by_source)
 
 
+def test_a_saved_report_reads_back(bundled: ReplayReport) -> None:
+    data = json.loads(json.dumps(report.to_json(bundled)))
+    again = report.from_json(data)
+    assert report.source_rows(again) == report.source_rows(bundled)
+    assert report.text_table(again) == report.text_table(bundled)
+    assert report.source_matrix(again) == report.source_matrix(bundled)
+    assert "| shorten | " in report.source_matrix(again)
+
+
 def test_cli_prints_a_table_per_source(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["replay", "-s", "shorten", "-j", "2", "--by-source", "--markdown"]) == 0
     out = capsys.readouterr().out

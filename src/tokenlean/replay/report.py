@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -116,6 +116,24 @@ def source_table(report: ReplayReport, *, markdown: bool = False) -> str:
     return _markdown(SOURCE_COLUMNS, body) if markdown else _text(SOURCE_COLUMNS, body, left=2)
 
 
+def source_matrix(report: ReplayReport) -> str:
+    """A Markdown table: a row per strategy, a column per source (then pooled), each cell
+    ``billed (Anthropic) x none / recall``; the compact view for judging by the worst source."""
+    sources = list(report.by_source)
+    head = ["strategy", *(s or "-" for s in sources), "pooled"]
+    body = []
+    for name in report.strategies:
+        cells = [name]
+        cells += [_cell(rows_[name], _baseline(rows_)) for rows_ in report.by_source.values()]
+        cells.append(_cell(report.pooled[name], _baseline(report.pooled)))
+        body.append(cells)
+    return _markdown(head, body)
+
+
+def _cell(row: RunMetrics, base: RunMetrics) -> str:
+    return f"{relative(row, base)['billed_anthropic']:.3f} / {row.recall:.3f}"
+
+
 @dataclass(frozen=True, slots=True)
 class WorstSource:
     """A strategy's worst source by bill and by recall (None when no source qualifies)."""
@@ -210,6 +228,29 @@ def _source_json(report: ReplayReport) -> list[dict[str, Any]]:
                 entry["relative"] = {k: round(v, 5) for k, v in relative(row, base).items()}
             out.append(entry)
     return out
+
+
+def from_json(data: Mapping[str, Any]) -> ReplayReport:
+    """Rebuild a report from :func:`to_json`'s output (its runs; every pooled row is re-derived),
+    so a saved replay can be re-tabled or combined without replaying again."""
+    runs = [_run_from_dict(entry) for entry in data["runs"]]
+    names = [str(entry["strategy"]) for entry in data["pooled"]]
+    return ReplayReport(names, runs, str(data["counter"]))
+
+
+def _run_from_dict(entry: Mapping[str, Any]) -> RunMetrics:
+    run = RunMetrics(strategy=str(entry["strategy"]), trajectory=str(entry["trajectory"]))
+    run.source = str(entry.get("source") or "")
+    for key in ("calls", "tokens_sent", "prefix_breaks", "refs_total", "refs_retained"):
+        setattr(run, key, int(entry[key]))
+    run.billed_anthropic = float(entry["billed_anthropic"])
+    run.billed_openai = float(entry["billed_openai"])
+    run.break_positions = [(int(a), int(b)) for a, b in entry["break_positions"]]
+    run.middleware_seconds = float(entry["middleware_ms_per_call"]) * run.calls / 1000
+    run.wall_seconds = float(entry["wall_seconds"])
+    run.extra_calls = int(entry["extra_calls"])
+    run.error = entry.get("error")
+    return run
 
 
 def write_json(report: ReplayReport, path: Path) -> None:
