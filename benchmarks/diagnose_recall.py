@@ -642,7 +642,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "diagnosis_details.md").write_text(text, encoding="utf-8")
     data = {k: [asdict(x) for x in getattr(found, k)] for k in ("lost", "shortened", "splits")}
-    (args.out / "diagnosis_data.json").write_text(json.dumps(data, indent=1) + "\n")
+    (args.out / "diagnosis_data.json").write_text(json.dumps(data) + "\n")
     print(text)
     return 1 if problems else 0
 
