@@ -37,6 +37,9 @@ def add_subcommand(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     p.add_argument("--chart", type=Path, metavar="FILE", help="write a chart (.svg or .html)")
     p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     p.add_argument(
+        "--by-source", action="store_true", help="also print a table per source (trace folder)"
+    )
+    p.add_argument(
         "--plugin",
         action="append",
         default=[],
@@ -96,6 +99,8 @@ def _run_replay(args: argparse.Namespace) -> int:
     print(f"{len(trajectories)} trajectories x {len(names)} strategies in {elapsed:.1f}s\n")
     print(report.markdown_table(result) if args.markdown else report.text_table(result))
     print()
+    if args.by_source:
+        print(report.by_source_section(result, markdown=args.markdown) + "\n")
     for line in report.summary_lines(result):
         print(line)
     if args.json:

@@ -165,7 +165,7 @@ def measure_replay(
     turn_refs = [
         refs_by_id.get(c.response.id if c.response else None, frozenset()) for c in scripted
     ]
-    run = RunMetrics(strategy=strategy, trajectory=trajectory.id)
+    run = RunMetrics(strategy=strategy, trajectory=trajectory.id, source=trajectory.source_name)
     run.add_calls(measure_calls(prompts, turn_refs))
     run.middleware_seconds = result.middleware_seconds
     run.wall_seconds = result.wall_seconds

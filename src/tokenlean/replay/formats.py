@@ -31,19 +31,28 @@ class TrajectoryFormatError(ValueError):
 
 @dataclass(frozen=True)
 class Trajectory:
-    """A recorded agent run: its messages, where it came from and how it ended."""
+    """A recorded agent run: its messages, where it came from and how it ended.
+
+    ``source`` is the run's provenance (``owner/repo@commit:path`` in the neutral format, else the
+    file it was read from); ``source_name`` names the group of runs it is reported with, by
+    default the folder the file sits in (``shared/data/trajectories/<source_name>/<run>.json``).
+    """
 
     id: str
     messages: tuple[Message, ...]
     source: str = ""
+    source_name: str = ""
     license: str = ""
     outcome: str = ""
     resolved: bool | None = None
     meta: Mapping[str, Any] = field(default_factory=dict)
 
 
-def load_trajectory(path: str | Path) -> Trajectory:
-    """Read one trace file in any supported format."""
+def load_trajectory(path: str | Path, *, source_name: str | None = None) -> Trajectory:
+    """Read one trace file in any supported format.
+
+    ``source_name`` defaults to the name of the file's folder (the layout of the shared data).
+    """
     path = Path(path)
     name = str(path)
     try:
@@ -56,11 +65,12 @@ def load_trajectory(path: str | Path) -> Trajectory:
         raise TrajectoryFormatError(
             name, f"line {exc.lineno} column {exc.colno}", f"invalid JSON: {exc.msg}"
         ) from None
-    return parse_trajectory(data, source=name, default_id=path.stem)
+    group = path.resolve().parent.name if source_name is None else source_name
+    return parse_trajectory(data, source=name, default_id=path.stem, source_name=group)
 
 
 def parse_trajectory(
-    data: Json, *, source: str = "<data>", default_id: str = "trace"
+    data: Json, *, source: str = "<data>", default_id: str = "trace", source_name: str = ""
 ) -> Trajectory:
     """Build a :class:`Trajectory` from already-decoded JSON in any supported format."""
     system: Json = None
@@ -81,6 +91,7 @@ def parse_trajectory(
         id=str(header.get("id") or default_id),
         messages=tuple(messages),
         source=str(header.get("source") or source),
+        source_name=source_name,
         license=str(header.get("license") or ""),
         outcome=str(header.get("outcome") or ""),
         resolved=resolved if isinstance(resolved, bool) else None,

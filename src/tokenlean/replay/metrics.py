@@ -114,6 +114,7 @@ class RunMetrics:
 
     strategy: str
     trajectory: str
+    source: str = ""  # the trajectory's source name (see Trajectory.source_name)
     calls: int = 0
     tokens_sent: int = 0
     billed_anthropic: float = 0.0
@@ -151,6 +152,7 @@ class RunMetrics:
         return {
             "strategy": self.strategy,
             "trajectory": self.trajectory,
+            "source": self.source,
             "calls": self.calls,
             "tokens_sent": self.tokens_sent,
             "billed_anthropic": round(self.billed_anthropic, 2),
@@ -167,9 +169,12 @@ class RunMetrics:
         }
 
 
-def pool(strategy: str, runs: Iterable[RunMetrics]) -> RunMetrics:
-    """Sum runs of one strategy into one row (recall and ms/call are pooled ratios)."""
-    total = RunMetrics(strategy=strategy, trajectory="(all)")
+def pool(strategy: str, runs: Iterable[RunMetrics], *, source: str = "") -> RunMetrics:
+    """Sum runs of one strategy into one row (recall and ms/call are pooled ratios).
+
+    ``source`` labels a row pooled over one source's runs (the caller picks the runs).
+    """
+    total = RunMetrics(strategy=strategy, trajectory="(all)", source=source)
     for run in runs:
         if run.error:
             continue

@@ -45,21 +45,34 @@ def run_one(trajectory: Trajectory, strategy: str, plugins: Sequence[str] = ()) 
         return measure_replay(trajectory, result, shared_measurer(), strategy=strategy)
     except Exception as exc:  # a broken strategy must not take the others down
         detail = f"{type(exc).__name__}: {exc}"
-        return RunMetrics(strategy=strategy, trajectory=trajectory.id, error=detail)
+        return RunMetrics(
+            strategy=strategy, trajectory=trajectory.id, source=trajectory.source_name, error=detail
+        )
 
 
 @dataclass
 class ReplayReport:
-    """Every run, the pooled row per strategy, and how tokens were counted."""
+    """Every run, the pooled row per strategy (over all runs and per source), and the counter.
+
+    ``by_source[source][strategy]`` pools that strategy's runs on that source's trajectories;
+    sources are in name order.
+    """
 
     strategies: list[str]
     runs: list[RunMetrics]
     counter: str
     pooled: dict[str, RunMetrics] = field(default_factory=dict)
+    by_source: dict[str, dict[str, RunMetrics]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for name in self.strategies:
             self.pooled[name] = pool(name, (r for r in self.runs if r.strategy == name))
+        for source in sorted({r.source for r in self.runs}):
+            runs = [r for r in self.runs if r.source == source]
+            self.by_source[source] = {
+                name: pool(name, (r for r in runs if r.strategy == name), source=source)
+                for name in self.strategies
+            }
 
     def errors(self) -> list[RunMetrics]:
         return [r for r in self.runs if r.error]

@@ -1,0 +1,355 @@
+"""Leave one source out: tune on the other sources, confirm on the one left out.
+
+Usage (from the repository root)::
+
+    python -m benchmarks.loso [TRAJECTORY_DIR] -c NAME [-c NAME ...] [--plugin MODULE] [-j 2]
+
+Every candidate (a registered strategy; a ``--plugin`` module registers more, and its ``GRID``
+list, if any, adds them to the candidates) is replayed once over every trajectory, with ``none``
+as the baseline. Results are cached in a JSON file per candidate name, keyed by the trajectory
+set, a hash of tokenlean's source and a hash of the candidate's factory (its code and the values
+it closes over), so a rerun replays only what is new or changed.
+
+Then, for each source S (a folder of trajectories), the candidates are judged on the *other*
+sources only: among those with recall >= ``--floor`` on every other source with at least
+``--min-refs`` references, pooled recall over the others >= ``--pooled-floor``, and tokens sent
+and billed input <= none on every other source, the one with the lowest pooled billed input
+(Anthropic-style) is picked, and its figures on S — never seen while choosing — are reported.
+The table goes to ``benchmarks/loso.md`` with the command that produced it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib
+import json
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tokenlean.replay import report, strategies
+from tokenlean.replay.formats import Trajectory, load_trajectory
+from tokenlean.replay.metrics import RunMetrics, pool, relative
+from tokenlean.replay.runner import ReplayReport, run_replay, stderr_progress
+
+HERE = Path(__file__).parent
+BASELINE = strategies.BASELINE
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What a pick must satisfy on the sources it is tuned on."""
+
+    floor: float = 0.97  # recall on every source with >= min_refs references
+    pooled_floor: float = 0.98  # recall pooled over the sources tuned on
+    min_refs: int = report.MIN_REFS
+
+    def __post_init__(self) -> None:
+        for name in ("floor", "pooled_floor"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)!r}")
+        if self.min_refs < 0:
+            raise ValueError(f"min_refs must be >= 0, got {self.min_refs!r}")
+
+
+@dataclass(frozen=True)
+class Figures:
+    """One candidate on a set of sources: ratios to none, recall, and the rules it breaks."""
+
+    billed: float  # pooled billed input (Anthropic-style), x none
+    tokens: float  # pooled tokens sent, x none
+    recall: float  # pooled
+    refs: int
+    worst_recall: float | None  # lowest recall among sources with >= min_refs references
+    worst_recall_source: str | None
+    broken: tuple[str, ...]  # why it is not eligible (empty: eligible)
+
+
+def figures(
+    result: ReplayReport,
+    name: str,
+    sources: Iterable[str],
+    rules: Rules,
+    *,
+    pooled_rule: bool = True,
+) -> Figures:
+    """``name`` pooled over ``sources`` (each ratio against none of the same sources).
+
+    ``pooled_rule=False`` skips the pooled-recall rule (a single held-out source is judged by the
+    per-source rules only).
+    """
+    sources = list(sources)
+    row = pool(name, _runs(result, name, sources))
+    base = pool(BASELINE, _runs(result, BASELINE, sources))
+    ratio = relative(row, base)
+    broken: list[str] = []
+    worst: tuple[float, str] | None = None
+    for source in sources:
+        one, one_base = result.by_source[source][name], result.by_source[source][BASELINE]
+        if one_base.refs_total >= rules.min_refs:
+            worst = min(worst or (one.recall, source), (one.recall, source))
+            if one.recall < rules.floor:
+                broken.append(f"recall {one.recall:.3f} on {source}")
+        if one.billed_anthropic > one_base.billed_anthropic + 1e-9:
+            broken.append(f"billed above none on {source}")
+        if one.tokens_sent > one_base.tokens_sent:
+            broken.append(f"tokens above none on {source}")
+    if pooled_rule and row.recall < rules.pooled_floor:
+        broken.append(f"pooled recall {row.recall:.3f}")
+    if _failed(result, name, sources):
+        broken.append("failed runs")
+    return Figures(
+        billed=ratio["billed_anthropic"],
+        tokens=ratio["tokens_sent"],
+        recall=row.recall,
+        refs=row.refs_total,
+        worst_recall=worst[0] if worst else None,
+        worst_recall_source=worst[1] if worst else None,
+        broken=tuple(broken),
+    )
+
+
+def _runs(result: ReplayReport, name: str, sources: Sequence[str]) -> list[RunMetrics]:
+    return [r for r in result.runs if r.strategy == name and r.source in sources]
+
+
+def _failed(result: ReplayReport, name: str, sources: Sequence[str]) -> bool:
+    return any(r.error for r in result.runs if r.strategy == name and r.source in sources)
+
+
+@dataclass(frozen=True)
+class Fold:
+    """One held-out source: what was picked on the others, and how it does on the held-out one."""
+
+    held_out: str
+    pick: str  # BASELINE when no candidate was eligible
+    tuned: Figures  # the pick on the other sources
+    held: Figures  # the pick on the held-out source alone
+    eligible: int  # candidates eligible on the other sources
+
+
+def pick(
+    result: ReplayReport, candidates: Sequence[str], sources: Sequence[str], rules: Rules
+) -> tuple[str, Figures, int]:
+    """The eligible candidate with the lowest pooled billed input on ``sources`` (ties: name)."""
+    judged = [(figures(result, name, sources, rules), name) for name in candidates]
+    ok = sorted((f.billed, name, f) for f, name in judged if not f.broken)
+    if not ok:
+        return BASELINE, figures(result, BASELINE, sources, rules), 0
+    return ok[0][1], ok[0][2], len(ok)
+
+
+def leave_one_out(result: ReplayReport, candidates: Sequence[str], rules: Rules) -> list[Fold]:
+    """A fold per source: pick on the others, measure on the one left out."""
+    sources = list(result.by_source)
+    folds = []
+    for held_out in sources:
+        others = [s for s in sources if s != held_out]
+        name, tuned, eligible = pick(result, candidates, others, rules)
+        held = figures(result, name, [held_out], rules, pooled_rule=False)
+        folds.append(Fold(held_out, name, tuned, held, eligible))
+    return folds
+
+
+# -- cache ---------------------------------------------------------------------------------------
+
+
+def code_key() -> str:
+    """A hash of tokenlean's source: any change to it invalidates every cached replay."""
+    import tokenlean
+
+    digest = hashlib.sha256()
+    for path in sorted(Path(tokenlean.__file__).parent.rglob("*.py")):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def strategy_key(name: str) -> str:
+    """A hash of what builds strategy ``name``: its factory's code and the values it closes over
+    (e.g. the options of a shortener variant), so editing one variant of a grid replays only it.
+    """
+    factory = strategies.get(name).factory
+    digest = hashlib.sha256(name.encode())
+    code = getattr(factory, "__code__", None)
+    if code is None:  # a class or builtin (``list`` for none)
+        digest.update(repr(factory).encode())
+    else:
+        digest.update(code.co_code + repr(code.co_consts).encode() + repr(code.co_names).encode())
+        for cell in getattr(factory, "__closure__", None) or ():
+            digest.update(repr(cell.cell_contents).encode())
+    return digest.hexdigest()[:16]
+
+
+def data_key(trajectories: Sequence[Trajectory]) -> str:
+    """A hash of the trajectory set (ids, sources and message counts)."""
+    digest = hashlib.sha256()
+    for t in sorted(trajectories, key=lambda t: t.id):
+        digest.update(f"{t.source_name}/{t.id}/{len(t.messages)}\n".encode())
+    return digest.hexdigest()[:16]
+
+
+def replay_cached(
+    trajectories: Sequence[Trajectory],
+    names: Sequence[str],
+    *,
+    cache: Path,
+    plugins: Sequence[str],
+    jobs: int | None,
+) -> ReplayReport:
+    """Every name's runs, replaying only the names whose cached entry is missing or stale."""
+    base = f"{code_key()}:{data_key(trajectories)}"
+    keys = {n: f"{base}:{strategy_key(n)}" for n in names}
+    stored = json.loads(cache.read_text()) if cache.is_file() else {}
+    entries: dict[str, Any] = stored.get("entries", {})
+    todo = [n for n in names if entries.get(n, {}).get("key") != keys[n]]
+    if todo:
+        print(f"replaying {len(todo)} of {len(names)}: {', '.join(todo)}", file=sys.stderr)
+        fresh = run_replay(trajectories, todo, jobs=jobs, plugins=plugins, progress=stderr_progress)
+        for name in todo:
+            runs = [r.to_dict() for r in fresh.runs if r.strategy == name]
+            entries[name] = {"key": keys[name], "counter": fresh.counter, "runs": runs}
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        cache.write_text(json.dumps({"entries": entries}) + "\n", encoding="utf-8")
+    counters = {entries[n]["counter"] for n in names}
+    data = {
+        "counter": " + ".join(sorted(counters)),
+        "pooled": [{"strategy": n} for n in names],
+        "runs": [run for n in names for run in entries[n]["runs"]],
+    }
+    return report.from_json(data)
+
+
+# -- output --------------------------------------------------------------------------------------
+
+
+def markdown(
+    result: ReplayReport, candidates: Sequence[str], rules: Rules, command: str, seconds: float
+) -> str:
+    folds = leave_one_out(result, candidates, rules)
+    everywhere = pick(result, candidates, list(result.by_source), rules)
+    lines = [
+        "# Leave one source out",
+        "",
+        f"Produced by `{command}` in {seconds:.0f} s (cached replays reused), over"
+        f" {len({r.trajectory for r in result.runs})} trajectories from"
+        f" {len(result.by_source)} sources. Tokens counted with: {result.counter}.",
+        "",
+        f"Candidates: {', '.join(f'`{c}`' for c in candidates)}.",
+        "",
+        "For each source, a candidate is picked using only the other sources: the lowest pooled"
+        " billed input (Anthropic-style, x none) among those with recall"
+        f" >= {rules.floor} on every other source with >= {rules.min_refs} references, pooled"
+        f" recall >= {rules.pooled_floor}, and tokens sent and billed <= none on every other"
+        " source (`none` when no candidate qualifies). Then its figures on the source left out;"
+        f" it holds there when recall >= {rules.floor} (if the source has >= {rules.min_refs}"
+        " references) and tokens and billed <= none.",
+        "",
+        "| held out | refs | pick | eligible | tuned: billed | tuned: worst recall"
+        " | held out: billed | held out: tokens | held out: recall | held out: holds |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for fold in folds:
+        lines.append(_fold_row(fold, rules))
+    name, tuned, eligible = everywhere
+    lines += [
+        "",
+        f"Picked on all sources together: **{name}** ({eligible} eligible), billed"
+        f" {tuned.billed:.3f} x none at pooled recall {tuned.recall:.3f}"
+        f" (worst {_worst(tuned)}).",
+        "",
+        "## Candidates per source",
+        "",
+        "Each cell: billed input (Anthropic-style) x none / reference recall.",
+        "",
+        report.source_matrix(result),
+        "",
+        "## Why candidates are not eligible on all sources",
+        "",
+    ]
+    for name in candidates:
+        broken = figures(result, name, list(result.by_source), rules).broken
+        lines.append(f"- `{name}`: {'; '.join(broken) if broken else 'eligible'}")
+    return "\n".join(lines) + "\n"
+
+
+def _fold_row(fold: Fold, rules: Rules) -> str:
+    held = fold.held
+    holds = "yes" if not held.broken else "no: " + "; ".join(held.broken)
+    cells = [
+        fold.held_out,
+        str(held.refs),
+        f"`{fold.pick}`",
+        str(fold.eligible),
+        f"{fold.tuned.billed:.3f}",
+        _worst(fold.tuned),
+        f"{held.billed:.3f}",
+        f"{held.tokens:.3f}",
+        f"{held.recall:.3f}",
+        holds,
+    ]
+    return "| " + " | ".join(cells) + " |"
+
+
+def _worst(f: Figures) -> str:
+    if f.worst_recall is None:
+        return "-"
+    return f"{f.worst_recall:.3f} ({f.worst_recall_source})"
+
+
+# -- command -------------------------------------------------------------------------------------
+
+
+def candidates_from(names: Sequence[str], plugins: Sequence[str]) -> list[str]:
+    """The named candidates, then each plugin's ``GRID`` (in order, without repeats)."""
+    out = [n for n in names if n != BASELINE]
+    for module in plugins:
+        out += [n for n in getattr(importlib.import_module(module), "GRID", ()) if n != BASELINE]
+    return list(dict.fromkeys(out))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    default_dir = HERE.parent.parent / "shared" / "data" / "trajectories"
+    parser.add_argument("trajectories", nargs="?", type=Path, default=default_dir)
+    parser.add_argument("-c", "--candidate", action="append", default=[], dest="candidates")
+    parser.add_argument("--plugin", action="append", default=[], metavar="MODULE")
+    parser.add_argument("-j", "--jobs", type=int, default=None)
+    parser.add_argument("--cache", type=Path, default=HERE / "loso_cache.json")
+    parser.add_argument("--out", type=Path, default=HERE / "loso.md")
+    parser.add_argument("--floor", type=float, default=Rules.floor)
+    parser.add_argument("--pooled-floor", type=float, default=Rules.pooled_floor)
+    parser.add_argument("--min-refs", type=int, default=Rules.min_refs)
+    args = parser.parse_args(argv)
+    rules = Rules(floor=args.floor, pooled_floor=args.pooled_floor, min_refs=args.min_refs)
+    strategies.load_plugins(args.plugin)
+    candidates = candidates_from(args.candidates, args.plugin)
+    if not candidates:
+        parser.error("name at least one candidate (-c NAME) or a plugin with a GRID")
+    for name in candidates:
+        strategies.get(name)  # unknown names fail before any replay
+    paths = sorted(p for p in args.trajectories.rglob("*.json") if p.name != "index.json")
+    trajectories = [load_trajectory(p) for p in paths]
+    start = time.perf_counter()
+    result = replay_cached(
+        trajectories,
+        [BASELINE, *candidates],
+        cache=args.cache,
+        plugins=args.plugin,
+        jobs=args.jobs,
+    )
+    seconds = time.perf_counter() - start
+    command = "python -m benchmarks.loso " + " ".join(sys.argv[1:] if argv is None else argv)
+    text = markdown(result, candidates, rules, command.strip(), seconds)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text, encoding="utf-8")
+    print(text)
+    return 1 if result.errors() else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
