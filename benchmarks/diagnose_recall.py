@@ -61,7 +61,7 @@ def observe_shortener() -> None:
 
     if getattr(firstsight, "_diagnose_observed", False):
         return
-    plan_one, shorten = firstsight._plan_one, getattr(firstsight, "shorten")  # noqa: B009
+    plan_one, shorten = firstsight._shorten_one, getattr(firstsight, "shorten")  # noqa: B009
 
     def planning(message: Message, *args: Any, **kwargs: Any) -> Any:
         _CURRENT[0] = message.tool_call_id or ""
@@ -73,7 +73,7 @@ def observe_shortener() -> None:
         return result
 
     # Both are looked up as module globals at call time, so replacing them observes every call.
-    setattr(firstsight, "_plan_one", planning)  # noqa: B010  # a wrapper with the same signature
+    setattr(firstsight, "_shorten_one", planning)  # noqa: B010  # a wrapper with the same signature
     setattr(firstsight, "shorten", shortening)  # noqa: B010
     setattr(firstsight, "_diagnose_observed", True)  # noqa: B010
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from tokenlean.replay.builtin.shortening import CONSERVATIVE
+
 from tokenlean.replay.strategies import register
 
 

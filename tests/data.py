@@ -36,4 +36,4 @@ def trajectory_paths() -> list[Path]:
 
 def bundled_paths() -> list[Path]:
     """The real trajectories shipped with the package (always there)."""
-    return sorted(BUNDLED.glob("*.json"))
+    return sorted(BUNDLED.glob("*/*.json"))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TRAJECTORIES
+from tests.data import TRAJECTORIES
 from tokenlean.cli import main
 from tokenlean.replay import report
 from tokenlean.replay.bundled import bundled_paths
