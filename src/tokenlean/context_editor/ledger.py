@@ -47,6 +47,7 @@ class RequestLedger:
     judged: dict[tuple[int, bool], Judged | None] = field(default_factory=dict)
     elsewhere: set[str] = field(default_factory=set)  # cleared by LangChain's own editor
     dirty: set[int] = field(default_factory=set)  # messages whose sent form changed
+    previous: Mapping[str, Clearing] | None = None  # the cleared set last planned from
     _sums: list[int] = field(default_factory=lambda: [0])  # _sums[i]: tokens before message i
 
     def extend(self, messages: Iterable[Message]) -> None:
@@ -75,6 +76,14 @@ class RequestLedger:
         keys = cleared.keys() | self.cleared.keys()
         changed_ids = {k for k in keys if cleared.get(k) != self.cleared.get(k)}
         self.cleared = dict(cleared)
+        return self._recount(changed_ids)
+
+    def add_cleared(self, new: Mapping[str, Clearing]) -> list[int]:
+        """:meth:`set_cleared` for a cleared set that only grows by ``new`` (no full compare)."""
+        self.cleared = {**self.cleared, **new}
+        return self._recount(set(new))
+
+    def _recount(self, changed_ids: set[str]) -> list[int]:
         changed = sorted(
             {i for key in changed_ids for i in self.result_at.get(key, ())}
             | {i for key in changed_ids for i in self.call_at.get(key, ())}
@@ -86,7 +95,7 @@ class RequestLedger:
         self.dirty.update(changed)
         if changed:
             del self._sums[changed[0] + 1 :]
-            cleared_now = set(self.cleared)
+            cleared_now = self.cleared
             self.open = [i for i in self.open if self.view[i].tool_call_id not in cleared_now]
         return changed
 

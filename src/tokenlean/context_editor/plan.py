@@ -78,8 +78,11 @@ def plan_ledger(
 
     ``fixed`` is the tokens of the system prompt and tool schemas when the caller knows them.
     """
-    cleared = {key: value for key, value in previous.items() if key in ledger.result_at}
-    ledger.set_cleared(cleared)
+    if previous is not ledger.previous:  # the same mapping as last call: nothing to redo
+        cleared = {key: value for key, value in previous.items() if key in ledger.result_at}
+        ledger.set_cleared(cleared)
+        ledger.previous = previous
+    cleared = ledger.cleared  # replaced, never changed in place: safe to hand out
     if fixed is None:
         fixed = count_request((), ledger.counter, system=system, tools=tools)
 
@@ -96,8 +99,8 @@ def plan_ledger(
     chosen, net = _choose(ledger, fixed, candidates, config)
     if not chosen:
         return ClearingPlan(cleared)
-    grown = {**cleared, **{r.call.id: r.clearing for _, r in chosen}}
-    ledger.set_cleared(grown)
+    ledger.add_cleared({r.call.id: r.clearing for _, r in chosen})
+    grown = ledger.previous = ledger.cleared
     report = tuple(ClearedToolResult(r.call.name, r.length, r.call.id, r.saved) for _, r in chosen)
     edit = ContextEdit(report, len(chosen) // config.batch, before, size(), len(grown), net)
     return ClearingPlan(grown, edit)

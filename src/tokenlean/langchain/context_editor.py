@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
@@ -58,10 +58,19 @@ class ClearedRecord(TypedDict):
     clear_inputs: bool
 
 
+def _merge_cleared(
+    left: dict[str, ClearedRecord] | None, right: dict[str, ClearedRecord] | None
+) -> dict[str, ClearedRecord]:
+    """The cleared set only grows: an update holds the newly cleared results alone."""
+    return {**(left or {}), **(right or {})}
+
+
 class ContextEditorState(AgentState[Any]):
     """Agent state with the results cleared so far (tool call id -> how it is sent now)."""
 
-    tokenlean_context_editor: NotRequired[Annotated[dict[str, ClearedRecord], PrivateStateAttr]]
+    tokenlean_context_editor: NotRequired[
+        Annotated[dict[str, ClearedRecord], PrivateStateAttr, _merge_cleared]
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,10 +81,39 @@ class _Prepared:
 
 @dataclass(slots=True)
 class _Thread:
-    """A thread's request so far: the ledger the core plans on, and the messages as sent."""
+    """A thread's request so far: the ledger the core plans on, the messages as sent, and the
+    cleared set last read from state (read again only when the state holds a new one)."""
 
     ledger: RequestLedger
     sent: list[AnyMessage]
+    raw: object = None
+    cleared: Mapping[str, Clearing] = field(default_factory=dict)
+    added: tuple[str, ...] = ()
+    size: int = 0
+
+    def read(self, raw: object) -> Mapping[str, Clearing]:
+        """The cleared set in state, parsed again only when it is not the one last written."""
+        if raw is None or (raw is not self.raw and not self._grown_to(raw)):
+            self.cleared = _read_state(raw)
+        self.raw = raw
+        return self.cleared
+
+    def grew(
+        self, cleared: Mapping[str, Clearing], added: Mapping[str, Clearing], size: int
+    ) -> None:
+        """This call grew the cleared set to ``cleared`` (``size`` entries in state once the
+        reducer has merged ``added``)."""
+        self.cleared, self.raw, self.added, self.size = cleared, None, tuple(added), size
+
+    def _grown_to(self, raw: object) -> bool:
+        # Only this middleware writes its key, and its reducer only adds: a mapping of the size
+        # we expect that holds what we last added is the set we know.
+        return (
+            self.raw is None
+            and isinstance(raw, Mapping)
+            and len(raw) == self.size
+            and all(key in raw for key in self.added)
+        )
 
 
 class ContextEditorMiddleware(AgentMiddleware[ContextEditorState, Any, Any]):
@@ -162,13 +200,13 @@ class ContextEditorMiddleware(AgentMiddleware[ContextEditorState, Any, Any]):
             return _Prepared(request, None)
 
     def _edit(self, request: ModelRequest[Any]) -> _Prepared:
-        messages = list(request.messages)
+        messages = request.messages
         if not messages:
             return _Prepared(request, None)
-        previous = _read_state(request.state)
         scope = thread_scope()
         hit = self._threads.take(scope, messages)
-        start, thread = hit if hit is not None else (0, _Thread(RequestLedger(self.counter), []))
+        start, thread = (hit.n, hit.value) if hit else (0, _Thread(RequestLedger(self.counter), []))
+        previous = thread.read(request.state.get(STATE_KEY))
         ledger = thread.ledger
         new = view_from(messages, start)
         ledger.extend(new)
@@ -187,13 +225,16 @@ class ContextEditorMiddleware(AgentMiddleware[ContextEditorState, Any, Any]):
             edits = clearing_edits([ledger.view[index]], ledger.cleared, offset=index)
             thread.sent[index] = apply_edit(messages[index], edits[0]) if edits else messages[index]
         ledger.dirty.clear()
-        self._threads.put(scope, messages, thread)
+        self._threads.put(scope, messages, len(messages), thread, reuse=hit)
         edited = request.override(messages=list(thread.sent))
         if plan.edit is None:
             return _Prepared(edited, None)
         self._report(plan.edit)
-        merged = {**previous, **plan.cleared}
-        return _Prepared(edited, {k: _record(v) for k, v in merged.items()})
+        added = {c.tool_call_id: plan.cleared[c.tool_call_id] for c in plan.edit.cleared}
+        raw = request.state.get(STATE_KEY)
+        known = len(raw) if isinstance(raw, Mapping) else 0
+        thread.grew(plan.cleared, added, known + len(added))
+        return _Prepared(edited, {k: _record(v) for k, v in added.items()})
 
     def _fixed(self, system: str | None, raw_tools: Sequence[Any], tools: Sequence[Any]) -> int:
         """Tokens of the system prompt and tool schemas, counted once per distinct pair."""
@@ -237,10 +278,9 @@ def _finish(
     )
 
 
-def _read_state(state: Mapping[str, Any]) -> dict[str, Clearing]:
-    raw = state.get(STATE_KEY) or {}
+def _read_state(raw: object) -> dict[str, Clearing]:
     out: dict[str, Clearing] = {}
-    for key, value in raw.items():
+    for key, value in raw.items() if isinstance(raw, Mapping) else ():
         if isinstance(value, Mapping) and isinstance(value.get("placeholder"), str):
             out[str(key)] = Clearing(value["placeholder"], bool(value.get("clear_inputs")))
     return out

@@ -8,6 +8,7 @@ work on a growing transcript from one call to the next instead of redoing it.
 from __future__ import annotations
 
 import logging
+import operator
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -104,44 +105,50 @@ def view_from(
 
 
 @dataclass(slots=True)
-class _Entry(Generic[T]):
-    ids: tuple[int, ...]
-    keep: list[Any]  # holds the messages, so their ids cannot be reused while remembered
+class Held(Generic[T]):
+    """A thread's remembered work: built on the messages ``keep`` (held, so none is reused)."""
+
+    keep: list[Any]
     value: T
+
+    @property
+    def n(self) -> int:
+        return len(self.keep)
 
 
 class PrefixMemo(Generic[T]):
     """Per-thread work on the messages a call has already read, carried to the next call.
 
     A middleware stores a value computed from a prefix of the transcript; the next call gets it
-    back only if its transcript starts with the very same message objects, so anything that
-    replaced or removed one of them simply makes the middleware start over (the results are the
-    same; only the time differs). Taking an entry removes it until it is put back, so two calls
-    of one thread at once never share a value. At most ``max_threads`` threads are remembered.
+    back only if its transcript starts with the very same message objects (a pointer comparison,
+    not a re-read), so anything that replaced or removed one of them simply makes the middleware
+    start over (the results are the same; only the time differs). Taking an entry removes it
+    until it is put back, so two calls of one thread at once never share a value. At most
+    ``max_threads`` threads are remembered.
     """
 
     def __init__(self, *, max_threads: int = 256) -> None:
-        self._entries: OrderedDict[str | None, _Entry[T]] = OrderedDict()
+        self._entries: OrderedDict[str | None, Held[T]] = OrderedDict()
         self._max = max_threads
         self._lock = threading.Lock()
 
-    def take(self, scope: str | None, messages: Sequence[Any]) -> tuple[int, T] | None:
-        """``(n, value)`` when ``messages`` starts with the ``n`` messages ``value`` came from."""
+    def take(self, scope: str | None, messages: Sequence[Any]) -> Held[T] | None:
+        """The work remembered for ``scope`` when ``messages`` starts with its messages."""
         with self._lock:
-            entry = self._entries.pop(scope, None)
-        if entry is None:
+            held = self._entries.pop(scope, None)
+        if held is None or len(messages) < held.n:
             return None
-        n = len(entry.ids)
-        if len(messages) < n or tuple(map(id, messages[:n])) != entry.ids:
-            return None
-        return n, entry.value
+        return held if all(map(operator.is_, messages, held.keep)) else None
 
-    def put(self, scope: str | None, prefix: Sequence[Any], value: T) -> None:
-        """Remember ``value`` as built on exactly the messages ``prefix``."""
-        keep = list(prefix)
-        entry = _Entry(tuple(map(id, keep)), keep, value)
+    def put(
+        self, scope: str | None, messages: Sequence[Any], n: int, value: T, *, reuse: Held[T] | None
+    ) -> None:
+        """Remember ``value`` as built on ``messages[:n]`` (``reuse``: what was taken, whose
+        message list is extended rather than copied)."""
+        keep = reuse.keep if reuse is not None and reuse.n <= n else []
+        keep.extend(messages[len(keep) : n])
         with self._lock:
-            self._entries[scope] = entry
+            self._entries[scope] = Held(keep, value)
             self._entries.move_to_end(scope)
             while len(self._entries) > self._max:
                 self._entries.popitem(last=False)
@@ -162,9 +169,11 @@ class StepMemo:
         boundary = max(0, last_ai_index(messages))
         scope = thread_scope()
         hit = self._memo.take(scope, messages)
-        start, scan = hit if hit is not None and hit[0] <= boundary else (0, StepScan())
+        if hit is None or hit.n > boundary:
+            hit = None
+        start, scan = (hit.n, hit.value) if hit is not None else (0, StepScan())
         settled = scan.extend(view_from(messages, start, boundary))
-        self._memo.put(scope, messages[:boundary], settled)
+        self._memo.put(scope, messages, boundary, settled, reuse=hit)
         return settled.extend(view_from(messages, boundary))
 
 
@@ -178,7 +187,7 @@ class TokenMemo:
     def count(self, messages: Sequence[BaseMessage]) -> int:
         scope = thread_scope()
         hit = self._memo.take(scope, messages)
-        start, known = hit if hit is not None else (0, 0)
+        start, known = (hit.n, hit.value) if hit is not None else (0, 0)
         total = known + sum(message_tokens(m, self.counter) for m in view_from(messages, start))
-        self._memo.put(scope, messages, total)
+        self._memo.put(scope, messages, len(messages), total, reuse=hit)
         return total

@@ -14,7 +14,7 @@ shortener treats tool-call inputs as already shown, so it must see them cut.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +22,7 @@ from langchain.agents.middleware import AgentMiddleware, AgentState
 from langchain_core.messages import AnyMessage
 from langgraph.runtime import Runtime
 
-from tokenlean.langchain.adapter import apply_edits
+from tokenlean.langchain.adapter import apply_edit
 from tokenlean.langchain.helpers import last_ai_index, thread_scope, view_from
 from tokenlean.langchain.retrieval import make_retrieval_tool
 from tokenlean.shorten.inputs import ArgumentPolicy, InputPlan, plan_inputs
@@ -125,12 +125,12 @@ class ToolInputShorteningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def _prepare(self, state: AgentState[Any]) -> _Planned | None:
         try:
-            return self._plan(list(state.get("messages") or ()))
+            return self._plan(state.get("messages") or [])
         except Exception:  # never break the agent
             logger.exception("tool-input shortening failed; inputs left as they are")
             return None
 
-    def _plan(self, messages: list[AnyMessage]) -> _Planned | None:
+    def _plan(self, messages: Sequence[AnyMessage]) -> _Planned | None:
         scope = thread_scope()
         start = last_ai_index(messages)
         if start < 0 or scope is None:  # without a thread the originals could not be read
@@ -143,7 +143,7 @@ class ToolInputShorteningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         )
         if not plan.edits:
             return None
-        return _Planned(apply_edits(messages, plan.edits)[start], plan, scope)
+        return _Planned(apply_edit(turn, plan.edits[0]), plan, scope)
 
     def _commit(self, planned: _Planned) -> dict[str, Any]:
         self._tally.add(

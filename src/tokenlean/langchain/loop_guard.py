@@ -208,7 +208,7 @@ class LoopGuardMiddleware(AgentMiddleware[LoopGuardState[ResponseT], ContextT, R
 
     def _check(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
         try:
-            scan = self._steps.scan(list(state.get("messages") or []))
+            scan = self._steps.scan(state.get("messages") or [])
             record = _record(state.get(STATE_KEY))
             self._tally.add(checks=1)
             return self._respond(scan.steps, scan.since, record)

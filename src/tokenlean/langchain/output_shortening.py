@@ -24,7 +24,7 @@ a ``thread_id`` nothing is kept and the markers give line numbers only.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Annotated, Any
 
@@ -33,8 +33,8 @@ from langchain_core.messages import AnyMessage
 from langgraph.runtime import Runtime
 from typing_extensions import NotRequired, TypedDict
 
-from tokenlean.langchain.adapter import apply_edits
-from tokenlean.langchain.helpers import PrefixMemo, last_ai_index, thread_scope, view_from
+from tokenlean.langchain.adapter import apply_edit
+from tokenlean.langchain.helpers import Held, PrefixMemo, last_ai_index, thread_scope, view_from
 from tokenlean.langchain.retrieval import make_retrieval_tool
 from tokenlean.shorten.firstsight import (
     FirstSightPlan,
@@ -93,7 +93,8 @@ class _Update:
     state: dict[str, Any]
     plan: FirstSightPlan
     scope: str | None
-    prefix: list[AnyMessage]  # the messages the plan's log covers
+    messages: Sequence[AnyMessage]  # the plan's log covers the first ``plan.log.upto``
+    held: Held[SeenLog] | None  # what was taken from the memo
 
 
 class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any]):
@@ -195,45 +196,45 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
 
     def _prepare(self, state: ShorteningState) -> _Update | None:
         try:
-            return self._plan(list(state.get("messages") or ()))
+            return self._plan(state.get("messages") or ())
         except Exception:  # never break the agent
             logger.exception("tool-output shortening failed; results left as they are")
             return None
 
-    def _plan(self, messages: list[AnyMessage]) -> _Update | None:
+    def _plan(self, messages: Sequence[AnyMessage]) -> _Update | None:
         scope = thread_scope()
         last_ai = max(0, last_ai_index(messages))
-        start, log = (0, None) if self.policy.dedupe else (last_ai, None)
-        if self.policy.dedupe and (hit := self._memo.take(scope, messages)) is not None:
-            log = hit[1]
-            start = min(log.upto, last_ai)
+        hit = self._memo.take(scope, messages) if self.policy.dedupe else None
+        start = min(hit.value.upto, last_ai) if hit else 0 if self.policy.dedupe else last_ai
         plan = plan_first_sight(
             view_from(messages, start),
             self.policy,
             offset=start,
-            log=log,
+            log=hit.value if hit else None,
             keep_originals=scope is not None,
             retrieval_tool=self._marker_tool,
         )
-        prefix = messages[: plan.log.upto] if plan.log is not None else []
+        update = _Update({}, plan, scope, messages, hit)
         if not plan.edits:
-            self._remember(scope, prefix, plan)
+            self._remember(update)
             return None
         totals = ShorteningTotals(
             results=len(plan.edits),
             tokens_before=sum(e.tokens_before for e in plan.edits),
             tokens_after=sum(e.tokens_after for e in plan.edits),
         )
-        edited = apply_edits(messages, plan.edits)
-        updated = [edited[e.index] for e in plan.edits]
-        return _Update({"messages": updated, STATE_KEY: totals}, plan, scope, prefix)
+        updated = [apply_edit(messages[e.index], e) for e in plan.edits]
+        update.state.update({"messages": updated, STATE_KEY: totals})
+        return update
 
-    def _remember(self, scope: str | None, prefix: list[AnyMessage], plan: FirstSightPlan) -> None:
-        if plan.log is not None:
-            self._memo.put(scope, prefix, plan.log)
+    def _remember(self, update: _Update) -> None:
+        """Carry the lines the model was shown to the next call of this thread."""
+        log = update.plan.log
+        if log is not None:
+            self._memo.put(update.scope, update.messages, log.upto, log, reuse=update.held)
 
     def _commit(self, update: _Update) -> dict[str, Any]:
-        self._remember(update.scope, update.prefix, update.plan)
+        self._remember(update)
         totals: ShorteningTotals = update.state[STATE_KEY]
         self._tally.add(
             results_shortened=totals["results"],

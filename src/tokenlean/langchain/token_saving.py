@@ -54,7 +54,7 @@ from langgraph.runtime import Runtime
 from typing_extensions import NotRequired
 
 from tokenlean.cost import CachePricing
-from tokenlean.langchain.adapter import apply_edits, to_view
+from tokenlean.langchain.adapter import apply_edit, apply_edits, to_view
 from tokenlean.langchain.helpers import PrefixMemo, StepMemo, thread_scope, view_from
 from tokenlean.loop_guard.steps import Step, build_steps
 from tokenlean.stats import Tally
@@ -102,12 +102,12 @@ def build_steps_from_messages(messages: Sequence[BaseMessage]) -> list[Step]:
     return build_steps(to_view(messages))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Settled:
     """The settled messages of a thread: how many tokens they are sent as, and their sent form."""
 
     tokens: int
-    sent: tuple[AnyMessage, ...]
+    sent: list[AnyMessage]
 
 
 class TokenSavingMiddleware(AgentMiddleware[TokenSavingState[ResponseT], ContextT, ResponseT]):
@@ -244,7 +244,7 @@ class TokenSavingMiddleware(AgentMiddleware[TokenSavingState[ResponseT], Context
         return {NUDGED_KEY: False} if state.get(NUDGED_KEY) else None
 
     def _before_model(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
-        messages: list[AnyMessage] = list(state.get("messages") or [])
+        messages: list[AnyMessage] = state.get("messages") or []
         update: dict[str, Any] = {}
         entries = self._plan(messages, state.get(COMPRESSED_KEY) or {})
         if entries:
@@ -262,20 +262,20 @@ class TokenSavingMiddleware(AgentMiddleware[TokenSavingState[ResponseT], Context
             return {}
         scope = thread_scope()
         try:
-            start, settled = self._take(scope, messages)
+            hit = self._settled.take(scope, messages)
+            start, settled = (hit.n, hit.value) if hit else (0, _Settled(0, []))
             view = view_from(messages, start)
             plan = plan_compressions(
                 view, stored, self.policy, self._counter, before=settled.tokens
             )
             done = view[: plan.settled]
             merged = {**stored, **plan.updates}
-            sent = apply_edits(
-                messages[start : start + plan.settled], compression_edits(done, merged)
-            )
-            grown = _Settled(
-                settled.tokens + sent_tokens(done, merged, self._counter), (*settled.sent, *sent)
-            )
-            self._settled.put(scope, messages[: start + plan.settled], grown)
+            edits = compression_edits(done, merged, offset=start)
+            settled.sent.extend(messages[start : start + plan.settled])
+            for edit in edits:  # settled messages are sent with their final compression
+                settled.sent[edit.index] = apply_edit(messages[edit.index], edit)
+            settled.tokens += sent_tokens(done, merged, self._counter)
+            self._settled.put(scope, messages, start + plan.settled, settled, reuse=hit)
         except Exception:
             logger.warning(
                 "token saving: compression failed; messages left as they are", exc_info=True
@@ -284,10 +284,6 @@ class TokenSavingMiddleware(AgentMiddleware[TokenSavingState[ResponseT], Context
         if any(plan.stats.values()):
             self._tally.add(**plan.stats)
         return plan.updates
-
-    def _take(self, scope: str | None, messages: Sequence[AnyMessage]) -> tuple[int, _Settled]:
-        hit = self._settled.take(scope, messages)
-        return hit if hit is not None else (0, _Settled(0, ()))
 
     def _nudge(self, messages: list[AnyMessage]) -> HumanMessage | None:
         if not self.enable_early_exit or self.signals_fn is None:
@@ -323,8 +319,10 @@ class TokenSavingMiddleware(AgentMiddleware[TokenSavingState[ResponseT], Context
     ) -> list[AnyMessage]:
         """``messages`` as they are sent: the settled part from the memo, the rest edited now."""
         scope = thread_scope()
-        start, settled = self._take(scope, messages)
-        if start:
-            self._settled.put(scope, messages[:start], settled)  # taken only to read it
+        hit = self._settled.take(scope, messages)
+        start = hit.n if hit else 0
         rest = compression_edits(view_from(messages, start), entries)
-        return [*settled.sent, *apply_edits(messages[start:], rest)]
+        sent = [*(hit.value.sent if hit else ()), *apply_edits(messages[start:], rest)]
+        if hit:  # taken only to read it
+            self._settled.put(scope, messages, start, hit.value, reuse=hit)
+        return sent
