@@ -174,23 +174,33 @@ def _rewrite(
     if view is None:
         return None
     plan = plan_history(view.messages, settings.policy())
-    if not plan.edits:
+    # Adapters give a slot to exactly what the core may edit; this guards that promise.
+    edits = [e for e in plan.edits if _writable(e, view)]
+    if not edits:
         return None
-    for edit in plan.edits:  # before the body points at them (a failure sends it unchanged)
+    for edit in edits:  # before the body points at them (a failure sends it unchanged)
         for original in edit.originals:
             keep(original.path, original.text)
-    new_body = apply(body, view, _writes(plan.edits))
+    new_body = apply(body, view, _writes(edits))
     extra = _other_tokens(body, settings.counter)
+    written = {id(e) for e in edits}
+    unwritten = sum(e.tokens_before - e.tokens_after for e in plan.edits if id(e) not in written)
     return RewriteResult(
         body=new_body,
         tokens_before=plan.tokens_before + extra,
-        tokens_after=plan.tokens_after + extra,
-        results_shortened=sum(1 for e in plan.edits if e.kind == "output"),
-        inputs_shortened=sum(len(e.args) for e in plan.edits if e.kind == "input"),
+        tokens_after=plan.tokens_after + unwritten + extra,
+        results_shortened=sum(1 for e in edits if e.kind == "output"),
+        inputs_shortened=sum(len(e.args) for e in edits if e.kind == "input"),
     )
 
 
-def _writes(edits: tuple[HistoryEdit, ...]) -> list[Write]:
+def _writable(edit: HistoryEdit, view: RawView) -> bool:
+    if edit.text is not None:
+        return edit.index in view.results
+    return all((edit.index, call_id) in view.calls for call_id in edit.args)
+
+
+def _writes(edits: list[HistoryEdit]) -> list[Write]:
     out: list[Write] = []
     for edit in edits:
         if edit.text is not None:

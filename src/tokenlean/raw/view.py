@@ -85,8 +85,9 @@ def result_content(content: object, path: Path) -> tuple[Content, Slot | None]:
     texts = text_blocks(content)
     if texts is not None:
         return "\n".join(texts), Slot(path, "text-blocks")
-    items = content if isinstance(content, list) else [content]
-    return tuple(_stub(block) for block in items), None
+    if not isinstance(content, list):
+        return ({"type": "unknown"},), None
+    return tuple(_stub(block) for block in content), None
 
 
 def _stub(block: object) -> Mapping[str, Any]:
