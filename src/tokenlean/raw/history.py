@@ -226,9 +226,29 @@ def _shorten_result(walk: _Walk, message: Message, index: int) -> HistoryEdit | 
     )
     if not report.changed or report.tokens_saved < policy.min_saving * report.tokens_before:
         return None
-    kept = (Kept(path, text),) if path is not None else ()
+    if path is None:
+        return HistoryEdit(
+            index, "output", report.text, {}, report.tokens_before, report.tokens_after, ()
+        )
+    short = name_once(report.text, str(path))
     return HistoryEdit(
-        index, "output", report.text, {}, report.tokens_before, report.tokens_after, kept
+        index, "output", short, {}, report.tokens_before, count(short), (Kept(path, text),)
+    )
+
+
+def name_once(text: str, path: str) -> str:
+    """``text`` with only its first marker naming ``path``; later ones say ``full output``.
+
+    A path costs about fifteen tokens and a shortened result may have a dozen markers, all
+    pointing into the same file: naming it once keeps the markers as cheap as a handle.
+    """
+    named = f"full output: {path}"
+    first = text.find(named)
+    if first < 0:
+        return text
+    cut = first + len(named)
+    return text[:cut] + text[cut:].replace(f"{named} ", "full output ").replace(
+        named, "full output"
     )
 
 

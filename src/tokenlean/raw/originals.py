@@ -13,8 +13,9 @@ import os
 import tempfile
 from pathlib import Path
 
-#: Hex digits of the sha256 in a file name (64 bits: collisions are not a practical concern).
-NAME_DIGITS = 16
+#: Hex digits of the sha256 in a file name: 48 bits, so a collision needs millions of originals
+#: (each marker spends tokens on the name, so it is no longer).
+NAME_DIGITS = 12
 
 
 def default_originals_dir() -> Path:
