@@ -19,6 +19,7 @@ with a checkpoint. The memo is only a cache: a cold process plans the same bytes
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -35,7 +36,7 @@ from tokenlean.shorten.options import ShortenOptions
 from tokenlean.shorten.seen import Seen
 from tokenlean.shorten.text import estimate_tokens
 from tokenlean.tokens import EstimateCounter, TokenCounter, message_tokens
-from tokenlean.transcript import Message, ToolCall, canonical
+from tokenlean.transcript import Message, ToolCall
 
 #: Checkpoints kept (each holds only what its requests added; see the module docstring).
 MEMO_ENTRIES = 256
@@ -335,13 +336,34 @@ def _answered(view: Sequence[Message]) -> list[frozenset[str]]:
 
 
 def _prefix_digests(view: Sequence[Message], answered: Sequence[frozenset[str]]) -> list[bytes]:
-    """``digests[i]`` identifies ``view[:i]`` (with each turn's answered calls)."""
+    """``digests[i]`` identifies ``view[:i]`` as far as planning is concerned."""
     digests = [b""]
+    running = hashlib.sha256()
     for message, ids in zip(view, answered, strict=True):
-        data = canonical(message).encode("utf-8", "surrogatepass")
-        tail = "\0".join(sorted(ids)).encode("utf-8", "surrogatepass")
-        digests.append(hashlib.sha256(digests[-1] + data + b"\1" + tail).digest())
+        running.update(_fingerprint(message, ids))
+        digests.append(running.copy().digest())
     return digests
+
+
+def _fingerprint(message: Message, answered: frozenset[str]) -> bytes:
+    """Everything about a message that planning reads (cheaper than its canonical JSON).
+
+    Lengths go first, so no choice of text can make two different messages run together.
+    """
+    calls = ""
+    if message.tool_calls:
+        listed = [[c.id, c.name, c.args] for c in message.tool_calls]
+        calls = json.dumps(listed, ensure_ascii=False, sort_keys=True, default=str)
+    fields = [
+        message.role,
+        message.tool_call_id or "",
+        "1" if message.is_text_only else "0",
+        calls,
+        "\0".join(sorted(answered)),
+        message.text,
+    ]
+    head = ",".join(str(len(f)) for f in fields)
+    return (head + "\n" + "".join(fields)).encode("utf-8", "surrogatepass")
 
 
 def _resume(policy: HistoryPolicy, base: _Checkpoint | None) -> _Walk:
