@@ -15,7 +15,7 @@ from tokenlean.raw import RawSettings, rewrite_request
 from tokenlean.raw import history as history_module
 from tokenlean.raw.build import body as build_body
 from tokenlean.raw.build import call_points
-from tokenlean.raw.history import clear_memo
+from tokenlean.raw.history import clear_memo, point_to_file
 from tokenlean.raw.originals import default_originals_dir, original_path
 from tokenlean.shorten.text import estimate_tokens
 from tokenlean.transcript import Message, ToolCall
@@ -85,8 +85,35 @@ def test_markers_name_the_file_and_the_lines_they_stand_for(settings: RawSetting
 def test_markers_on_real_tool_outputs(path: Path, settings: RawSettings) -> None:
     original = path.read_text(encoding="utf-8")
     text = _shortened(original, settings)
-    assert len(text) < len(original)
+    assert len(text) < len(original) and "read_original" not in text
     _check_markers(text, original)
+
+
+def test_hints_inside_json_strings_keep_the_json_valid(tmp_path: Path) -> None:
+    rows = [{"id": i, "name": f"item {i}", "tags": ["a", "b"], "note": "x" * 30} for i in range(60)]
+    original = json.dumps({"items": rows, "total": 60}, indent=1)
+    folder = tmp_path / 'odd "dir"'
+    text = _shortened(original, RawSettings(originals_dir=folder))
+    assert "similar items omitted" in text and "read_original" not in text
+    assert json.loads(text)["total"] == 60
+    assert f"full output: {folder}" in json.dumps(json.loads(text), ensure_ascii=False).replace(
+        '\\"', '"'
+    )
+
+
+def test_point_to_file() -> None:
+    text = (
+        'a [... 3 lines omitted; read_original("o1a2b3", "6-8") ...]\n'
+        'b [... 1 line omitted; read_original("o1a2b3", "9") ...]\n'
+        '"... 2 similar items omitted (indices 1-2); read_original(\\"o1a2b3\\") ..."\n'
+        'read_original("o999999")'
+    )
+    assert point_to_file(text, "o1a2b3", "/c/f.txt") == (
+        "a [... 3 lines omitted; full output: /c/f.txt lines 6-8 ...]\n"
+        "b [... 1 line omitted; full output line 9 ...]\n"
+        '"... 2 similar items omitted (indices 1-2); full output ..."\n'
+        'read_original("o999999")'
+    )
 
 
 def test_inputs_marker_names_the_file_and_line_range(settings: RawSettings) -> None:

@@ -2,34 +2,32 @@
 
 On real runs (one per source), the prompts a no-middleware replay sends, rewritten as raw
 Anthropic bodies, are compared with the prompts of a replay through
-``ToolInputShorteningMiddleware`` + ``ToolOutputShorteningMiddleware``. With the middleware's
-markers swapped in, they are the same text, call by call; with the raw rewrite's own markers
-(which name a file and cost a few more tokens than ``read_original("o1a2b3")``) the billed
-input agrees within 0.01 pooled. ``benchmarks/raw_savings.py`` runs every trajectory.
+``ToolInputShorteningMiddleware`` + ``ToolOutputShorteningMiddleware``: call by call they are
+the same text but for where the markers say the original is (a file and lines instead of
+``read_original("o1a2b3", "5-9")``), and the billed input agrees within 0.01.
+``benchmarks/raw_savings.py`` runs every trajectory.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tokenlean.arguments import marker
 from tokenlean.langchain.adapter import to_view
 from tokenlean.langchain.input_shortening import ToolInputShorteningMiddleware
 from tokenlean.langchain.recommended import INPUT_HEAD_LINES, INPUT_MIN_TOKENS, INPUT_TAIL_LINES
 from tokenlean.langchain.shortening import ToolOutputShorteningMiddleware
 from tokenlean.raw import RawSettings, rewrite_request
 from tokenlean.raw import anthropic as anthropic_view
-from tokenlean.raw import history as history_module
 from tokenlean.raw.build import body
 from tokenlean.raw.replay import measure_bodies
 from tokenlean.replay.engine import Replay, replay
 from tokenlean.replay.formats import Trajectory
 from tokenlean.replay.metrics import PromptMeasurer, RunMetrics, pool
-from tokenlean.shorten.markers import Retrieval
 from tokenlean.store import InMemoryOriginalStore
 from tokenlean.tokens import EstimateCounter
 
@@ -37,7 +35,17 @@ from .conftest import sample_trajectories
 
 RUNS = sample_trajectories(per_source=1, min_calls=4)
 needs_shared = pytest.mark.skipif(not RUNS, reason="needs ../shared/data/trajectories")
-HANDLE = re.compile(r'"[oi][0-9a-f]{6}\\?"')  # in JSON text the quotes are escaped
+# Where a marker says the original is: the middleware names its tool and a handle, the raw
+# rewrite a file and lines. Both become W[span] (W for an input) to compare the rest.
+MW_OUTPUT = re.compile(r'read_original\(\\?"o[0-9a-f]{6}\\?"(?:, \\?"(\d+(?:-\d+)?)\\?")?\)')
+RAW_OUTPUT = re.compile(r"full output(?:: [^\s\"\\]+)?(?: lines? (\d+(?:-\d+)?))?")
+MW_INPUT = re.compile(r'read_original\(\\?"i[0-9a-f]{6}\\?"\) shows them')
+RAW_INPUT = re.compile(r"full input: \S+ lines \d+-\d+")
+
+
+def _where(text: str) -> str:
+    text = MW_INPUT.sub("W", RAW_INPUT.sub("W", text))
+    return MW_OUTPUT.sub(r"W[\1]", RAW_OUTPUT.sub(r"W[\1]", text))
 
 
 def _stack() -> list[Any]:
@@ -61,35 +69,18 @@ def _replays(run: Trajectory) -> tuple[Replay, Replay]:
     return REPLAYS[run.id]
 
 
-def _middleware_markers(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make the raw rewrite write the middleware's markers (a tool and a handle, no path)."""
-
-    def retrieval(path: str | None = None) -> Retrieval:
-        return Retrieval("o000000", "read_original") if path else Retrieval()
-
-    def point(text: str, original: str, handle: str, path: Path, inputs: Any) -> str:
-        omitted = original.count("\n") + 1 - inputs.head_lines - inputs.tail_lines
-        return text.replace(marker(omitted, handle, None), marker(omitted, handle, "read_original"))
-
-    monkeypatch.setattr(history_module, "Retrieval", retrieval)
-    monkeypatch.setattr(history_module, "_point_to_file", point)
-
-
-def _texts(messages: list[Any]) -> list[tuple[str, str]]:
-    view = anthropic_view.read(body("anthropic", to_view(messages)))
+def _texts(request: dict[str, Any]) -> list[tuple[str, str]]:
+    view = anthropic_view.read(request)
     assert view is not None
     return [
-        (m.role, HANDLE.sub('"H"', m.text + "".join(str(dict(c.args)) for c in m.tool_calls)))
+        (m.role, _where(m.text + "".join(json.dumps(dict(c.args)) for c in m.tool_calls)))
         for m in view.messages
     ]
 
 
 @needs_shared
 @pytest.mark.parametrize("run", RUNS, ids=lambda r: r.id[:50])
-def test_same_decisions_as_the_middleware(
-    run: Trajectory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    _middleware_markers(monkeypatch)
+def test_same_decisions_as_the_middleware(run: Trajectory, tmp_path: Path) -> None:
     plain, shortened = _replays(run)
     settings = RawSettings(originals_dir=tmp_path)
     pairs = list(
@@ -103,13 +94,8 @@ def test_same_decisions_as_the_middleware(
         request = body("anthropic", to_view(before.messages))
         result = rewrite_request("anthropic", request, settings=settings)
         sent = result.body if result is not None else request
-        read = anthropic_view.read(sent)
-        assert read is not None
-        raw = [
-            (m.role, HANDLE.sub('"H"', m.text + "".join(str(dict(c.args)) for c in m.tool_calls)))
-            for m in read.messages
-        ]
-        assert raw == _texts(after.messages), f"call {k} differs"
+        assert "read_original(" not in str(sent["messages"])  # every hint became a path
+        assert _texts(sent) == _texts(body("anthropic", to_view(after.messages))), f"call {k}"
 
 
 @needs_shared

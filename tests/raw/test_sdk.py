@@ -187,6 +187,28 @@ async def test_openai_async(upstream: Upstream, settings: RawSettings) -> None:
     _check_openai(upstream, "openai_responses", items, settings)
 
 
+def test_raw_response_views_are_wrapped(upstream: Upstream, settings: RawSettings) -> None:
+    client = _anthropic_client(upstream, settings)
+    kwargs = _anthropic_kwargs()
+    assert client.messages.with_raw_response.create(**kwargs).status_code == 200
+    _check_anthropic(upstream, kwargs, settings)
+    assert client.with_raw_response.messages.create(**kwargs).parse().content[0].text == TEXT
+    _check_anthropic(upstream, kwargs, settings)
+    with client.messages.with_streaming_response.create(**kwargs) as response:
+        assert response.status_code == 200
+    _check_anthropic(upstream, kwargs, settings)
+
+
+def test_the_core_stays_free_of_frameworks() -> None:
+    import subprocess
+    import sys
+
+    heavy = "{'langchain', 'anthropic', 'openai'}"
+    code = f"import sys, tokenlean.raw; print(sorted({heavy} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
 def test_sdk_models_in_history_are_sent_as_the_sdk_sends_them(
     upstream: Upstream, settings: RawSettings
 ) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -30,7 +31,7 @@ from typing import Any, Literal
 from tokenlean.arguments import ArgumentPolicy, marker, shorten_arguments
 from tokenlean.raw.originals import original_path
 from tokenlean.shorten.core import shorten
-from tokenlean.shorten.firstsight import add_visible
+from tokenlean.shorten.firstsight import add_visible, handle_for
 from tokenlean.shorten.markers import Retrieval
 from tokenlean.shorten.options import ShortenOptions
 from tokenlean.shorten.seen import Seen
@@ -40,6 +41,8 @@ from tokenlean.transcript import Message, ToolCall
 
 #: Checkpoints kept (each holds only what its requests added; see the module docstring).
 MEMO_ENTRIES = 256
+#: The tool the middleware's markers name; the raw rewrite turns those hints into file paths.
+MARKER_TOOL = "read_original"
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,42 +218,55 @@ def _shorten_result(walk: _Walk, message: Message, index: int) -> HistoryEdit | 
     count = policy.counter.count if policy.counter is not None else estimate_tokens
     if count(text) <= policy.min_tokens:
         return None
-    path = original_path(policy.originals_dir, text) if policy.originals_dir else None
+    # The cut is decided with the middleware's markers (the defaults were tuned on them), and
+    # the markers then point into the originals file instead of naming a tool.
+    handle = handle_for(message)
+    keep = policy.originals_dir is not None
     report = shorten(
         text,
         query=call.args if call is not None else None,
         context=call.note if call is not None else None,
         seen=walk.seen,
-        retrieval=Retrieval(path=str(path)) if path is not None else Retrieval(),
+        retrieval=Retrieval(handle, MARKER_TOOL) if keep else Retrieval(),
         counter=policy.counter,
         options=policy.options,
     )
     if not report.changed or report.tokens_saved < policy.min_saving * report.tokens_before:
         return None
-    if path is None:
+    if policy.originals_dir is None:
         return HistoryEdit(
             index, "output", report.text, {}, report.tokens_before, report.tokens_after, ()
         )
-    short = name_once(report.text, str(path))
+    path = original_path(policy.originals_dir, text)
+    short = point_to_file(report.text, handle, str(path))
     return HistoryEdit(
         index, "output", short, {}, report.tokens_before, count(short), (Kept(path, text),)
     )
 
 
-def name_once(text: str, path: str) -> str:
-    """``text`` with only its first marker naming ``path``; later ones say ``full output``.
+def point_to_file(text: str, handle: str, path: str) -> str:
+    """``text`` with each ``read_original("<handle>", "a-b")`` marker hint pointing into ``path``.
 
-    A path costs about fifteen tokens and a shortened result may have a dozen markers, all
-    pointing into the same file: naming it once keeps the markers as cheap as a handle.
+    The first names the file (``full output: /path lines a-b``); later ones only give lines
+    (``full output lines a-b``): a path costs about fifteen tokens, and a shortened result may
+    have a dozen markers into the same file. Hints inside JSON strings have escaped quotes, and
+    get an escaped path.
     """
-    named = f"full output: {path}"
-    first = text.find(named)
-    if first < 0:
-        return text
-    cut = first + len(named)
-    return text[:cut] + text[cut:].replace(f"{named} ", "full output ").replace(
-        named, "full output"
+    hint = re.compile(
+        rf'{MARKER_TOOL}\((\\?)"{re.escape(handle)}\1"(?:, \1"(\d+)(?:-(\d+))?\1")?\)'
     )
+    named = False
+
+    def where(match: re.Match[str]) -> str:
+        nonlocal named
+        escaped = json.dumps(path, ensure_ascii=False)[1:-1] if match[1] else path
+        head = "full output" if named else f"full output: {escaped}"
+        named = True
+        if match[2] is None:
+            return head
+        return f"{head} lines {match[2]}-{match[3]}" if match[3] else f"{head} line {match[2]}"
+
+    return hint.sub(where, text)
 
 
 def _cut_inputs(

@@ -20,22 +20,13 @@ _WHAT: dict[str, str] = {
 
 @dataclass(frozen=True, slots=True)
 class Retrieval:
-    """Where the original is kept: a handle, and the tool that reads it (if the agent has one),
-    or a file ``path`` that the agent reads with its own file tools (coding agents read files).
-    """
+    """Where the original is kept: a handle, and the tool that reads it (if the agent has one)."""
 
     handle: str | None = None
     tool: str | None = None
-    path: str | None = None
 
     def hint(self, first: int | None = None, last: int | None = None) -> str:
-        """How to get a stretch back, e.g. ``read_original("o1a2b3", "5-9")`` or
-        ``full output: /cache/3f2a.txt lines 5-9``."""
-        if self.path:
-            if first is None:
-                return f"full output: {self.path}"
-            span = f"lines {first}-{last}" if last not in (None, first) else f"line {first}"
-            return f"full output: {self.path} {span}"
+        """How to get a stretch back, e.g. ``read_original("o1a2b3", "5-9")``."""
         if self.handle and self.tool:
             if first is None:
                 return f'{self.tool}("{self.handle}")'
@@ -54,7 +45,7 @@ def line_marker(
     if count == 1 and what.endswith("lines"):
         what = what[:-1]
     span = f"line {first}" if first == last else f"lines {first}-{last}"
-    if retrieval.path or (retrieval.tool and retrieval.handle):
+    if retrieval.tool and retrieval.handle:
         where = f"; {retrieval.hint(first, last)}"
     elif retrieval.handle:
         where = f' (output {span} of "{retrieval.handle}")'
