@@ -18,7 +18,6 @@ the middleware's prompts with the tool schemas of the no-middleware run, to tell
 from __future__ import annotations
 
 import argparse
-import os
 import platform
 import sys
 import tempfile
@@ -35,6 +34,23 @@ from tokenlean.tokens import default_counter
 HERE = Path(__file__).parent
 ROWS = ("none", "middleware", "middleware-same-tools", "raw")
 _MEASURER: PromptMeasurer | None = None
+EXPLANATION = [
+    "How to read it. The raw rewrite makes the middleware's decisions: the same results and",
+    "inputs are cut, to the same lines (`tests/raw/test_savings.py` checks it call by call),",
+    "so reference recall is the same. The bills differ for two reasons only:",
+    "",
+    "- the middleware adds its `read_original` tool to every request, and the raw rewrite adds",
+    "  nothing (column *mw w/o its tool* measures the middleware's prompts with the plain tool",
+    "  schemas). On the short question-answering and web runs that schema is most of the",
+    "  difference: it makes the middleware bill more than no middleware at all. On OpenAI-style",
+    "  pricing it can also lift a short prompt over the 1,024-token caching floor, which is why",
+    "  the middleware bills *less* there on WebShop;",
+    "- markers say where the original is in different words: the raw rewrite names the file",
+    "  and line range once per result (`full output: /path/f.txt lines 6-17`, about 15 tokens",
+    '  more than `read_original("o1a2b3", "6-17")`) and then gives lines only',
+    "  (`full output lines 31-57`, a few tokens less); cut inputs name the file too.",
+    "  Column *raw − that* is this effect alone.",
+]
 
 
 def _stack() -> list[Any]:
@@ -75,9 +91,7 @@ def measure_one(path: str, originals: str) -> list[tuple[str, RunMetrics]]:
     plain = replay(trajectory, [])
     shortened = replay(trajectory, _stack())
     settings = RawSettings(originals_dir=Path(originals))
-    started = time.perf_counter()
     raw = measure_bodies(trajectory, plain, _MEASURER, strategy="raw", settings=settings)
-    raw.middleware_seconds = time.perf_counter() - started  # rewrite + round trip + measuring
     rows = [
         measure_bodies(trajectory, plain, _MEASURER, strategy="none"),
         measure_bodies(trajectory, shortened, _MEASURER, strategy="middleware"),
@@ -114,21 +128,24 @@ def _ratio(row: RunMetrics, base: RunMetrics, attr: str) -> float:
 
 
 def table(pooled: dict[str, dict[str, RunMetrics]], runs: dict[str, int]) -> list[str]:
+    """One row per source: billed input (Anthropic- and OpenAI-style) of the middleware and of
+    the raw rewrite, the middleware measured without its ``read_original`` schema, tokens sent,
+    reference recall and the raw rewrite's prefix breaks."""
     head = (
-        "| source | runs | calls | billed A: middleware | raw | raw − mw | billed O: middleware"
-        " | raw | raw − mw | mw, same tools (A) | tokens sent: mw | raw | recall: mw | raw"
+        "| source | runs | calls | billed A: mw | raw | raw − mw | mw w/o its tool | raw − that"
+        " | billed O: mw | raw | raw − mw | tokens sent: mw | raw | recall: mw | raw"
         " | raw prefix breaks |"
     )
     lines = [head, "|" + "---|" * 16]
     for source, rows in pooled.items():
         base, mw, raw = rows["none"], rows["middleware"], rows["raw"]
-        same = rows["middleware-same-tools"]
         a_mw, a_raw = _ratio(mw, base, "billed_anthropic"), _ratio(raw, base, "billed_anthropic")
+        a_same = _ratio(rows["middleware-same-tools"], base, "billed_anthropic")
         o_mw, o_raw = _ratio(mw, base, "billed_openai"), _ratio(raw, base, "billed_openai")
         lines.append(
             f"| {source} | {runs.get(source, 0)} | {base.calls:,} | {a_mw:.3f} | {a_raw:.3f}"
-            f" | {a_raw - a_mw:+.3f} | {o_mw:.3f} | {o_raw:.3f} | {o_raw - o_mw:+.3f}"
-            f" | {_ratio(same, base, 'billed_anthropic'):.3f}"
+            f" | {a_raw - a_mw:+.3f} | {a_same:.3f} | {a_raw - a_same:+.3f}"
+            f" | {o_mw:.3f} | {o_raw:.3f} | {o_raw - o_mw:+.3f}"
             f" | {_ratio(mw, base, 'tokens_sent'):.3f} | {_ratio(raw, base, 'tokens_sent'):.3f}"
             f" | {mw.recall:.3f} | {raw.recall:.3f} | {raw.prefix_breaks} |"
         )
@@ -143,6 +160,11 @@ def main(argv: Iterable[str] | None = None) -> int:
     parser.add_argument("-j", "--jobs", type=int, default=2)
     parser.add_argument("--limit", type=int, default=0, help="at most N runs per source")
     parser.add_argument("--output", default=str(HERE / "raw_savings.md"))
+    parser.add_argument(
+        "--originals",
+        default=str(Path(tempfile.gettempdir()) / "tokenlean-cache" / "originals"),
+        help="where originals are written (the markers name it; its length costs tokens)",
+    )
     args = parser.parse_args(list(argv) if argv is not None else None)
     paths = sorted(Path(args.directory).glob("*/*.json"))
     if args.limit:
@@ -158,7 +180,9 @@ def main(argv: Iterable[str] | None = None) -> int:
     for p in paths:
         runs[p.parent.name] += 1
         runs["(all)"] += 1
-    originals = tempfile.mkdtemp(prefix="tokenlean-originals-")
+    # A fixed path: the markers name it, and random characters would change token counts.
+    originals = args.originals
+    Path(originals).mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     pooled = run(paths, args.jobs, originals)
     minutes = (time.perf_counter() - started) / 60
@@ -177,26 +201,27 @@ def _write(
     args: argparse.Namespace,
 ) -> None:
     counter = getattr(default_counter(), "encoding_name", None) or "estimate"
-    raw = pooled["(all)"]["raw"]
-    ms = 1000 * raw.middleware_seconds / raw.calls if raw.calls else 0.0
     text = [
         "# Raw-body rewrite against the middleware",
         "",
         "Generated by `python -m benchmarks.raw_savings"
         + (f" --limit {args.limit}" if args.limit else "")
-        + f"` ({minutes:.1f} min, {platform.python_version()}, tokens: {counter}, "
-        f"originals in `{originals}` ({len(originals)} chars; markers name files there)).",
-        "Ratios are against no middleware on the same runs; both sides are measured after the",
-        "same round trip through an Anthropic Messages body (see the module docstring).",
+        + f"` ({minutes:.1f} min, Python {platform.python_version()}, tokens: {counter}; "
+        f"originals in `{originals}`, {len(originals)} chars, which the markers name).",
+        "Every run in the trajectory folder, replayed with no middleware and with",
+        "`ToolInputShorteningMiddleware` + `ToolOutputShorteningMiddleware` (the recommended",
+        "stack's settings); the raw rewrite takes the no-middleware prompts as Anthropic Messages",
+        "bodies, one request per model call. Ratios are against no middleware on the same runs;",
+        "all rows are measured after the same round trip through an Anthropic body.",
         "",
         *lines,
         "",
-        f"Rewrite, read-back and measuring took {ms:.2f} ms per call (2-core machine shared with"
-        " other work).",
+        *EXPLANATION,
+        "",
+        "What the rewrite costs per request: `python -m benchmarks.raw_rewrite_time`.",
         "",
     ]
     out.write_text("\n".join(text), encoding="utf-8")
-    os.sync()
 
 
 if __name__ == "__main__":
