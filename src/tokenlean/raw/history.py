@@ -10,25 +10,24 @@ before the turn is first sent back: the same decisions the LangChain middleware 
 any state.
 
 All calls into the shortening core live in this module (a later home: the core itself).
-Requests grow by a few messages at a time, so the walk is memoised: after each plan, a
-checkpoint keyed by a rolling hash of the history (and the policy) keeps the edits, the lines
-already shown and the calls seen; the next request resumes from the longest history it shares
-with a checkpoint. The memo is only a cache: a cold process plans the same bytes.
+Requests grow by a few messages at a time, so the walk is memoised (:mod:`tokenlean.raw.memo`):
+after each plan, a checkpoint keyed by a rolling hash of the history and the policy keeps the
+edits, the lines already shown and the calls seen; the next request resumes from the longest
+history it shares with a checkpoint. The memo is only a cache: a cold process plans the same
+bytes.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from tokenlean.arguments import ArgumentPolicy, marker, shorten_arguments
+from tokenlean.raw.memo import Checkpoint, Memo, prefix_digests
 from tokenlean.raw.originals import original_path
 from tokenlean.shorten.core import shorten
 from tokenlean.shorten.firstsight import add_visible, handle_for
@@ -103,27 +102,6 @@ class _Call:
     note: str  # the calling turn's text: what the agent said it was looking for
 
 
-@dataclass(frozen=True, slots=True)
-class _Checkpoint:
-    """What planning messages ``parent.end .. end-1`` added; a chain of these is one history."""
-
-    parent: _Checkpoint | None
-    end: int
-    edits: tuple[HistoryEdit, ...]
-    lines: frozenset[str]
-    calls: Mapping[str, _Call]
-    tokens_before: int
-    tokens_after: int
-
-    def chain(self) -> list[_Checkpoint]:
-        nodes: list[_Checkpoint] = []
-        node: _Checkpoint | None = self
-        while node is not None:
-            nodes.append(node)
-            node = node.parent
-        return nodes[::-1]
-
-
 @dataclass
 class _Walk:
     """The running state of one plan: lines shown so far, calls made so far, and the new part."""
@@ -141,12 +119,12 @@ class _Walk:
 def plan_history(view: Sequence[Message], policy: HistoryPolicy) -> HistoryPlan:
     """The edits that shorten ``view`` (tool results and answered calls' inputs), in order."""
     answered = _answered(view)
-    digests = _prefix_digests(view, answered)
+    digests = prefix_digests(view, answered)
     start, base = _MEMO.resume(policy, digests)
     walk = _resume(policy, base)
     for i in range(start, len(view)):
         _plan_message(walk, view[i], i, answered[i])
-    node = _Checkpoint(
+    node: Checkpoint[HistoryEdit, _Call] = Checkpoint(
         parent=base,
         end=len(view),
         edits=tuple(walk.new_edits),
@@ -333,7 +311,7 @@ def _point_to_file(
     return "\n".join(lines)
 
 
-# -- the walk's memo ---------------------------------------------------------------------------
+# -- the walk's state ------------------------------------------------------------------------
 
 
 def _answered(view: Sequence[Message]) -> list[frozenset[str]]:
@@ -351,38 +329,7 @@ def _answered(view: Sequence[Message]) -> list[frozenset[str]]:
     return out
 
 
-def _prefix_digests(view: Sequence[Message], answered: Sequence[frozenset[str]]) -> list[bytes]:
-    """``digests[i]`` identifies ``view[:i]`` as far as planning is concerned."""
-    digests = [b""]
-    running = hashlib.sha256()
-    for message, ids in zip(view, answered, strict=True):
-        running.update(_fingerprint(message, ids))
-        digests.append(running.copy().digest())
-    return digests
-
-
-def _fingerprint(message: Message, answered: frozenset[str]) -> bytes:
-    """Everything about a message that planning reads (cheaper than its canonical JSON).
-
-    Lengths go first, so no choice of text can make two different messages run together.
-    """
-    calls = ""
-    if message.tool_calls:
-        listed = [[c.id, c.name, c.args] for c in message.tool_calls]
-        calls = json.dumps(listed, ensure_ascii=False, sort_keys=True, default=str)
-    fields = [
-        message.role,
-        message.tool_call_id or "",
-        "1" if message.is_text_only else "0",
-        calls,
-        "\0".join(sorted(answered)),
-        message.text,
-    ]
-    head = ",".join(str(len(f)) for f in fields)
-    return (head + "\n" + "".join(fields)).encode("utf-8", "surrogatepass")
-
-
-def _resume(policy: HistoryPolicy, base: _Checkpoint | None) -> _Walk:
+def _resume(policy: HistoryPolicy, base: Checkpoint[HistoryEdit, _Call] | None) -> _Walk:
     min_chars = policy.options.seen_min_chars
     seen = Seen(min_chars=min_chars) if policy.dedupe else None
     calls: dict[str, _Call] = {}
@@ -391,50 +338,6 @@ def _resume(policy: HistoryPolicy, base: _Checkpoint | None) -> _Walk:
             seen.lines |= node.lines
         calls.update(node.calls)
     return _Walk(policy, seen, calls, new_lines=Seen(min_chars=min_chars))
-
-
-class _Memo:
-    """A bounded, thread-safe LRU of checkpoints keyed by (policy, history digest)."""
-
-    def __init__(self, entries: int) -> None:
-        self.entries = entries
-        self._items: OrderedDict[tuple[HistoryPolicy, bytes], _Checkpoint] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def resume(
-        self, policy: HistoryPolicy, digests: Sequence[bytes]
-    ) -> tuple[int, _Checkpoint | None]:
-        """The longest memoised prefix: where to start, and its checkpoint."""
-        if not _hashable(policy):
-            return 0, None
-        with self._lock:
-            for end in range(len(digests) - 1, 0, -1):
-                node = self._items.get((policy, digests[end]))
-                if node is not None:
-                    self._items.move_to_end((policy, digests[end]))
-                    return end, node
-        return 0, None
-
-    def put(self, policy: HistoryPolicy, digest: bytes, node: _Checkpoint) -> None:
-        if not _hashable(policy):
-            return
-        with self._lock:
-            self._items[(policy, digest)] = node
-            self._items.move_to_end((policy, digest))
-            while len(self._items) > self.entries:
-                self._items.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-
-
-def _hashable(policy: HistoryPolicy) -> bool:
-    try:
-        hash(policy)
-    except TypeError:  # a counter that cannot be a key: plan from scratch every time
-        return False
-    return True
 
 
 class _Estimate:
@@ -446,7 +349,7 @@ class _Estimate:
 
 _ESTIMATE = _Estimate()
 _INPUT_COUNTER = EstimateCounter()  # what the input-shortening middleware counts with
-_MEMO = _Memo(MEMO_ENTRIES)
+_MEMO: Memo[HistoryPolicy, HistoryEdit, _Call] = Memo(MEMO_ENTRIES)
 
 
 def _count_of(policy: HistoryPolicy) -> TokenCounter:
