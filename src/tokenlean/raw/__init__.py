@@ -1,0 +1,221 @@
+"""tokenlean's shortening applied to raw provider request bodies (for proxies and SDK wrappers).
+
+::
+
+    from tokenlean.raw import RawSettings, rewrite_request
+
+    result = rewrite_request("anthropic", body, settings=RawSettings())
+    send(result.body if result is not None else body)
+
+:func:`rewrite_request` shortens the tool results and the long inputs of past tool calls in a
+Messages API (``"anthropic"``), Chat Completions (``"openai_chat"``) or Responses
+(``"openai_responses"``) body, the way the LangChain middleware does at first sight. It is
+stateless: each message is rewritten from the messages before it and the settings alone, so a
+client that re-sends its raw history every turn gets the same bytes upstream every turn and
+the provider's prompt cache keeps hitting; any number of processes agree. Originals are written
+to ``originals_dir`` and every omission marker names the file and line range to read.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from tokenlean.arguments import ArgumentPolicy
+from tokenlean.raw import anthropic, openai_chat, openai_responses
+from tokenlean.raw.history import HistoryEdit, HistoryPolicy, plan_history
+from tokenlean.raw.originals import default_originals_dir, keep
+from tokenlean.raw.view import RawView, Write, apply
+from tokenlean.shorten.options import DEFAULT_OPTIONS, ShortenOptions
+from tokenlean.shorten.text import estimate_tokens
+from tokenlean.tokens import TokenCounter
+
+__all__ = ["Api", "RawSettings", "RewriteResult", "rewrite_request"]
+
+logger = logging.getLogger(__name__)
+
+Api = Literal["anthropic", "openai_chat", "openai_responses"]
+
+_READERS: dict[str, Callable[[Mapping[str, Any]], RawView | None]] = {
+    "anthropic": anthropic.read,
+    "openai_chat": openai_chat.read,
+    "openai_responses": openai_responses.read,
+}
+
+
+@dataclass(frozen=True)
+class RewriteResult:
+    """A rewritten body and what it saved.
+
+    Tokens are estimated over the whole request (messages, system prompt, instructions, tools),
+    before and after; the counts are of the tool results and tool calls shortened in it (the
+    same ones again on every request that re-sends them).
+    """
+
+    body: dict[str, Any]
+    tokens_before: int
+    tokens_after: int
+    results_shortened: int
+    inputs_shortened: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class RawSettings:
+    """How :func:`rewrite_request` shortens; the defaults are the recommended middleware's.
+
+    Args:
+        originals_dir: where originals are written (default ``$XDG_CACHE_HOME/tokenlean/
+            originals`` or ``~/.cache/tokenlean/originals``); markers name files in it.
+        keep_originals: write originals; without them markers give line numbers only and
+            inputs are never cut (nothing could show them).
+        min_tokens: tool results of at most this many tokens are left alone.
+        options: every shortening setting (:class:`~tokenlean.shorten.ShortenOptions`).
+        dedupe: point to lines the model was already shown instead of repeating them.
+        min_saving: skip a shortening that saves less than this share of a result's tokens.
+        only: shorten only these tools' results (``None``: every tool's).
+        never: never shorten these tools' results.
+        shorten_inputs: cut the long string inputs of calls that have run.
+        inputs: which inputs to cut and how much to keep (head and tail lines).
+        never_inputs: never cut these tools' inputs.
+        counter: token counter for thresholds (default: a fast estimate).
+    """
+
+    originals_dir: Path | None = None
+    keep_originals: bool = True
+    min_tokens: int = 100
+    options: ShortenOptions = DEFAULT_OPTIONS
+    dedupe: bool = True
+    min_saving: float = 0.1
+    only: Collection[str] | None = None
+    never: Collection[str] = frozenset()
+    shorten_inputs: bool = True
+    inputs: ArgumentPolicy = field(
+        default_factory=lambda: ArgumentPolicy(min_tokens=200, head_lines=8, tail_lines=4)
+    )
+    never_inputs: Collection[str] = frozenset()
+    counter: TokenCounter | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("keep_originals", "dedupe", "shorten_inputs"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}")
+        if isinstance(self.min_tokens, bool) or not isinstance(self.min_tokens, int):
+            raise ValueError(f"min_tokens must be a non-negative int, got {self.min_tokens!r}")
+        if self.min_tokens < 0:
+            raise ValueError(f"min_tokens must be a non-negative int, got {self.min_tokens!r}")
+        if not isinstance(self.min_saving, (int, float)) or not 0.0 <= self.min_saving < 1.0:
+            raise ValueError(f"min_saving must be in [0, 1), got {self.min_saving!r}")
+        if not isinstance(self.options, ShortenOptions):
+            raise ValueError(f"options must be a ShortenOptions, got {self.options!r}")
+        if not isinstance(self.inputs, ArgumentPolicy):
+            raise ValueError(f"inputs must be an ArgumentPolicy, got {self.inputs!r}")
+        if self.counter is not None and not isinstance(self.counter, TokenCounter):
+            raise ValueError(f"counter must have a count(text) method, got {self.counter!r}")
+        for name in ("only", "never", "never_inputs"):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                raise ValueError(f"{name} takes a collection of tool names, not a string")
+            if value is not None:
+                object.__setattr__(self, name, frozenset(value))
+        directory = self.originals_dir
+        if directory is not None and not isinstance(directory, (str, Path)):
+            raise ValueError(f"originals_dir must be a path, got {directory!r}")
+        # Resolved once: the path is part of every marker, so it must not move mid-session.
+        resolved = Path(directory).expanduser() if directory is not None else None
+        object.__setattr__(self, "originals_dir", (resolved or default_originals_dir()).absolute())
+
+    def policy(self) -> HistoryPolicy:
+        """The core's view of these settings."""
+        only = self.only
+        return HistoryPolicy(
+            min_tokens=self.min_tokens,
+            options=self.options,
+            dedupe=self.dedupe,
+            min_saving=float(self.min_saving),
+            only=frozenset(only) if only is not None else None,
+            never=frozenset(self.never),
+            inputs=self.inputs if self.shorten_inputs else None,
+            never_inputs=frozenset(self.never_inputs),
+            originals_dir=self.originals_dir if self.keep_originals else None,
+            counter=self.counter,
+        )
+
+
+def rewrite_request(
+    api: Api, body: Mapping[str, Any], *, settings: RawSettings
+) -> RewriteResult | None:
+    """``body`` with its tool results and past tool inputs shortened; ``None`` when nothing
+    changed. Never mutates ``body``; never raises on a body it cannot read (that is ``None``
+    too, and so is any failure inside the rewrite, which is logged)."""
+    reader = _READERS.get(api)
+    if reader is None:
+        raise ValueError(f"api must be one of {sorted(_READERS)}, got {api!r}")
+    if not isinstance(settings, RawSettings):
+        raise ValueError(f"settings must be a RawSettings, got {settings!r}")
+    if not isinstance(body, Mapping):
+        return None
+    try:
+        return _rewrite(reader, body, settings)
+    except Exception:  # never break the agent: the body goes upstream as it came
+        logger.exception("tokenlean could not rewrite a %s request; sent unchanged", api)
+        return None
+
+
+def _rewrite(
+    reader: Callable[[Mapping[str, Any]], RawView | None],
+    body: Mapping[str, Any],
+    settings: RawSettings,
+) -> RewriteResult | None:
+    view = reader(body)
+    if view is None:
+        return None
+    plan = plan_history(view.messages, settings.policy())
+    # Adapters give a slot to exactly what the core may edit; this guards that promise.
+    edits = [e for e in plan.edits if _writable(e, view)]
+    if not edits:
+        return None
+    for edit in edits:  # before the body points at them (a failure sends it unchanged)
+        for original in edit.originals:
+            keep(original.path, original.text)
+    new_body = apply(body, view, _writes(edits))
+    extra = _other_tokens(body, settings.counter)
+    written = {id(e) for e in edits}
+    unwritten = sum(e.tokens_before - e.tokens_after for e in plan.edits if id(e) not in written)
+    return RewriteResult(
+        body=new_body,
+        tokens_before=plan.tokens_before + extra,
+        tokens_after=plan.tokens_after + unwritten + extra,
+        results_shortened=sum(1 for e in edits if e.kind == "output"),
+        inputs_shortened=sum(len(e.args) for e in edits if e.kind == "input"),
+    )
+
+
+def _writable(edit: HistoryEdit, view: RawView) -> bool:
+    if edit.text is not None:
+        return edit.index in view.results
+    return all((edit.index, call_id) in view.calls for call_id in edit.args)
+
+
+def _writes(edits: list[HistoryEdit]) -> list[Write]:
+    out: list[Write] = []
+    for edit in edits:
+        if edit.text is not None:
+            out.append(Write(edit.index, text=edit.text))
+        out += [Write(edit.index, call_id=k, args=v) for k, v in edit.args.items()]
+    return out
+
+
+_OTHER_KEYS = ("system", "instructions", "tools")
+
+
+def _other_tokens(body: Mapping[str, Any], counter: TokenCounter | None) -> int:
+    """Estimated tokens of what is sent besides the messages (system, instructions, tools)."""
+    parts = {key: body[key] for key in _OTHER_KEYS if key in body}
+    if not parts:
+        return 0
+    text = json.dumps(parts, ensure_ascii=False, sort_keys=True, default=str)
+    return counter.count(text) if counter is not None else estimate_tokens(text)

@@ -1,0 +1,238 @@
+"""The stateless history plan: markers that point into files, memoised work, the policy's knobs."""
+
+from __future__ import annotations
+
+import json
+import re
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import TOOL_OUTPUTS
+from tokenlean.raw import RawSettings, rewrite_request
+from tokenlean.raw import history as history_module
+from tokenlean.raw.build import body as build_body
+from tokenlean.raw.build import call_points
+from tokenlean.raw.history import clear_memo, point_to_file
+from tokenlean.raw.originals import default_originals_dir, original_path
+from tokenlean.shorten.text import estimate_tokens
+from tokenlean.transcript import Message, ToolCall
+
+from .bodies import SCRIPT
+from .conftest import long_log, sample_trajectories
+
+MARKER = re.compile(
+    r"^\s*\[\.\.\. (\d+) .*omitted; full output:? ?(\S*) lines (\d+)-(\d+) \.\.\.\]$"
+)
+
+
+def _conversation(result: str, *, args: dict[str, Any] | None = None) -> list[Message]:
+    call = ToolCall("call_1", "bash", args or {"command": "run-job --verbose"})
+    return [
+        Message(role="system", content="You are an agent."),
+        Message(role="user", content="Why does the nightly job fail?"),
+        Message(role="assistant", content="Running the job.", tool_calls=(call,)),
+        Message(role="tool", content=result, tool_call_id="call_1"),
+    ]
+
+
+def _shortened(result: str, settings: RawSettings) -> str:
+    request = build_body("anthropic", _conversation(result))
+    out = rewrite_request("anthropic", request, settings=settings)
+    assert out is not None
+    text: str = out.body["messages"][-1]["content"][0]["content"]
+    return text
+
+
+def _outputs() -> list[Path]:
+    found = sorted(TOOL_OUTPUTS.glob("*/*.txt"))  # test logs and compiler output
+    large = [p for p in found if p.stat().st_size > 8000]  # long enough to be worth shortening
+    return large[::3][:10]
+
+
+def _check_markers(text: str, original: str) -> int:
+    """Every line marker names a file holding the original, and its range is what it stands for."""
+    lines, source = text.split("\n"), original.split("\n")
+    named = re.search(r"full output: (\S+?)[ \]]", text)
+    assert named is not None and Path(named[1]).read_text(encoding="utf-8") == original
+    assert text.count(named[1]) == 1  # the file is named once, later markers give lines
+    checked = 0
+    for k, line in enumerate(lines):
+        match = MARKER.match(line)
+        if not match:
+            continue
+        count, first, last = int(match[1]), int(match[3]), int(match[4])
+        assert match[2] in ("", named[1])
+        assert last - first + 1 == count
+        if k > 0 and first > 1 and not MARKER.match(lines[k - 1]):
+            assert lines[k - 1].strip() in source[first - 2]  # the kept line before the gap
+        if k + 1 < len(lines) and last < len(source) and not MARKER.match(lines[k + 1]):
+            assert lines[k + 1].strip() in source[last]  # and the kept line after it
+        checked += 1
+    return checked
+
+
+def test_markers_name_the_file_and_the_lines_they_stand_for(settings: RawSettings) -> None:
+    original = long_log()
+    text = _shortened(original, settings)
+    assert "ERROR disk quota exceeded on /var/data" in text
+    assert _check_markers(text, original) >= 1
+
+
+@pytest.mark.parametrize("path", _outputs(), ids=lambda p: p.stem[:40])
+def test_markers_on_real_tool_outputs(path: Path, settings: RawSettings) -> None:
+    original = path.read_text(encoding="utf-8")
+    text = _shortened(original, settings)
+    assert len(text) < len(original) and "read_original" not in text
+    _check_markers(text, original)
+
+
+def test_hints_inside_json_strings_keep_the_json_valid(tmp_path: Path) -> None:
+    rows = [{"id": i, "name": f"item {i}", "tags": ["a", "b"], "note": "x" * 30} for i in range(60)]
+    original = json.dumps({"items": rows, "total": 60}, indent=1)
+    folder = tmp_path / 'odd "dir"'
+    text = _shortened(original, RawSettings(originals_dir=folder))
+    assert "similar items omitted" in text and "read_original" not in text
+    assert json.loads(text)["total"] == 60
+    assert f"full output: {folder}" in json.dumps(json.loads(text), ensure_ascii=False).replace(
+        '\\"', '"'
+    )
+
+
+def test_point_to_file() -> None:
+    text = (
+        'a [... 3 lines omitted; read_original("o1a2b3", "6-8") ...]\n'
+        'b [... 1 line omitted; read_original("o1a2b3", "9") ...]\n'
+        '"... 2 similar items omitted (indices 1-2); read_original(\\"o1a2b3\\") ..."\n'
+        'read_original("o999999")'
+    )
+    assert point_to_file(text, "o1a2b3", "/c/f.txt") == (
+        "a [... 3 lines omitted; full output: /c/f.txt lines 6-8 ...]\n"
+        "b [... 1 line omitted; full output line 9 ...]\n"
+        '"... 2 similar items omitted (indices 1-2); full output ..."\n'
+        'read_original("o999999")'
+    )
+
+
+def test_inputs_marker_names_the_file_and_line_range(settings: RawSettings) -> None:
+    messages = _conversation("done", args={"command": SCRIPT})
+    out = rewrite_request("anthropic", build_body("anthropic", messages), settings=settings)
+    assert out is not None
+    command = out.body["messages"][1]["content"][1]["input"]["command"]
+    lines, source = command.split("\n"), SCRIPT.split("\n")
+    head, tail = settings.inputs.head_lines, settings.inputs.tail_lines
+    assert lines[:head] == source[:head] and lines[-tail:] == source[-tail:]
+    omitted = len(source) - head - tail
+    path = original_path(settings.originals_dir, SCRIPT)  # type: ignore[arg-type]
+    assert lines[head] == (
+        f"[... {omitted} lines of this input omitted after the call ran; "
+        f"full input: {path} lines {head + 1}-{head + omitted} ...]"
+    )
+    assert path.read_text(encoding="utf-8") == SCRIPT
+
+
+def test_unanswered_calls_keep_their_inputs(settings: RawSettings) -> None:
+    messages = _conversation("done", args={"command": SCRIPT})[:-1]  # no result yet
+    assert (
+        rewrite_request("anthropic", build_body("anthropic", messages), settings=settings) is None
+    )
+
+
+def test_originals_are_private_and_written_whole(settings: RawSettings) -> None:
+    original = long_log()
+    _shortened(original, settings)
+    directory = settings.originals_dir
+    assert directory is not None
+    files = sorted(directory.iterdir())
+    assert [f.name for f in files] == [original_path(directory, original).name]  # no temp left
+    assert stat.S_IMODE(directory.stat().st_mode) == 0o700
+    assert stat.S_IMODE(files[0].stat().st_mode) == 0o600
+
+
+def test_without_originals_markers_give_lines_and_inputs_stay(tmp_path: Path) -> None:
+    settings = RawSettings(originals_dir=tmp_path / "o", keep_originals=False)
+    messages = _conversation(long_log(), args={"command": SCRIPT})
+    out = rewrite_request("anthropic", build_body("anthropic", messages), settings=settings)
+    assert out is not None and (out.results_shortened, out.inputs_shortened) == (1, 0)
+    assert "(input lines" in out.body["messages"][-1]["content"][0]["content"]
+    assert not (tmp_path / "o").exists()
+
+
+def test_unwritable_originals_send_the_body_unchanged(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    settings = RawSettings(originals_dir=blocker / "originals")
+    request = build_body("anthropic", _conversation(long_log()))
+    assert rewrite_request("anthropic", request, settings=settings) is None
+
+
+def test_tool_filters(tmp_path: Path) -> None:
+    messages = _conversation(long_log(), args={"command": SCRIPT})
+    request = build_body("anthropic", messages)
+    for kwargs, expected in [
+        ({"never": ["bash"]}, (0, 1)),
+        ({"only": ["grep"]}, (0, 1)),
+        ({"only": ["bash"], "never_inputs": ["bash"]}, (1, 0)),
+        ({"shorten_inputs": False}, (1, 0)),
+    ]:
+        settings = RawSettings(originals_dir=tmp_path, **kwargs)  # type: ignore[arg-type]
+        out = rewrite_request("anthropic", request, settings=settings)
+        assert out is not None and (out.results_shortened, out.inputs_shortened) == expected
+
+
+def test_a_result_whose_call_is_not_in_the_body_is_still_shortened(settings: RawSettings) -> None:
+    # Responses with previous_response_id: the calls live on the server, only outputs are sent
+    request = {"input": [{"type": "function_call_output", "call_id": "c", "output": long_log()}]}
+    out = rewrite_request("openai_responses", request, settings=settings)
+    assert out is not None and out.results_shortened == 1
+
+
+def test_exact_counter(o200k: Any, tmp_path: Path) -> None:
+    settings = RawSettings(originals_dir=tmp_path, counter=o200k)
+    request = build_body("anthropic", _conversation(long_log()))
+    out = rewrite_request("anthropic", request, settings=settings)
+    assert out is not None and out.tokens_after < out.tokens_before
+    assert out.tokens_before == pytest.approx(o200k.count(json.dumps(request)), rel=0.2)
+
+
+def test_default_originals_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert default_originals_dir() == tmp_path / "tokenlean" / "originals"
+    assert RawSettings().originals_dir == tmp_path / "tokenlean" / "originals"
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/ignored")
+    assert default_originals_dir() == Path.home() / ".cache" / "tokenlean" / "originals"
+    assert RawSettings(originals_dir="~/x").originals_dir == Path.home() / "x"  # type: ignore[arg-type]
+
+
+def _sampled() -> list[Any]:
+    runs = sample_trajectories(per_source=1, min_calls=6)
+    return runs or [pytest.param(None, marks=pytest.mark.skip(reason="needs ../shared"))]
+
+
+@pytest.mark.parametrize("trajectory", _sampled(), ids=lambda t: getattr(t, "id", "none")[:50])
+def test_each_request_only_shortens_what_is_new(
+    trajectory: Any, settings: RawSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[str] = []
+    real = history_module.shorten
+
+    def counting(text: str, **kwargs: Any) -> Any:
+        calls.append(text)
+        return real(text, **kwargs)
+
+    monkeypatch.setattr(history_module, "shorten", counting)
+    points = call_points(trajectory.messages)
+    warm: list[Any] = []
+    for k in points:
+        request = build_body("anthropic", trajectory.messages[:k])
+        warm.append(rewrite_request("anthropic", request, settings=settings))
+    sent = trajectory.messages[: points[-1]]
+    long = [m for m in sent if m.role == "tool" and estimate_tokens(m.text) > settings.min_tokens]
+    assert len(calls) == len(long)  # each long result was shortened once, not once per request
+    clear_memo()
+    calls.clear()
+    last = build_body("anthropic", trajectory.messages[: points[-1]])
+    cold = rewrite_request("anthropic", last, settings=settings)
+    assert (cold.body if cold else None) == (warm[-1].body if warm[-1] else None)
