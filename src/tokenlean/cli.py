@@ -15,7 +15,7 @@ from pathlib import Path
 SubcommandSetup = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
 
 #: Modules that add subcommands: each defines ``add_subcommand(subparsers)``.
-SUBCOMMAND_MODULES: list[str] = ["tokenlean.shorten_cli"]
+SUBCOMMAND_MODULES: list[str] = ["tokenlean.shorten_cli", "tokenlean.proxy_cli"]
 
 
 def _replay_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
