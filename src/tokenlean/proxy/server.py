@@ -3,6 +3,7 @@ tests, notebooks), on a port of your choice or a free one."""
 
 from __future__ import annotations
 
+import signal
 import socket
 import threading
 from types import TracebackType
@@ -40,9 +41,20 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 def serve(app: Starlette, host: str, port: int) -> None:
-    """Serve in the foreground until interrupted (uvicorn handles SIGINT/SIGTERM)."""
+    """Serve in the foreground until SIGINT or SIGTERM, then return (to print the summary).
+
+    uvicorn shuts down gracefully on either signal and then re-raises it; both are made to
+    raise KeyboardInterrupt here, so that a ``kill`` ends the proxy as cleanly as Ctrl-C.
+    """
     sock = bind(host, port)
-    uvicorn.Server(_config(app, access_log=False)).run(sockets=[sock])
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        uvicorn.Server(_config(app, access_log=False)).run(sockets=[sock])
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        sock.close()
 
 
 class BackgroundProxy:

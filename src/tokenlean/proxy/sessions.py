@@ -41,16 +41,16 @@ def session_key(api: Api, headers: Mapping[str, str], body: Mapping[str, Any]) -
     """A short stable label for the session a request belongs to, and where it came from."""
     explicit = headers.get("x-tokenlean-session")
     if explicit:
-        return _short(explicit), "header"
+        return _short(api, explicit), "header"
     if api == "anthropic":
         metadata = body.get("metadata")
         if isinstance(metadata, Mapping) and isinstance(metadata.get("user_id"), str):
-            return _short(metadata["user_id"]), "metadata.user_id"
+            return _short(api, metadata["user_id"]), "metadata.user_id"
     else:
         for field in ("prompt_cache_key", "user"):
             if isinstance(body.get(field), str) and body[field]:
-                return _short(body[field]), field
-    return _short(_canonical(_first_user_message(api, body))), "first user message"
+                return _short(api, body[field]), field
+    return _short(api, _canonical(_first_user_message(api, body))), "first user message"
 
 
 def _first_user_message(api: Api, body: Mapping[str, Any]) -> Any:
@@ -63,8 +63,10 @@ def _first_user_message(api: Api, body: Mapping[str, Any]) -> Any:
     return None
 
 
-def _short(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+def _short(api: Api, text: str) -> str:
+    """Sessions of different APIs never share a cache, so the API is part of the key."""
+    data = f"{api}\n{text}".encode("utf-8", "surrogatepass")
+    return hashlib.sha256(data).hexdigest()[:12]
 
 
 def _strip_cache_control(value: Any) -> Any:

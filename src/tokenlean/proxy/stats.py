@@ -147,7 +147,7 @@ def log_line(method: str, path: str, record: RequestRecord) -> str:
     shortened = f", {t.results_shortened} results + {t.inputs_shortened} inputs shortened"
     return (
         f"{method} {path} {record.status} session {record.session}: "
-        f"~{t.tokens_in:,} tokens in, ~{t.tokens_sent:,} sent (-{saved:.1%}), "
+        f"~{t.tokens_in:,} tokens in, ~{t.tokens_sent:,} sent ({saved:.1%} fewer), "
         f"billed input saved ~{t.billed_saved:,.0f} token-equivalents"
         f"{shortened if t.rewritten else ''}, rewrite {t.rewrite_seconds * 1000:.0f} ms"
     )
