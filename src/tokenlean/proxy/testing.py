@@ -71,9 +71,11 @@ def sse_event(data: Mapping[str, Any] | str, event: str | None = None) -> bytes:
 # --- canned answers, one per API, in the providers' shapes ------------------------------------
 
 
-def anthropic_message(text: str, model: str = "claude-test") -> dict[str, Any]:
+def anthropic_message(
+    text: str, model: str = "claude-test", message_id: str = "msg_test"
+) -> dict[str, Any]:
     return {
-        "id": "msg_test",
+        "id": message_id,
         "type": "message",
         "role": "assistant",
         "model": model,
@@ -85,10 +87,17 @@ def anthropic_message(text: str, model: str = "claude-test") -> dict[str, Any]:
 
 
 def anthropic_events(
-    blocks: Sequence[Mapping[str, Any]], stop_reason: str = "end_turn", model: str = "claude-test"
+    blocks: Sequence[Mapping[str, Any]],
+    stop_reason: str = "end_turn",
+    model: str = "claude-test",
+    message_id: str = "msg_test",
 ) -> list[bytes]:
-    """The event stream of a message with these content blocks (text or tool_use)."""
-    start = {**anthropic_message("", model), "content": [], "stop_reason": None}
+    """The event stream of a message with these content blocks (text or tool_use).
+
+    Give each message of a conversation its own ``message_id``: clients such as Claude Code
+    merge the blocks of messages that share one.
+    """
+    start = {**anthropic_message("", model, message_id), "content": [], "stop_reason": None}
     events = [sse_event({"type": "message_start", "message": start}, "message_start")]
     for i, block in enumerate(blocks):
         if block["type"] == "tool_use":
