@@ -291,3 +291,15 @@ def test_stats_endpoint_groups_requests_by_session(
     assert alpha["tokens_in"] > 0
     # Requests after the first re-send a cached prefix, so the session bills less than it sends.
     assert alpha["billed_in"] < 1.25 * alpha["tokens_in"]
+
+
+def test_the_listening_socket_lets_asyncio_turn_nagle_off():
+    """asyncio sets TCP_NODELAY only on sockets whose protocol is IPPROTO_TCP; without it every
+    reply's last bytes waited for the client's delayed ACK (40 ms a request)."""
+    from tokenlean.proxy.server import bind
+
+    sock = bind("127.0.0.1", 0)
+    try:
+        assert sock.proto == socket.IPPROTO_TCP
+    finally:
+        sock.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 from typing import Any
 
 import pytest
@@ -47,7 +48,8 @@ def _body(messages: list[Any]) -> dict[str, Any]:
 
 
 def _unchanged(body: dict[str, Any]) -> Prepared:
-    return Prepared(b"", body, body, None, 0.0)
+    raw = json.dumps(body).encode()
+    return Prepared(raw, raw)
 
 
 def test_a_moved_cache_breakpoint_still_counts_as_a_cached_prefix():
@@ -67,7 +69,8 @@ def test_savings_are_the_difference_between_what_came_in_and_what_went_out():
     original = _body(_turns(2, "same log line\n" * 300))
     shortened = _body(_turns(2, "same log line (x300)"))
     outcome = Outcome(shortened, 1000, 10, results_shortened=2)
-    record = book.record("anthropic", {}, Prepared(b"", original, shortened, outcome, 0.004), 200)
+    prepared = Prepared(json.dumps(original).encode(), json.dumps(shortened).encode(), outcome)
+    record = book.record("anthropic", {}, prepared, 200)
     assert record is not None
     t = record.totals
     assert t.tokens_sent < t.tokens_in

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Literal
 
@@ -33,7 +33,7 @@ from tokenlean.proxy.routing import (
     upstream_url,
 )
 from tokenlean.proxy.settings import ProxySettings
-from tokenlean.proxy.stats import StatsBook, log_line
+from tokenlean.proxy.stats import CountingThread, StatsBook
 
 log = logging.getLogger("tokenlean.proxy")
 
@@ -43,7 +43,7 @@ _CLIENT_DEFAULTS = ("accept", "accept-encoding", "user-agent")
 #: The proxy's own header: it names the session, the upstream has no use for it.
 _OWN_HEADERS = frozenset({"x-tokenlean-session"})
 
-OnDone = Callable[[int], Awaitable[None]]
+OnDone = Callable[[int], None]
 
 
 def error_response(status: int, kind: str, message: str) -> JSONResponse:
@@ -71,7 +71,7 @@ class UpstreamResponse(Response):
         finally:
             with anyio.CancelScope(shield=True):
                 await self.upstream.aclose()
-                await self.on_done(self.status_code)
+            self.on_done(self.status_code)
 
     async def _pump(self, send: Send) -> None:
         await send(
@@ -117,6 +117,7 @@ class Proxy:
         self.rewriter = rewriter
         self.stats = stats
         self.client: httpx.AsyncClient | None = None
+        self.counting: CountingThread | None = None
         self._rewrite_lock = threading.Lock()
 
     def open(self) -> httpx.AsyncClient:
@@ -132,8 +133,8 @@ class Proxy:
             return error_response(413, "request_too_large", f"body over {limit:,} bytes")
         path, query = request.url.path, request.url.query
         api = api_for(request.method, path)
-        prepared = raw if api is None else await self._prepare(api, raw)
-        content = prepared if isinstance(prepared, bytes) else prepared.content
+        prepared = None if api is None else await self._prepare(api, raw)
+        content = raw if prepared is None else prepared.content
         provider = provider_for(path, request.headers)
         url = upstream_url(self.settings, provider, path, query)
         try:
@@ -145,6 +146,8 @@ class Proxy:
         return UpstreamResponse(upstream, on_done)
 
     async def _prepare(self, api: Api, raw: bytes) -> Prepared:
+        if self.rewriter is None:  # nothing to do on the request's path
+            return prepare(None, api, raw, self._rewrite_lock)
         # Off the event loop: parsing and rewriting a long history must not stall other streams.
         return await anyio.to_thread.run_sync(prepare, self.rewriter, api, raw, self._rewrite_lock)
 
@@ -177,21 +180,13 @@ class Proxy:
         path: str,
         api: Api | None,
         headers: Mapping[str, str],
-        prepared: Prepared | bytes,
+        prepared: Prepared | None,
     ) -> OnDone:
-        async def on_done(status: int) -> None:
-            if api is None or isinstance(prepared, bytes):
+        def on_done(status: int) -> None:
+            if api is None or prepared is None:
                 log.debug("%s %s %d passed through", method, path, status)
-                return
-            try:
-                record = await anyio.to_thread.run_sync(
-                    self.stats.record, api, headers, prepared, status
-                )
-            except Exception as exc:  # counting must never cost the client its answer
-                log.warning("tokenlean proxy: could not count request: %r", exc)
-                return
-            if record is not None:
-                log.info("%s", log_line(method, path, record))
+            elif self.counting is not None:
+                self.counting.submit(method, path, api, headers, prepared, status)
 
         return on_done
 
@@ -223,8 +218,12 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with proxy.open():
-            yield
+        proxy.counting = CountingThread(stats)
+        try:
+            async with proxy.open():
+                yield
+        finally:  # every answered request is counted before the summary is read
+            proxy.counting.close()
 
     app = Starlette(
         routes=[

@@ -67,11 +67,10 @@ def default_rewriter(originals_dir: Path | None) -> Rewriter | None:
 class Prepared:
     """A request body ready to forward, and what the rewrite did to it."""
 
-    content: bytes
-    original: Mapping[str, Any] | None  # the parsed body; None when it is not a JSON object
-    sent: Mapping[str, Any] | None  # the body as forwarded (the original when unchanged)
-    outcome: RewriteOutcome | None
-    seconds: float  # time spent parsing, rewriting and serialising
+    raw: bytes  # as the client sent it
+    content: bytes  # as forwarded: ``raw`` itself unless the rewrite changed the body
+    outcome: RewriteOutcome | None = None
+    seconds: float = 0.0  # time spent parsing, rewriting and serialising
     failure: str | None = None  # why a rewrite was abandoned
 
 
@@ -95,16 +94,18 @@ def prepare(
     rewriter: Rewriter | None, api: Api | None, raw: bytes, lock: threading.Lock
 ) -> Prepared:
     """Parse and rewrite one request body; any failure forwards ``raw`` unchanged."""
+    if rewriter is None or api is None:
+        return Prepared(raw, raw)
     start = time.perf_counter()
-    body = _parse(raw) if api is not None else None
-    if body is None or rewriter is None or api is None:
-        return Prepared(raw, body, body, None, time.perf_counter() - start)
+    body = _parse(raw)
+    if body is None:
+        return Prepared(raw, raw, seconds=time.perf_counter() - start)
     try:
         with lock:  # one rewrite at a time: the rewriter's memo need not be thread-safe
             outcome, content = _rewrite(rewriter, api, body)
     except Exception as exc:  # never break the agent: log it and send what the client sent
         log.warning("tokenlean proxy: rewrite failed, forwarding unchanged: %r", exc)
-        return Prepared(raw, body, body, None, time.perf_counter() - start, repr(exc))
+        return Prepared(raw, raw, None, time.perf_counter() - start, repr(exc))
     if outcome is None or content is None:
-        return Prepared(raw, body, body, None, time.perf_counter() - start)
-    return Prepared(content, body, outcome.body, outcome, time.perf_counter() - start)
+        return Prepared(raw, raw, seconds=time.perf_counter() - start)
+    return Prepared(raw, content, outcome, time.perf_counter() - start)

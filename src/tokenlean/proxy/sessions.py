@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tokenlean.proxy.routing import Api
+from tokenlean.proxy.scan import ScannedBody
 from tokenlean.tokens import EstimateCounter
 
 #: Values that cost no prompt tokens as text (opaque signatures, base64 payloads).
@@ -81,54 +82,80 @@ def _canonical(value: Any) -> str:
     return json.dumps(_strip_cache_control(value), sort_keys=True, separators=(",", ":"))
 
 
-def _text_tokens(value: Any) -> int:
-    """Estimated tokens of the text in a JSON value: keys and strings, opaque payloads aside."""
+def _leaves(value: Any, out: list[str]) -> list[str]:
+    """The text a value puts in the prompt: keys and strings, opaque payloads left out."""
     if isinstance(value, str):
-        return _COUNTER.count(value)
-    if isinstance(value, Mapping):
-        return sum(
-            _COUNTER.count(str(k)) + (0 if k in _OPAQUE_KEYS else _text_tokens(v))
-            for k, v in value.items()
-        )
-    if isinstance(value, list):
-        return sum(_text_tokens(v) for v in value)
-    return 0 if value is None else 1
+        out.append(value)
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            out.append(str(k))
+            if k not in _OPAQUE_KEYS:
+                _leaves(v, out)
+    elif isinstance(value, list):
+        for v in value:
+            _leaves(v, out)
+    elif value is not None:
+        out.append(str(value))
+    return out
 
 
-def prompt_blocks(api: Api, body: Mapping[str, Any]) -> list[Any]:
-    """The body as cache-ordered blocks: model, tools and system first, then each message."""
-    head = {k: body.get(k) for k in ("model", "tools", "system", "instructions")}
-    items = body.get("input") if api == "openai_responses" else body.get("messages")
-    if isinstance(items, str):
-        items = [items]
-    return [head, *(items if isinstance(items, list) else [])]
+def _text_tokens(value: Any) -> int:
+    """Estimated tokens of the text in a JSON value, counted in one pass."""
+    return _COUNTER.count(" ".join(_leaves(value, [])))
+
+
+_HEAD_KEYS = ("model", "tools", "system", "instructions")
+
+
+def list_key(api: Api) -> str:
+    """The body's list of conversation items."""
+    return "input" if api == "openai_responses" else "messages"
+
+
+def prompt_blocks(api: Api, body: ScannedBody) -> list[tuple[Any, str]]:
+    """The body as cache-ordered blocks, each (value, the client's JSON text of it): model,
+    tools and system first, then each message."""
+    head = {k: body.values.get(k) for k in _HEAD_KEYS}
+    head_text = "\n".join(body.texts.get(k, "null") for k in _HEAD_KEYS)
+    items = body.items
+    if not items and isinstance(body.values.get(list_key(api)), str):  # a bare string input
+        items = [(body.values[list_key(api)], body.texts[list_key(api)])]
+    return [(head, head_text), *items]
 
 
 class BlockCounter:
-    """Fingerprints and token estimates of blocks, memoised: a long history is counted once."""
+    """Fingerprints and token estimates of blocks, memoised by the block's text: a long history
+    is counted once, and seen again costs a hash of its text per request.
+
+    The fingerprint itself is taken from a canonical form without ``cache_control``, so a
+    message keeps its fingerprint when the breakpoint moves off it and whatever the JSON
+    formatting of the client (or of the rewrite).
+    """
 
     def __init__(self, capacity: int = 100_000) -> None:
-        self._memo: OrderedDict[str, int] = OrderedDict()
+        self._memo: OrderedDict[bytes, Block] = OrderedDict()
         self._capacity = capacity
         self._lock = threading.Lock()
 
-    def blocks(self, api: Api, body: Mapping[str, Any]) -> list[Block]:
-        return [self._block(b) for b in prompt_blocks(api, body)]
+    def blocks(self, api: Api, body: ScannedBody) -> list[Block]:
+        return [self._block(value, text) for value, text in prompt_blocks(api, body)]
 
-    def _block(self, block: Any) -> Block:
-        text = _canonical(block)
-        fingerprint = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    def _block(self, value: Any, text: str) -> Block:
+        key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
         with self._lock:
-            tokens = self._memo.get(fingerprint)
-            if tokens is not None:
-                self._memo.move_to_end(fingerprint)
-                return fingerprint, tokens
-        tokens = _text_tokens(block)
+            block = self._memo.get(key)
+            if block is not None:
+                self._memo.move_to_end(key)
+                return block
+        value = _strip_cache_control(value)  # a breakpoint is neither content nor tokens
+        canonical = json.dumps(value, sort_keys=True, separators=(",", ":"))
+        fingerprint = hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+        block = (fingerprint, _text_tokens(value))
         with self._lock:
-            self._memo[fingerprint] = tokens
+            self._memo[key] = block
             if len(self._memo) > self._capacity:
                 self._memo.popitem(last=False)
-        return fingerprint, tokens
+        return block
 
 
 class PrefixHistory:

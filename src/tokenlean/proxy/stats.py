@@ -10,6 +10,8 @@ of one uncached input token: multiply by the model's input price for money.
 
 from __future__ import annotations
 
+import logging
+import queue
 import threading
 import time
 from collections.abc import Mapping
@@ -19,7 +21,10 @@ from typing import Any
 from tokenlean.cost import CachePricing
 from tokenlean.proxy.rewrite import Prepared
 from tokenlean.proxy.routing import Api
-from tokenlean.proxy.sessions import BlockCounter, PrefixHistory, session_key
+from tokenlean.proxy.scan import scan_body
+from tokenlean.proxy.sessions import BlockCounter, PrefixHistory, list_key, session_key
+
+log = logging.getLogger("tokenlean.proxy")
 
 
 @dataclass(slots=True)
@@ -37,6 +42,7 @@ class Totals:
     results_shortened: int = 0
     inputs_shortened: int = 0
     rewrite_seconds: float = 0.0
+    count_seconds: float = 0.0  # CPU time spent on these statistics, after each answer
 
     def add(self, other: Totals) -> None:
         for name in self.__slots__:
@@ -53,6 +59,7 @@ class Totals:
         data["billed_saved"] = round(self.billed_saved, 1)
         data["billed_saved_ratio"] = round(_ratio(self.billed_saved, self.billed_in), 4)
         data["rewrite_seconds"] = round(self.rewrite_seconds, 3)
+        data["count_seconds"] = round(self.count_seconds, 3)
         return data
 
 
@@ -93,11 +100,18 @@ class StatsBook:
         self, api: Api, headers: Mapping[str, str], prepared: Prepared, status: int
     ) -> RequestRecord | None:
         """Count one request; None when its body was not a JSON object (nothing to count)."""
-        if prepared.original is None or prepared.sent is None:
+        start = time.thread_time()  # CPU time: what counting costs, however busy the machine
+        key = list_key(api)
+        received = scan_body(prepared.raw, key)
+        if received is None:
             return None
-        label, source = session_key(api, headers, prepared.original)
-        blocks_in = self._counter.blocks(api, prepared.original)
-        blocks_sent = self._counter.blocks(api, prepared.sent)
+        same = prepared.content is prepared.raw
+        sent = received if same else scan_body(prepared.content, key)
+        if sent is None:
+            return None
+        label, source = session_key(api, headers, received.values)
+        blocks_in = self._counter.blocks(api, received)
+        blocks_sent = blocks_in if same else self._counter.blocks(api, sent)
         outcome = prepared.outcome
         with self._lock:
             session = self._sessions.setdefault(label, Session(api, source))
@@ -120,6 +134,7 @@ class StatsBook:
             )
             session.history_in.add(blocks_in)
             session.history_sent.add(blocks_sent)
+            one.count_seconds = time.thread_time() - start
             session.totals.add(one)
             session.last_seen = time.time()
         return RequestRecord(label, status, one)
@@ -139,6 +154,45 @@ class StatsBook:
                     **s.totals.to_dict(),
                 }
         return {"total": total.to_dict(), "sessions": sessions}
+
+
+class CountingThread:
+    """Counts answered requests one at a time, in the order they were answered, off the
+    request's path: a long history takes milliseconds to count, and neither the client's
+    connection nor the next request should wait for it."""
+
+    def __init__(self, book: StatsBook) -> None:
+        self._book = book
+        self._jobs: queue.SimpleQueue[tuple[Any, ...] | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="tokenlean-stats", daemon=True)
+        self._thread.start()
+
+    def submit(
+        self,
+        method: str,
+        path: str,
+        api: Api,
+        headers: Mapping[str, str],
+        prepared: Prepared,
+        status: int,
+    ) -> None:
+        self._jobs.put((method, path, api, headers, prepared, status))
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Count what is queued, then stop."""
+        self._jobs.put(None)
+        self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            method, path, api, headers, prepared, status = job
+            try:
+                record = self._book.record(api, headers, prepared, status)
+            except Exception as exc:  # counting must never take the proxy down
+                log.warning("tokenlean proxy: could not count a request: %r", exc)
+                continue
+            if record is not None:
+                log.info("%s", log_line(method, path, record))
 
 
 def log_line(method: str, path: str, record: RequestRecord) -> str:

@@ -227,6 +227,9 @@ def canned(request: Recorded, text: str = "Hello from the fake upstream") -> Rep
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in separate writes; with Nagle's algorithm on, the body would wait
+    # for the client's delayed ACK (40 ms), which a latency benchmark must not measure.
+    disable_nagle_algorithm = True
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet: tests read the record
