@@ -285,6 +285,15 @@ def write_markdown(
         f"{result_bytes:,} bytes, unique on every request. Rewriter: {rewriter}. "
         f"{args.requests} measured pairs per case after 10 warm-up pairs; milliseconds per "
         "request from sending the body to the end of the reply (a short JSON answer).",
+        *(
+            []
+            if rewriter == "tokenlean.raw"
+            else [
+                "",
+                "These rows measure forwarding and statistics alone; rerun the command "
+                "with `tokenlean.raw` in the tree to include the rewrite.",
+            ]
+        ),
         "",
         "| case | direct p50 | direct p99 | proxy p50 | proxy p99 | added p50 | added p99 "
         "| proxy CPU per request |",

@@ -30,6 +30,7 @@ from tokenlean.proxy.routing import (
     forward_headers,
     provider_for,
     response_headers,
+    upstream_base,
     upstream_url,
 )
 from tokenlean.proxy.settings import ProxySettings
@@ -131,16 +132,17 @@ class Proxy:
         if raw is None:
             limit = self.settings.max_body_bytes
             return error_response(413, "request_too_large", f"body over {limit:,} bytes")
-        path, query = request.url.path, request.url.query
+        path = request.url.path
         api = api_for(request.method, path)
         prepared = None if api is None else await self._prepare(api, raw)
         content = raw if prepared is None else prepared.content
-        provider = provider_for(path, request.headers)
-        url = upstream_url(self.settings, provider, path, query)
+        base = upstream_base(self.settings, provider_for(path, request.headers))
+        raw_path = request.scope.get("raw_path", path.encode()).decode("latin-1")
+        url = upstream_url(base, raw_path, request.url.query)
         try:
             upstream = await self._send(request, url, content)
         except httpx.HTTPError as exc:
-            return self._unreachable(url, exc)
+            return self._unreachable(base, exc)
         headers = dict(request.headers)
         on_done = self._recorder(request.method, path, api, headers, prepared)
         return UpstreamResponse(upstream, on_done)
@@ -153,19 +155,17 @@ class Proxy:
 
     async def _send(self, request: Request, url: str, content: bytes) -> httpx.Response:
         assert self.client is not None, "the app's lifespan opens the client"
-        headers = forward_headers(request.headers.items())
-        sent = [(k, v) for k, v in headers if k.lower() not in _OWN_HEADERS]
+        sent = forward_headers(request.headers.raw, _OWN_HEADERS)
         upstream_request = self.client.build_request(
             request.method, url, headers=sent, content=content
         )
         names = {k.lower() for k, _ in sent}
         for name in _CLIENT_DEFAULTS:
-            if name not in names and name in upstream_request.headers:
+            if name.encode() not in names and name in upstream_request.headers:
                 del upstream_request.headers[name]
         return await self.client.send(upstream_request, stream=True)
 
-    def _unreachable(self, url: str, exc: httpx.HTTPError) -> JSONResponse:
-        base = url.split("/v1/", 1)[0] if "/v1/" in url else url
+    def _unreachable(self, base: str, exc: httpx.HTTPError) -> JSONResponse:
         if isinstance(exc, httpx.ReadTimeout | httpx.WriteTimeout):
             message = f"upstream {base} did not answer in time ({type(exc).__name__})"
             return error_response(504, "upstream_timeout", message)

@@ -54,34 +54,45 @@ def provider_for(path: str, headers: Mapping[str, str]) -> Provider:
     return "openai"
 
 
-def upstream_url(settings: ProxySettings, provider: Provider, path: str, query: str) -> str:
+def upstream_base(settings: ProxySettings, provider: Provider) -> str:
     base = settings.upstream or (
         settings.anthropic_upstream if provider == "anthropic" else settings.openai_upstream
     )
-    url = base.rstrip("/") + path
+    return base.rstrip("/")
+
+
+def upstream_url(base: str, raw_path: str, query: str) -> str:
+    """``base`` + the path as the client wrote it (percent-escapes kept) + its query."""
+    url = base + raw_path
     return f"{url}?{query}" if query else url
 
 
-def _connection_tokens(headers: Iterable[tuple[str, str]]) -> set[str]:
+def _connection_tokens(headers: Iterable[tuple[bytes, bytes]]) -> set[bytes]:
     """Headers named in ``Connection`` are hop-by-hop for this connection too."""
-    named: set[str] = set()
+    named: set[bytes] = set()
     for key, value in headers:
-        if key.lower() == "connection":
-            named.update(t.strip().lower() for t in value.split(","))
+        if key.lower() == b"connection":
+            named.update(t.strip().lower() for t in value.split(b","))
     return named
 
 
-def forward_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
-    """The client's headers minus hop-by-hop ones, host and content-length, order kept."""
+def _without(
+    headers: Iterable[tuple[bytes, bytes]], names: frozenset[str]
+) -> list[tuple[bytes, bytes]]:
     pairs = list(headers)
-    dropped = _HOP_BY_HOP | _REBUILT | _connection_tokens(pairs)
+    dropped = {n.encode() for n in names} | _connection_tokens(pairs)
     return [(k, v) for k, v in pairs if k.lower() not in dropped]
+
+
+def forward_headers(
+    headers: Iterable[tuple[bytes, bytes]], own: frozenset[str] = frozenset()
+) -> list[tuple[bytes, bytes]]:
+    """The client's headers, as bytes and in order, minus hop-by-hop ones, host,
+    content-length and the proxy's ``own``."""
+    return _without(headers, _HOP_BY_HOP | _REBUILT | own)
 
 
 def response_headers(headers: Iterable[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
     """The upstream's response headers minus hop-by-hop ones (content-length stays: the body
     is passed on byte for byte, still encoded as the upstream sent it)."""
-    pairs = list(headers)
-    named = _connection_tokens((k.decode("latin-1"), v.decode("latin-1")) for k, v in pairs)
-    dropped = _HOP_BY_HOP | named
-    return [(k, v) for k, v in pairs if k.decode("latin-1").lower() not in dropped]
+    return _without(headers, _HOP_BY_HOP)
