@@ -1,9 +1,10 @@
 """``tokenlean wrap claude [ARGS...]`` / ``tokenlean wrap codex [ARGS...]``: run a coding agent
 through the tokenlean proxy.
 
-Starts the proxy on a free local port, runs the agent with ``ANTHROPIC_BASE_URL`` (Claude Code)
-or ``OPENAI_BASE_URL`` (Codex, API-key login) pointing at it, stops the proxy when the agent
-exits, prints what was saved, and exits with the agent's exit code. Options for tokenlean go
+Starts the proxy on a free local port, runs the agent pointed at it (Claude Code:
+``ANTHROPIC_BASE_URL``; Codex: ``OPENAI_BASE_URL`` and ``-c openai_base_url=...``, with an API-key
+login, since a ChatGPT login talks to another backend), stops the proxy when the agent exits,
+prints what was saved, and exits with the agent's exit code. Options for tokenlean go
 before the agent's name; everything after it goes to the agent.
 """
 
@@ -44,6 +45,14 @@ def add_subcommand(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     p.add_argument("agent", choices=sorted(AGENTS), help="the agent to run")
     p.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the agent")
     p.set_defaults(func=run)
+
+
+def agent_args(agent: str, proxy_url: str) -> list[str]:
+    """Arguments that point the agent at the proxy where its environment alone does not: Codex
+    0.171 ignores ``OPENAI_BASE_URL`` and reads ``openai_base_url`` from its configuration."""
+    if agent == "codex":
+        return ["-c", f'openai_base_url="{proxy_url}/v1"']
+    return []
 
 
 def agent_env(agent: str, proxy_url: str, base: Mapping[str, str]) -> dict[str, str]:
@@ -91,6 +100,7 @@ def run(args: argparse.Namespace) -> int:
     if args.log:
         _log_to(args.log)
     with BackgroundProxy(app) as proxy:
-        code = run_agent([executable, *args.args], agent_env(args.agent, proxy.url, os.environ))
+        command = [executable, *agent_args(args.agent, proxy.url), *args.args]
+        code = run_agent(command, agent_env(args.agent, proxy.url, os.environ))
     print_summary(app)
     return code

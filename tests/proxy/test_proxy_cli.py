@@ -67,7 +67,8 @@ def test_wrap_runs_the_agent_through_the_proxy(
         code = main(["wrap", "--upstream", upstream.url, agent, "-p", "do it", "--flag"])
     assert code == 3  # the agent's own exit code
     seen = json.loads(record.read_text())
-    assert seen["argv"] == ["-p", "do it", "--flag"]
+    pointing = ["-c", f'openai_base_url="{seen["base"]}"'] if agent == "codex" else []
+    assert seen["argv"] == [*pointing, "-p", "do it", "--flag"]
     assert seen["base"].startswith("http://127.0.0.1:")
     assert urlsplit(seen["base"]).path == ("/v1" if agent == "codex" else "")
     assert [r.path for r in upstream.requests] == [
