@@ -2,9 +2,9 @@
 through the tokenlean proxy.
 
 Starts the proxy on a free local port, runs the agent pointed at it (Claude Code:
-``ANTHROPIC_BASE_URL``; Codex: ``OPENAI_BASE_URL`` and ``-c openai_base_url=...``, with an API-key
-login, since a ChatGPT login talks to another backend), stops the proxy when the agent exits,
-prints what was saved, and exits with the agent's exit code. Options for tokenlean go
+``ANTHROPIC_BASE_URL``; Codex: ``OPENAI_BASE_URL`` and ``-c openai_base_url=...``, tested with
+an API key, not with a ChatGPT login), stops the proxy when the agent exits, prints what was
+saved, and exits with the agent's exit code. Options for tokenlean go
 before the agent's name; everything after it goes to the agent.
 """
 
