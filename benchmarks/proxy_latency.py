@@ -1,0 +1,330 @@
+"""Latency the tokenlean proxy adds to a request, against the same request sent direct.
+
+Usage (from the repository root)::
+
+    python -m benchmarks.proxy_latency [--requests 300] [--history-tokens 200000] [--no-rewrite]
+
+A fake Anthropic upstream (``tokenlean.proxy.testing``) and ``tokenlean proxy`` each run in their
+own process on 127.0.0.1; this process sends every request twice over keep-alive connections,
+direct and through the proxy, in alternating order, and reports p50 and p99 of each and of the
+per-pair difference (the added latency). Two cases, both Claude-Code-shaped bodies built from the
+Claude Code trajectories in ``shared/data/trajectories`` (concatenated into one long session):
+
+- ``cached history``: the same history of about ``--history-tokens`` tokens re-sent, as a client
+  does between turns (the proxy has seen every message before);
+- ``new long result``: that history plus a new tool result (a real test log from
+  ``shared/data/tool_outputs``) made unique on each request, so nothing of it is memoised.
+
+Writes ``benchmarks/proxy_latency.md`` (``--markdown`` to change the path).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import platform
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tokenlean.proxy.conversations import anthropic_requests
+from tokenlean.replay.formats import load_trajectory
+from tokenlean.tokens import TiktokenCounter
+
+HERE = Path(__file__).parent
+SHARED = Path(os.environ.get("TOKENLEAN_SHARED", HERE.parent.parent / "shared"))
+TRAJECTORIES = SHARED / "data" / "trajectories" / "openagents_claude_code"
+TOOL_OUTPUT = SHARED / "data" / "tool_outputs" / "test_logs"
+HEADERS = {
+    "content-type": "application/json",
+    "anthropic-version": "2023-06-01",
+    "x-api-key": "sk-ant-bench",
+}
+
+UPSTREAM_SERVER = """
+import sys, time
+from tokenlean.proxy.testing import FakeUpstream
+with FakeUpstream() as upstream:
+    print(upstream.url, flush=True)
+    sys.stdin.read()
+"""
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+def history_body(target_tokens: int, counter: TiktokenCounter) -> tuple[dict[str, Any], int]:
+    """The first request of the concatenated session whose text reaches ``target_tokens``."""
+    messages = []
+    for path in sorted(TRAJECTORIES.glob("*.json")):
+        messages.extend(load_trajectory(path).messages)
+    body: dict[str, Any] = {}
+    tokens = 0
+    for body in anthropic_requests(messages, model="claude-bench"):
+        tokens = sum(counter.count(s) for s in _strings(body["messages"]))
+        if tokens >= target_tokens:
+            break
+    return body, tokens
+
+
+def long_result() -> str:
+    """A real test log of 30-60 KB, the size a coding agent gets back from a test run."""
+    fitting = [p for p in sorted(TOOL_OUTPUT.glob("*.txt")) if 30_000 <= p.stat().st_size <= 60_000]
+    return fitting[0].read_text(encoding="utf-8", errors="replace")
+
+
+def with_new_result(history: dict[str, Any], result: str, n: int) -> dict[str, Any]:
+    call = {
+        "type": "tool_use",
+        "id": f"toolu_bench_{n}",
+        "name": "Bash",
+        "input": {"command": "python -m pytest -x"},
+    }
+    reply = {
+        "type": "tool_result",
+        "tool_use_id": call["id"],
+        "content": f"run {n} at {time.time_ns()}\n{result}",
+        "cache_control": {"type": "ephemeral"},
+    }
+    messages = [
+        *history["messages"],
+        {"role": "assistant", "content": [call]},
+        {"role": "user", "content": [reply]},
+    ]
+    return {**history, "messages": messages}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def servers(no_rewrite: bool) -> Iterator[tuple[str, str, int]]:
+    """(upstream URL, proxy URL, proxy pid), each served by its own process."""
+    upstream = subprocess.Popen(
+        [sys.executable, "-c", UPSTREAM_SERVER],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    proxy = None
+    try:
+        assert upstream.stdout is not None
+        upstream_url = upstream.stdout.readline().strip()
+        port = _free_port()
+        command = [
+            sys.executable,
+            "-m",
+            "tokenlean.cli",
+            "proxy",
+            "--port",
+            str(port),
+            "--upstream",
+            upstream_url,
+            "--quiet",
+        ]
+        proxy = subprocess.Popen(
+            [*command, *(["--no-rewrite"] if no_rewrite else [])], stderr=subprocess.DEVNULL
+        )
+        proxy_url = f"http://127.0.0.1:{port}"
+        _wait_until_up(proxy_url)
+        yield upstream_url, proxy_url, proxy.pid
+    finally:
+        if proxy is not None:
+            proxy.terminate()
+            proxy.wait(30)
+        upstream.kill()
+        upstream.wait(30)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of a process so far (Linux ``/proc``; 0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _wait_until_up(url: str) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(url + "/tokenlean/stats", timeout=5)
+            return
+        except httpx.TransportError:
+            time.sleep(0.1)
+    raise RuntimeError(f"the proxy at {url} did not start")
+
+
+def _timed(client: httpx.Client, url: str, content: bytes) -> float:
+    start = time.perf_counter()
+    reply = client.post(url + "/v1/messages?beta=true", content=content, headers=HEADERS)
+    elapsed = time.perf_counter() - start
+    reply.raise_for_status()
+    return elapsed * 1000
+
+
+def measure(
+    bodies: Iterator[bytes], n: int, upstream: str, proxy: str, pause: float, warmup: int = 10
+) -> dict[str, list[float]]:
+    """Milliseconds per request, direct and proxied, for ``n`` pairs after ``warmup`` pairs,
+    ``pause`` seconds apart."""
+    direct: list[float] = []
+    proxied: list[float] = []
+    with httpx.Client(timeout=120) as a, httpx.Client(timeout=120) as b:
+        for i in range(warmup + n):
+            content = next(bodies)
+            if i % 2:
+                via, straight = _timed(b, proxy, content), _timed(a, upstream, content)
+            else:
+                straight, via = _timed(a, upstream, content), _timed(b, proxy, content)
+            if i >= warmup:
+                direct.append(straight)
+                proxied.append(via)
+            time.sleep(pause)
+    added = [p - d for p, d in zip(proxied, direct, strict=True)]
+    return {"direct": direct, "proxy": proxied, "added": added}
+
+
+def percentile(values: list[float], q: float) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[round(q) - 1]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--requests", type=int, default=300, help="measured pairs per case")
+    parser.add_argument("--history-tokens", type=int, default=200_000)
+    parser.add_argument("--no-rewrite", action="store_true", help="forwarding alone")
+    parser.add_argument(
+        "--pauses",
+        type=float,
+        nargs="+",
+        default=[0.2, 0.0],
+        help="seconds between pairs, one run each (an agent waits seconds for the model; "
+        "0 is back to back)",
+    )
+    parser.add_argument("--markdown", type=Path, default=HERE / "proxy_latency.md")
+    args = parser.parse_args()
+    if not TRAJECTORIES.is_dir():
+        print(f"needs {TRAJECTORIES}", file=sys.stderr)
+        return 2
+    counter = TiktokenCounter("o200k_base", vocab_path=SHARED / "tokenizers")
+    history, tokens = history_body(args.history_tokens, counter)
+    cached = json.dumps(history).encode()
+    result = long_result()
+    fresh = (json.dumps(with_new_result(history, result, n)).encode() for n in range(10**9))
+    rewriter = (
+        "none (--no-rewrite)"
+        if args.no_rewrite
+        else (
+            "tokenlean.raw"
+            if importlib.util.find_spec("tokenlean.raw")
+            else "none (tokenlean.raw not in this tree)"
+        )
+    )
+    rows = []
+    load_before = os.getloadavg()[0]
+    with servers(args.no_rewrite) as (upstream, proxy, pid):
+        cases = [("cached history", iter(lambda: cached, None)), ("new long result", fresh)]
+        for pause in args.pauses:
+            for case, bodies in cases:
+                name = f"{case}, {f'{pause * 1000:.0f} ms apart' if pause else 'back to back'}"
+                cpu = cpu_seconds(pid)
+                figures = measure(bodies, args.requests, upstream, proxy, pause)
+                figures["cpu"] = [1000 * (cpu_seconds(pid) - cpu) / (args.requests + 10)]
+                rows.append((name, figures))
+                print(name, {k: round(statistics.median(v), 2) for k, v in figures.items()})
+        stats = httpx.get(proxy + "/tokenlean/stats", timeout=30).json()["total"]
+    load = (load_before, os.getloadavg()[0])
+    write_markdown(args, rows, tokens, len(cached), len(result.encode()), rewriter, stats, load)
+    print(f"written to {args.markdown}")
+    return 0
+
+
+def write_markdown(
+    args: argparse.Namespace,
+    rows: list[tuple[str, dict[str, list[float]]]],
+    tokens: int,
+    body_bytes: int,
+    result_bytes: int,
+    rewriter: str,
+    stats: dict[str, Any],
+    load: tuple[float, float],
+) -> None:
+    lines = [
+        "# Latency the proxy adds",
+        "",
+        f"Command: `python -m benchmarks.proxy_latency --requests {args.requests} "
+        f"--history-tokens {args.history_tokens} --pauses {' '.join(map(str, args.pauses))}"
+        f"{' --no-rewrite' if args.no_rewrite else ''}`",
+        "",
+        f"History: {tokens:,} o200k tokens of message text ({body_bytes:,} bytes of JSON), the "
+        "Claude Code trajectories of `shared/data/trajectories/openagents_claude_code` "
+        "concatenated into one session; new long result: a real test log of "
+        f"{result_bytes:,} bytes, unique on every request. Rewriter: {rewriter}. "
+        f"{args.requests} measured pairs per case after 10 warm-up pairs; milliseconds per "
+        "request from sending the body to the end of the reply (a short JSON answer).",
+        *(
+            []
+            if rewriter == "tokenlean.raw"
+            else [
+                "",
+                "These rows measure forwarding and statistics alone; rerun the command "
+                "with `tokenlean.raw` in the tree to include the rewrite.",
+            ]
+        ),
+        "",
+        "| case | direct p50 | direct p99 | proxy p50 | proxy p99 | added p50 | added p99 "
+        "| proxy CPU per request |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, f in rows:
+        cells = [percentile(f[k], q) for k in ("direct", "proxy", "added") for q in (50, 99)]
+        cells.append(f["cpu"][0])
+        lines.append(f"| {name} | " + " | ".join(f"{c:.2f}" for c in cells) + " |")
+    requests = max(stats["requests"], 1)
+    rewrite_ms = 1000 * stats["rewrite_seconds"] / requests
+    count_ms = 1000 * stats["count_seconds"] / requests
+    lines += [
+        "",
+        f"The proxy's own account: {stats['requests']} requests, {stats['rewritten']} rewritten; "
+        f"{rewrite_ms:.2f} ms per request parsing and rewriting on the request's path, and "
+        f"{count_ms:.2f} ms per request counting tokens for the statistics after the answer (on "
+        "its own thread; it competes for the CPU with a request that follows at once, which is "
+        "what the back-to-back rows show). The rest of the added time is the second hop: "
+        "reading the body, sending it upstream, passing the reply on.",
+        "",
+        f"Machine: {platform.platform()}, Python {platform.python_version()}, "
+        f"{os.cpu_count()} cores shared with other work (load average {load[0]:.1f} at the "
+        f"start, {load[1]:.1f} at the end: wall-clock figures carry that noise, the CPU column "
+        "does not); the fake upstream, the proxy and the client each run in their own process "
+        "on 127.0.0.1. Proxy CPU per request is the proxy process's user+system time over the "
+        "case (warm-up included), divided by its requests.",
+        "",
+    ]
+    args.markdown.write_text("\n".join(lines))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

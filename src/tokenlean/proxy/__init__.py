@@ -1,0 +1,43 @@
+"""A local HTTP proxy that applies tokenlean to any agent speaking the provider APIs.
+
+``POST /v1/messages`` (Anthropic), ``POST /v1/chat/completions`` and ``POST /v1/responses``
+(OpenAI) have their bodies rewritten (first-sight shortening of tool results and past tool
+inputs); every other request passes through untouched. Needs the ``proxy`` extra
+(Starlette, uvicorn, httpx): ``pip install 'tokenlean[proxy]'``.
+"""
+
+from __future__ import annotations
+
+MISSING_EXTRA = (
+    "the tokenlean proxy needs Starlette, uvicorn and httpx: pip install 'tokenlean[proxy]'"
+)
+
+_EXTRA_MODULES = frozenset({"anyio", "httpx", "starlette", "uvicorn"})
+
+try:
+    from tokenlean.proxy.app import create_app
+    from tokenlean.proxy.rewrite import Prepared, RewriteOutcome, Rewriter, default_rewriter
+    from tokenlean.proxy.routing import Api
+    from tokenlean.proxy.server import BackgroundProxy, serve
+    from tokenlean.proxy.settings import ProxySettings, default_originals_dir
+    from tokenlean.proxy.stats import StatsBook, summary_lines
+except ImportError as _exc:
+    if (_exc.name or "").split(".")[0] in _EXTRA_MODULES:
+        raise ImportError(MISSING_EXTRA, name=_exc.name) from _exc
+    raise
+
+__all__ = [
+    "MISSING_EXTRA",
+    "Api",
+    "BackgroundProxy",
+    "Prepared",
+    "ProxySettings",
+    "RewriteOutcome",
+    "Rewriter",
+    "StatsBook",
+    "create_app",
+    "default_originals_dir",
+    "default_rewriter",
+    "serve",
+    "summary_lines",
+]

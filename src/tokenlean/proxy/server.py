@@ -1,0 +1,109 @@
+"""Running the proxy: in the foreground (``tokenlean proxy``) or on a thread (``tokenlean wrap``,
+tests, notebooks), on a port of your choice or a free one."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import threading
+from types import TracebackType
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+
+#: How long to wait for the server thread to come up or go down before giving up.
+START_TIMEOUT = 10.0
+
+
+def _config(app: Starlette, *, access_log: bool) -> uvicorn.Config:
+    # The upstream's own Date and Server headers pass through; uvicorn's would duplicate them.
+    return uvicorn.Config(
+        app,
+        log_config=None,
+        access_log=access_log,
+        server_header=False,
+        date_header=False,
+        lifespan="on",
+        timeout_graceful_shutdown=5,
+    )
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket; port 0 picks a free one (read it back with ``getsockname``)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # IPPROTO_TCP named explicitly: asyncio turns Nagle's algorithm off only on sockets that say
+    # so, and with it on, the end of each reply waits for the client's delayed ACK (~40 ms).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    sock.setblocking(False)
+    return sock
+
+
+def serve(app: Starlette, host: str, port: int) -> None:
+    """Serve in the foreground until SIGINT or SIGTERM, then return (to print the summary).
+
+    uvicorn shuts down gracefully on either signal and then re-raises it; both are made to
+    raise KeyboardInterrupt here, so that a ``kill`` ends the proxy as cleanly as Ctrl-C.
+    """
+    sock = bind(host, port)
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        uvicorn.Server(_config(app, access_log=False)).run(sockets=[sock])
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        sock.close()
+
+
+class BackgroundProxy:
+    """The proxy on a daemon thread; a context manager that starts and stops it.
+
+    ``url`` is its base URL (``http://127.0.0.1:PORT``) once started.
+    """
+
+    def __init__(self, app: Starlette, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.app = app
+        self._sock = bind(host, port)
+        self._server = uvicorn.Server(_config(app, access_log=False))
+        self._thread = threading.Thread(target=self._run, name="tokenlean-proxy", daemon=True)
+        bound: Any = self._sock.getsockname()
+        shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
+        self.url = f"http://{shown}:{bound[1]}"
+        self.error: BaseException | None = None
+
+    def _run(self) -> None:
+        try:
+            self._server.run(sockets=[self._sock])
+        except BaseException as exc:  # reported by start(); a thread has no one else to tell
+            self.error = exc
+
+    def start(self) -> BackgroundProxy:
+        self._thread.start()
+        waited = 0.0
+        while not self._server.started and self._thread.is_alive() and waited < START_TIMEOUT:
+            threading.Event().wait(0.01)
+            waited += 0.01
+        if not self._server.started:
+            self.stop()
+            raise RuntimeError(f"the tokenlean proxy did not start: {self.error!r}")
+        return self
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(START_TIMEOUT)
+        self._sock.close()
+
+    def __enter__(self) -> BackgroundProxy:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

@@ -1,0 +1,314 @@
+"""A fake provider for testing agents through the proxy: a real HTTP server on 127.0.0.1 that
+records every request and answers from a script (JSON, server-sent events, errors).
+
+Standard library only, so it can stand in for Anthropic or OpenAI behind the proxy, or in front
+of an SDK directly when a benchmark compares the two::
+
+    with FakeUpstream() as upstream:            # answers each API with a canned reply
+        app = create_app(ProxySettings(upstream=upstream.url))
+        ...
+        upstream.requests[-1].json()            # the body the provider would have received
+
+A script is a function from the recorded request to a :class:`Reply`; a reply's body is bytes,
+or an iterable of chunks sent (and flushed) one by one as it yields them.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+from urllib.parse import urlsplit
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One request as the fake provider received it."""
+
+    method: str
+    path: str
+    query: str
+    headers: Sequence[tuple[str, str]]  # names lower-cased, order and repeats kept
+    body: bytes
+
+    def header(self, name: str) -> str | None:
+        return next((v for k, v in self.headers if k == name.lower()), None)
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int = 200
+    body: bytes | Iterable[bytes] = b""
+    headers: Sequence[tuple[str, str]] = (("content-type", "application/json"),)
+
+
+Script = Callable[[Recorded], Reply]
+
+
+def json_reply(value: Any, status: int = 200) -> Reply:
+    return Reply(status, json.dumps(value).encode())
+
+
+def sse_reply(events: Iterable[bytes]) -> Reply:
+    return Reply(
+        200, events, (("content-type", "text/event-stream"), ("cache-control", "no-cache"))
+    )
+
+
+def sse_event(data: Mapping[str, Any] | str, event: str | None = None) -> bytes:
+    payload = data if isinstance(data, str) else json.dumps(data)
+    head = f"event: {event}\n" if event else ""
+    return f"{head}data: {payload}\n\n".encode()
+
+
+# --- canned answers, one per API, in the providers' shapes ------------------------------------
+
+
+def anthropic_message(
+    text: str, model: str = "claude-test", message_id: str = "msg_test"
+) -> dict[str, Any]:
+    return {
+        "id": message_id,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 10, "output_tokens": 5},
+    }
+
+
+def anthropic_events(
+    blocks: Sequence[Mapping[str, Any]],
+    stop_reason: str = "end_turn",
+    model: str = "claude-test",
+    message_id: str = "msg_test",
+) -> list[bytes]:
+    """The event stream of a message with these content blocks (text or tool_use).
+
+    Give each message of a conversation its own ``message_id``: clients such as Claude Code
+    merge the blocks of messages that share one.
+    """
+    start = {**anthropic_message("", model, message_id), "content": [], "stop_reason": None}
+    events = [sse_event({"type": "message_start", "message": start}, "message_start")]
+    for i, block in enumerate(blocks):
+        if block["type"] == "tool_use":
+            opening = {**block, "input": {}}
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        else:
+            opening = {"type": "text", "text": ""}
+            delta = {"type": "text_delta", "text": block["text"]}
+        events += [
+            sse_event(
+                {"type": "content_block_start", "index": i, "content_block": opening},
+                "content_block_start",
+            ),
+            sse_event(
+                {"type": "content_block_delta", "index": i, "delta": delta}, "content_block_delta"
+            ),
+            sse_event({"type": "content_block_stop", "index": i}, "content_block_stop"),
+        ]
+    end = {"stop_reason": stop_reason, "stop_sequence": None}
+    events.append(
+        sse_event(
+            {"type": "message_delta", "delta": end, "usage": {"output_tokens": 5}}, "message_delta"
+        )
+    )
+    events.append(sse_event({"type": "message_stop"}, "message_stop"))
+    return events
+
+
+def chat_completion(text: str, model: str = "gpt-test") -> dict[str, Any]:
+    message = {"role": "assistant", "content": text}
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
+
+
+def chat_events(text: str, model: str = "gpt-test") -> list[bytes]:
+    def chunk(delta: dict[str, Any], finish: str | None) -> bytes:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        body = {
+            "id": "chatcmpl-test",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": model,
+            "choices": [choice],
+        }
+        return sse_event(body)
+
+    words = [w + " " for w in text.split()] or [""]
+    events = [chunk({"role": "assistant", "content": ""}, None)]
+    events += [chunk({"content": w}, None) for w in words]
+    return [*events, chunk({}, "stop"), sse_event("[DONE]")]
+
+
+def response_object(text: str, model: str = "gpt-test") -> dict[str, Any]:
+    content = [{"type": "output_text", "text": text, "annotations": []}]
+    item = {
+        "type": "message",
+        "id": "msg_test",
+        "role": "assistant",
+        "status": "completed",
+        "content": content,
+    }
+    return {
+        "id": "resp_test",
+        "object": "response",
+        "created_at": 0,
+        "model": model,
+        "status": "completed",
+        "output": [item],
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15},
+    }
+
+
+def response_events(text: str, model: str = "gpt-test") -> list[bytes]:
+    done = response_object(text, model)
+    created = {**done, "status": "in_progress", "output": []}
+    events = [
+        sse_event(
+            {"type": "response.created", "response": created, "sequence_number": 0},
+            "response.created",
+        )
+    ]
+    for n, word in enumerate(text.split(), start=1):
+        delta = {
+            "type": "response.output_text.delta",
+            "item_id": "msg_test",
+            "output_index": 0,
+            "content_index": 0,
+            "delta": word + " ",
+            "sequence_number": n,
+        }
+        events.append(sse_event(delta, "response.output_text.delta"))
+    completed = {"type": "response.completed", "response": done, "sequence_number": len(events)}
+    return [*events, sse_event(completed, "response.completed")]
+
+
+def canned(request: Recorded, text: str = "Hello from the fake upstream") -> Reply:
+    """A plausible answer for any of the three APIs, streamed when the request asks for it."""
+    try:
+        stream = bool(request.json().get("stream"))
+    except (ValueError, AttributeError):
+        stream = False
+    if request.path.startswith("/v1/messages/count_tokens"):
+        return json_reply({"input_tokens": 42})
+    if request.path.startswith("/v1/messages"):
+        blocks = [{"type": "text", "text": text}]
+        return (
+            sse_reply(anthropic_events(blocks)) if stream else json_reply(anthropic_message(text))
+        )
+    if request.path.startswith("/v1/chat/completions"):
+        return sse_reply(chat_events(text)) if stream else json_reply(chat_completion(text))
+    if request.path.startswith("/v1/responses"):
+        return sse_reply(response_events(text)) if stream else json_reply(response_object(text))
+    return json_reply({"error": {"message": f"no such path {request.path}"}}, 404)
+
+
+# --- the server --------------------------------------------------------------------------------
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    # Headers and body go out in separate writes; with Nagle's algorithm on, the body would wait
+    # for the client's delayed ACK (40 ms), which a latency benchmark must not measure.
+    disable_nagle_algorithm = True
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet: tests read the record
+        pass
+
+    def _handle(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        body = self.rfile.read(length) if length else b""
+        parts = urlsplit(self.path)
+        headers = [(k.lower(), v) for k, v in self.headers.items()]
+        request = Recorded(self.command, parts.path, parts.query, headers, body)
+        fake = self.server.fake
+        fake.record(request)
+        self._send(fake.script(request))
+
+    def _send(self, reply: Reply) -> None:
+        self.send_response(reply.status)
+        for key, value in reply.headers:
+            self.send_header(key, value)
+        if isinstance(reply.body, bytes):
+            self.send_header("content-length", str(len(reply.body)))
+            self.end_headers()
+            self.wfile.write(reply.body)
+            return
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        try:
+            for chunk in reply.body:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            self.server.fake.disconnected.set()
+            self.close_connection = True
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    fake: FakeUpstream
+
+
+@dataclass
+class FakeUpstream:
+    """The fake provider; a context manager that serves it on a free port of 127.0.0.1."""
+
+    script: Script = canned
+    requests: list[Recorded] = field(default_factory=list)
+    #: Set when a streamed reply could not be written because the client had gone.
+    disconnected: threading.Event = field(default_factory=threading.Event)
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Lock()
+        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server.fake = self
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def _serve(self) -> None:
+        self._server.serve_forever(poll_interval=0.05)
+
+    def record(self, request: Recorded) -> None:
+        with self._lock:
+            self.requests.append(request)
+
+    def bodies(self, path: str) -> Iterator[Any]:
+        """The JSON bodies received on ``path``, oldest first."""
+        return (r.json() for r in list(self.requests) if r.path == path)
+
+    def __enter__(self) -> FakeUpstream:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._server.shutdown()
+        self._server.server_close()

@@ -1,0 +1,268 @@
+"""End to end with the real Claude Code CLI: ``claude -p`` through the proxy to a scripted fake
+Anthropic model that asks for two Bash commands and then answers.
+
+Skipped unless Claude Code is installed. Install it outside the repository, offline use needs no
+account (a dummy key and the fake upstream stand in)::
+
+    npm install --prefix ~/cc @anthropic-ai/claude-code
+    export TOKENLEAN_CLAUDE=~/cc/node_modules/.bin/claude     # or put `claude` on PATH
+
+What Claude Code 2.1.197 sends (recorded by this test): ``POST /v1/messages?beta=true``, streamed,
+with ``x-api-key``, ``anthropic-version``, a long ``anthropic-beta`` list and an
+``x-claude-code-session-id`` header; a body with 24 tools (~64 KB of schemas), a ``system`` list
+with ``cache_control``, ``thinking: {"type": "adaptive"}``, ``context_management`` (clear
+thinking), ``output_config`` (effort), ``metadata.user_id`` (a JSON string holding the session
+id), a message with ``role: "system"`` inside ``messages``, and ``cache_control`` on the last
+block of the newest message only. Tool results arrive as strings; consecutive tool_use blocks
+of one assistant message share that message's id.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tokenlean.proxy import BackgroundProxy, ProxySettings, create_app, default_rewriter
+from tokenlean.proxy.testing import (
+    FakeUpstream,
+    Recorded,
+    Reply,
+    anthropic_events,
+    anthropic_message,
+    json_reply,
+    sse_reply,
+)
+
+CLAUDE = os.environ.get("TOKENLEAN_CLAUDE") or shutil.which("claude")
+pytestmark = pytest.mark.skipif(
+    CLAUDE is None or not Path(CLAUDE).exists(),
+    reason="Claude Code not installed (npm install --prefix DIR @anthropic-ai/claude-code, "
+    "then TOKENLEAN_CLAUDE=DIR/node_modules/.bin/claude)",
+)
+HAS_REWRITE = importlib.util.find_spec("tokenlean.raw") is not None
+
+#: About 20 KB of near-identical lines with the one line the model needs near the end (Claude
+#: Code itself replaces Bash output over ~30 KB with a preview, so this size reaches the model).
+NEEDLE = "ERROR worker-217: disk quota exceeded on /var/data"
+LONG_COMMAND = (
+    'for i in $(seq 1 300); do echo "2025-01-01 12:00:$((i % 60)) INFO worker-$i processed '
+    f"batch $i in 12ms status=ok\"; done; echo '{NEEDLE}'"
+)
+SHORT_COMMAND = "echo second-step-done"
+FINAL = "worker-217 ran out of disk quota."
+PROMPT = "Look at the worker log and tell me which worker failed."
+
+
+def _tool_results(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [
+        block
+        for message in body["messages"]
+        if isinstance(message.get("content"), list)
+        for block in message["content"]
+        if isinstance(block, Mapping) and block.get("type") == "tool_result"
+    ]
+
+
+def _text(result: Mapping[str, Any]) -> str:
+    content = result.get("content")
+    if isinstance(content, str):
+        return content
+    return "".join(b.get("text", "") for b in content or [] if isinstance(b, Mapping))
+
+
+def scripted_model(request: Recorded) -> Reply:
+    """Bash, Bash, then an answer; any side request (no Bash tool) gets a short text."""
+    if request.path == "/v1/messages/count_tokens":
+        return json_reply({"input_tokens": 1000})
+    if request.path != "/v1/messages":
+        return json_reply({"type": "error", "error": {"type": "not_found_error"}}, 404)
+    body = request.json()
+    done = len(_tool_results(body))
+    if all(t.get("name") != "Bash" for t in body.get("tools", [])):
+        blocks: list[dict[str, Any]] = [{"type": "text", "text": "ok"}]
+    elif done < 2:
+        command = LONG_COMMAND if done == 0 else SHORT_COMMAND
+        blocks = [
+            {
+                "type": "tool_use",
+                "id": f"toolu_{done}",
+                "name": "Bash",
+                "input": {"command": command, "description": "inspect the workers"},
+            }
+        ]
+    else:
+        blocks = [{"type": "text", "text": FINAL}]
+    stop = "tool_use" if blocks[0]["type"] == "tool_use" else "end_turn"
+    message_id = f"msg_{request.body.__hash__() & 0xFFFFFF:06x}"  # one id per answer
+    if body.get("stream"):
+        return sse_reply(anthropic_events(blocks, stop, message_id=message_id))
+    message = {
+        **anthropic_message("", message_id=message_id),
+        "content": blocks,
+        "stop_reason": stop,
+    }
+    return json_reply(message)
+
+
+def claude_env(home: Path, base_url: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE"))}
+    env.update(
+        HOME=str(home),
+        ANTHROPIC_BASE_URL=base_url,
+        ANTHROPIC_API_KEY="sk-ant-dummy",
+        DISABLE_TELEMETRY="1",
+        DISABLE_AUTOUPDATER="1",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+    )
+    return env
+
+
+def run_claude(cwd: Path, env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
+    assert CLAUDE is not None
+    command = [CLAUDE, "-p", PROMPT, "--allowedTools", "Bash"]
+    return subprocess.run(
+        command, cwd=cwd, env=dict(env), capture_output=True, text=True, timeout=300
+    )
+
+
+@dataclass
+class Session:
+    run: subprocess.CompletedProcess[str]
+    client_bodies: list[dict[str, Any]]  # as Claude Code sent them to the proxy
+    upstream: list[Recorded]  # as the proxy forwarded them
+
+    def conversation(self) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """(client body, upstream body) of each main-conversation request, in order."""
+        sent = [r.json() for r in self.upstream if r.path == "/v1/messages"]
+        pairs = list(zip(self.client_bodies, sent, strict=True))
+        return [(c, u) for c, u in pairs if any(t.get("name") == "Bash" for t in c["tools"])]
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
+    root = tmp_path_factory.mktemp("claude-code")
+    (root / "home").mkdir()
+    (root / "work").mkdir()
+    inner = default_rewriter(root / "originals")
+    client_bodies: list[dict[str, Any]] = []
+
+    def recording(api: Any, body: Mapping[str, Any]) -> Any:
+        client_bodies.append(json.loads(json.dumps(body)))
+        return inner(api, body) if inner is not None else None
+
+    with FakeUpstream(script=scripted_model) as upstream:
+        app = create_app(ProxySettings(upstream=upstream.url), rewriter=recording)
+        with BackgroundProxy(app) as proxy:
+            run = run_claude(root / "work", claude_env(root / "home", proxy.url))
+        yield Session(run, client_bodies, list(upstream.requests))
+
+
+def test_claude_code_completes_through_the_proxy(session: Session):
+    assert session.run.returncode == 0, session.run.stderr
+    assert FINAL in session.run.stdout
+    conversation = session.conversation()
+    assert len(conversation) == 3
+    last_client, _ = conversation[-1]
+    results = [_text(r) for r in _tool_results(last_client)]
+    assert NEEDLE in results[0]  # Claude Code really ran the commands
+    assert "second-step-done" in results[1]
+
+
+def test_what_claude_code_sends(session: Session):
+    first = next(r for r in session.upstream if r.path == "/v1/messages")
+    assert first.query == "beta=true"
+    for header in ("x-api-key", "anthropic-version", "anthropic-beta"):
+        assert first.header(header), header
+    for client, _ in session.conversation():
+        assert client["stream"] is True
+        assert any(t["name"] == "Bash" for t in client["tools"])
+        blocks = [
+            b for m in client["messages"] if isinstance(m["content"], list) for b in m["content"]
+        ]
+        marked = [i for i, b in enumerate(blocks) if "cache_control" in b]
+        # The breakpoint moves: only the newest block carries it (the system-role message that
+        # may follow holds a plain string).
+        assert marked == [len(blocks) - 1]
+    assert any(m["role"] == "system" for m in client["messages"])
+
+
+def test_everything_but_tool_results_reaches_the_model_unchanged(session: Session):
+    for client, sent in session.conversation():
+        assert {k: v for k, v in client.items() if k != "messages"} == {
+            k: v for k, v in sent.items() if k != "messages"
+        }
+        assert len(client["messages"]) == len(sent["messages"])
+        for before, after in zip(client["messages"], sent["messages"], strict=True):
+            if not _tool_results({"messages": [before]}):
+                assert before == after
+
+
+def _strip_cache_control(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _strip_cache_control(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [_strip_cache_control(v) for v in value]
+    return value
+
+
+def test_zero_prefix_drift_upstream(session: Session):
+    sent = [_strip_cache_control(u) for _, u in session.conversation()]
+    for earlier, later in itertools.pairwise(sent):
+        n = len(earlier["messages"])
+        assert later["messages"][:n] == earlier["messages"]
+        assert (later["system"], later["tools"]) == (earlier["system"], earlier["tools"])
+
+
+@pytest.mark.skipif(not HAS_REWRITE, reason="needs the request rewrite (tokenlean.raw)")
+def test_the_long_result_is_shortened_keeping_the_line_the_model_needs(session: Session):
+    _, sent = session.conversation()[1]
+    client, _ = session.conversation()[1]
+    original = _text(_tool_results(client)[0])
+    shortened = _text(_tool_results(sent)[0])
+    assert len(original) > 15_000
+    assert len(shortened) < len(original) / 2
+    assert NEEDLE in shortened
+
+
+def test_tokenlean_wrap_claude(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd):
+    """The same run through ``tokenlean wrap claude``, as a user starts it."""
+    from tokenlean.cli import main
+
+    assert CLAUDE is not None
+    (tmp_path / "home").mkdir()
+    monkeypatch.chdir(tmp_path)
+    env = claude_env(tmp_path / "home", "unused")
+    for key in [k for k in os.environ if k.startswith(("ANTHROPIC_", "CLAUDE"))]:
+        monkeypatch.delenv(key)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("PATH", f"{Path(CLAUDE).parent}{os.pathsep}{os.environ['PATH']}")
+    with FakeUpstream(script=scripted_model) as upstream:
+        code = main(
+            [
+                "wrap",
+                "--upstream",
+                upstream.url,
+                "--originals",
+                str(tmp_path / "o"),
+                "claude",
+                "-p",
+                PROMPT,
+                "--allowedTools",
+                "Bash",
+            ]
+        )
+    captured = capfd.readouterr()  # the agent writes to the real stdout
+    assert code == 0
+    assert FINAL in captured.out
+    assert "tokenlean: 3 requests in 1 sessions" in captured.err
