@@ -15,7 +15,7 @@ from tokenlean.replay.strategies import register
 
 def _shortening(**kwargs: Any) -> Any:
     def factory() -> list[Any]:
-        from tokenlean.langchain.shortening import ToolOutputShorteningMiddleware
+        from tokenlean.langchain.output_shortening import ToolOutputShorteningMiddleware
 
         return [ToolOutputShorteningMiddleware(**kwargs)]
 

@@ -60,7 +60,7 @@ def _stack() -> list[Any]:
         INPUT_MIN_TOKENS,
         INPUT_TAIL_LINES,
     )
-    from tokenlean.langchain.shortening import ToolOutputShorteningMiddleware
+    from tokenlean.langchain.output_shortening import ToolOutputShorteningMiddleware
     from tokenlean.store import InMemoryOriginalStore
 
     store = InMemoryOriginalStore()

@@ -52,8 +52,8 @@ def two_proxies(tmp_path: Path) -> Iterator[tuple[FakeUpstream, list[str]]]:
                 str(port),
                 "--upstream",
                 upstream.url,
-                "--originals",
-                str(tmp_path / name),
+                "--originals",  # one volume for both: markers name the files they keep
+                str(tmp_path / "originals"),
                 "-q",
             ]
             processes.append(subprocess.Popen(command, stderr=subprocess.DEVNULL))

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from conftest import trajectory_paths
+from tests.data import trajectory_paths
 from tokenlean.raw import RawSettings
 from tokenlean.raw.history import clear_memo
 from tokenlean.replay.formats import Trajectory, load_trajectory

@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from conftest import TOOL_OUTPUTS
+from tests.data import TOOL_OUTPUTS
 from tokenlean.raw import RawSettings, rewrite_request
-from tokenlean.raw import history as history_module
 from tokenlean.raw.build import body as build_body
 from tokenlean.raw.build import call_points
 from tokenlean.raw.history import clear_memo, point_to_file
 from tokenlean.raw.originals import default_originals_dir, original_path
+from tokenlean.shorten import firstsight
 from tokenlean.shorten.text import estimate_tokens
 from tokenlean.transcript import Message, ToolCall
 
@@ -216,13 +216,13 @@ def test_each_request_only_shortens_what_is_new(
     trajectory: Any, settings: RawSettings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: list[str] = []
-    real = history_module.shorten
+    real = firstsight.shorten
 
     def counting(text: str, **kwargs: Any) -> Any:
         calls.append(text)
         return real(text, **kwargs)
 
-    monkeypatch.setattr(history_module, "shorten", counting)
+    monkeypatch.setattr(firstsight, "shorten", counting)
     points = call_points(trajectory.messages)
     warm: list[Any] = []
     for k in points:

@@ -19,8 +19,8 @@ import pytest
 
 from tokenlean.langchain.adapter import to_view
 from tokenlean.langchain.input_shortening import ToolInputShorteningMiddleware
+from tokenlean.langchain.output_shortening import ToolOutputShorteningMiddleware
 from tokenlean.langchain.recommended import INPUT_HEAD_LINES, INPUT_MIN_TOKENS, INPUT_TAIL_LINES
-from tokenlean.langchain.shortening import ToolOutputShorteningMiddleware
 from tokenlean.raw import RawSettings, rewrite_request
 from tokenlean.raw import anthropic as anthropic_view
 from tokenlean.raw.build import body
@@ -37,9 +37,9 @@ RUNS = sample_trajectories(per_source=1, min_calls=4)
 needs_shared = pytest.mark.skipif(not RUNS, reason="needs ../shared/data/trajectories")
 # Where a marker says the original is: the middleware names its tool and a handle, the raw
 # rewrite a file and lines. Both become W[span] (W for an input) to compare the rest.
-MW_OUTPUT = re.compile(r'read_original\(\\?"o[0-9a-f]{6}\\?"(?:, \\?"(\d+(?:-\d+)?)\\?")?\)')
+MW_OUTPUT = re.compile(r'read_original\(\\?"o[0-9a-f]+\\?"(?:, \\?"(\d+(?:-\d+)?)\\?")?\)')
 RAW_OUTPUT = re.compile(r"full output(?:: [^\s\"\\]+)?(?: lines? (\d+(?:-\d+)?))?")
-MW_INPUT = re.compile(r'read_original\(\\?"i[0-9a-f]{6}\\?"\) shows them')
+MW_INPUT = re.compile(r'read_original\(\\?"i[0-9a-f]+\\?"\) shows them')
 RAW_INPUT = re.compile(r"full input: \S+ lines \d+-\d+")
 
 

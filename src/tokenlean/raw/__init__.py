@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from tokenlean.arguments import ArgumentPolicy
+from tokenlean.shorten.inputs import ArgumentPolicy
 from tokenlean.raw import anthropic, openai_chat, openai_responses
 from tokenlean.raw.history import HistoryEdit, HistoryPolicy, plan_history
 from tokenlean.raw.originals import default_originals_dir, keep

@@ -9,12 +9,15 @@ given everything before it as the model saw it, and every answered call's long i
 before the turn is first sent back: the same decisions the LangChain middleware makes, without
 any state.
 
-All calls into the shortening core live in this module (a later home: the core itself).
-Requests grow by a few messages at a time, so the walk is memoised (:mod:`tokenlean.raw.memo`):
-after each plan, a checkpoint keyed by a rolling hash of the history and the policy keeps the
-edits, the lines already shown and the calls seen; the next request resumes from the longest
-history it shares with a checkpoint. The memo is only a cache: a cold process plans the same
-bytes.
+The decisions are the core's, called as the middleware calls them, one assistant turn at a time:
+:func:`tokenlean.shorten.inputs.plan_inputs` cuts the turn's answered inputs, then
+:func:`tokenlean.shorten.firstsight.plan_first_sight` shortens its results against everything
+before them (a :class:`~tokenlean.shorten.firstsight.SeenLog` carries the lines shown). This
+module only turns their markers into file paths and keeps the originals' files. Requests grow by
+a few messages at a time, so the walk is memoised (:mod:`tokenlean.raw.memo`): after each plan, a
+checkpoint keyed by a rolling hash of the history and the policy keeps the edits and the lines
+already shown; the next request resumes from the longest history it shares with a checkpoint.
+The memo is only a cache: a cold process plans the same bytes.
 """
 
 from __future__ import annotations
@@ -22,21 +25,24 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from tokenlean.arguments import ArgumentPolicy, marker, shorten_arguments
 from tokenlean.raw.memo import Checkpoint, Memo, prefix_digests
 from tokenlean.raw.originals import original_path
-from tokenlean.shorten.core import shorten
-from tokenlean.shorten.firstsight import add_visible, handle_for
-from tokenlean.shorten.markers import Retrieval
+from tokenlean.shorten.firstsight import (
+    OutputShorteningPolicy,
+    SeenLog,
+    add_visible,
+    plan_first_sight,
+)
+from tokenlean.shorten.inputs import ArgumentPolicy, InputPlan, marker, plan_inputs
 from tokenlean.shorten.options import ShortenOptions
 from tokenlean.shorten.seen import Seen
 from tokenlean.shorten.text import estimate_tokens
 from tokenlean.tokens import EstimateCounter, TokenCounter, message_tokens
-from tokenlean.transcript import Message, ToolCall
+from tokenlean.transcript import Edit, Message, ToolCall
 
 #: Checkpoints kept (each holds only what its requests added; see the module docstring).
 MEMO_ENTRIES = 256
@@ -95,43 +101,27 @@ class HistoryPlan:
     tokens_after: int
 
 
-@dataclass(frozen=True, slots=True)
-class _Call:
-    name: str
-    args: Mapping[str, Any]  # as the model sees them (cut when they were cut)
-    note: str  # the calling turn's text: what the agent said it was looking for
-
-
-@dataclass
-class _Walk:
-    """The running state of one plan: lines shown so far, calls made so far, and the new part."""
-
-    policy: HistoryPolicy
-    seen: Seen | None
-    calls: dict[str, _Call]
-    new_lines: Seen = field(default_factory=Seen)
-    new_calls: dict[str, _Call] = field(default_factory=dict)
-    new_edits: list[HistoryEdit] = field(default_factory=list)
-    tokens_before: int = 0
-    tokens_after: int = 0
-
-
 def plan_history(view: Sequence[Message], policy: HistoryPolicy) -> HistoryPlan:
     """The edits that shorten ``view`` (tool results and answered calls' inputs), in order."""
     answered = _answered(view)
     digests = prefix_digests(view, answered)
     start, base = _MEMO.resume(policy, digests)
-    walk = _resume(policy, base)
-    for i in range(start, len(view)):
-        _plan_message(walk, view[i], i, answered[i])
-    node: Checkpoint[HistoryEdit, _Call] = Checkpoint(
+    shown = Seen(min_chars=policy.options.seen_min_chars)
+    for earlier in base.chain() if base is not None else ():
+        shown.lines |= earlier.lines
+    log = SeenLog(Seen(min_chars=shown.min_chars, parent=shown), start)  # new lines apart
+    current = _named(view)
+    edits = [e for turn in _turns(current, start) for e in _plan_turn(policy, current, turn, log)]
+    add_visible(log.seen, current[log.upto :])
+    count = _count_of(policy)
+    node: Checkpoint[HistoryEdit, None] = Checkpoint(
         parent=base,
         end=len(view),
-        edits=tuple(walk.new_edits),
-        lines=frozenset(walk.new_lines.lines),
-        calls=walk.new_calls,
-        tokens_before=walk.tokens_before,
-        tokens_after=walk.tokens_after,
+        edits=tuple(edits),
+        lines=frozenset(log.seen.lines) if policy.dedupe else frozenset(),
+        calls={},
+        tokens_before=sum(message_tokens(m, count) for m in view[start:]),
+        tokens_after=sum(message_tokens(m, count) for m in current[start:]),
     )
     if start < len(view):
         _MEMO.put(policy, digests[-1], node)
@@ -143,35 +133,130 @@ def plan_history(view: Sequence[Message], policy: HistoryPolicy) -> HistoryPlan:
     )
 
 
+def _named(view: Sequence[Message]) -> list[Message]:
+    """The view with each tool result named after its call (provider bodies do not name them)."""
+    names = {call.id: call.name for m in view for call in m.tool_calls}
+    return [
+        replace(m, name=names[m.tool_call_id])
+        if m.role == "tool" and not m.name and m.tool_call_id in names
+        else m
+        for m in view
+    ]
+
+
+def _turns(view: Sequence[Message], start: int) -> list[tuple[int, int, int]]:
+    """``(window start, assistant turn, window end)`` for each turn from ``start`` on: a window
+    holds what came since the previous turn, the turn, and the results that answer it."""
+    turns = [i for i in range(start, len(view)) if view[i].role == "assistant"]
+    if not turns:  # results whose calls the provider keeps (a Responses continuation)
+        return [(start, -1, len(view))]
+    starts = [start, *(a + 1 for a in turns[:-1])]
+    ends = [*turns[1:], len(view)]
+    return list(zip(starts, turns, ends, strict=True))
+
+
+def _plan_turn(
+    policy: HistoryPolicy, current: list[Message], turn: tuple[int, int, int], log: SeenLog
+) -> list[HistoryEdit]:
+    """Cut the turn's answered inputs, then shorten its results (as the middleware stack does),
+    writing both into ``current``."""
+    first, at, end = turn
+    out: list[HistoryEdit] = []
+    if at >= 0 and policy.inputs is not None and policy.originals_dir is not None:
+        inputs = replace(policy.inputs, never=policy.inputs.never | policy.never_inputs)
+        cut = plan_inputs(current[first:end], inputs, offset=first, retrieval_tool=None)
+        edit = _input_edit(cut, current, policy.inputs, policy.originals_dir, policy.counter)
+        if edit is not None:
+            current[at] = _edited(current[at], edit)
+            out.append(edit)
+    plan = plan_first_sight(
+        current[first:end],
+        _output_policy(policy),
+        offset=first,
+        log=log if policy.dedupe else None,
+        keep_originals=policy.originals_dir is not None,
+        retrieval_tool=MARKER_TOOL,
+    )
+    for shortened, original in zip(plan.edits, plan.originals, strict=True):
+        result = _output_edit(shortened, original.handle, original.text, policy)
+        current[result.index] = replace(current[result.index], content=result.text or "")
+        out.append(result)
+    return out
+
+
+def _output_policy(policy: HistoryPolicy) -> OutputShorteningPolicy:
+    return OutputShorteningPolicy(
+        min_tokens=policy.min_tokens,
+        options=policy.options,
+        only=policy.only,
+        never=policy.never,
+        dedupe=policy.dedupe,
+        min_saving=policy.min_saving,
+        tool_name=MARKER_TOOL,
+        counter=policy.counter,
+        orphans=True,
+    )
+
+
+def _output_edit(edit: Edit, handle: str, original: str, policy: HistoryPolicy) -> HistoryEdit:
+    """A shortened result, its markers pointing into the original's file when one is kept."""
+    text = edit.new_content if isinstance(edit.new_content, str) else _text(edit.new_content)
+    if policy.originals_dir is None:
+        return HistoryEdit(
+            edit.index, "output", text, {}, edit.tokens_before, edit.tokens_after, ()
+        )
+    path = original_path(policy.originals_dir, original)
+    short = point_to_file(text, handle, str(path))
+    after = _count_of(policy).count(short)
+    return HistoryEdit(
+        edit.index, "output", short, {}, edit.tokens_before, after, (Kept(path, original),)
+    )
+
+
+def _text(content: object) -> str:
+    blocks = content if isinstance(content, tuple) else ()
+    return "\n".join(str(b.get("text", "")) for b in blocks if isinstance(b, Mapping))
+
+
+def _input_edit(
+    plan: InputPlan,
+    current: Sequence[Message],
+    inputs: ArgumentPolicy,
+    directory: Path,
+    counter: TokenCounter | None,
+) -> HistoryEdit | None:
+    """The turn's cut inputs, each marker saying which file and lines hold what was cut."""
+    if not plan.edits:
+        return None
+    edit = plan.edits[0]
+    turn = current[edit.index]
+    full = {call.id: call.args for call in turn.tool_calls}
+    args = {key: dict(value) for key, value in edit.tool_args.items()}
+    kept: list[Kept] = []
+    before = after = 0
+    count = counter or _INPUT_COUNTER
+    for original, cut in zip(plan.originals, plan.cuts, strict=True):
+        call_id = original.tool_call_id or ""
+        path = original_path(directory, cut.original)
+        text = _point_to_file(args[call_id][cut.key], cut.original, cut.handle, path, inputs)
+        if text is None:  # the marker is not where the policy puts it: keep this input whole
+            args[call_id][cut.key] = full[call_id][cut.key]
+            continue
+        args[call_id][cut.key] = text
+        kept.append(Kept(path, cut.original))
+        before, after = before + cut.tokens_before, after + count.count(text)
+    changed = {k: v for k, v in args.items() if v != full[k]}
+    if not changed:
+        return None
+    return HistoryEdit(edit.index, "input", None, changed, before, after, tuple(kept))
+
+
 def clear_memo() -> None:
     """Forget every checkpoint (tests use it to show a cold plan equals a warm one)."""
     _MEMO.clear()
 
 
 # -- one message -----------------------------------------------------------------------------
-
-
-def _plan_message(walk: _Walk, message: Message, index: int, answered: frozenset[str]) -> None:
-    edit: HistoryEdit | None = None
-    if message.role == "assistant":
-        edit = _cut_inputs(walk.policy, message, index, answered)
-        args = edit.args if edit is not None else {}
-        for call in message.tool_calls:
-            if call.id:
-                seen_call = _Call(call.name, args.get(call.id, call.args), message.text)
-                walk.calls[call.id] = walk.new_calls[call.id] = seen_call
-    elif message.role == "tool":
-        edit = _shorten_result(walk, message, index)
-    visible = message if edit is None else _edited(message, edit)
-    if walk.seen is not None:
-        add_visible(walk.seen, [visible])
-        add_visible(walk.new_lines, [visible])
-    count = _count_of(walk.policy)
-    tokens = message_tokens(message, count)
-    walk.tokens_before += tokens
-    walk.tokens_after += tokens if edit is None else message_tokens(visible, count)
-    if edit is not None:
-        walk.new_edits.append(edit)
 
 
 def _edited(message: Message, edit: HistoryEdit) -> Message:
@@ -182,44 +267,6 @@ def _edited(message: Message, edit: HistoryEdit) -> Message:
         for c in message.tool_calls
     )
     return replace(message, tool_calls=calls)
-
-
-def _shorten_result(walk: _Walk, message: Message, index: int) -> HistoryEdit | None:
-    policy = walk.policy
-    call = walk.calls.get(message.tool_call_id or "")
-    name = call.name if call is not None else ""
-    if not message.is_text_only or name in policy.never:
-        return None
-    if policy.only is not None and name not in policy.only:
-        return None
-    text = message.text
-    count = policy.counter.count if policy.counter is not None else estimate_tokens
-    if count(text) <= policy.min_tokens:
-        return None
-    # The cut is decided with the middleware's markers (the defaults were tuned on them), and
-    # the markers then point into the originals file instead of naming a tool.
-    handle = handle_for(message)
-    keep = policy.originals_dir is not None
-    report = shorten(
-        text,
-        query=call.args if call is not None else None,
-        context=call.note if call is not None else None,
-        seen=walk.seen,
-        retrieval=Retrieval(handle, MARKER_TOOL) if keep else Retrieval(),
-        counter=policy.counter,
-        options=policy.options,
-    )
-    if not report.changed or report.tokens_saved < policy.min_saving * report.tokens_before:
-        return None
-    if policy.originals_dir is None:
-        return HistoryEdit(
-            index, "output", report.text, {}, report.tokens_before, report.tokens_after, ()
-        )
-    path = original_path(policy.originals_dir, text)
-    short = point_to_file(report.text, handle, str(path))
-    return HistoryEdit(
-        index, "output", short, {}, report.tokens_before, count(short), (Kept(path, text),)
-    )
 
 
 def point_to_file(text: str, handle: str, path: str) -> str:
@@ -247,56 +294,12 @@ def point_to_file(text: str, handle: str, path: str) -> str:
     return hint.sub(where, text)
 
 
-def _cut_inputs(
-    policy: HistoryPolicy, message: Message, index: int, answered: frozenset[str]
-) -> HistoryEdit | None:
-    """The turn's answered calls with long string inputs cut to head and tail lines."""
-    if policy.inputs is None or policy.originals_dir is None or not message.tool_calls:
-        return None
-    ids = [call.id for call in message.tool_calls]
-    if len(set(ids)) < len(ids):  # results could not be told apart: leave the turn alone
-        return None
-    new_args: dict[str, Mapping[str, Any]] = {}
-    kept: list[Kept] = []
-    before = after = 0
-    for call in message.tool_calls:
-        if call.name in policy.never_inputs or call.id not in answered:
-            continue
-        cut = _cut_call(policy.inputs, policy.originals_dir, call, policy.counter)
-        if cut is not None:
-            new_args[call.id] = cut[0]
-            kept += cut[1]
-            before, after = before + cut[2], after + cut[3]
-    if not new_args:
-        return None
-    return HistoryEdit(index, "input", None, new_args, before, after, tuple(kept))
-
-
-def _cut_call(
-    inputs: ArgumentPolicy, directory: Path, call: ToolCall, counter: TokenCounter | None
-) -> tuple[dict[str, Any], list[Kept], int, int] | None:
-    count = counter or _INPUT_COUNTER
-    args, cuts = shorten_arguments(call.id, call.args, policy=inputs, counter=count)
-    kept: list[Kept] = []
-    before = after = 0
-    for cut in cuts:
-        path = original_path(directory, cut.original)
-        text = _point_to_file(args[cut.key], cut.original, cut.handle, path, inputs)
-        if text is None:  # the marker is not where the policy puts it: keep this input whole
-            args[cut.key] = call.args[cut.key]
-            continue
-        args[cut.key] = text
-        kept.append(Kept(path, cut.original))
-        before, after = before + cut.tokens_before, after + count.count(text)
-    return (args, kept, before, after) if kept else None
-
-
 def _point_to_file(
     text: str, original: str, handle: str, path: Path, inputs: ArgumentPolicy
 ) -> str | None:
     """``text`` with the input marker naming the file and line range of the omitted lines.
 
-    :func:`~tokenlean.arguments.shorten_arguments` marks the cut with a handle; a proxy offers
+    :func:`~tokenlean.shorten.inputs.shorten_arguments` marks the cut with a handle; a proxy offers
     no tool to read it, so the marker says where the agent's own file tools find those lines.
     """
     lines = text.split("\n")
@@ -329,17 +332,6 @@ def _answered(view: Sequence[Message]) -> list[frozenset[str]]:
     return out
 
 
-def _resume(policy: HistoryPolicy, base: Checkpoint[HistoryEdit, _Call] | None) -> _Walk:
-    min_chars = policy.options.seen_min_chars
-    seen = Seen(min_chars=min_chars) if policy.dedupe else None
-    calls: dict[str, _Call] = {}
-    for node in base.chain() if base is not None else ():
-        if seen is not None:
-            seen.lines |= node.lines
-        calls.update(node.calls)
-    return _Walk(policy, seen, calls, new_lines=Seen(min_chars=min_chars))
-
-
 class _Estimate:
     """The shortener's own fast estimate as a :class:`~tokenlean.tokens.TokenCounter`."""
 
@@ -349,7 +341,7 @@ class _Estimate:
 
 _ESTIMATE = _Estimate()
 _INPUT_COUNTER = EstimateCounter()  # what the input-shortening middleware counts with
-_MEMO: Memo[HistoryPolicy, HistoryEdit, _Call] = Memo(MEMO_ENTRIES)
+_MEMO: Memo[HistoryPolicy, HistoryEdit, None] = Memo(MEMO_ENTRIES)
 
 
 def _count_of(policy: HistoryPolicy) -> TokenCounter:

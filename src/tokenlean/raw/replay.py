@@ -27,7 +27,7 @@ from tokenlean.replay.engine import Replay, turn_messages
 from tokenlean.replay.formats import Trajectory
 from tokenlean.replay.metrics import Prompt, PromptMeasurer, RunMetrics, measure_calls
 from tokenlean.replay.refs import learned_references
-from tokenlean.replay.scripted import RecordedCall
+from tokenlean.testing import RecordedCall
 from tokenlean.tokens import tool_schema_text
 from tokenlean.transcript import Message
 

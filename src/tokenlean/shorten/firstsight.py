@@ -46,6 +46,8 @@ class OutputShorteningPolicy:
         min_saving: Skip a shortening that saves less than this share of a result's tokens.
         tool_name: The retrieval tool that markers name (its own results are never shortened).
         counter: Token counter for thresholds and reports (default: a fast estimate).
+        orphans: Also shorten results whose call the transcript does not show (a provider API
+            can keep the calls server-side); by default such results pass through untouched.
     """
 
     min_tokens: int = 100
@@ -56,6 +58,7 @@ class OutputShorteningPolicy:
     min_saving: float = 0.1
     tool_name: str = RETRIEVAL_TOOL
     counter: TokenCounter | None = None
+    orphans: bool = False
 
     def __post_init__(self) -> None:
         tokens, saving = self.min_tokens, self.min_saving
@@ -185,7 +188,7 @@ def plan_first_sight(
     candidates = [
         i
         for i in range(first, len(window))
-        if policy.eligible(window[i]) and window[i].tool_call_id in calls  # orphans pass
+        if policy.eligible(window[i]) and (policy.orphans or window[i].tool_call_id in calls)
     ]
     if not candidates:
         return FirstSightPlan(log=log)

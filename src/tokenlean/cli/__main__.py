@@ -1,0 +1,7 @@
+"""``python -m tokenlean.cli``: the ``tokenlean`` command."""
+
+import sys
+
+from tokenlean.cli import main
+
+sys.exit(main())
