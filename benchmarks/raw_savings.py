@@ -55,12 +55,12 @@ EXPLANATION = [
 
 def _stack() -> list[Any]:
     from tokenlean.langchain.input_shortening import ToolInputShorteningMiddleware
+    from tokenlean.langchain.output_shortening import ToolOutputShorteningMiddleware
     from tokenlean.langchain.recommended import (
         INPUT_HEAD_LINES,
         INPUT_MIN_TOKENS,
         INPUT_TAIL_LINES,
     )
-    from tokenlean.langchain.output_shortening import ToolOutputShorteningMiddleware
     from tokenlean.store import InMemoryOriginalStore
 
     store = InMemoryOriginalStore()

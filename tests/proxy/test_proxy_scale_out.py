@@ -41,7 +41,7 @@ def _free_port() -> int:
 def two_proxies(tmp_path: Path) -> Iterator[tuple[FakeUpstream, list[str]]]:
     with FakeUpstream() as upstream:
         processes, urls = [], []
-        for name in ("a", "b"):
+        for _ in ("a", "b"):
             port = _free_port()
             command = [
                 sys.executable,

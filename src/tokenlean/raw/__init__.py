@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from tokenlean.shorten.inputs import ArgumentPolicy
 from tokenlean.raw import anthropic, openai_chat, openai_responses
 from tokenlean.raw.history import HistoryEdit, HistoryPolicy, plan_history
 from tokenlean.raw.originals import default_originals_dir, keep
 from tokenlean.raw.view import RawView, Write, apply
+from tokenlean.shorten.inputs import ArgumentPolicy
 from tokenlean.shorten.options import DEFAULT_OPTIONS, ShortenOptions
 from tokenlean.shorten.text import estimate_tokens
 from tokenlean.tokens import TokenCounter
