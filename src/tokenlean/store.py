@@ -23,8 +23,9 @@ if TYPE_CHECKING:
 RETRIEVAL_TOOL = "read_original"
 #: Excerpts longer than this are cut, with a note to ask for less.
 MAX_EXCERPT_CHARS = 24_000
-#: Hex digits of a handle: 48 bits, so a thread of a million originals has about a 0.2% chance
-#: of one collision (6 digits collide at about 20,000).
+#: Decimal digits of a handle: 40 bits, so a thread of 20,000 originals has about a 0.02% chance
+#: of two sharing one (six hex digits, 24 bits, would be sure to). Decimal because tokenizers
+#: read digits three at a time: twelve cost four tokens where twelve hex digits cost about seven.
 HANDLE_DIGITS = 12
 
 
@@ -33,8 +34,9 @@ def make_handle(kind: str, *parts: str) -> str:
 
     Deterministic, so every process and worker names the same original the same way.
     """
-    digest = hashlib.sha256("\n".join(parts).encode("utf-8", "surrogatepass"))
-    return kind + digest.hexdigest()[:HANDLE_DIGITS]
+    digest = hashlib.sha256("\n".join(parts).encode("utf-8", "surrogatepass")).digest()
+    number = int.from_bytes(digest[:8], "big") % 10**HANDLE_DIGITS
+    return f"{kind}{number:0{HANDLE_DIGITS}d}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,7 +55,7 @@ SCRIPT = "\n".join(
     ]
 )
 SHORT = "print(1)"
-HANDLE = re.compile(r'read_original\("(i[0-9a-f]{12})"\)')
+HANDLE = re.compile(r'read_original\("(i\d{12})"\)')
 
 
 @tool

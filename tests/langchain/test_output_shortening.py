@@ -39,7 +39,7 @@ LOG = "\n".join(
         "===== 1 failed, 299 passed in 4.20s =====",
     ]
 )
-HANDLE = re.compile(r'read_original\("(o[0-9a-f]+)", "(\d+)-(\d+)"\)')
+HANDLE = re.compile(r'read_original\("(o\d+)", "(\d+)-(\d+)"\)')
 
 
 def call(name: str, args: dict[str, Any], call_id: str, text: str = "") -> AIMessage:

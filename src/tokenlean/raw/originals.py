@@ -1,21 +1,19 @@
 """Originals of shortened text, kept as content-addressed files the agent can read back.
 
 A proxy has no tool of its own to offer the agent, but coding agents read files: each original is
-written once to ``<dir>/<sha256 prefix>.txt`` and the omission markers name that path and the
+written once to ``<dir>/<handle>.txt`` (:func:`tokenlean.store.make_handle` of the text alone) and
+the omission markers name that path and the
 line range. The name depends only on the text, so any number of processes sharing the directory
 write (and name) the same file, and the markers stay byte-identical from request to request.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import tempfile
 from pathlib import Path
 
-#: Hex digits of the sha256 in a file name: 48 bits, so a collision needs millions of originals
-#: (each marker spends tokens on the name, so it is no longer).
-NAME_DIGITS = 12
+from tokenlean.store import make_handle
 
 
 def default_originals_dir() -> Path:
@@ -27,8 +25,7 @@ def default_originals_dir() -> Path:
 
 def original_path(directory: Path, text: str) -> Path:
     """Where ``text`` is kept in ``directory`` (a pure function of the text)."""
-    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-    return directory / f"{digest[:NAME_DIGITS]}.txt"
+    return directory / f"{make_handle('o', text)}.txt"
 
 
 def keep(path: Path, text: str) -> None:
