@@ -170,17 +170,20 @@ def test_placeholder_string_and_callable() -> None:
 
 def test_placeholder_names_read_original_which_reads_the_cleared_result_back() -> None:
     editor = ContextEditorMiddleware(trigger_tokens=2_000)
-    reader = ToolOutputShorteningMiddleware(min_tokens=10**9)  # adds read_original only
+    # shortens the first results (so the thread is offered read_original), then none
+    reader = ToolOutputShorteningMiddleware(min_tokens=100, only=["read_file"], max_tokens=40)
     read_back = AIMessage(
         "",
         id="ai-read",
-        tool_calls=[{"id": "r1", "name": "read_original", "args": {"handle": "call_0"}}],
+        tool_calls=[{"id": "r1", "name": "read_original", "args": {"handle": "call_1"}}],
     )
-    model, state = _run([reader, editor], [*_calls(16), read_back])
-    text = _results(model.calls[-1].messages)["call_0"]
-    assert 'call `read_original` with "call_0"' in text
+    steps = [*_calls(1), *_calls(15, name="notes", start=1), read_back]
+    model, state = _run([reader, editor], steps)
+    assert "read_original" in [t["function"]["name"] for t in model.calls[-1].tools]
+    text = _results(model.calls[-1].messages)["call_1"]
+    assert 'call `read_original` with "call_1"' in text
     answer = _results(state["messages"])["r1"]
-    assert "value_39" in answer and answer.startswith("1: ")  # the whole original, numbered
+    assert "point_149" in answer and answer.startswith("1: ")  # the whole original, numbered
 
 
 def test_token_estimator_counter_and_function() -> None:

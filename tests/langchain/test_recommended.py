@@ -79,7 +79,8 @@ def test_the_one_line_install_runs_an_agent() -> None:
     sent_call = next(m for m in second if isinstance(m, AIMessage)).tool_calls[0]
     assert len(sent_call["args"]["command"]) < len(script)
     assert "FAILED test_app.py::test_x - boom" in second[-1].content
-    assert {t["function"]["name"] for t in model.calls[0].tools} == {"run", "read_original"}
+    assert {t["function"]["name"] for t in model.calls[0].tools} == {"run"}  # nothing kept yet
+    assert {t["function"]["name"] for t in model.calls[1].tools} == {"run", "read_original"}
 
 
 def test_replay_of_a_real_trajectory_is_cache_safe_and_cheaper() -> None:
@@ -90,6 +91,7 @@ def test_replay_of_a_real_trajectory_is_cache_safe_and_cheaper() -> None:
     stack = measure_replay(
         trajectory, replay(trajectory, recommended_middleware()), measurer, strategy="rec"
     )
-    assert stack.prefix_breaks == 0
+    # the one change to bytes already sent: read_original joins the tool list, once
+    assert stack.prefix_breaks <= 1 and all(m == -1 for _, m in stack.break_positions)
     assert stack.billed_anthropic < 0.9 * base.billed_anthropic
     assert stack.recall >= 0.9

@@ -22,9 +22,11 @@ from tokenlean.testing import RecordedCall, prefix_breaks
 from tokenlean.transcript import canonical
 
 #: Strategies that never change a byte already sent.
-NO_BREAK = frozenset(
+NO_BREAK = frozenset({"none", "loop-guard", "budget-100k", "budget-unreached"})
+#: Strategies that only ever add ``read_original`` to the tool list, once, when a thread first
+#: keeps an original (messages already sent never change).
+OFFER_TOOL = frozenset(
     {
-        "none",
         "shorten",
         "shorten-conservative",
         "shorten-aggressive",
@@ -32,9 +34,6 @@ NO_BREAK = frozenset(
         "shorten-inputs",
         "recommended-anthropic",
         "recommended-openai",
-        "loop-guard",
-        "budget-100k",
-        "budget-unreached",
     }
 )
 #: Strategies that rewrite sent messages: the most forms one message may be sent in.
@@ -76,7 +75,7 @@ def _forms(calls: list[RecordedCall]) -> dict[str, list[str]]:
 
 
 def test_every_strategy_declares_its_cache_behaviour() -> None:
-    undeclared = [n for n in STRATEGIES if n not in NO_BREAK and n not in REWRITES]
+    undeclared = [n for n in STRATEGIES if n not in NO_BREAK | OFFER_TOOL and n not in REWRITES]
     assert not undeclared, f"declare these strategies' expected breaks here: {undeclared}"
 
 
@@ -89,6 +88,12 @@ def test_calls_change_sent_bytes_only_as_declared(name: str, path: Path) -> None
     breaks = prefix_breaks(calls)
     if name in NO_BREAK:
         assert breaks == [], f"{name} changed sent bytes at (call, message) {breaks}"
+        return
+    if name in OFFER_TOOL:
+        assert len(breaks) <= 1 and all(m == -1 for _, m in breaks), f"{name}: {breaks}"
+        offered = ["read_original" in {t["function"]["name"] for t in c.tools} for c in calls]
+        assert offered == sorted(offered), f"{name} withdrew read_original once offered"
+        assert bool(breaks) == any(offered[1:]) and not (offered and offered[0] and breaks)
         return
     most = REWRITES[name]
     for message_id, forms in _forms(calls).items():

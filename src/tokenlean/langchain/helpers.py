@@ -7,12 +7,14 @@ work on a growing transcript from one call to the next instead of redoing it.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import operator
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, is_dataclass
 from typing import Any, Generic, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage
@@ -87,6 +89,35 @@ def no_tool_choice(model: object, override: str | dict[str, Any] | None) -> str 
     except Exception:  # a model whose property fails: the common spelling
         llm_type = ""
     return {"type": "none"} if llm_type == "anthropic-chat" else "none"
+
+
+def middleware_name(
+    middleware: object, name: str | None, settings: object, defaults: object
+) -> str:
+    """A middleware's name: ``name``, else its class name, followed by a digest of its settings
+    when they differ from the defaults (so instances set differently can share an agent, and
+    every process names an instance the same way: graph nodes and checkpoints use the name)."""
+    if name is not None:
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError(f"name must be a non-empty string, got {name!r}")
+        return name
+    base = type(middleware).__name__
+    if settings == defaults:
+        return base
+    digest = hashlib.sha256(_describe(settings).encode("utf-8")).hexdigest()[:8]
+    return f"{base}[{digest}]"
+
+
+def _describe(settings: object) -> str:
+    """A stable description of a settings dataclass (objects without a value: their type)."""
+    if is_dataclass(settings) and not isinstance(settings, type):
+        parts = {f.name: _describe(getattr(settings, f.name)) for f in fields(settings)}
+        return json.dumps(parts, sort_keys=True)
+    if isinstance(settings, (frozenset, set)):
+        return json.dumps(sorted(map(str, settings)))
+    if settings is None or isinstance(settings, (str, int, float, bool)):
+        return json.dumps(settings)
+    return type(settings).__qualname__
 
 
 def last_ai_index(messages: Sequence[BaseMessage]) -> int:

@@ -14,24 +14,36 @@ shortener treats tool-call inputs as already shown, so it must see them cut.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
-from langchain.agents.middleware import AgentMiddleware, AgentState
+from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
+from langchain.agents.middleware.types import PrivateStateAttr
 from langchain_core.messages import AnyMessage
 from langgraph.runtime import Runtime
+from typing_extensions import NotRequired
 
+from tokenlean.cost import CachePricing, resolve_pricing
 from tokenlean.langchain.adapter import apply_edit
-from tokenlean.langchain.helpers import last_ai_index, thread_scope, view_from
-from tokenlean.langchain.retrieval import make_retrieval_tool
+from tokenlean.langchain.helpers import last_ai_index, middleware_name, thread_scope, view_from
+from tokenlean.langchain.retrieval import (
+    DECLINED_KEY,
+    KEPT_KEY,
+    RetrievalGate,
+    add_counts,
+    default_store,
+)
+from tokenlean.langchain.retrieval import retrieval_tool as retrieval_tool_for
 from tokenlean.shorten.inputs import ArgumentPolicy, InputPlan, plan_inputs
 from tokenlean.stats import Tally
-from tokenlean.store import RETRIEVAL_TOOL, InMemoryOriginalStore, OriginalStore
+from tokenlean.store import RETRIEVAL_TOOL, OriginalStore
+from tokenlean.tokens import EstimateCounter
 
 logger = logging.getLogger(__name__)
 
 _DEFAULTS = ArgumentPolicy()
+_COUNTER = EstimateCounter()
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,12 +57,20 @@ class InputShorteningStats:
 
 @dataclass(frozen=True, slots=True)
 class _Planned:
-    message: AnyMessage
+    message: AnyMessage | None  # None: the cut was declined
     plan: InputPlan
     scope: str
+    declined: dict[str, Any] | None = None
 
 
-class ToolInputShorteningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
+class InputShorteningState(AgentState[Any]):
+    """Agent state with the count of originals kept (shared with the output shortener)."""
+
+    tokenlean_originals: NotRequired[Annotated[int, PrivateStateAttr, add_counts]]
+    tokenlean_originals_declined: NotRequired[Annotated[int, PrivateStateAttr, add_counts]]
+
+
+class ToolInputShorteningMiddleware(AgentMiddleware[InputShorteningState, Any, Any]):
     """Cut long tool-call inputs to head and tail lines once the calls have run.
 
     Args:
@@ -62,7 +82,16 @@ class ToolInputShorteningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         tool_name: the retrieval tool's name, used in the omission marker. The marker names it
             when this middleware adds the tool, or when it was given a ``store`` or a
             ``tool_name`` (then another middleware is expected to read that store).
+        pricing: whose cache prices decide whether a thread's first cut pays for offering the
+            retrieval tool (see :class:`~tokenlean.langchain.retrieval.RetrievalGate`).
+        name: the middleware's name (default: the class name, with a digest of the settings
+            when they differ from the defaults).
+
+    With no ``store``, originals go to the one store per process that every shortener given
+    none shares, read by one ``read_original`` tool.
     """
+
+    state_schema = InputShorteningState
 
     def __init__(
         self,
@@ -74,6 +103,8 @@ class ToolInputShorteningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         store: OriginalStore | None = None,
         retrieval_tool: bool = True,
         tool_name: str = RETRIEVAL_TOOL,
+        pricing: CachePricing | str = "anthropic",
+        name: str | None = None,
     ) -> None:
         super().__init__()
         self.policy = ArgumentPolicy(
@@ -84,12 +115,21 @@ class ToolInputShorteningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         )
         if not isinstance(tool_name, str) or not tool_name.isidentifier():
             raise ValueError(f"tool_name must be an identifier string, got {tool_name!r}")
-        self.store: OriginalStore = store if store is not None else InMemoryOriginalStore()
+        self.store: OriginalStore = store if store is not None else default_store()
         self.tool_name = tool_name
-        self.tools = [make_retrieval_tool(self.store, name=tool_name)] if retrieval_tool else []
+        tool = retrieval_tool_for(self.store, name=tool_name)
+        self.tools = [tool] if retrieval_tool else []
         readable = retrieval_tool or store is not None or tool_name != RETRIEVAL_TOOL
         self._marker_tool = tool_name if readable else None
+        self._gate = RetrievalGate(
+            tool, pricing=resolve_pricing(pricing), counter=_COUNTER, min_remaining_calls=8
+        )
+        self._name = middleware_name(self, name, self.policy, _DEFAULTS)
         self._tally = Tally(InputShorteningStats)
+
+    @property
+    def name(self) -> str:
+        return self._name
 
     never = property(lambda self: self.policy.never)
 
@@ -99,8 +139,8 @@ class ToolInputShorteningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def before_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         planned = self._prepare(state)
-        if planned is None:
-            return None
+        if planned is None or planned.message is None:
+            return planned.declined if planned is not None else None
         try:
             for original in planned.plan.originals:
                 self.store.put(planned.scope, original)
@@ -113,8 +153,8 @@ class ToolInputShorteningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self, state: AgentState[Any], runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
         planned = self._prepare(state)
-        if planned is None:
-            return None
+        if planned is None or planned.message is None:
+            return planned.declined if planned is not None else None
         try:
             for original in planned.plan.originals:
                 await self.store.aput(planned.scope, original)
@@ -123,14 +163,28 @@ class ToolInputShorteningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             return None
         return self._commit(planned)
 
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelResponse[Any]:
+        return handler(self._gate.hide(request))
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any]:
+        return await handler(self._gate.hide(request))
+
     def _prepare(self, state: AgentState[Any]) -> _Planned | None:
         try:
-            return self._plan(state.get("messages") or [])
+            return self._plan(state, state.get("messages") or [])
         except Exception:  # never break the agent
             logger.exception("tool-input shortening failed; inputs left as they are")
             return None
 
-    def _plan(self, messages: Sequence[AnyMessage]) -> _Planned | None:
+    def _plan(self, state: Mapping[str, Any], messages: Sequence[AnyMessage]) -> _Planned | None:
         scope = thread_scope()
         start = last_ai_index(messages)
         if start < 0 or scope is None:  # without a thread the originals could not be read
@@ -143,6 +197,9 @@ class ToolInputShorteningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         )
         if not plan.edits:
             return None
+        saved = sum(c.tokens_before - c.tokens_after for c in plan.cuts)
+        if not self._gate.may_keep(state, messages, saved):  # not worth offering the tool yet
+            return _Planned(None, plan, scope, {DECLINED_KEY: saved})
         return _Planned(apply_edit(turn, plan.edits[0]), plan, scope)
 
     def _commit(self, planned: _Planned) -> dict[str, Any]:
@@ -151,4 +208,5 @@ class ToolInputShorteningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             tokens_before=sum(c.tokens_before for c in planned.plan.cuts),
             tokens_after=sum(c.tokens_after for c in planned.plan.cuts),
         )
-        return {"messages": [planned.message]}
+        assert planned.message is not None  # a declined cut never gets here
+        return {"messages": [planned.message], KEPT_KEY: len(planned.plan.originals)}

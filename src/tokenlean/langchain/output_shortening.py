@@ -24,18 +24,41 @@ a ``thread_id`` nothing is kept and the markers give line numbers only.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Sequence
+from collections import Counter
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Annotated, Any
 
-from langchain.agents.middleware.types import AgentMiddleware, AgentState, PrivateStateAttr
+from langchain.agents.middleware.types import (
+    AgentMiddleware,
+    AgentState,
+    ModelRequest,
+    ModelResponse,
+    PrivateStateAttr,
+)
 from langchain_core.messages import AnyMessage
 from langgraph.runtime import Runtime
 from typing_extensions import NotRequired, TypedDict
 
+from tokenlean.cost import CachePricing
 from tokenlean.langchain.adapter import apply_edit
-from tokenlean.langchain.helpers import Held, PrefixMemo, last_ai_index, thread_scope, view_from
-from tokenlean.langchain.retrieval import make_retrieval_tool
+from tokenlean.langchain.helpers import (
+    Held,
+    PrefixMemo,
+    last_ai_index,
+    middleware_name,
+    thread_scope,
+    view_from,
+)
+from tokenlean.langchain.retrieval import (
+    DECLINED_KEY,
+    KEPT_KEY,
+    RetrievalGate,
+    add_counts,
+    default_store,
+    read_back,
+)
+from tokenlean.langchain.retrieval import retrieval_tool as retrieval_tool_for
 from tokenlean.shorten.firstsight import (
     FirstSightPlan,
     OutputShorteningPolicy,
@@ -44,12 +67,13 @@ from tokenlean.shorten.firstsight import (
 )
 from tokenlean.shorten.options import ShortenOptions
 from tokenlean.stats import Tally
-from tokenlean.store import InMemoryOriginalStore, OriginalStore
-from tokenlean.tokens import TokenCounter
+from tokenlean.store import OriginalStore
+from tokenlean.tokens import EstimateCounter, TokenCounter
 
 logger = logging.getLogger(__name__)
 
 STATE_KEY = "tokenlean_output_shortening"
+BACKOFF_KEY = "tokenlean_output_shortening_backoff"
 _DEFAULTS = OutputShorteningPolicy()
 
 
@@ -71,12 +95,25 @@ def _add_totals(left: ShorteningTotals | None, right: ShorteningTotals | None) -
     )
 
 
+def _add_levels(left: dict[str, int] | None, right: dict[str, int] | None) -> dict[str, int]:
+    out = dict(left or {})
+    for tool, more in (right or {}).items():
+        out[tool] = out.get(tool, 0) + more
+    return out
+
+
 class ShorteningState(AgentState[Any]):
-    """Agent state with the thread's shortening totals."""
+    """Agent state with the thread's shortening totals, how often the agent read each tool's
+    originals back, and how many originals were kept (shared with the input shortener)."""
 
     tokenlean_output_shortening: NotRequired[
         Annotated[ShorteningTotals, PrivateStateAttr, _add_totals]
     ]
+    tokenlean_output_shortening_backoff: NotRequired[
+        Annotated[dict[str, int], PrivateStateAttr, _add_levels]
+    ]
+    tokenlean_originals: NotRequired[Annotated[int, PrivateStateAttr, add_counts]]
+    tokenlean_originals_declined: NotRequired[Annotated[int, PrivateStateAttr, add_counts]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,13 +143,22 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
         options: Every other shortening setting (:class:`~tokenlean.shorten.ShortenOptions`).
         only: Shorten only these tools' results (``None``: every tool's).
         never: Never shorten these tools' results (e.g. one whose output the agent edits).
-        store: Where originals are kept (default: in this process's memory).
-        retrieval_tool: Add the tool that reads originals back, named ``tool_name``.
+        store: Where originals are kept (default: one store per process, shared by every
+            shortener given none, scoped per thread).
+        retrieval_tool: Add the tool that reads originals back, named ``tool_name`` (offered
+            to a thread once something was kept for it; one tool per store).
         dedupe: Point to lines the model was already shown instead of repeating them.
         min_saving: Skip a shortening that saves less than this share of a result's tokens.
         counter: Token counter for thresholds and reports (default: a fast estimate).
+        pricing: Whose prompt-cache prices decide whether the first shortening of a thread
+            pays for offering the retrieval tool (``"anthropic"``, ``"openai"``, ``"none"`` or a
+            :class:`~tokenlean.cost.CachePricing`).
+        name: The middleware's name (default: the class name, with a digest of the settings
+            when they differ from the defaults, so differently set instances can be combined).
 
-    Every default is :class:`~tokenlean.shorten.firstsight.OutputShorteningPolicy`'s.
+    When the agent reads a tool's original back, later results of that tool are shortened less
+    (and after two read-backs, not at all). Every shortening default is
+    :class:`~tokenlean.shorten.firstsight.OutputShorteningPolicy`'s.
     """
 
     state_schema = ShorteningState
@@ -131,6 +177,8 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
         dedupe: bool = _DEFAULTS.dedupe,
         min_saving: float = _DEFAULTS.min_saving,
         counter: TokenCounter | None = _DEFAULTS.counter,
+        pricing: CachePricing | str = _DEFAULTS.pricing,
+        name: str | None = None,
     ) -> None:
         super().__init__()
         opts = options if options is not None else _DEFAULTS.options
@@ -145,12 +193,25 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
             min_saving=min_saving,
             tool_name=tool_name,
             counter=counter,
+            pricing=pricing,  # type: ignore[arg-type]  # a preset name is resolved by the policy
         )
-        self.store: OriginalStore = store if store is not None else InMemoryOriginalStore()
-        self.tools = [make_retrieval_tool(self.store, name=tool_name)] if retrieval_tool else []
+        self.store: OriginalStore = store if store is not None else default_store()
+        tool = retrieval_tool_for(self.store, name=tool_name)
+        self.tools = [tool] if retrieval_tool else []
         self._marker_tool = tool_name if retrieval_tool else None
+        self._gate = RetrievalGate(
+            tool,
+            pricing=self.policy.pricing,
+            counter=counter or EstimateCounter(),
+            min_remaining_calls=self.policy.min_remaining_calls,
+        )
+        self._name = middleware_name(self, name, self.policy, _DEFAULTS)
         self._tally = Tally(ShorteningStats)
         self._memo: PrefixMemo[SeenLog] = PrefixMemo()
+
+    @property
+    def name(self) -> str:
+        return self._name
 
     # Settings, read back from the policy (the one place they live).
     options = property(lambda self: self.policy.options)
@@ -192,20 +253,36 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
             return None
         return self._commit(update)
 
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelResponse[Any]:
+        return handler(self._gate.hide(request))
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any]:
+        return await handler(self._gate.hide(request))
+
     # -- internals -----------------------------------------------------------------------
 
     def _prepare(self, state: ShorteningState) -> _Update | None:
         try:
-            return self._plan(state.get("messages") or ())
+            return self._plan(state, state.get("messages") or ())
         except Exception:  # never break the agent
             logger.exception("tool-output shortening failed; results left as they are")
             return None
 
-    def _plan(self, messages: Sequence[AnyMessage]) -> _Update | None:
+    def _plan(self, state: Mapping[str, Any], messages: Sequence[AnyMessage]) -> _Update | None:
         scope = thread_scope()
         last_ai = max(0, last_ai_index(messages))
         hit = self._memo.take(scope, messages) if self.policy.dedupe else None
         start = min(hit.value.upto, last_ai) if hit else 0 if self.policy.dedupe else last_ai
+        read = Counter(read_back(messages[last_ai:], self.policy.tool_name))
+        levels = _add_levels(state.get(BACKOFF_KEY), dict(read))
         plan = plan_first_sight(
             view_from(messages, start),
             self.policy,
@@ -213,11 +290,17 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
             log=hit.value if hit else None,
             keep_originals=scope is not None,
             retrieval_tool=self._marker_tool,
+            backoff=levels,
         )
-        update = _Update({}, plan, scope, messages, hit)
+        update = _Update({BACKOFF_KEY: dict(read)} if read else {}, plan, scope, messages, hit)
+        saved = sum(e.tokens_before - e.tokens_after for e in plan.edits)
+        if plan.edits and scope is not None and not self._gate.may_keep(state, messages, saved):
+            plan = replace(plan, edits=(), originals=(), reports=())  # not worth the tool yet
+            update = replace(update, plan=plan)
+            update.state[DECLINED_KEY] = saved
         if not plan.edits:
             self._remember(update)
-            return None
+            return update if update.state else None
         totals = ShorteningTotals(
             results=len(plan.edits),
             tokens_before=sum(e.tokens_before for e in plan.edits),
@@ -225,6 +308,8 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
         )
         updated = [apply_edit(messages[e.index], e) for e in plan.edits]
         update.state.update({"messages": updated, STATE_KEY: totals})
+        if scope is not None:
+            update.state[KEPT_KEY] = len(plan.originals)
         return update
 
     def _remember(self, update: _Update) -> None:
@@ -235,6 +320,8 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
 
     def _commit(self, update: _Update) -> dict[str, Any]:
         self._remember(update)
+        if STATE_KEY not in update.state:
+            return update.state
         totals: ShorteningTotals = update.state[STATE_KEY]
         self._tally.add(
             results_shortened=totals["results"],

@@ -4,28 +4,62 @@ A handle names an original kept in an :class:`~tokenlean.store.OriginalStore` (a
 tool result or tool input), always in the calling thread's scope. A tool call id names a result
 that :class:`~tokenlean.langchain.ContextEditorMiddleware` cleared from the request: the agent's
 state still holds it whole, so the tool reads it from there.
+
+Shorteners share it: middleware given no store use one store per process (:func:`default_store`)
+and :func:`retrieval_tool` gives one tool per store, so an agent built with several shorteners
+offers one ``read_original`` that reads every original.
+
+The tool costs its schema on every call. A thread is only offered it once something was kept
+for it to read (:class:`RetrievalGate`): an agent whose outputs never need shortening pays
+nothing, and the call that first offers it re-writes the prompt cache once, which the first
+shortening must pay for (:func:`offering_pays`).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Annotated, Any
 
+from langchain.agents.middleware import ModelRequest
 from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.prebuilt import InjectedState
 from pydantic import BaseModel
 
-from tokenlean.langchain.helpers import thread_scope
-from tokenlean.store import RETRIEVAL_TOOL, Original, OriginalStore, excerpt
+from tokenlean.cost import CachePricing, expected_net_saving
+from tokenlean.langchain.helpers import (
+    PrefixMemo,
+    last_ai_index,
+    thread_scope,
+    tool_schemas,
+    view_from,
+)
+from tokenlean.store import RETRIEVAL_TOOL, InMemoryOriginalStore, Original, OriginalStore, excerpt
+from tokenlean.tokens import (
+    TokenCounter,
+    count_request,
+    memoized,
+    message_tokens,
+    tool_schema_text,
+)
 from tokenlean.transcript import content_text
 
 _DESCRIPTION = (
-    "Read the original of a shortened or cleared tool result: pass the handle (or tool call "
-    "id) its marker names; give `lines` (e.g. '120-159') or `pattern` (text to look for), or "
-    "neither for all of it."
+    "Show what a tokenlean marker cut: pass the handle (or tool call id) it names, and `lines` "
+    "('120-159') or a `pattern`, or neither for all."
 )
+#: State key counting the originals kept in a thread (every shortener adds to it).
+KEPT_KEY = "tokenlean_originals"
+#: State key summing the tokens shortenings would have saved before the tool was offered.
+DECLINED_KEY = "tokenlean_originals_declined"
+
+
+def add_counts(left: int | None, right: int | None) -> int:
+    """The reducer of :data:`KEPT_KEY`: counts add up."""
+    return (left or 0) + (right or 0)
 
 
 class ReadOriginalArgs(BaseModel):
@@ -37,20 +71,45 @@ class ReadOriginalArgs(BaseModel):
     state: Annotated[Any, InjectedState] = None
 
 
+_DEFAULT_STORE = InMemoryOriginalStore()
+_TOOLS: dict[tuple[int, str], tuple[OriginalStore, BaseTool]] = {}
+_TOOLS_LOCK = threading.Lock()
+
+
+def default_store() -> OriginalStore:
+    """The store of every shortener given none: one per process, scoped per thread."""
+    return _DEFAULT_STORE
+
+
+def retrieval_tool(store: OriginalStore, *, name: str = RETRIEVAL_TOOL) -> BaseTool:
+    """The tool reading ``store``: the same object for the same store and name, so several
+    shorteners sharing a store give an agent one tool."""
+    key = (id(store), name)
+    with _TOOLS_LOCK:
+        hit = _TOOLS.get(key)
+        if hit is None or hit[0] is not store:
+            hit = _TOOLS[key] = (store, make_retrieval_tool(store, name=name))
+    return hit[1]
+
+
 def make_retrieval_tool(store: OriginalStore, *, name: str = RETRIEVAL_TOOL) -> BaseTool:
-    """A tool that reads originals from ``store``, only ever in the calling thread's scope."""
+    """A new tool that reads originals from ``store``, only ever in the calling thread's scope.
+
+    Its artifact names the tool whose original was read, so a shortener learns which tool's
+    results it cut too much.
+    """
 
     # ``config`` is injected by LangChain (it looks for a parameter typed exactly RunnableConfig)
     def read(
         handle: str, config: RunnableConfig, lines: str = "", pattern: str = "", state: Any = None
-    ) -> str:
+    ) -> tuple[str, dict[str, Any]]:
         scope = thread_scope(config)
         found = store.get(scope, handle.strip()) if scope is not None else None
         return _answer(found or _from_state(state, handle), handle, lines, pattern, scope)
 
     async def aread(
         handle: str, config: RunnableConfig, lines: str = "", pattern: str = "", state: Any = None
-    ) -> str:
+    ) -> tuple[str, dict[str, Any]]:
         scope = thread_scope(config)
         found = await store.aget(scope, handle.strip()) if scope is not None else None
         return _answer(found or _from_state(state, handle), handle, lines, pattern, scope)
@@ -61,6 +120,7 @@ def make_retrieval_tool(store: OriginalStore, *, name: str = RETRIEVAL_TOOL) -> 
         name=name,
         description=_DESCRIPTION,
         args_schema=ReadOriginalArgs,
+        response_format="content_and_artifact",
     )
 
 
@@ -78,12 +138,150 @@ def _from_state(state: Any, handle: str) -> Original | None:
 
 def _answer(
     found: Original | None, handle: str, lines: str, pattern: str, scope: str | None
-) -> str:
+) -> tuple[str, dict[str, Any]]:
     if found is None and scope is None:
-        return "No original is kept outside a conversation thread."
+        return "No original is kept outside a conversation thread.", {}
     if found is None:
-        return f"No original with handle {handle!r} in this conversation."
+        return f"No original with handle {handle!r} in this conversation.", {}
+    read_back = {"read_back": found.tool or ""}
     try:
-        return excerpt(found.text, lines=lines or None, pattern=pattern or None)
+        return excerpt(found.text, lines=lines or None, pattern=pattern or None), read_back
     except ValueError as exc:
-        return str(exc)
+        return str(exc), read_back
+
+
+def read_back(messages: Sequence[Any], tool_name: str) -> list[str]:
+    """The tools whose originals ``messages`` (new tool results) read back."""
+    tools: list[str] = []
+    for message in messages:
+        if not isinstance(message, ToolMessage) or message.name != tool_name:
+            continue
+        artifact = message.artifact
+        if isinstance(artifact, Mapping) and isinstance(artifact.get("read_back"), str):
+            tools.append(artifact["read_back"])
+    return tools
+
+
+@dataclass(slots=True)
+class _Seen:
+    tokens: int = 0  # of the messages so far
+    turns: int = 0  # assistant messages so far (model calls made)
+
+
+class RetrievalGate:
+    """Offers the retrieval tool to a thread only once it has something to read.
+
+    A shortener asks :meth:`may_keep` before it makes the first shortening of a thread: until
+    then the tool is hidden from the model (:meth:`hide`, in ``wrap_model_call``), so offering
+    it changes the tool list once, and that must pay (:func:`offering_pays`). The prompt is
+    sized from the messages (counted once each, per thread) and from the system prompt and tool
+    schemas of the thread's last request.
+    """
+
+    def __init__(
+        self,
+        tool: BaseTool,
+        *,
+        pricing: CachePricing,
+        counter: TokenCounter,
+        min_remaining_calls: int = 0,
+    ) -> None:
+        self.tool = tool
+        self.pricing = pricing
+        self.min_remaining_calls = min_remaining_calls
+        self.counter = memoized(counter)
+        self.schema = self.counter.count(tool_schema_text(tool_schemas([tool])))
+        self._sizes: PrefixMemo[_Seen] = PrefixMemo()
+        self._fixed: dict[str | None, int] = {}
+        self._fixed_key: dict[str | None, tuple[object, ...]] = {}
+
+    def offered(self, state: Mapping[str, Any]) -> bool:
+        return bool(state.get(KEPT_KEY))
+
+    def hide(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
+        """The request without the tool while the thread has kept nothing for it.
+
+        A tool of the agent's own with the retrieval tool's name is refused: the agent would
+        call one thinking it was the other.
+        """
+        name = self.tool.name
+        for tool in request.tools:
+            if getattr(tool, "name", None) == name and tool is not self.tool:
+                raise ValueError(
+                    f"the agent has its own tool named {name!r} ({tool!r}), which is also the "
+                    "name of tokenlean's retrieval tool: rename it, or give the shorteners "
+                    "another tool_name"
+                )
+        if not self.offered(request.state):
+            tools = [t for t in request.tools if t is not self.tool]
+            request = request.override(tools=tools) if len(tools) < len(request.tools) else request
+        self._remember_fixed(request)
+        return request
+
+    def may_keep(self, state: Mapping[str, Any], messages: Sequence[Any], saved: int) -> bool:
+        """Whether a shortening saving ``saved`` tokens may be made now: always once the tool
+        is offered; before, when offering it pays (the shortenings declined so far, in
+        ``state[DECLINED_KEY]``, say how much this thread is likely to save from here on)."""
+        if self.offered(state):
+            return True
+        scope = thread_scope()
+        size = self._size(scope, messages)
+        last = last_ai_index(messages)
+        new = sum(message_tokens(m, self.counter) for m in view_from(messages, max(0, last)))
+        return offering_pays(
+            self.pricing,
+            prompt=self._fixed.get(scope, 0) + size.tokens,
+            new=new,
+            saved=saved,
+            schema=self.schema,
+            calls=max(size.turns, self.min_remaining_calls),
+            rate=int(state.get(DECLINED_KEY) or 0) / max(1, size.turns),
+        )
+
+    def _size(self, scope: str | None, messages: Sequence[Any]) -> _Seen:
+        hit = self._sizes.take(scope, messages)
+        start, seen = (hit.n, hit.value) if hit else (0, _Seen())
+        for message in view_from(messages, start):
+            seen.tokens += message_tokens(message, self.counter)
+            seen.turns += message.role == "assistant"
+        self._sizes.put(scope, messages, len(messages), seen, reuse=hit)
+        return seen
+
+    def _remember_fixed(self, request: ModelRequest[Any]) -> None:
+        scope = thread_scope()
+        key = (request.system_prompt, *map(id, request.tools))
+        if self._fixed_key.get(scope) == key:
+            return
+        tools = tool_schemas(request.tools)
+        if len(self._fixed) > 1024:
+            self._fixed.clear()
+            self._fixed_key.clear()
+        self._fixed[scope] = count_request(
+            (), self.counter, system=request.system_prompt, tools=tools
+        )
+        self._fixed_key[scope] = key
+
+
+def offering_pays(
+    pricing: CachePricing,
+    *,
+    prompt: int,
+    new: int,
+    saved: int,
+    schema: int,
+    calls: int,
+    rate: float = 0.0,
+) -> bool:
+    """Whether first offering the tool, with ``saved`` tokens cut now, is expected to pay.
+
+    Offering it changes the tool list at the very front of the prompt, so this call re-writes the
+    whole cache (:func:`~tokenlean.cost.expected_net_saving` with the edit point at 0), and each
+    of the ``calls`` expected after this one sends ``schema`` more tokens and ``saved`` fewer.
+    The run will also go on producing results to shorten: at ``rate`` tokens saved per call (what
+    it would have saved so far), each read from the cache on half the remaining calls on average.
+    """
+    net = expected_net_saving(
+        pricing, prompt=prompt, prefix=0, new=new, saved=saved - schema, remaining=calls
+    )
+    future = rate * calls * pricing.cached_read * calls / 2
+    return net + future > 0

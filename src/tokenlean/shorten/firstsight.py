@@ -19,6 +19,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from tokenlean.cost import ANTHROPIC, CachePricing, resolve_pricing
 from tokenlean.shorten.core import shorten
 from tokenlean.shorten.markers import Retrieval
 from tokenlean.shorten.options import DEFAULT_OPTIONS, ShortenOptions
@@ -31,6 +32,8 @@ from tokenlean.transcript import Edit, Message, ToolCall, mark, mark_of
 
 #: The name under which output shortening marks the results it rewrote.
 CAPABILITY = "output_shortening"
+#: Read-backs of one tool's originals after which its results are left whole.
+BACKOFF_LEVELS = 2
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -48,6 +51,10 @@ class OutputShorteningPolicy:
         counter: Token counter for thresholds and reports (default: a fast estimate).
         orphans: Also shorten results whose call the transcript does not show (a provider API
             can keep the calls server-side); by default such results pass through untouched.
+        pricing: Whose cache prices decide whether a thread's first shortening pays for
+            offering the retrieval tool (a preset name or a :class:`~tokenlean.cost.CachePricing`).
+        min_remaining_calls: The calls a run is expected to go on for at least, when judging
+            that first shortening (later on, a run is expected to last as long again).
     """
 
     min_tokens: int = 100
@@ -59,11 +66,15 @@ class OutputShorteningPolicy:
     tool_name: str = RETRIEVAL_TOOL
     counter: TokenCounter | None = None
     orphans: bool = False
+    pricing: CachePricing = ANTHROPIC
+    min_remaining_calls: int = 8
 
     def __post_init__(self) -> None:
-        tokens, saving = self.min_tokens, self.min_saving
-        if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
-            raise ValueError(f"min_tokens must be a non-negative int, got {tokens!r}")
+        saving = self.min_saving
+        for field_name in ("min_tokens", "min_remaining_calls"):
+            value = getattr(self, field_name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{field_name} must be a non-negative int, got {value!r}")
         if isinstance(saving, bool) or not isinstance(saving, (int, float)):
             raise ValueError(f"min_saving must be a number in [0, 1), got {saving!r}")
         if not 0.0 <= saving < 1.0:
@@ -74,6 +85,7 @@ class OutputShorteningPolicy:
             raise ValueError(f"tool_name must be an identifier string, got {self.tool_name!r}")
         if self.counter is not None and not isinstance(self.counter, TokenCounter):
             raise TypeError(f"counter must have a count(text) -> int method, got {self.counter!r}")
+        object.__setattr__(self, "pricing", resolve_pricing(self.pricing))
         only = None if self.only is None else tool_names("only", self.only)
         object.__setattr__(self, "only", only)
         object.__setattr__(self, "never", tool_names("never", self.never))
@@ -91,6 +103,23 @@ class OutputShorteningPolicy:
 
     def count(self, text: str) -> int:
         return self.counter.count(text) if self.counter is not None else estimate_tokens(text)
+
+    def options_for(self, level: int) -> ShortenOptions | None:
+        """The options for a tool whose originals the agent read back ``level`` times (``None``:
+        leave its results whole). Each read-back gives that tool's results four times the
+        budget, and after :data:`BACKOFF_LEVELS` of them its results are no longer shortened."""
+        if level <= 0:
+            return self.options
+        if level >= BACKOFF_LEVELS:
+            return None
+        grow = 4**level
+        options = self.options
+        return replace(
+            options,
+            max_tokens=options.max_tokens * grow,
+            code_max_tokens=options.code_max_tokens * grow,
+            code_keep_percent=min(100, options.code_keep_percent * 2**level),
+        )
 
 
 def tool_names(parameter: str, names: object) -> frozenset[str]:
@@ -164,6 +193,7 @@ def plan_first_sight(
     log: SeenLog | None = None,
     keep_originals: bool = True,
     retrieval_tool: str | None = RETRIEVAL_TOOL,
+    backoff: Mapping[str, int] | None = None,
 ) -> FirstSightPlan:
     """The first-sight shortenings of the unseen tool results in ``window``.
 
@@ -173,7 +203,9 @@ def plan_first_sight(
     ``keep_originals`` the markers name each original's handle, and ``retrieval_tool`` when the
     agent has it. Each result is shortened against everything before it as the model will see
     it, earlier shortenings included. The returned plan's ``log`` covers every message before
-    the unseen results, ready for the next call.
+    the unseen results, ready for the next call. ``backoff`` counts, per tool, how often the agent
+    read an original of that tool back: its results are shortened less (see
+    :meth:`OutputShorteningPolicy.options_for`).
     """
     first = last_assistant(window) + 1
     if policy.dedupe:
@@ -205,7 +237,10 @@ def plan_first_sight(
         call, note = calls.get(message.tool_call_id or "", (None, None))
         handle = make_handle("o", message.tool_call_id or message.id or "", message.text)
         retrieval = Retrieval(handle, retrieval_tool)
-        report = _shorten_one(message, policy, call, note, seen, retrieval, keep_originals)
+        options = policy.options_for((backoff or {}).get(message.name or "", 0))
+        if options is None:
+            continue
+        report = _shorten_one(message, policy, options, call, note, seen, retrieval, keep_originals)
         if report is None:
             continue
         content = report.text if isinstance(message.content, str) else _text_block(report.text)
@@ -232,6 +267,7 @@ def _calls(messages: Sequence[Message]) -> dict[str, tuple[ToolCall, str | None]
 def _shorten_one(
     message: Message,
     policy: OutputShorteningPolicy,
+    options: ShortenOptions,
     call: ToolCall | None,
     note: str | None,
     seen: Seen | None,
@@ -248,7 +284,7 @@ def _shorten_one(
         seen=seen,
         retrieval=retrieval if keep_originals else Retrieval(),
         counter=policy.counter,
-        options=policy.options,
+        options=options,
     )
     if not report.changed or report.tokens_saved < policy.min_saving * report.tokens_before:
         return None
