@@ -34,6 +34,8 @@ from tokenlean.transcript import Edit, Message, ToolCall, mark, mark_of
 CAPABILITY = "output_shortening"
 #: Read-backs of one tool's originals after which its results are left whole.
 BACKOFF_LEVELS = 2
+#: A run length no output reaches: similar lines are not collapsed.
+NEVER_SIMILAR = 1 << 30
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -106,8 +108,9 @@ class OutputShorteningPolicy:
 
     def options_for(self, level: int) -> ShortenOptions | None:
         """The options for a tool whose originals the agent read back ``level`` times (``None``:
-        leave its results whole). Each read-back gives that tool's results four times the
-        budget, and after :data:`BACKOFF_LEVELS` of them its results are no longer shortened."""
+        leave its results whole). A read-back gives that tool's results four times the budget
+        and stops collapsing similar lines (what was read back was often among them); after
+        :data:`BACKOFF_LEVELS` of them its results are no longer shortened."""
         if level <= 0:
             return self.options
         if level >= BACKOFF_LEVELS:
@@ -119,6 +122,7 @@ class OutputShorteningPolicy:
             max_tokens=options.max_tokens * grow,
             code_max_tokens=options.code_max_tokens * grow,
             code_keep_percent=min(100, options.code_keep_percent * 2**level),
+            similar_run=NEVER_SIMILAR,
         )
 
 

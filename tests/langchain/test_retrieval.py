@@ -1,0 +1,141 @@
+"""read_original shared by the shorteners, offered only when it pays, and what read-backs teach."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
+
+from tokenlean.cost import ANTHROPIC
+from tokenlean.langchain import ToolInputShorteningMiddleware, ToolOutputShorteningMiddleware
+from tokenlean.langchain.retrieval import offering_pays
+from tokenlean.testing import assert_prefix_kept, prefix_breaks, scripted_agent
+
+LINES = [
+    f"collected item {i}: module pkg.part_{i % 9} loaded in {i % 7}.{i % 10}s" for i in range(300)
+]
+LOG = "\n".join(
+    [*LINES[:150], "FAILED tests/test_api.py::test_login - KeyError: 'token'", *LINES[150:]]
+)
+HANDLE = re.compile(r'read_original\("(o\d+)"')
+
+
+@tool
+def run_tests(target: str) -> str:
+    """Run the test suite."""
+    return LOG
+
+
+@tool
+def lookup(key: str) -> str:
+    """Look a short fact up."""
+    return f"{key}: 42"
+
+
+def _call(name: str, args: dict[str, Any], call_id: str) -> AIMessage:
+    return AIMessage(
+        "", id=f"ai-{call_id}", tool_calls=[{"name": name, "args": args, "id": call_id}]
+    )
+
+
+def _tools(model: Any) -> list[list[str]]:
+    return [[t["function"]["name"] for t in c.tools] for c in model.calls]
+
+
+def _invoke(agent: Any, thread: str = "t") -> dict[str, Any]:
+    return agent.invoke({"messages": [HumanMessage("go")]}, {"configurable": {"thread_id": thread}})
+
+
+def _read_back(messages: list[Any]) -> AIMessage:
+    handle = HANDLE.search(str(messages[-1].content))
+    assert handle is not None, "the result was not shortened"
+    return _call("read_original", {"handle": handle.group(1), "lines": "140-160"}, "r1")
+
+
+def test_an_agent_with_short_results_is_never_offered_the_tool() -> None:
+    turns = [_call("lookup", {"key": f"k{i}"}, f"c{i}") for i in range(5)]
+    agent, model = scripted_agent(
+        [*turns, AIMessage("done")], tools=[lookup], middleware=[ToolOutputShorteningMiddleware()]
+    )
+    _invoke(agent)
+    assert all(names == ["lookup"] for names in _tools(model))
+    assert_prefix_kept(model)  # exactly what no middleware would send
+
+
+def test_shorteners_at_their_defaults_share_one_tool_and_one_store() -> None:
+    inputs, outputs = ToolInputShorteningMiddleware(), ToolOutputShorteningMiddleware()
+    assert inputs.store is outputs.store and inputs.tools[0] is outputs.tools[0]
+    turns = [_call("run_tests", {"target": "all"}, "c1"), _read_back, AIMessage("done")]
+    agent, model = scripted_agent(turns, tools=[run_tests], middleware=[inputs, outputs])
+    state = _invoke(agent)
+    assert _tools(model)[1].count("read_original") == 1
+    answer = next(
+        m for m in state["messages"] if isinstance(m, ToolMessage) and m.tool_call_id == "r1"
+    )
+    assert "FAILED tests/test_api.py::test_login" in answer.content  # line 151 of the original
+    # offering the tool is the one change to bytes already sent
+    assert [m for _, m in prefix_breaks(model)] == [-1]
+
+
+def test_a_tool_of_the_agent_with_the_same_name_is_refused_naming_both() -> None:
+    @tool
+    def read_original(handle: str) -> str:
+        """The agent's own tool."""
+        return handle
+
+    agent, _ = scripted_agent(
+        [AIMessage("done")], tools=[read_original], middleware=[ToolOutputShorteningMiddleware()]
+    )
+    with pytest.raises(ValueError, match=r"read_original.*tokenlean's retrieval tool"):
+        _invoke(agent)
+
+
+def test_instances_set_differently_can_share_an_agent() -> None:
+    first = ToolOutputShorteningMiddleware(only=["run_tests"])
+    second = ToolOutputShorteningMiddleware(only=["lookup"], max_tokens=40)
+    assert first.name != second.name and ToolOutputShorteningMiddleware().name == (
+        "ToolOutputShorteningMiddleware"
+    )
+    agent, model = scripted_agent(
+        [_call("run_tests", {"target": "a"}, "c1"), AIMessage("done")],
+        tools=[run_tests, lookup],
+        middleware=[first, second],
+    )
+    _invoke(agent)
+    assert HANDLE.search(str(model.calls[1].messages[-1].content))
+
+
+def test_after_a_read_back_that_tool_is_shortened_less_then_not_at_all() -> None:
+    turns = [
+        _call("run_tests", {"target": "a"}, "c1"),
+        _read_back,
+        _call("run_tests", {"target": "b"}, "c2"),
+        lambda messages: _call(
+            "read_original", {"handle": HANDLE.findall(str(messages[-1].content))[0]}, "r2"
+        ),
+        _call("run_tests", {"target": "c"}, "c3"),
+        AIMessage("done"),
+    ]
+    agent, model = scripted_agent(
+        turns, tools=[run_tests], middleware=[ToolOutputShorteningMiddleware()]
+    )
+    state = _invoke(agent)
+    sent = {m.tool_call_id: str(m.content) for m in state["messages"] if isinstance(m, ToolMessage)}
+    assert len(sent["c1"]) < len(sent["c2"]) < len(LOG)  # one read-back: four times the budget
+    assert sent["c3"] == LOG  # two read-backs: left whole
+    levels = agent.get_state({"configurable": {"thread_id": "t"}}).values
+    assert levels["tokenlean_output_shortening_backoff"] == {"run_tests": 2}
+    assert [m for _, m in prefix_breaks(model)] == [-1]  # nothing already sent ever changed
+
+
+def test_offering_pays_only_when_the_run_will_save_more_than_the_rewrite_costs() -> None:
+    common = {"schema": 100, "calls": 10}
+    assert offering_pays(ANTHROPIC, prompt=2_000, new=1_800, saved=1_500, **common)
+    assert not offering_pays(ANTHROPIC, prompt=60_000, new=500, saved=400, **common)
+    assert not offering_pays(ANTHROPIC, prompt=2_000, new=300, saved=60, **common)
+    # a run that keeps producing long results pays it off later
+    assert not offering_pays(ANTHROPIC, prompt=5_000, new=800, saved=500, **common)
+    assert offering_pays(ANTHROPIC, prompt=5_000, new=800, saved=500, rate=1_000, **common)
