@@ -122,7 +122,7 @@ class ToolInputShorteningMiddleware(AgentMiddleware[InputShorteningState, Any, A
         readable = retrieval_tool or store is not None or tool_name != RETRIEVAL_TOOL
         self._marker_tool = tool_name if readable else None
         self._gate = RetrievalGate(
-            tool, pricing=resolve_pricing(pricing), counter=_COUNTER, min_remaining_calls=8
+            tool, pricing=resolve_pricing(pricing), counter=_COUNTER, min_remaining_calls=32
         )
         self._name = middleware_name(self, name, self.policy, _DEFAULTS)
         self._tally = Tally(InputShorteningStats)

@@ -235,7 +235,7 @@ class RetrievalGate:
             saved=saved,
             schema=self.schema,
             calls=max(size.turns, self.min_remaining_calls),
-            rate=int(state.get(DECLINED_KEY) or 0) / max(1, size.turns),
+            rate=(int(state.get(DECLINED_KEY) or 0) + saved) / max(1, size.turns),
         )
 
     def _size(self, scope: str | None, messages: Sequence[Any]) -> _Seen:
@@ -278,7 +278,8 @@ def offering_pays(
     whole cache (:func:`~tokenlean.cost.expected_net_saving` with the edit point at 0), and each
     of the ``calls`` expected after this one sends ``schema`` more tokens and ``saved`` fewer.
     The run will also go on producing results to shorten: at ``rate`` tokens saved per call (what
-    it would have saved so far), each read from the cache on half the remaining calls on average.
+    it would have saved so far, this shortening included), each read from the cache on half the
+    remaining calls on average.
     """
     net = expected_net_saving(
         pricing, prompt=prompt, prefix=0, new=new, saved=saved - schema, remaining=calls

@@ -69,7 +69,7 @@ class OutputShorteningPolicy:
     counter: TokenCounter | None = None
     orphans: bool = False
     pricing: CachePricing = ANTHROPIC
-    min_remaining_calls: int = 8
+    min_remaining_calls: int = 32
 
     def __post_init__(self) -> None:
         saving = self.min_saving
