@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -152,8 +154,27 @@ def canonical_action(step: Step) -> str:
 
 
 def step_key(step: Step) -> tuple[str, str]:
-    """What must match for two steps to be the same: canonical action and observation."""
-    return canonical_action(step), canonical_text(step["observation"])
+    """What must match for two steps to be the same: canonical action and observation.
+
+    Remembered per step object (a detector looks at the same latest steps on every call), and
+    worked out again if the step's action, input or observation was replaced since.
+    """
+    seen = (step["action"], id(step["action_input"]), step["observation"])
+    with _KEYS_LOCK:
+        hit = _KEYS.get(id(step))
+    if hit is not None and hit[0] is step and hit[1] == seen:
+        return hit[2]
+    key = canonical_action(step), canonical_text(step["observation"])
+    with _KEYS_LOCK:
+        _KEYS[id(step)] = (step, seen, key)  # holding the step keeps its id from being reused
+        if len(_KEYS) > _MAX_KEYS:
+            _KEYS.popitem(last=False)
+    return key
+
+
+_MAX_KEYS = 4096
+_KEYS: OrderedDict[int, tuple[Step, tuple[str, int, str], tuple[str, str]]] = OrderedDict()
+_KEYS_LOCK = threading.Lock()
 
 
 _EXIT_CODE = re.compile(
