@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tokenlean.replay.builtin.shortening import CONSERVATIVE
-
+from tokenlean.replay.builtin.output_shortening import CONSERVATIVE
 from tokenlean.replay.strategies import register
 
 
