@@ -56,8 +56,10 @@ def _stack() -> list[Any]:
         min_tokens=INPUT_MIN_TOKENS,
         head_lines=INPUT_HEAD_LINES,
         tail_lines=INPUT_TAIL_LINES,
+        offer_tool="always",
     )
-    return [inputs, ToolOutputShorteningMiddleware(store=store)]
+    # offered from the start, as a proxy's markers (files, no tool) cost nothing to offer
+    return [inputs, ToolOutputShorteningMiddleware(store=store, offer_tool="always")]
 
 
 REPLAYS: dict[str, tuple[Replay, Replay]] = {}

@@ -35,6 +35,7 @@ from tokenlean.langchain.retrieval import (
     default_store,
 )
 from tokenlean.langchain.retrieval import retrieval_tool as retrieval_tool_for
+from tokenlean.shorten.firstsight import OFFER_TOOL, OfferTool, OutputShorteningPolicy
 from tokenlean.shorten.inputs import ArgumentPolicy, InputPlan, plan_inputs
 from tokenlean.stats import Tally
 from tokenlean.store import RETRIEVAL_TOOL, OriginalStore
@@ -43,6 +44,7 @@ from tokenlean.tokens import EstimateCounter
 logger = logging.getLogger(__name__)
 
 _DEFAULTS = ArgumentPolicy()
+_OUTPUTS = OutputShorteningPolicy()  # the retrieval tool's settings are the output shortener's
 _COUNTER = EstimateCounter()
 
 
@@ -82,8 +84,9 @@ class ToolInputShorteningMiddleware(AgentMiddleware[InputShorteningState, Any, A
         tool_name: the retrieval tool's name, used in the omission marker. The marker names it
             when this middleware adds the tool, or when it was given a ``store`` or a
             ``tool_name`` (then another middleware is expected to read that store).
-        pricing: whose cache prices decide whether a thread's first cut pays for offering the
-            retrieval tool (see :class:`~tokenlean.langchain.retrieval.RetrievalGate`).
+        pricing, offer_tool: whether and when a thread is offered the retrieval tool, as for
+            :class:`~tokenlean.langchain.ToolOutputShorteningMiddleware` (see
+            :class:`~tokenlean.langchain.retrieval.RetrievalGate`).
         name: the middleware's name (default: the class name, with a digest of the settings
             when they differ from the defaults).
 
@@ -103,7 +106,8 @@ class ToolInputShorteningMiddleware(AgentMiddleware[InputShorteningState, Any, A
         store: OriginalStore | None = None,
         retrieval_tool: bool = True,
         tool_name: str = RETRIEVAL_TOOL,
-        pricing: CachePricing | str = "anthropic",
+        pricing: CachePricing | str = _OUTPUTS.pricing,
+        offer_tool: OfferTool = _OUTPUTS.offer_tool,
         name: str | None = None,
     ) -> None:
         super().__init__()
@@ -122,8 +126,14 @@ class ToolInputShorteningMiddleware(AgentMiddleware[InputShorteningState, Any, A
         readable = retrieval_tool or store is not None or tool_name != RETRIEVAL_TOOL
         self._marker_tool = tool_name if readable else None
         self._gate = RetrievalGate(
-            tool, pricing=resolve_pricing(pricing), counter=_COUNTER, min_remaining_calls=32
+            tool,
+            pricing=resolve_pricing(pricing),
+            counter=_COUNTER,
+            min_remaining_calls=_OUTPUTS.min_remaining_calls,
+            always=offer_tool == "always",
         )
+        if offer_tool not in OFFER_TOOL:
+            raise ValueError(f"offer_tool must be one of {OFFER_TOOL}, got {offer_tool!r}")
         self._name = middleware_name(self, name, self.policy, _DEFAULTS)
         self._tally = Tally(InputShorteningStats)
 

@@ -61,6 +61,7 @@ from tokenlean.langchain.retrieval import (
 from tokenlean.langchain.retrieval import retrieval_tool as retrieval_tool_for
 from tokenlean.shorten.firstsight import (
     FirstSightPlan,
+    OfferTool,
     OutputShorteningPolicy,
     SeenLog,
     plan_first_sight,
@@ -153,6 +154,8 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
         pricing: Whose prompt-cache prices decide whether the first shortening of a thread
             pays for offering the retrieval tool (``"anthropic"``, ``"openai"``, ``"none"`` or a
             :class:`~tokenlean.cost.CachePricing`).
+        offer_tool: ``"when_it_pays"`` (a thread is offered ``read_original`` with its first
+            shortening, made only when that pays for the cache re-write) or ``"always"``.
         name: The middleware's name (default: the class name, with a digest of the settings
             when they differ from the defaults, so differently set instances can be combined).
 
@@ -178,6 +181,7 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
         min_saving: float = _DEFAULTS.min_saving,
         counter: TokenCounter | None = _DEFAULTS.counter,
         pricing: CachePricing | str = _DEFAULTS.pricing,
+        offer_tool: OfferTool = _DEFAULTS.offer_tool,
         name: str | None = None,
     ) -> None:
         super().__init__()
@@ -194,6 +198,7 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
             tool_name=tool_name,
             counter=counter,
             pricing=pricing,  # type: ignore[arg-type]  # a preset name is resolved by the policy
+            offer_tool=offer_tool,
         )
         self.store: OriginalStore = store if store is not None else default_store()
         tool = retrieval_tool_for(self.store, name=tool_name)
@@ -204,6 +209,7 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
             pricing=self.policy.pricing,
             counter=counter or EstimateCounter(),
             min_remaining_calls=self.policy.min_remaining_calls,
+            always=self.policy.offer_tool == "always",
         )
         self._name = middleware_name(self, name, self.policy, _DEFAULTS)
         self._tally = Tally(ShorteningStats)

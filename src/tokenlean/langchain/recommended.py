@@ -41,13 +41,14 @@ from tokenlean.langchain.context_editor import ContextEditorMiddleware
 from tokenlean.langchain.input_shortening import ToolInputShorteningMiddleware
 from tokenlean.langchain.loop_guard import LoopGuardMiddleware
 from tokenlean.langchain.output_shortening import ToolOutputShorteningMiddleware
-from tokenlean.store import InMemoryOriginalStore, OriginalStore
+from tokenlean.shorten.inputs import RECOMMENDED_INPUTS
+from tokenlean.store import OriginalStore
 
 Provider = Literal["anthropic", "openai", "none"]
 
-INPUT_MIN_TOKENS = 200
-INPUT_HEAD_LINES = 8
-INPUT_TAIL_LINES = 4
+INPUT_MIN_TOKENS = RECOMMENDED_INPUTS.min_tokens
+INPUT_HEAD_LINES = RECOMMENDED_INPUTS.head_lines
+INPUT_TAIL_LINES = RECOMMENDED_INPUTS.tail_lines
 EDITOR_TRIGGER_TOKENS = 60_000
 
 
@@ -64,13 +65,13 @@ def recommended_middleware(
         provider: whose prompt-cache pricing to plan for: ``"anthropic"`` (cache reads at 0.1,
             writes at 1.25), ``"openai"`` (reads at 0.1 past 1,024 tokens), ``"none"``, or a
             :class:`~tokenlean.cost.CachePricing` of your own.
-        store: where originals are kept for ``read_original`` (default: in memory; pass a
-            :class:`~tokenlean.store.LangGraphOriginalStore` to share them between workers).
+        store: where originals are kept for ``read_original`` (default: the shorteners' shared
+            store; pass a :class:`~tokenlean.store.LangGraphOriginalStore` to share them
+            between workers).
         context_editor: include the cache-aware context editor (a safety net for long runs).
         loop_guard: include the loop guard.
     """
     pricing = resolve_pricing(provider, name="provider")
-    store = store if store is not None else InMemoryOriginalStore()
     # Inputs are cut first, so the output shortener never points at lines of an input (a tool
     # echoing its script) that the model will no longer see.
     stack: list[AgentMiddleware[Any, Any, Any]] = [
@@ -80,8 +81,9 @@ def recommended_middleware(
             min_tokens=INPUT_MIN_TOKENS,
             head_lines=INPUT_HEAD_LINES,
             tail_lines=INPUT_TAIL_LINES,
+            pricing=pricing,
         ),
-        ToolOutputShorteningMiddleware(store=store),
+        ToolOutputShorteningMiddleware(store=store, pricing=pricing),
     ]
     if context_editor:
         mode: Mode = "plain" if pricing.cached_read >= pricing.uncached else "cache_aware"

@@ -185,8 +185,10 @@ class RetrievalGate:
         pricing: CachePricing,
         counter: TokenCounter,
         min_remaining_calls: int = 0,
+        always: bool = False,
     ) -> None:
         self.tool = tool
+        self.always = always
         self.pricing = pricing
         self.min_remaining_calls = min_remaining_calls
         self.counter = memoized(counter)
@@ -196,7 +198,7 @@ class RetrievalGate:
         self._fixed_key: dict[str | None, tuple[object, ...]] = {}
 
     def offered(self, state: Mapping[str, Any]) -> bool:
-        return bool(state.get(KEPT_KEY))
+        return self.always or bool(state.get(KEPT_KEY))
 
     def hide(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
         """The request without the tool while the thread has kept nothing for it.

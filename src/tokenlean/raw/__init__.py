@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,8 +29,9 @@ from tokenlean.raw import anthropic, openai_chat, openai_responses
 from tokenlean.raw.history import HistoryEdit, HistoryPolicy, plan_history
 from tokenlean.raw.originals import default_originals_dir, keep
 from tokenlean.raw.view import RawView, Write, apply
-from tokenlean.shorten.inputs import ArgumentPolicy
-from tokenlean.shorten.options import DEFAULT_OPTIONS, ShortenOptions
+from tokenlean.shorten.firstsight import OutputShorteningPolicy
+from tokenlean.shorten.inputs import RECOMMENDED_INPUTS, ArgumentPolicy
+from tokenlean.shorten.options import ShortenOptions
 from tokenlean.shorten.text import estimate_tokens
 from tokenlean.tokens import TokenCounter
 
@@ -39,6 +40,7 @@ __all__ = ["Api", "RawSettings", "RewriteResult", "rewrite_request"]
 logger = logging.getLogger(__name__)
 
 Api = Literal["anthropic", "openai_chat", "openai_responses"]
+_OUTPUTS = OutputShorteningPolicy()  # the output shortener's defaults, in their one place
 
 _READERS: dict[str, Callable[[Mapping[str, Any]], RawView | None]] = {
     "anthropic": anthropic.read,
@@ -86,18 +88,16 @@ class RawSettings:
 
     originals_dir: Path | None = None
     keep_originals: bool = True
-    min_tokens: int = 100
-    options: ShortenOptions = DEFAULT_OPTIONS
-    dedupe: bool = True
-    min_saving: float = 0.1
-    only: Collection[str] | None = None
-    never: Collection[str] = frozenset()
+    min_tokens: int = _OUTPUTS.min_tokens
+    options: ShortenOptions = _OUTPUTS.options
+    dedupe: bool = _OUTPUTS.dedupe
+    min_saving: float = _OUTPUTS.min_saving
+    only: Collection[str] | None = _OUTPUTS.only
+    never: Collection[str] = _OUTPUTS.never
     shorten_inputs: bool = True
-    inputs: ArgumentPolicy = field(
-        default_factory=lambda: ArgumentPolicy(min_tokens=200, head_lines=8, tail_lines=4)
-    )
+    inputs: ArgumentPolicy = RECOMMENDED_INPUTS
     never_inputs: Collection[str] = frozenset()
-    counter: TokenCounter | None = None
+    counter: TokenCounter | None = _OUTPUTS.counter
 
     def __post_init__(self) -> None:
         for name in ("keep_originals", "dedupe", "shorten_inputs"):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal, get_args
 
 from tokenlean.cost import ANTHROPIC, CachePricing, resolve_pricing
 from tokenlean.shorten.core import shorten
@@ -32,6 +32,8 @@ from tokenlean.transcript import Edit, Message, ToolCall, mark, mark_of
 
 #: The name under which output shortening marks the results it rewrote.
 CAPABILITY = "output_shortening"
+OfferTool = Literal["when_it_pays", "always"]
+OFFER_TOOL: tuple[OfferTool, ...] = get_args(OfferTool)
 #: Read-backs of one tool's originals after which its results are left whole.
 BACKOFF_LEVELS = 2
 #: A run length no output reaches: similar lines are not collapsed.
@@ -57,6 +59,9 @@ class OutputShorteningPolicy:
             offering the retrieval tool (a preset name or a :class:`~tokenlean.cost.CachePricing`).
         min_remaining_calls: The calls a run is expected to go on for at least, when judging
             that first shortening (later on, a run is expected to last as long again).
+        offer_tool: ``"when_it_pays"``: the retrieval tool joins a thread's tool list with its
+            first shortening, made only when that pays for the cache re-write; ``"always"``:
+            the tool is offered from the first call and every shortening is made.
     """
 
     min_tokens: int = 100
@@ -70,6 +75,7 @@ class OutputShorteningPolicy:
     orphans: bool = False
     pricing: CachePricing = ANTHROPIC
     min_remaining_calls: int = 32
+    offer_tool: OfferTool = "when_it_pays"
 
     def __post_init__(self) -> None:
         saving = self.min_saving
@@ -88,6 +94,8 @@ class OutputShorteningPolicy:
         if self.counter is not None and not isinstance(self.counter, TokenCounter):
             raise TypeError(f"counter must have a count(text) -> int method, got {self.counter!r}")
         object.__setattr__(self, "pricing", resolve_pricing(self.pricing))
+        if self.offer_tool not in OFFER_TOOL:
+            raise ValueError(f"offer_tool must be one of {OFFER_TOOL}, got {self.offer_tool!r}")
         only = None if self.only is None else tool_names("only", self.only)
         object.__setattr__(self, "only", only)
         object.__setattr__(self, "never", tool_names("never", self.never))
