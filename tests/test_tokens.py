@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.data import TOKENIZERS, TOOL_OUTPUTS, TRAJECTORIES
+from tests.data import TOKENIZERS, TOOL_OUTPUTS, TRAJECTORIES, needs_vocab
 from tokenlean.tokens import (
     MESSAGE_OVERHEAD,
     EstimateCounter,
@@ -54,6 +54,7 @@ def test_unknown_encoding_is_rejected() -> None:
         load_encoding("p50k_base", TOKENIZERS)  # type: ignore[arg-type]
 
 
+@needs_vocab
 def test_vocabulary_found_through_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TOKENLEAN_TIKTOKEN_DIR", str(TOKENIZERS))
     assert find_vocabulary("o200k_base") == TOKENIZERS / "o200k_base.tiktoken"

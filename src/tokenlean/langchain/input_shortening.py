@@ -27,7 +27,7 @@ from tokenlean.langchain.helpers import last_ai_index, thread_scope, view_from
 from tokenlean.langchain.retrieval import make_retrieval_tool
 from tokenlean.shorten.inputs import ArgumentPolicy, InputPlan, plan_inputs
 from tokenlean.stats import Tally
-from tokenlean.store import RETRIEVAL_TOOL, InMemoryOriginalStore, OriginalStore
+from tokenlean.store import RETRIEVAL_TOOL, OriginalStore, StoreChoice
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +57,7 @@ class ToolInputShorteningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         min_tokens, head_lines, tail_lines, never: see
             :class:`~tokenlean.shorten.inputs.ArgumentPolicy` (where every default lives).
         store: where originals are kept (share it with the output-shortening middleware).
+            Default: the agent's own store when it has one, else this process's memory.
         retrieval_tool: add a ``read_original`` tool; leave False when another middleware
             already adds one on the same store.
         tool_name: the retrieval tool's name, used in the omission marker. The marker names it
@@ -71,7 +72,7 @@ class ToolInputShorteningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         head_lines: int = _DEFAULTS.head_lines,
         tail_lines: int = _DEFAULTS.tail_lines,
         never: Collection[str] = _DEFAULTS.never,
-        store: OriginalStore | None = None,
+        store: OriginalStore | StoreChoice | None = None,
         retrieval_tool: bool = True,
         tool_name: str = RETRIEVAL_TOOL,
     ) -> None:
@@ -84,9 +85,10 @@ class ToolInputShorteningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         )
         if not isinstance(tool_name, str) or not tool_name.isidentifier():
             raise ValueError(f"tool_name must be an identifier string, got {tool_name!r}")
-        self.store: OriginalStore = store if store is not None else InMemoryOriginalStore()
+        self.stores = StoreChoice.of(store)  # the given store, else the agent's, else memory
+        self.store: OriginalStore = self.stores.default
         self.tool_name = tool_name
-        self.tools = [make_retrieval_tool(self.store, name=tool_name)] if retrieval_tool else []
+        self.tools = [make_retrieval_tool(self.stores, name=tool_name)] if retrieval_tool else []
         readable = retrieval_tool or store is not None or tool_name != RETRIEVAL_TOOL
         self._marker_tool = tool_name if readable else None
         self._tally = Tally(InputShorteningStats)
@@ -102,8 +104,9 @@ class ToolInputShorteningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if planned is None:
             return None
         try:
+            store = self.stores.pick(getattr(runtime, "store", None))
             for original in planned.plan.originals:
-                self.store.put(planned.scope, original)
+                store.put(planned.scope, original)
         except Exception:  # never break the agent: send the inputs as they were
             logger.exception("could not keep original tool inputs; inputs left as they are")
             return None
@@ -116,8 +119,9 @@ class ToolInputShorteningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if planned is None:
             return None
         try:
+            store = self.stores.pick(getattr(runtime, "store", None))
             for original in planned.plan.originals:
-                await self.store.aput(planned.scope, original)
+                await store.aput(planned.scope, original)
         except Exception:  # never break the agent: send the inputs as they were
             logger.exception("could not keep original tool inputs; inputs left as they are")
             return None

@@ -44,7 +44,7 @@ from tokenlean.shorten.firstsight import (
 )
 from tokenlean.shorten.options import ShortenOptions
 from tokenlean.stats import Tally
-from tokenlean.store import InMemoryOriginalStore, OriginalStore
+from tokenlean.store import OriginalStore, StoreChoice
 from tokenlean.tokens import TokenCounter
 
 logger = logging.getLogger(__name__)
@@ -106,7 +106,9 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
         options: Every other shortening setting (:class:`~tokenlean.shorten.ShortenOptions`).
         only: Shorten only these tools' results (``None``: every tool's).
         never: Never shorten these tools' results (e.g. one whose output the agent edits).
-        store: Where originals are kept (default: in this process's memory).
+        store: Where originals are kept (a LangGraph ``BaseStore`` is wrapped). Default: the
+            agent's own store (``create_agent(..., store=...)``) when it has one, else this
+            process's memory (:class:`~tokenlean.store.StoreChoice`).
         retrieval_tool: Add the tool that reads originals back, named ``tool_name``.
         dedupe: Point to lines the model was already shown instead of repeating them.
         min_saving: Skip a shortening that saves less than this share of a result's tokens.
@@ -125,7 +127,7 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
         options: ShortenOptions | None = None,
         only: Collection[str] | None = _DEFAULTS.only,
         never: Collection[str] = _DEFAULTS.never,
-        store: OriginalStore | None = None,
+        store: OriginalStore | StoreChoice | None = None,
         retrieval_tool: bool = True,
         tool_name: str = _DEFAULTS.tool_name,
         dedupe: bool = _DEFAULTS.dedupe,
@@ -146,8 +148,9 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
             tool_name=tool_name,
             counter=counter,
         )
-        self.store: OriginalStore = store if store is not None else InMemoryOriginalStore()
-        self.tools = [make_retrieval_tool(self.store, name=tool_name)] if retrieval_tool else []
+        self.stores = StoreChoice.of(store)  # the given store, else the agent's, else memory
+        self.store: OriginalStore = self.stores.default
+        self.tools = [make_retrieval_tool(self.stores, name=tool_name)] if retrieval_tool else []
         self._marker_tool = tool_name if retrieval_tool else None
         self._tally = Tally(ShorteningStats)
         self._memo: PrefixMemo[SeenLog] = PrefixMemo()
@@ -171,8 +174,9 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
         if update is None:
             return None
         try:
+            store = self.stores.pick(getattr(runtime, "store", None))
             for original in update.plan.originals if update.scope is not None else ():
-                self.store.put(update.scope or "", original)
+                store.put(update.scope or "", original)
         except Exception:  # never break the agent: send the results unshortened instead
             logger.exception("could not keep originals; tool results left as they are")
             return None
@@ -185,8 +189,9 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
         if update is None:
             return None
         try:
+            store = self.stores.pick(getattr(runtime, "store", None))
             for original in update.plan.originals if update.scope is not None else ():
-                await self.store.aput(update.scope or "", original)
+                await store.aput(update.scope or "", original)
         except Exception:  # never break the agent: send the results unshortened instead
             logger.exception("could not keep originals; tool results left as they are")
             return None

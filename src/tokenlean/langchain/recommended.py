@@ -41,7 +41,7 @@ from tokenlean.langchain.context_editor import ContextEditorMiddleware
 from tokenlean.langchain.input_shortening import ToolInputShorteningMiddleware
 from tokenlean.langchain.loop_guard import LoopGuardMiddleware
 from tokenlean.langchain.output_shortening import ToolOutputShorteningMiddleware
-from tokenlean.store import InMemoryOriginalStore, OriginalStore
+from tokenlean.store import OriginalStore, StoreChoice
 
 Provider = Literal["anthropic", "openai", "none"]
 
@@ -54,7 +54,7 @@ EDITOR_TRIGGER_TOKENS = 60_000
 def recommended_middleware(
     provider: Provider | CachePricing = "anthropic",
     *,
-    store: OriginalStore | None = None,
+    store: OriginalStore | StoreChoice | None = None,
     context_editor: bool = True,
     loop_guard: bool = True,
 ) -> list[AgentMiddleware[Any, Any, Any]]:
@@ -64,24 +64,24 @@ def recommended_middleware(
         provider: whose prompt-cache pricing to plan for: ``"anthropic"`` (cache reads at 0.1,
             writes at 1.25), ``"openai"`` (reads at 0.1 past 1,024 tokens), ``"none"``, or a
             :class:`~tokenlean.cost.CachePricing` of your own.
-        store: where originals are kept for ``read_original`` (default: in memory; pass a
-            :class:`~tokenlean.store.LangGraphOriginalStore` to share them between workers).
+        store: where originals are kept for ``read_original`` (default: the agent's own store,
+            ``create_agent(..., store=...)``, when it has one, else this process's memory).
         context_editor: include the cache-aware context editor (a safety net for long runs).
         loop_guard: include the loop guard.
     """
     pricing = resolve_pricing(provider, name="provider")
-    store = store if store is not None else InMemoryOriginalStore()
+    stores = StoreChoice.of(store)  # one choice for both shorteners: they share originals
     # Inputs are cut first, so the output shortener never points at lines of an input (a tool
     # echoing its script) that the model will no longer see.
     stack: list[AgentMiddleware[Any, Any, Any]] = [
         ToolInputShorteningMiddleware(
-            store=store,
+            store=stores,
             retrieval_tool=False,  # the output shortener's read_original serves both
             min_tokens=INPUT_MIN_TOKENS,
             head_lines=INPUT_HEAD_LINES,
             tail_lines=INPUT_TAIL_LINES,
         ),
-        ToolOutputShorteningMiddleware(store=store),
+        ToolOutputShorteningMiddleware(store=stores),
     ]
     if context_editor:
         mode: Mode = "plain" if pricing.cached_read >= pricing.uncached else "cache_aware"
