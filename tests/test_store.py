@@ -119,9 +119,9 @@ def test_an_original_larger_than_a_threads_share_is_not_kept_and_says_so() -> No
 @pytest.mark.parametrize(
     ("options", "error", "message"),
     [
-        ({"max_bytes": 0}, ValueError, "max_bytes must be a positive int"),
+        ({"max_bytes": 0}, ValueError, "max_bytes must be an int >= 1"),
         ({"max_bytes_per_thread": -1}, ValueError, "max_bytes_per_thread"),
-        ({"max_bytes": "1e6"}, TypeError, "max_bytes must be a positive int"),
+        ({"max_bytes": "1e6"}, TypeError, "max_bytes must be an int >= 1"),
         ({"max_bytes_per_thread": True}, TypeError, "max_bytes_per_thread"),
         ({"max_bytes_per_thread": 10, "max_bytes": 5}, ValueError, "must not exceed max_bytes"),
     ],

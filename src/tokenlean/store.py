@@ -21,6 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from tokenlean import checks
+
 if TYPE_CHECKING:
     from langgraph.store.base import BaseStore
 
@@ -135,8 +137,8 @@ class InMemoryOriginalStore:
         max_bytes_per_thread: int = MEMORY_MAX_BYTES_PER_THREAD,
         max_bytes: int = MEMORY_MAX_BYTES,
     ) -> None:
-        _check_positive_int(max_bytes_per_thread, "max_bytes_per_thread")
-        _check_positive_int(max_bytes, "max_bytes")
+        checks.integer(max_bytes_per_thread, "max_bytes_per_thread", at_least=1)
+        checks.integer(max_bytes, "max_bytes", at_least=1)
         if max_bytes_per_thread > max_bytes:
             raise ValueError(
                 f"max_bytes_per_thread ({max_bytes_per_thread}) must not exceed max_bytes "
@@ -243,7 +245,7 @@ class LangGraphOriginalStore:
         methods = ("put", "get", "aput", "aget")
         missing = [m for m in methods if not callable(getattr(store, m, None))]
         if missing:
-            raise TypeError(
+            raise checks.ArgumentTypeError(
                 "store must be a LangGraph BaseStore (put, get, aput, aget by namespace and "
                 f"key), got {type(store).__name__} without {', '.join(missing)}"
             )
@@ -289,7 +291,7 @@ def as_original_store(value: object, *, name: str = "store") -> OriginalStore:
     if _is_langgraph_store(value):
         return LangGraphOriginalStore(value)  # type: ignore[arg-type]  # checked just above
     if not isinstance(value, OriginalStore) or isinstance(value, (str, bytes, Mapping)):
-        raise TypeError(
+        raise checks.ArgumentTypeError(
             f"{name} must be an OriginalStore (put/get/aput/aget by scope and Original, e.g. "
             f"InMemoryOriginalStore) or a LangGraph BaseStore, got {type(value).__name__}"
         )
@@ -334,13 +336,6 @@ class StoreChoice:
         return wrapped[1]
 
 
-def _check_positive_int(value: object, name: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be a positive int, got {value!r}")
-    if value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-
-
 def parse_lines(spec: str, total: int) -> tuple[int, int]:
     """``"120-160"``, ``"120"``, ``"120-"`` or ``"-40"`` as a 1-based inclusive range."""
     text = spec.strip().replace(" ", "")
@@ -367,6 +362,13 @@ def excerpt(
 ) -> str:
     """The part of ``text`` asked for: a line range, the lines containing ``pattern``
     (case-insensitive, plain text, with ``context`` lines around), or all of it; numbered."""
+    checks.text(text, "text")
+    if lines is not None:
+        checks.text(lines, "lines")
+    if pattern is not None:
+        checks.text(pattern, "pattern")
+    checks.integer(context, "context", at_least=0)
+    checks.integer(max_chars, "max_chars", at_least=1)
     items = text.split("\n")
     first, last = parse_lines(lines, len(items)) if lines else (1, len(items))
     if first > len(items):

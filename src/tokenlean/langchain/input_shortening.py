@@ -22,6 +22,7 @@ from langchain.agents.middleware import AgentMiddleware, AgentState
 from langchain_core.messages import AnyMessage
 from langgraph.runtime import Runtime
 
+from tokenlean import checks
 from tokenlean.langchain.adapter import apply_edit
 from tokenlean.langchain.helpers import last_ai_index, thread_scope, view_from
 from tokenlean.langchain.retrieval import make_retrieval_tool
@@ -83,8 +84,8 @@ class ToolInputShorteningMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             tail_lines=tail_lines,
             never=never,  # type: ignore[arg-type]  # normalised by the policy
         )
-        if not isinstance(tool_name, str) or not tool_name.isidentifier():
-            raise ValueError(f"tool_name must be an identifier string, got {tool_name!r}")
+        checks.identifier(tool_name, "tool_name")
+        checks.flag(retrieval_tool, "retrieval_tool")
         self.stores = StoreChoice.of(store)  # the given store, else the agent's, else memory
         self.store: OriginalStore = self.stores.default
         self.tool_name = tool_name

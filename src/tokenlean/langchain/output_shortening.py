@@ -33,6 +33,7 @@ from langchain_core.messages import AnyMessage
 from langgraph.runtime import Runtime
 from typing_extensions import NotRequired, TypedDict
 
+from tokenlean import checks
 from tokenlean.langchain.adapter import apply_edit
 from tokenlean.langchain.helpers import Held, PrefixMemo, last_ai_index, thread_scope, view_from
 from tokenlean.langchain.retrieval import make_retrieval_tool
@@ -135,6 +136,7 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
         counter: TokenCounter | None = _DEFAULTS.counter,
     ) -> None:
         super().__init__()
+        checks.flag(retrieval_tool, "retrieval_tool")
         opts = options if options is not None else _DEFAULTS.options
         if max_tokens is not None and isinstance(opts, ShortenOptions):
             opts = replace(opts, max_tokens=max_tokens)

@@ -35,6 +35,7 @@ from typing import Any, Literal
 
 from langchain.agents.middleware import AgentMiddleware
 
+from tokenlean import checks
 from tokenlean.context_editor import Mode
 from tokenlean.cost import CachePricing, resolve_pricing
 from tokenlean.langchain.context_editor import ContextEditorMiddleware
@@ -70,6 +71,8 @@ def recommended_middleware(
         loop_guard: include the loop guard.
     """
     pricing = resolve_pricing(provider, name="provider")
+    checks.flag(context_editor, "context_editor")
+    checks.flag(loop_guard, "loop_guard")
     stores = StoreChoice.of(store)  # one choice for both shorteners: they share originals
     # Inputs are cut first, so the output shortener never points at lines of an input (a tool
     # echoing its script) that the model will no longer see.

@@ -19,6 +19,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from tokenlean import checks
 from tokenlean.shorten.core import shorten
 from tokenlean.shorten.markers import Retrieval
 from tokenlean.shorten.options import DEFAULT_OPTIONS, ShortenOptions
@@ -72,8 +73,9 @@ class OutputShorteningPolicy:
             raise ValueError(f"options must be a ShortenOptions, got {self.options!r}")
         if not isinstance(self.tool_name, str) or not self.tool_name.isidentifier():
             raise ValueError(f"tool_name must be an identifier string, got {self.tool_name!r}")
-        if self.counter is not None and not isinstance(self.counter, TokenCounter):
-            raise TypeError(f"counter must have a count(text) -> int method, got {self.counter!r}")
+        if self.counter is not None:
+            checks.token_counter(self.counter, "counter")
+        checks.flag(self.dedupe, "dedupe")
         only = None if self.only is None else tool_names("only", self.only)
         object.__setattr__(self, "only", only)
         object.__setattr__(self, "never", tool_names("never", self.never))
