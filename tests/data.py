@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,8 +26,32 @@ _WHY = f"needs tokenlean's shared data folder at {SHARED} (absent in a bare clon
 
 #: Mark a test (or a module, as ``pytestmark``) that reads the shared data.
 needs_shared = pytest.mark.skipif(not HAVE_SHARED, reason=_WHY)
+needs_shared_now = pytest.mark.skip(reason=_WHY)
 #: Mark a test that needs the o200k_base vocabulary for exact counts.
 needs_vocab = pytest.mark.skipif(not HAVE_VOCAB, reason=_WHY + " (tokenizers)")
+#: Mark a test that needs the cl100k_base vocabulary.
+needs_cl100k = pytest.mark.skipif(
+    not (TOKENIZERS / "cl100k_base.tiktoken").is_file(), reason=_WHY + " (tokenizers)"
+)
+
+
+def real_trajectory(name: str) -> Path:
+    """A real trajectory by its name under ``data/trajectories``: the copy shipped with the
+    package when there is one (so the test runs in a bare clone), else the shared data's."""
+    shipped = BUNDLED / name
+    return shipped if shipped.is_file() else TRAJECTORIES / name
+
+
+def skip_unless_here(path: Path) -> None:
+    """Skip the calling test when ``path`` (a file of the shared data) is absent."""
+    if not path.is_file():
+        pytest.skip(f"{_WHY}: {path.name} is not there")
+
+
+def shared_params(paths: list[Path]) -> list[Any]:
+    """Parameters for a test run once per shared file: ``paths``, or one skipped placeholder
+    saying why when the shared data is absent (not pytest's bare "empty parameter set")."""
+    return list(paths) or [pytest.param(None, marks=needs_shared_now, id="no-shared-data")]
 
 
 def trajectory_paths() -> list[Path]:

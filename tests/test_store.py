@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import pytest
 from langgraph.store.memory import InMemoryStore
 
 from tokenlean.store import (
+    MEMORY_MAX_BYTES,
+    MEMORY_MAX_BYTES_PER_THREAD,
+    STORE_NAMESPACE,
     InMemoryOriginalStore,
     LangGraphOriginalStore,
     Original,
     OriginalStore,
+    StoreChoice,
     excerpt,
     parse_lines,
 )
@@ -52,8 +57,8 @@ def test_langgraph_scopes_are_escaped_injectively() -> None:
         LangGraphOriginalStore(backing, namespace=())
 
 
-def test_memory_store_drops_the_oldest_beyond_its_size_and_is_thread_safe() -> None:
-    store = InMemoryOriginalStore(max_chars=1000)
+def test_memory_store_is_thread_safe_and_bounded_per_thread() -> None:
+    store = InMemoryOriginalStore(max_bytes_per_thread=1000, max_bytes=10_000)
 
     def fill(scope: str) -> None:
         for i in range(200):
@@ -64,10 +69,98 @@ def test_memory_store_drops_the_oldest_beyond_its_size_and_is_thread_safe() -> N
         worker.start()
     for worker in workers:
         worker.join()
-    assert len(store) == 10
-    assert sum(1 for n in range(4) if store.get(f"t{n}", "o199")) >= 1
-    with pytest.raises(ValueError, match="max_chars"):
-        InMemoryOriginalStore(max_chars=0)
+    assert len(store) == 40 and store.size_bytes == 4000
+    for n in range(4):  # each thread keeps its newest ten, whatever the others did
+        assert store.thread_bytes(f"t{n}") == 1000
+        assert [i for i in range(200) if store.get(f"t{n}", f"o{i}")] == list(range(190, 200))
+
+
+def test_memory_store_counts_utf8_bytes_not_characters() -> None:
+    store = InMemoryOriginalStore(max_bytes_per_thread=1000, max_bytes=1000)
+    store.put("t", Original("o1", "é" * 400))  # 400 characters, 800 bytes
+    store.put("t", Original("o2", "a" * 300))
+    assert store.get("t", "o1") is None and store.evicted("t", "o1")
+    assert store.size_bytes == 300
+    store.put("t", Original("o3", "\U0001f600" * 100))  # four bytes each
+    assert store.size_bytes == 700
+
+
+def test_a_busy_thread_cannot_push_out_another_threads_originals() -> None:
+    store = InMemoryOriginalStore(max_bytes_per_thread=1_000, max_bytes=5_000)
+    store.put("quiet", Original("o1", "q" * 500))
+    for i in range(1_000):
+        store.put("busy", Original(f"o{i}", "b" * 100))
+    assert store.get("quiet", "o1") == Original("o1", "q" * 500)
+    assert store.thread_bytes("busy") == 1_000
+
+
+def test_past_the_total_the_least_recently_used_thread_gives_way() -> None:
+    store = InMemoryOriginalStore(max_bytes_per_thread=1_000, max_bytes=2_000)
+    store.put("old", Original("o1", "a" * 1_000))
+    store.put("used", Original("o1", "b" * 1_000))
+    assert store.get("old", "o1") is not None  # reading makes "old" the most recently used
+    store.put("new", Original("o1", "c" * 1_000))
+    assert store.get("used", "o1") is None and store.evicted("used", "o1")
+    assert store.get("old", "o1") is not None and store.get("new", "o1") is not None
+    assert store.size_bytes == 2_000
+
+
+def test_an_original_larger_than_a_threads_share_is_not_kept_and_says_so() -> None:
+    store = InMemoryOriginalStore(max_bytes_per_thread=100, max_bytes=1_000)
+    store.put("t", Original("small", "s" * 50))
+    store.put("t", Original("huge", "h" * 101))
+    assert store.get("t", "huge") is None and store.evicted("t", "huge")
+    assert store.get("t", "small") is not None  # nothing else was pushed out for it
+    assert not store.evicted("t", "never-kept") and not store.evicted("other", "small")
+    store.put("t", Original("huge", "h" * 10))  # kept again: no longer reported evicted
+    assert not store.evicted("t", "huge")
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "message"),
+    [
+        ({"max_bytes": 0}, ValueError, "max_bytes must be an int >= 1"),
+        ({"max_bytes_per_thread": -1}, ValueError, "max_bytes_per_thread"),
+        ({"max_bytes": "1e6"}, TypeError, "max_bytes must be an int >= 1"),
+        ({"max_bytes_per_thread": True}, TypeError, "max_bytes_per_thread"),
+        ({"max_bytes_per_thread": 10, "max_bytes": 5}, ValueError, "must not exceed max_bytes"),
+    ],
+)
+def test_memory_store_refuses_bad_bounds(
+    options: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=message):
+        InMemoryOriginalStore(**options)
+
+
+def test_defaults_live_in_one_place() -> None:
+    store = InMemoryOriginalStore()
+    assert store.max_bytes == MEMORY_MAX_BYTES
+    assert store.max_bytes_per_thread == MEMORY_MAX_BYTES_PER_THREAD <= MEMORY_MAX_BYTES
+
+
+def test_store_choice_prefers_the_given_store_then_the_agents_then_memory() -> None:
+    agent_store = InMemoryStore()
+    given = InMemoryOriginalStore()
+    assert StoreChoice(given).pick(agent_store) is given
+    choice = StoreChoice()
+    assert choice.pick(None) is choice.memory is choice.default
+    wrapped = choice.pick(agent_store)
+    assert isinstance(wrapped, LangGraphOriginalStore) and wrapped.store is agent_store
+    assert wrapped.namespace == STORE_NAMESPACE
+    assert choice.pick(agent_store) is wrapped  # one wrapper per agent store
+    assert StoreChoice.of(choice) is choice
+    # A LangGraph store given directly is wrapped, not mistaken for an original store.
+    direct = StoreChoice(agent_store).given
+    assert isinstance(direct, LangGraphOriginalStore) and direct.store is agent_store
+
+
+@pytest.mark.parametrize("bad", [object(), "memory", {"put": 1}, 42])
+def test_a_store_that_does_not_fit_the_protocol_is_refused(bad: object) -> None:
+    with pytest.raises(TypeError, match="store must be an OriginalStore"):
+        StoreChoice(bad)
+    with pytest.raises(TypeError, match="store must be a LangGraph BaseStore"):
+        LangGraphOriginalStore(bad)  # type: ignore[arg-type]
 
 
 def test_excerpt_by_range_pattern_and_whole() -> None:

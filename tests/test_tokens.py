@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.data import TOKENIZERS, TOOL_OUTPUTS, TRAJECTORIES
+from tests.data import TOKENIZERS, TOOL_OUTPUTS, TRAJECTORIES, needs_cl100k, needs_vocab
 from tokenlean.tokens import (
     MESSAGE_OVERHEAD,
     EstimateCounter,
@@ -26,6 +26,7 @@ def test_exact_counts_match_known_values(o200k: TiktokenCounter) -> None:
     assert o200k.count("<|endoftext|>") > 1  # special-token text is ordinary text
 
 
+@needs_cl100k
 def test_cl100k_loads_from_local_folder() -> None:
     counter = TiktokenCounter("cl100k_base", vocab_path=TOKENIZERS)
     assert counter.count("hello world") == 2
@@ -54,6 +55,7 @@ def test_unknown_encoding_is_rejected() -> None:
         load_encoding("p50k_base", TOKENIZERS)  # type: ignore[arg-type]
 
 
+@needs_vocab
 def test_vocabulary_found_through_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TOKENLEAN_TIKTOKEN_DIR", str(TOKENIZERS))
     assert find_vocabulary("o200k_base") == TOKENIZERS / "o200k_base.tiktoken"

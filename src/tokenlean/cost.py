@@ -23,6 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from tokenlean import checks
+
 
 @dataclass(frozen=True, slots=True)
 class CachePricing:
@@ -41,10 +43,11 @@ class CachePricing:
     granularity: int = 1
 
     def __post_init__(self) -> None:
-        if self.cached_read < 0 or self.uncached < 0:
-            raise ValueError("prices must be non-negative")
-        if self.min_cached < 0 or self.granularity < 1:
-            raise ValueError("min_cached must be >= 0 and granularity >= 1")
+        checks.text(self.name, "name", blank=False)
+        checks.number(self.cached_read, "cached_read", at_least=0)
+        checks.number(self.uncached, "uncached", above=0)
+        checks.integer(self.min_cached, "min_cached", at_least=0)
+        checks.integer(self.granularity, "granularity", at_least=1)
 
     def billable_cached(self, cached_tokens: int) -> int:
         """How many of ``cached_tokens`` the provider actually bills at the cached price."""

@@ -30,6 +30,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field, PrivateAttr
 
+from tokenlean import checks
 from tokenlean.langchain.adapter import to_view
 from tokenlean.tokens import tool_schema_text
 from tokenlean.transcript import canonical
@@ -155,6 +156,9 @@ def scripted_agent(
     from langchain.agents import create_agent
     from langgraph.checkpoint.memory import InMemorySaver
 
+    checks.sequence(responses, "responses", of="AIMessages or functions building one")
+    checks.sequence(tools, "tools", of="tools")
+    checks.sequence(middleware, "middleware", of="AgentMiddleware")
     model = ScriptedChatModel(responses=list(responses))
     agent = create_agent(
         model,
@@ -177,7 +181,7 @@ def prefix_breaks(calls: ScriptedChatModel | Sequence[RecordedCall]) -> list[tup
 
     ``message`` is the index of the first message that differs (``-1``: the tool schemas).
     """
-    recorded = calls.calls if isinstance(calls, ScriptedChatModel) else list(calls)
+    recorded = _recorded(calls)
     breaks: list[tuple[int, int]] = []
     previous: list[str] | None = None
     for index, call in enumerate(recorded):
@@ -193,6 +197,22 @@ def prefix_breaks(calls: ScriptedChatModel | Sequence[RecordedCall]) -> list[tup
     return breaks
 
 
+def _recorded(calls: object) -> list[RecordedCall]:
+    """The calls recorded by a :class:`ScriptedChatModel`, or the given list of them."""
+    if isinstance(calls, ScriptedChatModel):
+        made: list[RecordedCall] = calls.calls
+        return made
+    recorded: list[RecordedCall] = list(
+        checks.sequence(calls, "calls", of="RecordedCalls (or a ScriptedChatModel)")
+    )
+    odd = [c for c in recorded if not isinstance(c, RecordedCall)]
+    if odd:
+        raise checks.ArgumentTypeError(
+            f"calls must hold RecordedCalls only, got {checks.described(odd[0])}"
+        )
+    return recorded
+
+
 def assert_prefix_kept(
     calls: ScriptedChatModel | Sequence[RecordedCall], *, allowed: Sequence[int] = ()
 ) -> None:
@@ -201,6 +221,8 @@ def assert_prefix_kept(
     ``allowed`` lists the calls (0-based) expected to break it (a context editor's edits, say);
     those must break it, and no other call may.
     """
+    for index in checks.sequence(allowed, "allowed", of="call numbers"):
+        checks.integer(index, "allowed[]", at_least=0)
     found = prefix_breaks(calls)
     at = [call for call, _ in found]
     if sorted(at) != sorted(allowed):

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
+from tokenlean import checks
 from tokenlean.transcript import Message
 
 if TYPE_CHECKING:
@@ -71,6 +72,10 @@ class EstimateCounter:
     line_break: float = 0.518
     indent: float = 0.79
     non_ascii: float = 1.549
+
+    def __post_init__(self) -> None:
+        for name in self.__dataclass_fields__:
+            checks.number(getattr(self, name), name, at_least=0)
 
     def count(self, text: str) -> int:
         if not text:
@@ -176,7 +181,7 @@ def load_encoding(
     import tiktoken
     from tiktoken.load import load_tiktoken_bpe
 
-    if encoding not in _SPECS:
+    if not isinstance(encoding, str) or encoding not in _SPECS:
         raise ValueError(f"encoding must be one of {sorted(_SPECS)}, got {encoding!r}")
     path = find_vocabulary(encoding, vocab_path)
     key = (encoding, str(path.resolve()))
@@ -207,6 +212,11 @@ class TiktokenCounter:
         *,
         vocab_path: str | os.PathLike[str] | None = None,
     ) -> None:
+        if vocab_path is not None and not isinstance(vocab_path, (str, os.PathLike)):
+            raise checks.ArgumentTypeError(
+                f"vocab_path must be a path (str or os.PathLike) to a .tiktoken file or its "
+                f"folder, got {checks.described(vocab_path)}"
+            )
         self.encoding_name = encoding
         self._encoding = load_encoding(encoding, vocab_path)
 
@@ -234,9 +244,7 @@ class MemoCounter:
     """
 
     def __init__(self, counter: TokenCounter, *, max_entries: int = 8192) -> None:
-        if not isinstance(counter, TokenCounter):
-            raise TypeError(f"counter must have a count(text) -> int method, got {counter!r}")
-        self.counter = counter
+        self.counter = checks.token_counter(counter, "counter")
         self._memo = functools.lru_cache(maxsize=max_entries)(counter.count)
 
     def count(self, text: str) -> int:
@@ -277,6 +285,11 @@ def count_request(
     tools: Sequence[Mapping[str, Any]] = (),
 ) -> int:
     """Tokens of a whole request: tool schemas, system prompt and every message."""
+    checks.messages(messages)
+    checks.token_counter(counter, "counter")
+    if system is not None:
+        checks.text(system, "system")
+    checks.sequence(tools, "tools", of="tool schema mappings")
     total = sum(message_tokens(m, counter) for m in messages)
     if system:
         total += MESSAGE_OVERHEAD + counter.count(system)

@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from tokenlean import checks
+
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[Role, ...] = ("system", "user", "assistant", "tool")
 
@@ -40,6 +42,15 @@ class ToolCall:
     name: str
     args: Mapping[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        checks.text(self.id, "id")
+        checks.text(self.name, "name")
+        if not isinstance(self.args, Mapping):
+            raise checks.ArgumentTypeError(
+                f"args must be a mapping of argument names to values, got "
+                f"{checks.described(self.args)}"
+            )
+
 
 @dataclass(frozen=True, slots=True)
 class Message:
@@ -61,8 +72,21 @@ class Message:
     metadata: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        if self.role not in ROLES:
+        if not isinstance(self.role, str) or self.role not in ROLES:
             raise ValueError(f"role must be one of {ROLES}, got {self.role!r}")
+        if not isinstance(self.content, (str, tuple, list)):
+            raise checks.ArgumentTypeError(
+                f"content must be text or a tuple of content blocks, got "
+                f"{checks.described(self.content)}"
+            )
+        checks.optional_text(self.id, "id")
+        checks.optional_text(self.name, "name")
+        checks.optional_text(self.tool_call_id, "tool_call_id")
+        for call in checks.sequence(self.tool_calls, "tool_calls", of="ToolCalls"):
+            if not isinstance(call, ToolCall):
+                raise checks.ArgumentTypeError(
+                    f"tool_calls must hold ToolCalls only, got {checks.described(call)}"
+                )
 
     @property
     def text(self) -> str:
@@ -96,6 +120,11 @@ class Edit:
     tokens_after: int
     tool_args: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        checks.integer(self.index, "index", at_least=0)
+        checks.optional_text(self.message_id, "message_id")
+        checks.text(self.reason, "reason")
 
     @property
     def tokens_saved(self) -> int:

@@ -456,7 +456,10 @@ def test_listed_before_the_output_shortener_no_result_points_at_cut_lines() -> N
 TRAJECTORY = TRAJECTORIES / "miniswe_deepseek" / "chat_test__astropy__astropy-12907.json"
 
 
-@pytest.mark.skipif(not TRAJECTORY.exists(), reason="shared trajectories not present")
+@pytest.mark.skipif(
+    not TRAJECTORY.exists(),
+    reason="needs tokenlean's shared data folder (../shared/data/trajectories)",
+)
 def test_replay_cuts_inputs_without_breaking_the_prompt_cache() -> None:
     trajectory = load_trajectory(TRAJECTORY)
     measurer = PromptMeasurer(EstimateCounter())

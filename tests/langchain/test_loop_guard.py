@@ -15,7 +15,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from tests.data import TRAJECTORIES
+from tests.data import real_trajectory
 from tokenlean.langchain import LoopGuardMiddleware
 from tokenlean.langchain.loop_guard import ID_PREFIX, STATE_KEY
 from tokenlean.loop_guard.detect import LoopDetector
@@ -331,7 +331,7 @@ def _looping_variant(path: str, copies: int) -> Any:
 
     from tokenlean.replay.formats import load_trajectory
 
-    trajectory = load_trajectory(TRAJECTORIES / path)
+    trajectory = load_trajectory(real_trajectory(path))
     messages = list(trajectory.messages)
     turns = [i for i, m in enumerate(messages) if m.role == "assistant" and m.tool_calls]
     start = turns[len(turns) // 2]
@@ -378,7 +378,7 @@ def test_replay_of_a_healthy_run_sends_identical_bytes(measurer: Any) -> None:
     from tokenlean.replay.engine import measure_replay, replay
     from tokenlean.replay.formats import load_trajectory
 
-    trajectory = load_trajectory(TRAJECTORIES / PATH)
+    trajectory = load_trajectory(real_trajectory(PATH))
     guard = LoopGuardMiddleware()
     guarded = measure_replay(trajectory, replay(trajectory, [guard]), measurer, strategy="g")
     baseline = measure_replay(trajectory, replay(trajectory, []), measurer, strategy="none")

@@ -6,7 +6,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
 
-from tests.data import trajectory_paths
+from tests.data import needs_shared, needs_vocab, trajectory_paths
 from tokenlean.cost import CachePricing
 from tokenlean.langchain import (
     ContextEditorMiddleware,
@@ -83,6 +83,8 @@ def test_the_one_line_install_runs_an_agent() -> None:
     assert {t["function"]["name"] for t in model.calls[1].tools} == {"run", "read_original"}
 
 
+@needs_shared
+@needs_vocab
 def test_replay_of_a_real_trajectory_is_cache_safe_and_cheaper() -> None:
     path = next(p for p in trajectory_paths() if "astropy-12907" in p.name)
     trajectory = load_trajectory(path)

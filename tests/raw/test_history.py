@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.data import TOOL_OUTPUTS
+from tests.data import TOOL_OUTPUTS, shared_params
 from tokenlean.raw import RawSettings, rewrite_request
 from tokenlean.raw.build import body as build_body
 from tokenlean.raw.build import call_points
@@ -81,7 +81,7 @@ def test_markers_name_the_file_and_the_lines_they_stand_for(settings: RawSetting
     assert _check_markers(text, original) >= 1
 
 
-@pytest.mark.parametrize("path", _outputs(), ids=lambda p: p.stem[:40])
+@pytest.mark.parametrize("path", shared_params(_outputs()), ids=lambda p: p.stem[:40])
 def test_markers_on_real_tool_outputs(path: Path, settings: RawSettings) -> None:
     original = path.read_text(encoding="utf-8")
     text = _shortened(original, settings)

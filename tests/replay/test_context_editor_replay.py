@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import BaseMessage, ToolMessage
 
-from tests.data import TRAJECTORIES
+from tests.data import TRAJECTORIES, needs_shared
 from tokenlean.context_editor import ContextEdit
 from tokenlean.langchain import ContextEditorMiddleware
 from tokenlean.replay.engine import measure_replay, replay
@@ -37,6 +37,7 @@ def _cleared_ids(messages: Sequence[BaseMessage]) -> set[str]:
         {"trigger_tokens": 15_000, "batch": 2, "keep": 6, "clear_tool_inputs": True},
     ],
 )
+@needs_shared
 def test_prefix_breaks_are_exactly_the_calls_that_clear_a_batch(options: dict[str, Any]) -> None:
     trajectory = load_trajectory(TRAJECTORIES / LONG)
     edits: list[ContextEdit] = []

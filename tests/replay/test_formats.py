@@ -13,7 +13,7 @@ from langchain_core.messages import (
     messages_to_dict,
 )
 
-from tests.data import trajectory_paths
+from tests.data import shared_params, trajectory_paths
 from tokenlean.replay.formats import TrajectoryFormatError, load_trajectory, parse_trajectory
 
 
@@ -23,7 +23,7 @@ def _write(tmp_path: Path, data: Any, name: str = "trace.json") -> Path:
     return path
 
 
-@pytest.mark.parametrize("path", trajectory_paths()[::7], ids=lambda p: p.stem[:40])
+@pytest.mark.parametrize("path", shared_params(trajectory_paths()[::7]), ids=lambda p: p.stem[:40])
 def test_neutral_shared_trajectories_load(path: Path) -> None:
     trajectory = load_trajectory(path)
     raw = json.loads(path.read_text())

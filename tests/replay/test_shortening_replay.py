@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import ToolMessage
 
-from tests.data import trajectory_paths
+from tests.data import shared_params, trajectory_paths
 from tokenlean.langchain import ToolOutputShorteningMiddleware
 from tokenlean.langchain.adapter import message_to_view
 from tokenlean.replay.engine import measure_replay, replay
@@ -27,7 +27,7 @@ MEASURER = PromptMeasurer(EstimateCounter())
 SHORTENED: dict[str, int] = {}
 
 
-@pytest.mark.parametrize("path", trajectory_paths(), ids=lambda p: p.stem[:60])
+@pytest.mark.parametrize("path", shared_params(trajectory_paths()), ids=lambda p: p.stem[:60])
 def test_no_call_changes_bytes_already_sent(path: Path) -> None:
     trajectory = load_trajectory(path)
     result = replay(trajectory, [ToolOutputShorteningMiddleware()])

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import ToolMessage
 
-from tests.data import TRAJECTORIES
+from tests.data import TRAJECTORIES, needs_shared, real_trajectory, skip_unless_here
 from tokenlean.langchain import TokenSavingMiddleware
 from tokenlean.langchain.adapter import message_to_view
 from tokenlean.replay.engine import Replay, measure_replay, replay
@@ -30,9 +30,8 @@ MEASURER = PromptMeasurer(EstimateCounter())
 
 @pytest.fixture(scope="module", params=NAMES, ids=lambda n: n.split("/")[1][:40])
 def trajectory(request: pytest.FixtureRequest) -> Trajectory:
-    path = TRAJECTORIES / request.param
-    if not path.exists():
-        pytest.skip(f"{path} is not here")
+    path = real_trajectory(request.param)
+    skip_unless_here(path)
     return load_trajectory(path)
 
 
@@ -120,6 +119,7 @@ def test_compress_once_rewrites_each_output_at_most_once(trajectory: Trajectory)
     assert once.prefix_breaks <= sum(len(v) == 2 for v in forms.values())
 
 
+@needs_shared
 def test_compress_once_costs_less_than_the_other_settings() -> None:
     totals: dict[str, float] = defaultdict(float)
     for name in NAMES:

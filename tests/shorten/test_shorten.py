@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.data import TOOL_OUTPUTS
+from tests.data import TOOL_OUTPUTS, shared_params
 from tokenlean import ShortenOptions, ShortenReport, shorten
 from tokenlean.shorten import Retrieval, error_lines
 from tokenlean.shorten.text import estimate_tokens
@@ -248,7 +248,7 @@ def _tool_outputs() -> list[Path]:
     return sorted(p for p in TOOL_OUTPUTS.glob("*/*") if p.name != "index.json")
 
 
-@pytest.mark.parametrize("path", _tool_outputs(), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", shared_params(_tool_outputs()), ids=lambda p: p.name)
 def test_real_tool_outputs_shrink_and_keep_every_error_line(path: Path) -> None:
     text = path.read_text(encoding="utf-8", errors="replace")
     report = shorten(text)

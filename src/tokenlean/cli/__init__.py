@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 SubcommandSetup = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
 
@@ -23,19 +23,59 @@ SUBCOMMAND_MODULES: list[str] = [
 ]
 
 
+#: The extra (``pip install 'tokenlean[EXTRA]'``) that provides each optional top-level module.
+EXTRA_OF_MODULE: Mapping[str, str] = {
+    "langchain": "langchain",
+    "langchain_core": "langchain",
+    "langgraph": "langchain",
+    "tiktoken": "tiktoken",
+    "anthropic": "anthropic",
+    "openai": "openai",
+    "starlette": "proxy",
+    "uvicorn": "proxy",
+    "httpx": "proxy",
+}
+#: The extra a subcommand needs as a whole (one install line covers all it imports).
+EXTRA_OF_COMMAND: Mapping[str, str] = {"replay": "replay", "proxy": "proxy", "wrap": "proxy"}
+
+
 def build_parser() -> argparse.ArgumentParser:
     import importlib
 
+    from tokenlean import __version__
+
     parser = argparse.ArgumentParser(prog="tokenlean", description="Cheaper long-running agents.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for module in SUBCOMMAND_MODULES:
         importlib.import_module(module).add_subcommand(sub)
     return parser
 
 
+def missing_extra(command: str, exc: ModuleNotFoundError) -> str | None:
+    """What to tell a user whose install lacks the extra ``command`` needs (``None`` when the
+    missing module is not one an extra provides: then it is a bug, not an install choice)."""
+    top = (exc.name or "").partition(".")[0]
+    extra = EXTRA_OF_MODULE.get(top)
+    if extra is None:
+        return None
+    extra = EXTRA_OF_COMMAND.get(command, extra)
+    return (
+        f"tokenlean {command}: this install lacks the {top!r} package; "
+        f"install the extra with: pip install 'tokenlean[{extra}]'"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    code: int = args.func(args)
+    try:
+        code: int = args.func(args)
+    except ModuleNotFoundError as exc:
+        hint = missing_extra(args.command, exc)
+        if hint is None:
+            raise
+        print(hint, file=sys.stderr)
+        return 2
     return code
 
 

@@ -64,7 +64,10 @@ def build_app(args: argparse.Namespace, command: str) -> Starlette | None:
     try:
         from tokenlean import proxy
     except ImportError as exc:
-        print(f"tokenlean {command}: {exc}", file=sys.stderr)
+        from tokenlean.cli import missing_extra
+
+        hint = missing_extra(command, exc) if isinstance(exc, ModuleNotFoundError) else None
+        print(hint or f"tokenlean {command}: {exc}", file=sys.stderr)
         return None
     try:
         settings = proxy.ProxySettings(

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
+from tokenlean import checks
 from tokenlean.cost import ANTHROPIC, CachePricing, resolve_pricing
 from tokenlean.store import RETRIEVAL_TOOL
 from tokenlean.tokens import EstimateCounter, TokenCounter, count_request
@@ -93,14 +94,15 @@ class ContextEditorConfig:
 
     def __post_init__(self) -> None:
         for name in ("trigger_tokens", "keep", "min_saved_tokens"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
-                raise ValueError(f"{name} must be a non-negative int, got {getattr(self, name)!r}")
-        if not isinstance(self.batch, int) or self.batch < 1:
-            raise ValueError(f"batch must be an int >= 1, got {self.batch!r}")
-        if self.mode not in MODES:
+            checks.integer(getattr(self, name), name, at_least=0)
+        checks.integer(self.batch, "batch", at_least=1)
+        checks.flag(self.clear_tool_inputs, "clear_tool_inputs")
+        if not isinstance(self.mode, str) or self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
-        if self.expected_calls is not None and self.expected_calls < 1:
-            raise ValueError(f"expected_calls must be >= 1 or None, got {self.expected_calls!r}")
+        if self.expected_calls is not None:
+            checks.integer(self.expected_calls, "expected_calls", at_least=1)
+        if self.retrieval_tool is not None:
+            checks.identifier(self.retrieval_tool, "retrieval_tool")
         if self.placeholder is not None and not (
             isinstance(self.placeholder, str) or callable(self.placeholder)
         ):
@@ -118,9 +120,7 @@ class ContextEditorConfig:
 
 
 def _names(value: object) -> frozenset[str]:
-    if isinstance(value, str) or not isinstance(value, Iterable):
-        raise ValueError(f"exclude_tools must be a collection of tool names, got {value!r}")
-    return frozenset(str(name) for name in value)
+    return checks.collection_of_names(value, "exclude_tools")
 
 
 def default_placeholder(tool: str, length: int, handle: str, retrieval_tool: str | None) -> str:

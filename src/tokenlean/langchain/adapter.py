@@ -21,6 +21,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
+from tokenlean import checks
 from tokenlean.transcript import Content, Edit, Message, Role, ToolCall
 
 M = TypeVar("M", bound=BaseMessage)
@@ -78,7 +79,23 @@ def message_to_view(message: BaseMessage) -> Message:
 
 def to_view(messages: Iterable[BaseMessage]) -> list[Message]:
     """A whole LangChain message list as neutral messages, in order."""
-    return [message_to_view(m) for m in messages]
+    return [message_to_view(m) for m in _langchain_messages(messages, "messages")]
+
+
+def _langchain_messages(messages: object, name: str) -> list[BaseMessage]:
+    """``messages`` as a list, refusing a string, a mapping or an item that is no message."""
+    if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Iterable):
+        raise checks.ArgumentTypeError(
+            f"{name} must be a list of LangChain messages, got {checks.described(messages)}"
+        )
+    items = list(messages)
+    for index, item in enumerate(items):
+        if not isinstance(item, BaseMessage):
+            raise checks.ArgumentTypeError(
+                f"{name}[{index}] must be a LangChain message (BaseMessage), got "
+                + checks.described(item)
+            )
+    return items
 
 
 def view_to_message(message: Message) -> BaseMessage:
@@ -186,9 +203,17 @@ def apply_edits(messages: Sequence[M], edits: Iterable[Edit]) -> list[M]:
     An edit whose target is missing, or whose index no longer holds a message with the same id,
     is ignored rather than applied to the wrong message.
     """
-    result = list(messages)
+    result: list[M] = _langchain_messages(messages, "messages")  # type: ignore[assignment]
+    if isinstance(edits, (str, bytes, Mapping)) or not isinstance(edits, Iterable):
+        raise checks.ArgumentTypeError(
+            f"edits must be a list of Edits, got {checks.described(edits)}"
+        )
     position: dict[str, int] | None = None
     for edit in edits:
+        if not isinstance(edit, Edit):
+            raise checks.ArgumentTypeError(
+                f"edits must hold Edits only, got {checks.described(edit)}"
+            )
         index: int | None = None
         if 0 <= edit.index < len(result) and result[edit.index].id == edit.message_id:
             index = edit.index  # the common case: the view was read from these messages

@@ -37,6 +37,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 from typing_extensions import NotRequired, TypedDict
 
+from tokenlean import checks
 from tokenlean.budget import Budget, BudgetWeights, Ledger, Usage, usage_from_metadata
 from tokenlean.langchain.adapter import message_to_view
 from tokenlean.langchain.helpers import TokenMemo, no_tool_choice, tool_schemas
@@ -157,10 +158,10 @@ class TokenBudgetMiddleware(AgentMiddleware[TokenBudgetState[ResponseT], Context
                 raise ValueError(f"{name} must be a non-empty string")
         self.hint_message = hint_message
         self.warning_message = warning_message
-        self.force_no_tools = force_no_tools
-        self.wrap_up_tool_choice = wrap_up_tool_choice
-        if token_counter is not None and not isinstance(token_counter, TokenCounter):
-            raise TypeError(f"token_counter must have a count(text) method, got {token_counter!r}")
+        self.force_no_tools = checks.flag(force_no_tools, "force_no_tools")
+        self.wrap_up_tool_choice = checks.tool_choice(wrap_up_tool_choice, "wrap_up_tool_choice")
+        if token_counter is not None:
+            checks.token_counter(token_counter, "token_counter")
         self.token_counter: TokenCounter = token_counter or EstimateCounter()
         self._memo = memoized(self.token_counter)
         self._prompts = TokenMemo(self._memo)

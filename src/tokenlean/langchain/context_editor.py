@@ -25,6 +25,7 @@ from langchain_core.messages import AIMessage, AnyMessage
 from langgraph.types import Command
 from typing_extensions import NotRequired, TypedDict
 
+from tokenlean import checks
 from tokenlean.context_editor import (
     Clearing,
     ContextEdit,
@@ -263,7 +264,10 @@ def _estimators(
         return counter, request_estimator(counter), True
     if callable(estimator):
         return MemoCounter(EstimateCounter()), estimator, False
-    raise ValueError("token_estimator must be a TokenCounter or a function of a RequestView")
+    raise checks.ArgumentTypeError(
+        "token_estimator must be a TokenCounter or a function of a RequestView, got "
+        + checks.described(estimator)
+    )
 
 
 def _finish(

@@ -24,6 +24,7 @@ from langchain_core.messages import AnyMessage
 from langgraph.runtime import Runtime
 from typing_extensions import NotRequired
 
+from tokenlean import checks
 from tokenlean.cost import CachePricing, resolve_pricing
 from tokenlean.langchain.adapter import apply_edit
 from tokenlean.langchain.helpers import last_ai_index, middleware_name, thread_scope, view_from
@@ -32,13 +33,13 @@ from tokenlean.langchain.retrieval import (
     KEPT_KEY,
     RetrievalGate,
     add_counts,
-    default_store,
+    shared_choice,
 )
 from tokenlean.langchain.retrieval import retrieval_tool as retrieval_tool_for
 from tokenlean.shorten.firstsight import OFFER_TOOL, OfferTool, OutputShorteningPolicy
 from tokenlean.shorten.inputs import ArgumentPolicy, InputPlan, plan_inputs
 from tokenlean.stats import Tally
-from tokenlean.store import RETRIEVAL_TOOL, OriginalStore
+from tokenlean.store import RETRIEVAL_TOOL, OriginalStore, StoreChoice
 from tokenlean.tokens import EstimateCounter
 
 logger = logging.getLogger(__name__)
@@ -79,6 +80,7 @@ class ToolInputShorteningMiddleware(AgentMiddleware[InputShorteningState, Any, A
         min_tokens, head_lines, tail_lines, never: see
             :class:`~tokenlean.shorten.inputs.ArgumentPolicy` (where every default lives).
         store: where originals are kept (share it with the output-shortening middleware).
+            Default: the agent's own store when it has one, else this process's memory.
         retrieval_tool: add a ``read_original`` tool; leave False when another middleware
             already adds one on the same store.
         tool_name: the retrieval tool's name, used in the omission marker. The marker names it
@@ -103,7 +105,7 @@ class ToolInputShorteningMiddleware(AgentMiddleware[InputShorteningState, Any, A
         head_lines: int = _DEFAULTS.head_lines,
         tail_lines: int = _DEFAULTS.tail_lines,
         never: Collection[str] = _DEFAULTS.never,
-        store: OriginalStore | None = None,
+        store: OriginalStore | StoreChoice | None = None,
         retrieval_tool: bool = True,
         tool_name: str = RETRIEVAL_TOOL,
         pricing: CachePricing | str = _OUTPUTS.pricing,
@@ -117,11 +119,12 @@ class ToolInputShorteningMiddleware(AgentMiddleware[InputShorteningState, Any, A
             tail_lines=tail_lines,
             never=never,  # type: ignore[arg-type]  # normalised by the policy
         )
-        if not isinstance(tool_name, str) or not tool_name.isidentifier():
-            raise ValueError(f"tool_name must be an identifier string, got {tool_name!r}")
-        self.store: OriginalStore = store if store is not None else default_store()
+        checks.identifier(tool_name, "tool_name")
+        checks.flag(retrieval_tool, "retrieval_tool")
+        self.stores = StoreChoice.of(store) if store is not None else shared_choice()
+        self.store: OriginalStore = self.stores.default
         self.tool_name = tool_name
-        tool = retrieval_tool_for(self.store, name=tool_name)
+        tool = retrieval_tool_for(self.stores, name=tool_name)
         self.tools = [tool] if retrieval_tool else []
         readable = retrieval_tool or store is not None or tool_name != RETRIEVAL_TOOL
         self._marker_tool = tool_name if readable else None
@@ -152,8 +155,9 @@ class ToolInputShorteningMiddleware(AgentMiddleware[InputShorteningState, Any, A
         if planned is None or planned.message is None:
             return planned.declined if planned is not None else None
         try:
+            store = self.stores.pick(getattr(runtime, "store", None))
             for original in planned.plan.originals:
-                self.store.put(planned.scope, original)
+                store.put(planned.scope, original)
         except Exception:  # never break the agent: send the inputs as they were
             logger.exception("could not keep original tool inputs; inputs left as they are")
             return None
@@ -166,8 +170,9 @@ class ToolInputShorteningMiddleware(AgentMiddleware[InputShorteningState, Any, A
         if planned is None or planned.message is None:
             return planned.declined if planned is not None else None
         try:
+            store = self.stores.pick(getattr(runtime, "store", None))
             for original in planned.plan.originals:
-                await self.store.aput(planned.scope, original)
+                await store.aput(planned.scope, original)
         except Exception:  # never break the agent: send the inputs as they were
             logger.exception("could not keep original tool inputs; inputs left as they are")
             return None

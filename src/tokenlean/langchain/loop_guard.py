@@ -44,6 +44,7 @@ from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMes
 from langgraph.runtime import Runtime
 from typing_extensions import NotRequired, TypedDict
 
+from tokenlean import checks
 from tokenlean.langchain.helpers import StepMemo, no_tool_choice
 from tokenlean.loop_guard.detect import Detection, LoopDetector
 from tokenlean.loop_guard.steps import Step
@@ -151,11 +152,14 @@ class LoopGuardMiddleware(AgentMiddleware[LoopGuardState[ResponseT], ContextT, R
         max_events: int = 1000,
     ) -> None:
         super().__init__()
+        if detector is not None and not isinstance(detector, LoopDetector):
+            raise checks.ArgumentTypeError(
+                f"detector must be a LoopDetector, got {checks.described(detector)}"
+            )
         self.detector = detector or LoopDetector()
         self.responses = _ladder(responses)
-        if recovery_steps < 1 or max_events < 0:
-            raise ValueError("recovery_steps must be at least 1 and max_events at least 0")
-        self.recovery_steps = recovery_steps
+        self.recovery_steps = checks.integer(recovery_steps, "recovery_steps", at_least=1)
+        checks.integer(max_events, "max_events", at_least=0)
         self.texts: dict[Response, Text] = {
             "nudge": nudge_text,
             "final": final_text,
@@ -164,7 +168,7 @@ class LoopGuardMiddleware(AgentMiddleware[LoopGuardState[ResponseT], ContextT, R
         for rung, text in self.texts.items():
             if not callable(text) and not (isinstance(text, str) and text.strip()):
                 raise ValueError(f"{rung}_text must be a non-empty string or a function")
-        self.final_tool_choice = final_tool_choice
+        self.final_tool_choice = checks.tool_choice(final_tool_choice, "final_tool_choice")
         self._lock = threading.Lock()
         self._tally = Tally(LoopGuardStats)
         self._patterns: Counter[str] = Counter()
@@ -285,7 +289,12 @@ class LoopGuardMiddleware(AgentMiddleware[LoopGuardState[ResponseT], ContextT, R
 
 
 def _ladder(responses: Sequence[Response]) -> tuple[Response, ...]:
-    ladder = tuple(responses)
+    if isinstance(responses, str):  # its letters would be read as the ladder
+        raise checks.ArgumentTypeError(
+            f"responses must be a sequence of {RESPONSES} such as ('nudge', 'final'), "
+            f"not a bare string, got {responses!r}"
+        )
+    ladder = tuple(checks.sequence(responses, "responses", of=f"{RESPONSES}"))
     if not ladder or any(r not in RESPONSES for r in ladder):
         raise ValueError(f"responses must be a non-empty sequence of {RESPONSES}, got {ladder}")
     if "end" in ladder[:-1]:

@@ -40,6 +40,7 @@ from langchain_core.messages import AnyMessage
 from langgraph.runtime import Runtime
 from typing_extensions import NotRequired, TypedDict
 
+from tokenlean import checks
 from tokenlean.cost import CachePricing
 from tokenlean.langchain.adapter import apply_edit
 from tokenlean.langchain.helpers import (
@@ -55,8 +56,8 @@ from tokenlean.langchain.retrieval import (
     KEPT_KEY,
     RetrievalGate,
     add_counts,
-    default_store,
     read_back,
+    shared_choice,
 )
 from tokenlean.langchain.retrieval import retrieval_tool as retrieval_tool_for
 from tokenlean.shorten.firstsight import (
@@ -68,7 +69,7 @@ from tokenlean.shorten.firstsight import (
 )
 from tokenlean.shorten.options import ShortenOptions
 from tokenlean.stats import Tally
-from tokenlean.store import OriginalStore
+from tokenlean.store import OriginalStore, StoreChoice
 from tokenlean.tokens import EstimateCounter, TokenCounter
 
 logger = logging.getLogger(__name__)
@@ -144,8 +145,10 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
         options: Every other shortening setting (:class:`~tokenlean.shorten.ShortenOptions`).
         only: Shorten only these tools' results (``None``: every tool's).
         never: Never shorten these tools' results (e.g. one whose output the agent edits).
-        store: Where originals are kept (default: one store per process, shared by every
-            shortener given none, scoped per thread).
+        store: Where originals are kept (a LangGraph ``BaseStore`` is wrapped). Default: the
+            agent's own store (``create_agent(..., store=...)``) when it has one, else this
+            process's memory, shared by every shortener given no store
+            (:class:`~tokenlean.store.StoreChoice`).
         retrieval_tool: Add the tool that reads originals back, named ``tool_name`` (offered
             to a thread once something was kept for it; one tool per store).
         dedupe: Point to lines the model was already shown instead of repeating them.
@@ -174,7 +177,7 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
         options: ShortenOptions | None = None,
         only: Collection[str] | None = _DEFAULTS.only,
         never: Collection[str] = _DEFAULTS.never,
-        store: OriginalStore | None = None,
+        store: OriginalStore | StoreChoice | None = None,
         retrieval_tool: bool = True,
         tool_name: str = _DEFAULTS.tool_name,
         dedupe: bool = _DEFAULTS.dedupe,
@@ -185,6 +188,7 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
         name: str | None = None,
     ) -> None:
         super().__init__()
+        checks.flag(retrieval_tool, "retrieval_tool")
         opts = options if options is not None else _DEFAULTS.options
         if max_tokens is not None and isinstance(opts, ShortenOptions):
             opts = replace(opts, max_tokens=max_tokens)
@@ -200,8 +204,9 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
             pricing=pricing,  # type: ignore[arg-type]  # a preset name is resolved by the policy
             offer_tool=offer_tool,
         )
-        self.store: OriginalStore = store if store is not None else default_store()
-        tool = retrieval_tool_for(self.store, name=tool_name)
+        self.stores = StoreChoice.of(store) if store is not None else shared_choice()
+        self.store: OriginalStore = self.stores.default
+        tool = retrieval_tool_for(self.stores, name=tool_name)
         self.tools = [tool] if retrieval_tool else []
         self._marker_tool = tool_name if retrieval_tool else None
         self._gate = RetrievalGate(
@@ -238,8 +243,9 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
         if update is None:
             return None
         try:
+            store = self.stores.pick(getattr(runtime, "store", None))
             for original in update.plan.originals if update.scope is not None else ():
-                self.store.put(update.scope or "", original)
+                store.put(update.scope or "", original)
         except Exception:  # never break the agent: send the results unshortened instead
             logger.exception("could not keep originals; tool results left as they are")
             return None
@@ -252,8 +258,9 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
         if update is None:
             return None
         try:
+            store = self.stores.pick(getattr(runtime, "store", None))
             for original in update.plan.originals if update.scope is not None else ():
-                await self.store.aput(update.scope or "", original)
+                await store.aput(update.scope or "", original)
         except Exception:  # never break the agent: send the results unshortened instead
             logger.exception("could not keep originals; tool results left as they are")
             return None

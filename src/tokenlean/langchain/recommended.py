@@ -35,14 +35,16 @@ from typing import Any, Literal
 
 from langchain.agents.middleware import AgentMiddleware
 
+from tokenlean import checks
 from tokenlean.context_editor import Mode
 from tokenlean.cost import CachePricing, resolve_pricing
 from tokenlean.langchain.context_editor import ContextEditorMiddleware
 from tokenlean.langchain.input_shortening import ToolInputShorteningMiddleware
 from tokenlean.langchain.loop_guard import LoopGuardMiddleware
 from tokenlean.langchain.output_shortening import ToolOutputShorteningMiddleware
+from tokenlean.langchain.retrieval import shared_choice
 from tokenlean.shorten.inputs import RECOMMENDED_INPUTS
-from tokenlean.store import OriginalStore
+from tokenlean.store import OriginalStore, StoreChoice
 
 Provider = Literal["anthropic", "openai", "none"]
 
@@ -55,7 +57,7 @@ EDITOR_TRIGGER_TOKENS = 60_000
 def recommended_middleware(
     provider: Provider | CachePricing = "anthropic",
     *,
-    store: OriginalStore | None = None,
+    store: OriginalStore | StoreChoice | None = None,
     context_editor: bool = True,
     loop_guard: bool = True,
 ) -> list[AgentMiddleware[Any, Any, Any]]:
@@ -65,25 +67,28 @@ def recommended_middleware(
         provider: whose prompt-cache pricing to plan for: ``"anthropic"`` (cache reads at 0.1,
             writes at 1.25), ``"openai"`` (reads at 0.1 past 1,024 tokens), ``"none"``, or a
             :class:`~tokenlean.cost.CachePricing` of your own.
-        store: where originals are kept for ``read_original`` (default: the shorteners' shared
-            store; pass a :class:`~tokenlean.store.LangGraphOriginalStore` to share them
-            between workers).
+        store: where originals are kept for ``read_original`` (default: the agent's own store,
+            ``create_agent(..., store=...)``, when it has one, else this process's memory,
+            shared by every shortener given no store).
         context_editor: include the cache-aware context editor (a safety net for long runs).
         loop_guard: include the loop guard.
     """
     pricing = resolve_pricing(provider, name="provider")
+    checks.flag(context_editor, "context_editor")
+    checks.flag(loop_guard, "loop_guard")
+    stores = StoreChoice.of(store) if store is not None else shared_choice()  # one for both
     # Inputs are cut first, so the output shortener never points at lines of an input (a tool
     # echoing its script) that the model will no longer see.
     stack: list[AgentMiddleware[Any, Any, Any]] = [
         ToolInputShorteningMiddleware(
-            store=store,
+            store=stores,
             retrieval_tool=False,  # the output shortener's read_original serves both
             min_tokens=INPUT_MIN_TOKENS,
             head_lines=INPUT_HEAD_LINES,
             tail_lines=INPUT_TAIL_LINES,
             pricing=pricing,
         ),
-        ToolOutputShorteningMiddleware(store=store, pricing=pricing),
+        ToolOutputShorteningMiddleware(store=stores, pricing=pricing),
     ]
     if context_editor:
         mode: Mode = "plain" if pricing.cached_read >= pricing.uncached else "cache_aware"

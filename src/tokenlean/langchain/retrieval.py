@@ -1,13 +1,18 @@
 """``read_original``: the one tool through which an agent reads back what tokenlean cut.
 
 A handle names an original kept in an :class:`~tokenlean.store.OriginalStore` (a shortened
-tool result or tool input), always in the calling thread's scope. A tool call id names a result
-that :class:`~tokenlean.langchain.ContextEditorMiddleware` cleared from the request: the agent's
-state still holds it whole, so the tool reads it from there.
+tool result or tool input), always in the calling thread's scope, and in the store the
+middleware that kept it chose (:class:`~tokenlean.store.StoreChoice`: the one given, else the
+agent's own store, which LangGraph hands the tool through its ``ToolRuntime``, else memory). A
+tool call id names a result that :class:`~tokenlean.langchain.ContextEditorMiddleware` cleared
+from the request: the agent's state still holds it whole, so the tool reads it from there. A
+handle that is not found gets one of three answers: it was evicted from memory, it was kept once
+(the conversation names it) but is gone (a restart of a process that held it in memory), or
+there is no such handle.
 
-Shorteners share it: middleware given no store use one store per process (:func:`default_store`)
-and :func:`retrieval_tool` gives one tool per store, so an agent built with several shorteners
-offers one ``read_original`` that reads every original.
+Shorteners share it: middleware given no store share one :class:`~tokenlean.store.StoreChoice`
+(:func:`shared_choice`) and :func:`retrieval_tool` gives one tool per choice, so an agent built
+with several shorteners offers one ``read_original`` that reads every original.
 
 The tool costs its schema on every call. A thread is only offered it once something was kept
 for it to read (:class:`RetrievalGate`): an agent whose outputs never need shortening pays
@@ -20,14 +25,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Any
 
 from langchain.agents.middleware import ModelRequest
-from langchain_core.messages import ToolMessage
-from langchain_core.runnables import RunnableConfig
+from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
-from langgraph.prebuilt import InjectedState
-from pydantic import BaseModel
+from langgraph.prebuilt import ToolRuntime
+from pydantic import BaseModel, ConfigDict
 
 from tokenlean.cost import CachePricing, expected_net_saving
 from tokenlean.langchain.helpers import (
@@ -37,7 +41,15 @@ from tokenlean.langchain.helpers import (
     tool_schemas,
     view_from,
 )
-from tokenlean.store import RETRIEVAL_TOOL, InMemoryOriginalStore, Original, OriginalStore, excerpt
+from tokenlean.store import (
+    RETRIEVAL_TOOL,
+    EvictingStore,
+    Original,
+    OriginalStore,
+    StoreChoice,
+    excerpt,
+    looks_like_handle,
+)
 from tokenlean.tokens import (
     TokenCounter,
     count_request,
@@ -58,63 +70,81 @@ DECLINED_KEY = "tokenlean_originals_declined"
 
 
 def add_counts(left: int | None, right: int | None) -> int:
-    """The reducer of :data:`KEPT_KEY`: counts add up."""
+    """The reducer of :data:`KEPT_KEY` and :data:`DECLINED_KEY`: counts add up."""
     return (left or 0) + (right or 0)
 
 
 class ReadOriginalArgs(BaseModel):
     """Arguments of the retrieval tool (described in the tool's description, to stay short)."""
 
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
     handle: str
     lines: str = ""
     pattern: str = ""
-    state: Annotated[Any, InjectedState] = None
+    # Injected by LangGraph's tool node (state, config, the agent's store); never in the schema
+    # the model sees. ``None`` when the tool is called outside a graph.
+    runtime: ToolRuntime = None  # type: ignore[assignment]
 
 
-_DEFAULT_STORE = InMemoryOriginalStore()
-_TOOLS: dict[tuple[int, str], tuple[OriginalStore, BaseTool]] = {}
+_SHARED = StoreChoice()
+_TOOLS: dict[tuple[int, str], tuple[object, BaseTool]] = {}
+_MADE: dict[int, BaseTool] = {}  # every retrieval tool made here, by id (held: ids stay unique)
 _TOOLS_LOCK = threading.Lock()
 
 
-def default_store() -> OriginalStore:
-    """The store of every shortener given none: one per process, scoped per thread."""
-    return _DEFAULT_STORE
+def shared_choice() -> StoreChoice:
+    """Where every shortener given no store keeps originals: the agent's store when it has
+    one, else one memory per process (scoped per thread)."""
+    return _SHARED
 
 
-def retrieval_tool(store: OriginalStore, *, name: str = RETRIEVAL_TOOL) -> BaseTool:
-    """The tool reading ``store``: the same object for the same store and name, so several
-    shorteners sharing a store give an agent one tool."""
-    key = (id(store), name)
+def retrieval_tool(store: OriginalStore | StoreChoice, *, name: str = RETRIEVAL_TOOL) -> BaseTool:
+    """The tool reading ``store``: the same object for the same store choice and name, so
+    several shorteners sharing a store give an agent one tool."""
+    choice = StoreChoice.of(store)
+    owner = choice.given if choice.given is not None else choice  # what the tool really reads
+    key = (id(owner), name)
     with _TOOLS_LOCK:
         hit = _TOOLS.get(key)
-        if hit is None or hit[0] is not store:
-            hit = _TOOLS[key] = (store, make_retrieval_tool(store, name=name))
+        if hit is None or hit[0] is not owner:
+            hit = _TOOLS[key] = (owner, make_retrieval_tool(choice, name=name))
     return hit[1]
 
 
-def make_retrieval_tool(store: OriginalStore, *, name: str = RETRIEVAL_TOOL) -> BaseTool:
-    """A new tool that reads originals from ``store``, only ever in the calling thread's scope.
+def is_retrieval_tool(tool: object) -> bool:
+    """Whether ``tool`` is a ``read_original`` tool made by tokenlean."""
+    with _TOOLS_LOCK:
+        return _MADE.get(id(tool)) is tool
+
+
+def make_retrieval_tool(
+    store: OriginalStore | StoreChoice, *, name: str = RETRIEVAL_TOOL
+) -> BaseTool:
+    """A new tool that reads originals from ``store`` (a store, or the :class:`StoreChoice` of
+    the middleware that keeps them), only ever in the calling thread's scope.
 
     Its artifact names the tool whose original was read, so a shortener learns which tool's
     results it cut too much.
     """
+    choice = StoreChoice.of(store)
 
-    # ``config`` is injected by LangChain (it looks for a parameter typed exactly RunnableConfig)
+    # ``runtime`` is injected by LangGraph's tool node (state, config and the agent's store).
     def read(
-        handle: str, config: RunnableConfig, lines: str = "", pattern: str = "", state: Any = None
-    ) -> tuple[str, dict[str, Any]]:
-        scope = thread_scope(config)
-        found = store.get(scope, handle.strip()) if scope is not None else None
-        return _answer(found or _from_state(state, handle), handle, lines, pattern, scope)
+        handle: str, runtime: Any = None, lines: str = "", pattern: str = ""
+    ) -> tuple[str, dict[str, str]]:
+        found_in, scope, key = _where(choice, runtime, handle)
+        found = found_in.get(scope, key) if scope is not None else None
+        return _answer(found, found_in, runtime, (name, key, lines, pattern), scope)
 
     async def aread(
-        handle: str, config: RunnableConfig, lines: str = "", pattern: str = "", state: Any = None
-    ) -> tuple[str, dict[str, Any]]:
-        scope = thread_scope(config)
-        found = await store.aget(scope, handle.strip()) if scope is not None else None
-        return _answer(found or _from_state(state, handle), handle, lines, pattern, scope)
+        handle: str, runtime: Any = None, lines: str = "", pattern: str = ""
+    ) -> tuple[str, dict[str, str]]:
+        found_in, scope, key = _where(choice, runtime, handle)
+        found = await found_in.aget(scope, key) if scope is not None else None
+        return _answer(found, found_in, runtime, (name, key, lines, pattern), scope)
 
-    return StructuredTool.from_function(
+    tool = StructuredTool.from_function(
         func=read,
         coroutine=aread,
         name=name,
@@ -122,13 +152,21 @@ def make_retrieval_tool(store: OriginalStore, *, name: str = RETRIEVAL_TOOL) -> 
         args_schema=ReadOriginalArgs,
         response_format="content_and_artifact",
     )
+    with _TOOLS_LOCK:
+        _MADE[id(tool)] = tool
+    return tool
+
+
+def _where(choice: StoreChoice, runtime: Any, handle: str) -> tuple[OriginalStore, str | None, str]:
+    """The store to read, the calling thread's scope and the cleaned handle (sync and async)."""
+    config = getattr(runtime, "config", None)
+    scope = thread_scope(config) if config is not None else None
+    return choice.pick(getattr(runtime, "store", None)), scope, handle.strip()
 
 
 def _from_state(state: Any, handle: str) -> Original | None:
     """A tool result the agent's state holds under the tool call id ``handle``."""
-    messages = state.get("messages") if isinstance(state, Mapping) else None
-    if not isinstance(messages, Sequence):
-        return None
+    messages = _messages(state)
     key = handle.strip()
     for message in reversed(messages):
         if isinstance(message, ToolMessage) and message.tool_call_id == key:
@@ -137,17 +175,63 @@ def _from_state(state: Any, handle: str) -> Original | None:
 
 
 def _answer(
-    found: Original | None, handle: str, lines: str, pattern: str, scope: str | None
-) -> tuple[str, dict[str, Any]]:
+    found: Original | None,
+    store: OriginalStore,
+    runtime: Any,
+    ask: tuple[str, str, str, str],
+    scope: str | None,
+) -> tuple[str, dict[str, str]]:
+    """The tool's reply to ``ask`` (its own name, the handle, lines, pattern) and its artifact
+    (which tool's original was read); sync and async."""
+    tool, handle, lines, pattern = ask
+    state = getattr(runtime, "state", None)
+    found = found or _from_state(state, handle)
     if found is None and scope is None:
         return "No original is kept outside a conversation thread.", {}
     if found is None:
-        return f"No original with handle {handle!r} in this conversation.", {}
+        return _missing(store, _messages(state), tool, handle, scope or ""), {}
     read_back = {"read_back": found.tool or ""}
     try:
         return excerpt(found.text, lines=lines or None, pattern=pattern or None), read_back
     except ValueError as exc:
         return str(exc), read_back
+
+
+def _messages(state: Any) -> Sequence[Any]:
+    messages = state.get("messages") if isinstance(state, Mapping) else None
+    return messages if isinstance(messages, Sequence) else ()
+
+
+def _missing(
+    store: OriginalStore, messages: Sequence[Any], tool: str, handle: str, scope: str
+) -> str:
+    """Why ``handle`` is not found: evicted, gone with the process that held it, or unknown."""
+    if isinstance(store, EvictingStore) and store.evicted(scope, handle):
+        return (
+            f"The original {handle!r} was dropped from memory to bound its size; only the "
+            "shortened text is left."
+        )
+    if looks_like_handle(handle) and _named_in(messages, tool, handle):
+        return (
+            f"The original {handle!r} is no longer kept (it was held in the memory of a "
+            "process that has ended); only the shortened text is left."
+        )
+    return f"No original with handle {handle!r} in this conversation."
+
+
+def _named_in(messages: Sequence[Any], tool: str, handle: str) -> bool:
+    """Whether a shortened message names ``handle`` in a marker (calls of the retrieval tool
+    ``tool`` and its answers name handles too, but prove nothing)."""
+    for message in messages:
+        if isinstance(message, ToolMessage):
+            if message.name != tool and handle in content_text(message.content):
+                return True
+        elif isinstance(message, AIMessage) and any(
+            call.get("name") != tool and handle in str(call.get("args"))
+            for call in message.tool_calls
+        ):
+            return True
+    return False
 
 
 def read_back(messages: Sequence[Any], tool_name: str) -> list[str]:
@@ -208,7 +292,7 @@ class RetrievalGate:
         """
         name = self.tool.name
         for tool in request.tools:
-            if getattr(tool, "name", None) == name and tool is not self.tool:
+            if getattr(tool, "name", None) == name and not is_retrieval_tool(tool):
                 raise ValueError(
                     f"the agent has its own tool named {name!r} ({tool!r}), which is also the "
                     "name of tokenlean's retrieval tool: rename it, or give the shorteners "

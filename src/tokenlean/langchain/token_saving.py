@@ -53,6 +53,7 @@ from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage
 from langgraph.runtime import Runtime
 from typing_extensions import NotRequired
 
+from tokenlean import checks
 from tokenlean.cost import CachePricing
 from tokenlean.langchain.adapter import apply_edit, apply_edits, to_view
 from tokenlean.langchain.helpers import PrefixMemo, StepMemo, thread_scope, view_from
@@ -149,6 +150,10 @@ class TokenSavingMiddleware(AgentMiddleware[TokenSavingState[ResponseT], Context
         token_counter: TokenCounter | None = None,
     ) -> None:
         super().__init__()
+        checks.flag(enable_early_exit, "enable_early_exit")
+        checks.flag(enable_perplexity_compression, "enable_perplexity_compression")
+        if perplexity_classifier is not None:
+            checks.function(perplexity_classifier, "perplexity_classifier")
         if enable_perplexity_compression and perplexity_classifier is None:
             logger.warning("enable_perplexity_compression=True without perplexity_classifier: off")
         self.policy = CompressionPolicy(
@@ -171,8 +176,8 @@ class TokenSavingMiddleware(AgentMiddleware[TokenSavingState[ResponseT], Context
         self.early_exit = EarlyExitPolicy(
             min_call_index=early_exit_min_call_index, text=early_exit_text, signals_fn=signals_fn
         )
-        if token_counter is not None and not isinstance(token_counter, TokenCounter):
-            raise TypeError(f"token_counter must have a count(text) method, got {token_counter!r}")
+        if token_counter is not None:
+            checks.token_counter(token_counter, "token_counter")
         self.enable_early_exit = enable_early_exit
         self.enable_perplexity_compression = enable_perplexity_compression
         self.perplexity_classifier = perplexity_classifier

@@ -26,10 +26,11 @@ count towards a pattern nor interrupt one.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from tokenlean import checks
 from tokenlean.loop_guard.signals import diversity_loss, hedge_score, streak_score
 from tokenlean.loop_guard.steps import Step, canonical_action, canonical_text, is_failure, step_key
 
@@ -83,18 +84,17 @@ class LoopDetector:
 
     def __post_init__(self) -> None:
         for name in ("repeat_after", "failing_after", "talking_after", "cycle_repeats"):
-            if getattr(self, name) < 2:
-                raise ValueError(f"{name} must be at least 2, got {getattr(self, name)}")
-        if self.max_period < 1:
-            raise ValueError(f"max_period must be at least 1, got {self.max_period}")
-        if self.signal_window < 2 or self.hedge_window < 1:
-            raise ValueError("signal_window must be at least 2 and hedge_window at least 1")
-        unknown = set(self.patterns) - set(PATTERNS)
+            checks.integer(getattr(self, name), name, at_least=2)
+        checks.integer(self.max_period, "max_period", at_least=1)
+        checks.integer(self.signal_window, "signal_window", at_least=2)
+        checks.integer(self.hedge_window, "hedge_window", at_least=1)
+        unknown = checks.collection_of_names(self.patterns, "patterns") - set(PATTERNS)
         if unknown:
             raise ValueError(f"unknown patterns {sorted(unknown)}; known: {list(PATTERNS)}")
-        if isinstance(self.exempt_tools, str):
-            raise ValueError("exempt_tools is a collection of tool names, not one string")
-        object.__setattr__(self, "exempt_tools", frozenset(self.exempt_tools))
+        exempt = checks.collection_of_names(self.exempt_tools, "exempt_tools")
+        if self.exempt_if is not None:
+            checks.function(self.exempt_if, "exempt_if")
+        object.__setattr__(self, "exempt_tools", exempt)
         object.__setattr__(self, "patterns", tuple(p for p in PATTERNS if p in self.patterns))
         longest = max(self.repeat_after, self.failing_after, self.talking_after)
         horizon = max(longest, self.max_period * self.cycle_repeats, self.signal_window)
@@ -105,10 +105,12 @@ class LoopDetector:
 
         Read from the end, so a long run costs no more to check than a short one.
         """
+        checks.sequence(steps, "steps", of="Step dicts (see build_steps)")
         kept: list[Step] = []
         for index in range(len(steps) - 1, -1, -1):
             if len(kept) == self._horizon:
                 break
+            _check_step(steps, index)
             if not self._exempt(steps[index]):
                 kept.append(steps[index])
         kept.reverse()
@@ -125,6 +127,8 @@ class LoopDetector:
         Only steps from position ``since`` on are evidence (for example: since the user's
         latest new request); earlier ones only tell whether the run has used tools before.
         """
+        checks.sequence(steps, "steps", of="Step dicts (see build_steps)")
+        checks.integer(since, "since", at_least=0)
         tail = self.active(steps[since:])
         if not tail:
             return []
@@ -163,6 +167,20 @@ class LoopDetector:
             "hedge": hedge_score([s["thought"] for s in tail], self.hedge_window),
             "diversity": diversity_loss(keys, self.signal_window),
         }
+
+
+def _check_step(steps: Sequence[Step], index: int) -> None:
+    """Refuse a step that is not a :class:`Step` (only the steps a check reads are checked)."""
+    step = steps[index]
+    missing = _STEP_KEYS - step.keys() if isinstance(step, Mapping) else _STEP_KEYS
+    if missing:
+        raise checks.ArgumentTypeError(
+            f"steps[{index}] must be a Step dict with {sorted(_STEP_KEYS)} (see build_steps), "
+            f"got {checks.described(step)}"
+        )
+
+
+_STEP_KEYS = frozenset(Step.__annotations__)
 
 
 def _signal_key(step: Step) -> tuple[str, str]:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, TypedDict
 
+from tokenlean import checks
 from tokenlean.transcript import Message, is_injected
 
 
@@ -40,6 +41,8 @@ def build_steps(messages: Sequence[Message], *, first_index: int = 0) -> list[St
 
     ``first_index`` is the ``step_index`` of the first step (for steps that continue others).
     """
+    checks.messages(messages)
+    checks.integer(first_index, "first_index", at_least=0)
     results = {m.tool_call_id: m for m in messages if m.role == "tool" and m.tool_call_id}
     steps: list[Step] = []
     for message in messages:

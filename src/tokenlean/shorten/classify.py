@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from tokenlean import checks
 from tokenlean.shorten.text import Lines
 
 SCAN_CHARS = 2000
@@ -89,7 +90,7 @@ def _error_candidates(lines: Lines) -> set[int]:
 
 def error_lines(text: str) -> list[int]:
     """0-based indices of the lines of ``text`` that look like errors (exported for tests)."""
-    lines = Lines(text)
+    lines = Lines(checks.text(text, "text"))
     return sorted(_confirm(lines, _error_candidates(lines), _ERROR))
 
 

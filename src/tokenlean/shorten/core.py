@@ -6,6 +6,7 @@ from collections.abc import Container, Mapping
 from dataclasses import replace
 from typing import Any, Literal
 
+from tokenlean import checks
 from tokenlean.shorten.code import code_selection
 from tokenlean.shorten.detect import looks_like_source, parse_json, split_envelope
 from tokenlean.shorten.jsonc import crush_json
@@ -13,7 +14,7 @@ from tokenlean.shorten.lines import render
 from tokenlean.shorten.logs import log_selection
 from tokenlean.shorten.markers import Retrieval
 from tokenlean.shorten.options import DEFAULT_OPTIONS, ShortenOptions
-from tokenlean.shorten.query import query_terms
+from tokenlean.shorten.query import query_terms, query_text
 from tokenlean.shorten.report import Kind, Omission, ShortenReport
 from tokenlean.shorten.text import Lines, estimate_tokens
 from tokenlean.tokens import TokenCounter
@@ -45,10 +46,11 @@ def shorten(
     Every omission is marked in the text, with ``retrieval`` saying how to get it back.
     The result is never longer than ``text``; when nothing can be saved it is ``text``.
     """
+    _check_arguments(text, query, context, seen, retrieval, counter, options)
     opts = options or DEFAULT_OPTIONS
     if max_tokens is not None:
         opts = replace(opts, max_tokens=max_tokens)
-    if kind not in _KINDS:
+    if not isinstance(kind, str) or kind not in _KINDS:
         raise ValueError(f"kind must be one of {_KINDS}, got {kind!r}")
     count = counter.count if counter is not None else estimate_tokens
     before = count(text)
@@ -69,6 +71,37 @@ def shorten(
     if not omissions or after >= before or len(new_text) >= len(text):
         return ShortenReport(text, found, before, before)
     return ShortenReport(new_text, found, before, after, tuple(omissions))
+
+
+def _check_arguments(
+    text: object,
+    query: object,
+    context: object,
+    seen: object,
+    retrieval: object,
+    counter: object,
+    options: object,
+) -> None:
+    """Refuse arguments of the wrong kind, naming each (``max_tokens`` and ``kind`` are checked
+    where they are used)."""
+    checks.text(text, "text")
+    query_text(query)  # type: ignore[arg-type]  # refuses a query of any other kind
+    if context is not None:
+        checks.text(context, "context")
+    if seen is not None and (not isinstance(seen, Container) or isinstance(seen, (str, bytes))):
+        raise checks.ArgumentTypeError(
+            f"seen must be a set of lines already shown, got {checks.described(seen)}"
+        )
+    if retrieval is not None and not isinstance(retrieval, Retrieval):
+        raise checks.ArgumentTypeError(
+            f"retrieval must be a Retrieval(handle, tool), got {checks.described(retrieval)}"
+        )
+    if counter is not None:
+        checks.token_counter(counter, "counter")
+    if options is not None and not isinstance(options, ShortenOptions):
+        raise checks.ArgumentTypeError(
+            f"options must be a ShortenOptions, got {checks.described(options)}"
+        )
 
 
 def _shorten_body(

@@ -19,6 +19,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, get_args
 
+from tokenlean import checks
 from tokenlean.cost import ANTHROPIC, CachePricing, resolve_pricing
 from tokenlean.shorten.core import shorten
 from tokenlean.shorten.markers import Retrieval
@@ -91,8 +92,9 @@ class OutputShorteningPolicy:
             raise ValueError(f"options must be a ShortenOptions, got {self.options!r}")
         if not isinstance(self.tool_name, str) or not self.tool_name.isidentifier():
             raise ValueError(f"tool_name must be an identifier string, got {self.tool_name!r}")
-        if self.counter is not None and not isinstance(self.counter, TokenCounter):
-            raise TypeError(f"counter must have a count(text) -> int method, got {self.counter!r}")
+        if self.counter is not None:
+            checks.token_counter(self.counter, "counter")
+        checks.flag(self.dedupe, "dedupe")
         object.__setattr__(self, "pricing", resolve_pricing(self.pricing))
         if self.offer_tool not in OFFER_TOOL:
             raise ValueError(f"offer_tool must be one of {OFFER_TOOL}, got {self.offer_tool!r}")

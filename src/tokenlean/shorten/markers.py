@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tokenlean import checks
 from tokenlean.shorten.report import Reason
 
 _WHAT: dict[str, str] = {
@@ -24,6 +25,12 @@ class Retrieval:
 
     handle: str | None = None
     tool: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.handle is not None:
+            checks.text(self.handle, "handle", blank=False)
+        if self.tool is not None:
+            checks.identifier(self.tool, "tool")
 
     def hint(self, first: int | None = None, last: int | None = None) -> str:
         """How to get a stretch back, e.g. ``read_original("o1a2b3", "5-9")``."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+from tokenlean import checks
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ShortenOptions:
@@ -48,7 +50,7 @@ class ShortenOptions:
         for f in fields(self):
             value = getattr(self, f.name)
             if not isinstance(value, int) or isinstance(value, bool):
-                raise ValueError(f"{f.name} must be an int, got {value!r}")
+                raise checks.ArgumentTypeError(f"{f.name} must be an int, got {value!r}")
             floor = 0 if f.name in _MAY_BE_ZERO else 1
             if value < floor:
                 raise ValueError(f"{f.name} must be >= {floor}, got {value}")

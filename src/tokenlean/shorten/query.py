@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tokenlean import checks
 from tokenlean.shorten.text import Lines
 
 #: Query text beyond this many characters is ignored (a heredoc script can be long).
@@ -32,6 +33,11 @@ def query_text(query: str | Mapping[str, Any] | Sequence[Any] | None) -> str:
     """Flatten a query (text, or a tool call's arguments) to text."""
     if query is None:
         return ""
+    if not isinstance(query, (str, Mapping, list, tuple)):
+        raise checks.ArgumentTypeError(
+            "query must be text, a tool call's arguments (a mapping) or a list of them, got "
+            + checks.described(query)
+        )
     if isinstance(query, str):
         return query[:MAX_QUERY_CHARS]
     parts: list[str] = []
@@ -60,6 +66,8 @@ def query_terms(
     With ``code_only`` only code-like terms count (a ``_``, a digit, an inner capital, a dot
     or a slash): use it for prose such as an agent's note on what it is looking for.
     """
+    checks.integer(limit, "limit", at_least=1)
+    checks.flag(code_only, "code_only")
     terms: list[str] = []
     seen: set[str] = set()
     for match in _CHUNK.finditer(query_text(query)):

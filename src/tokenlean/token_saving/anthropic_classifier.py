@@ -14,6 +14,7 @@ import logging
 import re
 from typing import Any
 
+from tokenlean import checks
 from tokenlean.token_saving.words import (
     DEFAULT_KEEP_RATIO,
     RatioClassifier,
@@ -51,6 +52,9 @@ def make_anthropic_classifier(
     client's own timeout.
     """
     check_keep_ratio("target_keep_ratio", target_keep_ratio)
+    checks.text(model, "model", blank=False)
+    if timeout is not None:
+        checks.number(timeout, "timeout", above=0)
     if not callable(getattr(getattr(client, "messages", None), "create", None)):
         raise ValueError("client must expose client.messages.create(...) (an anthropic.Anthropic)")
     extra: dict[str, Any] = {} if timeout is None else {"timeout": timeout}

@@ -6,6 +6,7 @@ import functools
 import hashlib
 import json
 
+from tokenlean import checks
 from tokenlean.token_saving.policy import CompressionPolicy
 from tokenlean.transcript import Content
 
@@ -24,6 +25,10 @@ def compress_tool_output(
     Returns ``"{head}\\n\\n[... N chars truncated ...]\\n\\n{tail}"``, or ``content`` unchanged when
     it is within the threshold or when truncating would not make it shorter.
     """
+    checks.text(content, "content")
+    checks.integer(threshold_chars, "threshold_chars", at_least=0)
+    checks.integer(head_chars, "head_chars", at_least=0)
+    checks.integer(tail_chars, "tail_chars", at_least=0)
     if len(content) <= threshold_chars:
         return content
     omitted = len(content) - head_chars - tail_chars

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tokenlean import checks
 from tokenlean.cost import ANTHROPIC, CachePricing, resolve_pricing
 from tokenlean.token_saving.words import WordClassifier, check_keep_ratio
 
@@ -67,6 +68,8 @@ class CompressionPolicy:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        checks.flag(self.enable_compression, "enable_compression")
+        checks.flag(self.compress_once, "compress_once")
         if self.perplexity_mid_cutoff < self.perplexity_recent_cutoff:
             raise ValueError("perplexity_mid_cutoff must be >= perplexity_recent_cutoff")
         check_keep_ratio("perplexity_keep_ratio_mid", self.perplexity_keep_ratio_mid)
