@@ -333,12 +333,12 @@ def test_signals_are_always_in_unit_range(history: list[Step]) -> None:
     assert all(0.0 <= v <= 1.0 for v in signals.values())
 
 
-@given(histories())
-def test_detection_points_at_the_end_of_the_run(history: list[Step]) -> None:
-    found = detect_stuck(history)
+@given(histories(), st.one_of(st.none(), st.integers(0, 30)))
+def test_detection_points_at_the_end_of_the_run(history: list[Step], since: int | None) -> None:
+    found = LoopDetector().detect(history, since=since)
     if found is not None:
         assert found.last_step == history[-1]["step_index"]
-        assert found.first_step <= found.last_step
+        assert (since or 0) <= found.first_step <= found.last_step  # evidence is from since on
 
 
 # -- real trajectories -------------------------------------------------------------------
