@@ -83,6 +83,17 @@ def test_parallel_calls_repeated_as_a_turn_form_a_cycle() -> None:
     assert pattern(turn * 2) == "alternating"
 
 
+def test_a_wide_turn_of_parallel_calls_repeated_is_caught() -> None:
+    # One assistant turn reading six orders at once is six steps: repeated, a block of six.
+    turn = [step("get_order", {"id": f"#W{i}"}, f"order {i}") for i in range(6)]
+    assert pattern([C, *turn, *turn[:5]]) is None  # the copy is not complete yet
+    assert pattern([C, *turn, *turn]) == "cycle"
+    lookup = step("find_user", {"zip": "76171"}, "olivia")
+    assert pattern([lookup, *turn[:4], lookup, *turn[:4]]) == "cycle"  # turns of 1 and 4 calls
+    other = [step("get_order", {"id": f"#X{i}"}, f"order {i}") for i in range(6)]
+    assert pattern([C, *turn, *other]) is None
+
+
 def test_the_strongest_pattern_wins() -> None:
     found = detect_stuck(steps(A, A, A, A, A))
     assert found is not None and found.pattern == "repeat" and found.redundant == 4

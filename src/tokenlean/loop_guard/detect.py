@@ -23,7 +23,10 @@ progress, never a loop. The patterns, with the default :class:`LoopDetector` thr
 ``alternating``
     two different actions taking turns with unchanged observations: A, B, A, B.
 ``cycle``
-    a short cycle of 3 or 4 actions repeated with unchanged observations: A, B, C, A, B, C.
+    a block of 3 to 16 steps repeated with unchanged observations: A, B, C, A, B, C. An
+    assistant turn with several tool calls is as many steps, so this is also one wide turn of
+    parallel calls repeated, or two turns taking turns (a turn of 1 call and one of 4: a block
+    of 5 steps).
 
 Steps of exempt tools (polling, stepping a debugger) are removed before matching: they neither
 count towards a pattern nor interrupt one.
@@ -78,7 +81,7 @@ class LoopDetector:
     failing_after: int = 3
     talking_after: int = 3
     cycle_repeats: int = 2
-    max_period: int = 4
+    max_period: int = 16  # a block of steps: one or two turns of parallel tool calls
     exempt_tools: Collection[str] = frozenset()
     exempt_if: Callable[[Step], bool] | None = None
     patterns: Collection[Pattern] = PATTERNS
