@@ -409,6 +409,8 @@ def markdown(summary: Sequence[dict[str, Any]], rows: Sequence[Row], k: int, com
 
 def _events(row: Row) -> str:
     pairs = ", ".join(f"{a} ({p})" for a, p in zip(row.responses, row.patterns, strict=True))
+    if row.first_fire_call is None:  # the check after the last recorded call: nothing to save
+        return f"first response after the last recorded call: {pairs}"
     return f"first response at call {row.first_fire_call}: {pairs}"
 
 
