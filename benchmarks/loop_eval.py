@@ -61,6 +61,7 @@ class Row:
     id: str
     kind: str  # "real" or a variant kind
     resolved: bool | None
+    source: str  # the folder the run comes from (shared/data/trajectories/<source>/)
     loop_start_call: int | None  # first call that sees a looping copy (variants)
     base_calls: int = 0
     base_tokens: int = 0
@@ -84,9 +85,13 @@ class Row:
     def group(self) -> str:
         if self.kind != "real":
             return f"variant: {self.kind}"
+        return f"real: {self.label}"
+
+    @property
+    def label(self) -> str:
         if self.resolved is None:
-            return "real: unlabelled"
-        return "real: resolved" if self.resolved else "real: failed"
+            return "unlabelled"
+        return "resolved" if self.resolved else "failed"
 
 
 # -- variants ------------------------------------------------------------------------------
@@ -209,7 +214,7 @@ def _reference_rule(steps: Sequence[Step]) -> bool:
 
 
 def evaluate(trajectory: Trajectory, kind: str, loop_start: int | None) -> Row:
-    row = Row(trajectory.id, kind, trajectory.resolved, loop_start)
+    row = Row(trajectory.id, kind, trajectory.resolved, trajectory.source_name, loop_start)
     try:
         base = _per_call(replay(trajectory, []).calls)
         guard = LoopGuardMiddleware()
@@ -286,6 +291,35 @@ def summarise(rows: Sequence[Row]) -> list[dict[str, Any]]:
     return out
 
 
+def by_source(rows: Sequence[Row]) -> list[dict[str, Any]]:
+    """Per source: how often the guard fired on real runs (by label) and on the variants."""
+    sources: dict[str, list[Row]] = {}
+    for row in rows:
+        if row.error is None:
+            sources.setdefault(row.source, []).append(row)
+    out = []
+    for name in sorted(sources):
+        real = [r for r in sources[name] if r.kind == "real"]
+        variants = [r for r in sources[name] if r.kind != "real"]
+        entry: dict[str, Any] = {"source": name}
+        for label in ("resolved", "failed", "unlabelled"):
+            runs = [r for r in real if r.label == label]
+            entry[label] = (sum(bool(r.responses) for r in runs), len(runs))
+            entry[f"ref_{label}"] = sum(r.ref_fire_call is not None for r in runs)
+        entry["real_tokens_saved"] = sum(r.base_tokens - r.guard_tokens for r in real)
+        entry["variants"] = (sum(bool(r.responses) for r in variants), len(variants))
+        entry["ref_variants"] = sum(r.ref_fire_call is not None for r in variants)
+        entry["patterns"] = _pattern_counts(variants)
+        entry["latency"] = _latency([r for r in variants if r.responses])
+        entry["tokens_saved"] = sum(r.base_tokens - r.guard_tokens for r in variants)
+        entry["base_tokens"] = sum(r.base_tokens for r in variants)
+        entry["loop_tokens"] = sum(r.loop_tokens for r in variants)
+        entry["nudge_tokens_saved"] = sum(r.after_fire_tokens for r in variants)
+        entry["errors"] = sum(r.error is not None for r in rows if r.source == name)
+        out.append(entry)
+    return out
+
+
 def _group_order(name: str) -> tuple[int, str]:
     order = ["real: resolved", "real: failed", "real: unlabelled"]
     return (order.index(name) if name in order else len(order), name)
@@ -316,10 +350,35 @@ def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
-def markdown(summary: Sequence[dict[str, Any]], rows: Sequence[Row], k: int, command: str) -> str:
-    def pct(part: float, whole: float) -> str:
-        return f"{100 * part / whole:.1f}%" if whole else "-"
+def _pct(part: float, whole: float) -> str:
+    return f"{100 * part / whole:.1f}%" if whole else "-"
 
+
+def source_markdown(sources: Sequence[dict[str, Any]]) -> list[str]:
+    def fired(pair: tuple[int, int]) -> str:
+        return f"{pair[0]} / {pair[1]}" if pair[1] else "-"
+
+    lines = [
+        "| source | guard fired on resolved | on failed | on unlabelled "
+        "| reference rule on real (resolved / failed / unlabelled) | variants fired "
+        "| first pattern (variants) | calls into loop | tokens saved on variants "
+        "(of run / of loop) | if nudge works | tokens saved on real runs |",
+        "|---|---:|---:|---:|---|---:|---|---|---:|---:|---:|",
+    ]
+    for s in sources:
+        lines.append(
+            f"| {s['source']} | {fired(s['resolved'])} | {fired(s['failed'])} | "
+            f"{fired(s['unlabelled'])} | {s['ref_resolved']} / {s['ref_failed']} / "
+            f"{s['ref_unlabelled']} | {fired(s['variants'])} | {s['patterns']} | "
+            f"{s['latency']} | {s['tokens_saved']:,} ({_pct(s['tokens_saved'], s['base_tokens'])}"
+            f" / {_pct(s['tokens_saved'], s['loop_tokens'])}) | {s['nudge_tokens_saved']:,} | "
+            f"{s['real_tokens_saved']:,} |"
+        )
+    return lines
+
+
+def markdown(summary: Sequence[dict[str, Any]], rows: Sequence[Row], k: int, command: str) -> str:
+    pct = _pct
     lines = [
         "| set | runs | fired | nudge / final / end | first pattern | calls into loop "
         "| calls saved | tokens saved (of run / of loop) | billed saved (Anthropic) "
@@ -340,14 +399,18 @@ def markdown(summary: Sequence[dict[str, Any]], rows: Sequence[Row], k: int, com
         )
     fired_real = [r for r in rows if r.kind == "real" and r.responses]
     missed = [r for r in rows if r.kind != "real" and not r.responses and r.error is None]
+    lines += ["", "By source (fired / runs):", "", *source_markdown(by_source(rows))]
     lines += ["", f"Copies per variant: k = {k}. Command: `{command}`", ""]
     lines += [f"- real run that fired: `{r.id}` ({r.group}), {_events(r)}" for r in fired_real]
     lines += [f"- variant that did not fire: `{r.id}`" for r in missed]
+    lines += [f"- error: `{r.id}` ({r.kind}): {r.error}" for r in rows if r.error is not None]
     return "\n".join(lines) + "\n"
 
 
 def _events(row: Row) -> str:
     pairs = ", ".join(f"{a} ({p})" for a, p in zip(row.responses, row.patterns, strict=True))
+    if row.first_fire_call is None:  # the check after the last recorded call: nothing to save
+        return f"first response after the last recorded call: {pairs}"
     return f"first response at call {row.first_fire_call}: {pairs}"
 
 
@@ -356,11 +419,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("data", nargs="?", default=str(DATA))
     parser.add_argument("-j", "--jobs", type=int, default=1)
     parser.add_argument("-k", type=int, default=8, help="copies of the looping turn(s)")
+    parser.add_argument(
+        "--source", action="append", help="only runs of this source (folder); repeatable"
+    )
     parser.add_argument("--json", help="write every row here")
     parser.add_argument("--markdown", help="write the table here")
     args = parser.parse_args(argv)
     root = Path(args.data)
     index = [json.loads(line) for line in (root / "index.jsonl").open(encoding="utf-8")]
+    if args.source:
+        index = [r for r in index if Path(r["file"]).parent.name in args.source]
     tasks = [(str(root / r["file"]), "real", 0.0, args.k) for r in index]
     tasks += [
         (str(root / r["file"]), kind, f, args.k) for r in index for kind in KINDS for f in FRACTIONS

@@ -15,7 +15,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from tests.data import real_trajectory
+from tests.data import TRAJECTORIES, needs_shared, real_trajectory
 from tokenlean.langchain import LoopGuardMiddleware
 from tokenlean.langchain.loop_guard import ID_PREFIX, STATE_KEY
 from tokenlean.loop_guard.detect import LoopDetector
@@ -184,6 +184,23 @@ def test_talking_without_acting_across_repeated_prompts_is_caught() -> None:
     guard = LoopGuardMiddleware()
     _chat(["fix the bug"] + ["Continue. Use a tool."] * 4, guard)
     assert [(e.response, e.pattern) for e in guard.stats.events][:1] == [("nudge", "talking")]
+
+
+TAU2_RETAIL = "tau2_retail_gpt41/tau2_retail_gpt-4.1__task_32__trial0.json"
+
+
+@needs_shared
+def test_a_customer_service_agent_answering_its_user_is_left_alone() -> None:
+    # A real tau2-bench run: the agent replies without tools to one new user message after
+    # another (three in a row here), after having used tools: conversation, not a loop.
+    from tokenlean.replay.engine import replay
+    from tokenlean.replay.formats import load_trajectory
+
+    trajectory = load_trajectory(TRAJECTORIES / TAU2_RETAIL)
+    guard = LoopGuardMiddleware()
+    replay(trajectory, [guard])
+    calls = sum(m.role == "assistant" for m in trajectory.messages)
+    assert guard.stats.checks == calls + 1 and guard.stats.events == ()
 
 
 def test_exempt_tools_repeat_freely() -> None:
@@ -357,6 +374,7 @@ def measurer() -> Any:
     return PromptMeasurer(EstimateCounter())
 
 
+@needs_shared
 def test_replay_of_a_looping_run_breaks_no_prefix(measurer: Any) -> None:
     from tokenlean.replay.engine import measure_replay, replay
 
@@ -374,6 +392,7 @@ def test_replay_of_a_looping_run_breaks_no_prefix(measurer: Any) -> None:
     assert guarded.calls == baseline.calls - 2 and guarded.tokens_sent < baseline.tokens_sent
 
 
+@needs_shared
 def test_replay_of_a_healthy_run_sends_identical_bytes(measurer: Any) -> None:
     from tokenlean.replay.engine import measure_replay, replay
     from tokenlean.replay.formats import load_trajectory

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,8 +14,9 @@ from hypothesis import strategies as st
 from tests.data import HAVE_SHARED, TRAJECTORIES, needs_shared
 from tests.loop_guard.test_steps import step
 from tokenlean import Detection, LoopDetector, detect_stuck, loop_signals
-from tokenlean.loop_guard.steps import Step, build_steps
+from tokenlean.loop_guard.steps import Step, StepScan, build_steps
 from tokenlean.replay.formats import load_trajectory
+from tokenlean.transcript import INJECTED_ID_PREFIX, Message, ToolCall
 
 
 def steps(*items: Step) -> list[Step]:
@@ -36,8 +38,10 @@ def talk(text: str = "I think the fix is in utils.py.") -> Step:
 A, B, C = run("cat a.py", "print(1)"), run("cat b.py", "print(2)"), run("ls", "a.py b.py")
 
 
-def pattern(history: Sequence[Step], detector: LoopDetector | None = None) -> str | None:
-    found = (detector or LoopDetector()).detect(steps(*history))
+def pattern(
+    history: Sequence[Step], detector: LoopDetector | None = None, *, since: int | None = None
+) -> str | None:
+    found = (detector or LoopDetector()).detect(steps(*history), since=since)
     return found.pattern if found else None
 
 
@@ -60,7 +64,8 @@ def test_same_action_failing_with_changing_errors_is_failing() -> None:
 
 
 def test_talking_without_acting() -> None:
-    assert pattern([C, talk("Let me think."), talk("The bug is..."), talk("So...")]) == "talking"
+    history = [C, talk("Let me think."), talk("The bug is..."), talk("So...")]
+    assert pattern(history, since=0) == "talking"  # since=0: no new user message in between
 
 
 def test_alternating_between_two_actions_with_same_observations() -> None:
@@ -76,6 +81,17 @@ def test_short_cycle_repeated() -> None:
 def test_parallel_calls_repeated_as_a_turn_form_a_cycle() -> None:
     turn = [step("read", {"p": "a"}, "1"), step("read", {"p": "b"}, "2")]
     assert pattern(turn * 2) == "alternating"
+
+
+def test_a_wide_turn_of_parallel_calls_repeated_is_caught() -> None:
+    # One assistant turn reading six orders at once is six steps: repeated, a block of six.
+    turn = [step("get_order", {"id": f"#W{i}"}, f"order {i}") for i in range(6)]
+    assert pattern([C, *turn, *turn[:5]]) is None  # the copy is not complete yet
+    assert pattern([C, *turn, *turn]) == "cycle"
+    lookup = step("find_user", {"zip": "76171"}, "olivia")
+    assert pattern([lookup, *turn[:4], lookup, *turn[:4]]) == "cycle"  # turns of 1 and 4 calls
+    other = [step("get_order", {"id": f"#X{i}"}, f"order {i}") for i in range(6)]
+    assert pattern([C, *turn, *other]) is None
 
 
 def test_the_strongest_pattern_wins() -> None:
@@ -139,6 +155,72 @@ def test_the_strongest_pattern_wins() -> None:
 )
 def test_near_misses_do_not_fire(history: list[Step]) -> None:
     assert pattern(history) is None
+    assert pattern(history, since=0) is None  # nor knowing that no user message came between
+
+
+# -- talking, and the user between replies ----------------------------------------------
+
+
+def user(text: str, message_id: str | None = None) -> Message:
+    return Message("user", text, id=message_id)
+
+
+def reply(text: str) -> Message:
+    return Message("assistant", text)
+
+
+def act(i: int) -> list[Message]:
+    call = ToolCall(f"c{i}", "sh", {"command": f"cat part{i}.txt"})
+    return [
+        Message("assistant", "", tool_calls=(call,)),
+        Message("tool", f"part {i}", tool_call_id=f"c{i}"),
+    ]
+
+
+def verdict(messages: Sequence[Message]) -> str | None:
+    """What the loop guard makes of a transcript: steps, and where the latest new request is."""
+    scan = StepScan().extend(messages)
+    found = LoopDetector().detect(scan.steps, since=scan.since)
+    return found.pattern if found else None
+
+
+def test_talking_across_a_harness_repeating_the_same_prompt() -> None:
+    messages = [user("Fix the bug in utils.py."), *act(0), reply("It is in parse().")]
+    for text in ("I will fix it.", "The fix is simple.", "So the fix is..."):
+        messages += [user("Continue. Use a tool if you need one."), reply(text)]
+    assert verdict(messages[:-2]) is None  # two replies since the prompt first came
+    assert verdict(messages) == "talking"
+
+
+def test_talking_when_no_user_message_came_between_the_replies() -> None:
+    messages = [user("Fix the bug."), *act(0), reply("Let me think."), reply("The bug is...")]
+    assert verdict(messages) is None
+    assert verdict([*messages, reply("So...")]) == "talking"
+
+
+def test_a_message_tokenlean_injected_is_no_new_request() -> None:
+    nudge = user("You seem to be repeating yourself.", f"{INJECTED_ID_PREFIX}loop-guard-nudge-3")
+    messages = [user("Fix the bug."), *act(0), reply("a"), nudge, reply("b"), nudge, reply("c")]
+    assert verdict(messages) == "talking"
+
+
+def test_answering_a_user_turn_after_turn_is_not_talking() -> None:
+    # A customer-service agent: it looked something up, then answers each new user message.
+    messages = [user("Begin."), reply("Hi! How can I help?"), user("Where is my order?"), *act(0)]
+    for i, question in enumerate(["Can you cancel it?", "And the charger?", "Thanks!"]):
+        messages += [reply(f"Answer {i}."), user(question)]
+    messages.append(reply("You are welcome."))
+    assert verdict(messages) is None
+    assert verdict([*messages, reply("Anything else?"), reply("Goodbye.")]) == "talking"
+
+
+def test_steps_alone_never_claim_talking() -> None:
+    # Between two replies without tool calls control went back to the caller; steps do not say
+    # whether what came back was a new question or the same prompt again: when in doubt, keep.
+    history = steps(C, talk("Let me think."), talk("The bug is..."), talk("So..."))
+    assert detect_stuck(history) is None
+    assert loop_signals(history)["streak"] == 0.0
+    assert LoopDetector().signals(history, since=0)["streak"] == 0.75
 
 
 def test_the_same_edit_and_the_same_failure_over_and_over_is_a_loop() -> None:
@@ -213,11 +295,16 @@ def test_signals_rise_with_looping() -> None:
     assert loop_signals(steps(C, A, A))["streak"] == 0.5
 
 
-def test_streak_passes_the_reference_threshold_exactly_where_patterns_fire() -> None:
+@pytest.mark.parametrize("since", [None, 0, 1])
+def test_streak_passes_the_reference_threshold_exactly_where_patterns_fire(
+    since: int | None,
+) -> None:
+    detector = LoopDetector()
     cases = [[C, A, A], [C, A, A, A], [A, B, A], [A, B, A, B], [C, talk(), talk(), talk()]]
-    for history in cases:
-        fired = detect_stuck(steps(*history)) is not None
-        assert (loop_signals(steps(*history))["streak"] > 0.7) is fired, history
+    cases += [[C, talk(), talk()], [C, A, talk(), talk(), talk()]]
+    for history in (steps(*h) for h in cases):
+        fired = detector.detect(history, since=since) is not None
+        assert (detector.signals(history, since=since)["streak"] > 0.7) is fired, history
 
 
 def test_streak_ignores_a_repeated_action_whose_output_changes() -> None:
@@ -257,40 +344,71 @@ def test_signals_are_always_in_unit_range(history: list[Step]) -> None:
     assert all(0.0 <= v <= 1.0 for v in signals.values())
 
 
-@given(histories())
-def test_detection_points_at_the_end_of_the_run(history: list[Step]) -> None:
-    found = detect_stuck(history)
+@given(histories(), st.one_of(st.none(), st.integers(0, 30)))
+def test_detection_points_at_the_end_of_the_run(history: list[Step], since: int | None) -> None:
+    found = LoopDetector().detect(history, since=since)
     if found is not None:
         assert found.last_step == history[-1]["step_index"]
-        assert found.first_step <= found.last_step
+        assert (since or 0) <= found.first_step <= found.last_step  # evidence is from since on
 
 
 # -- real trajectories -------------------------------------------------------------------
 
 
 def _labelled(resolved: bool) -> list[Any]:
-    """The runs labelled ``resolved`` (one skipped placeholder without the shared data)."""
+    """Runs with this outcome, every source (one skipped placeholder without the shared data)."""
     if not HAVE_SHARED:
         return [pytest.param("", marks=needs_shared)]
-    with (TRAJECTORIES / "index.jsonl").open() as index:
-        rows = [json.loads(line) for line in index]
-    return [r["file"] for r in rows if r["resolved"] is resolved]
+    rows = [json.loads(line) for line in (TRAJECTORIES / "index.jsonl").open()]
+    names = [r["file"] for r in rows if r["resolved"] is resolved]
+    return [pytest.param(n, id=_short(n)) for n in names]
 
 
+def _short(name: str) -> str:
+    return name if len(name) <= 90 else f"{name[:55]}...{name[-32:]}"
+
+
+def _one_per_source(params: list[Any]) -> list[Any]:
+    first: dict[str, Any] = {}
+    for param in params:
+        first.setdefault(Path(param.values[0]).parent.name, param)
+    return list(first.values())
+
+
+def _reference_rule(s: dict[str, float]) -> bool:
+    return s["streak"] > 0.7 or (s["hedge"] > 0.6 and s["diversity"] > 0.5)
+
+
+def _before_each_call(messages: Sequence[Message]) -> Iterator[StepScan]:
+    """What the loop guard reads before each model call, scanned incrementally as it does."""
+    scan, start = StepScan(), 0
+    for i, message in enumerate(messages):
+        if message.role == "assistant":
+            scan, start = scan.extend(messages[start:i]), i
+            yield scan
+    yield scan.extend(messages[start:])
+
+
+@needs_shared
 @pytest.mark.parametrize("name", _labelled(True))
 def test_never_fires_on_a_resolved_run(name: str) -> None:
-    history = build_steps(load_trajectory(TRAJECTORIES / name).messages)
+    messages = load_trajectory(TRAJECTORIES / name).messages
     detector = LoopDetector()
-    for n in range(1, len(history) + 1):
-        assert detector.detect(history[:n]) is None, n
-        s = detector.signals(history[:n])
-        assert not (s["streak"] > 0.7 or (s["hedge"] > 0.6 and s["diversity"] > 0.5)), n
+    for call, scan in enumerate(_before_each_call(messages)):
+        # The loop guard's view: steps, and where the user's latest new request is.
+        assert detector.detect(scan.steps, since=scan.since) is None, call
+        assert not _reference_rule(detector.signals(scan.steps, since=scan.since)), call
+        # A reference signals_fn's view: the steps alone.
+        assert not _reference_rule(loop_signals(list(scan.steps))), call
+    assert len(scan.steps) == len(build_steps(messages))
 
 
-@pytest.mark.parametrize("name", _labelled(True)[:4])
+@needs_shared
+@pytest.mark.parametrize("name", _one_per_source(_labelled(True)))
 def test_fires_when_a_real_step_or_pair_is_repeated(name: str) -> None:
     history = build_steps(load_trajectory(TRAJECTORIES / name).messages)
-    middle = len(history) // 2
+    acting = [i for i in range(len(history) - 1) if history[i]["action"]]
+    middle = acting[len(acting) // 2]
     for looped in ([history[middle]] * 3, history[middle : middle + 2] * 2):
         found = detect_stuck(steps(*history[:middle], *looped))
         assert found is not None and found.pattern in ("repeat", "alternating"), name

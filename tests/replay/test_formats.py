@@ -13,7 +13,7 @@ from langchain_core.messages import (
     messages_to_dict,
 )
 
-from tests.data import shared_params, trajectory_paths
+from tests.data import HAVE_SHARED, TRAJECTORIES, needs_shared, shared_params, trajectory_paths
 from tokenlean.replay.formats import TrajectoryFormatError, load_trajectory, parse_trajectory
 
 
@@ -23,15 +23,47 @@ def _write(tmp_path: Path, data: Any, name: str = "trace.json") -> Path:
     return path
 
 
+def _licenses_by_source() -> dict[str, str]:
+    """The license SOURCES.md names for each trajectory folder (its table's third column)."""
+    found: dict[str, str] = {}
+    for line in (TRAJECTORIES.parent / "SOURCES.md").read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) < 3 or not cells[0].startswith("trajectories/"):
+            continue
+        for folder in cells[0].removeprefix("trajectories/").split(","):
+            found[folder.strip()] = cells[2].split()[0]  # "Apache-2.0 at the cited commits"
+    return found
+
+
+def _index() -> dict[str, dict[str, Any]]:
+    rows = (json.loads(line) for line in (TRAJECTORIES / "index.jsonl").open(encoding="utf-8"))
+    return {row["file"]: row for row in rows}
+
+
+LICENSES = _licenses_by_source() if HAVE_SHARED else {}
+INDEX = _index() if HAVE_SHARED else {}
+
+
 @pytest.mark.parametrize("path", shared_params(trajectory_paths()[::7]), ids=lambda p: p.stem[:40])
 def test_neutral_shared_trajectories_load(path: Path) -> None:
     trajectory = load_trajectory(path)
     raw = json.loads(path.read_text())
     assert trajectory.id == raw["id"]
     assert len(trajectory.messages) == len(raw["messages"])
-    assert trajectory.license.startswith("MIT")
+    # Sources differ in license (MIT, Apache-2.0): the file says its own, as the index does.
+    row = INDEX[f"{path.parent.name}/{path.name}"]
+    assert trajectory.license == row["license"]
+    assert trajectory.license.split()[0] == LICENSES[path.parent.name]
     calls = {c.id for m in trajectory.messages for c in m.tool_calls}
     assert {m.tool_call_id for m in trajectory.messages if m.role == "tool"} <= calls
+
+
+@needs_shared
+def test_every_shared_trajectory_carries_the_license_of_its_source() -> None:
+    folders = {path.parent.name for path in trajectory_paths()}
+    assert folders <= set(LICENSES), folders - set(LICENSES)  # every folder is in SOURCES.md
+    for name, row in INDEX.items():
+        assert row["license"].split()[0] == LICENSES[name.split("/")[0]], name
 
 
 def test_langchain_dump(tmp_path: Path) -> None:

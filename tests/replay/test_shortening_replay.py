@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 from langchain_core.messages import ToolMessage
 
-from tests.data import shared_params, trajectory_paths
+from tests.data import TRAJECTORIES, needs_shared, shared_params, trajectory_paths
 from tokenlean.langchain import ToolOutputShorteningMiddleware
 from tokenlean.langchain.adapter import message_to_view
 from tokenlean.replay.engine import measure_replay, replay
@@ -43,7 +44,25 @@ def test_no_call_changes_bytes_already_sent(path: Path) -> None:
         assert sent.content == message.content
 
 
+@needs_shared
 def test_shortening_happened_on_most_trajectories() -> None:
+    """Shortening happens on most runs of the coding agents; the other sources differ.
+
+    Coding agents read files, grep code and run test suites: outputs long enough to shorten on
+    most runs. QA, shopping and customer-service agents (HotpotQA, WebShop, tau2) mostly see
+    short, dense observations (search results, product pages, JSON records of a few hundred
+    tokens) where there is little worth cutting and a cut that does not pay for itself must
+    not be made (issue 11): many of their runs rightly have nothing shortened. Research and
+    browser agents (GAIA, WorkArena) do see long documents and pages, but how those are cut is
+    their own content kind (issue 11, point 3), so no share is pinned for them here either.
+    """
     if len(SHORTENED) < len(trajectory_paths()):
         pytest.skip("run with the per-trajectory replays")
-    assert sum(1 for n in SHORTENED.values() if n) >= 0.8 * len(SHORTENED)
+    index = (json.loads(line) for line in (TRAJECTORIES / "index.jsonl").open(encoding="utf-8"))
+    source_of = {row["id"]: row["file"].split("/")[0] for row in index}
+    by_source: dict[str, list[int]] = {}
+    for run, shortened in SHORTENED.items():
+        by_source.setdefault(source_of[run], []).append(shortened)
+    for source in ("miniswe_deepseek", "sweagent", "openagents_claude_code"):
+        runs = by_source[source]
+        assert sum(1 for n in runs if n) >= 0.8 * len(runs), (source, runs)

@@ -10,15 +10,23 @@ progress, never a loop. The patterns, with the default :class:`LoopDetector` thr
     the same action failing (:func:`tokenlean.loop_guard.steps.is_failure`) 3 times in a row,
     whatever the error text says.
 ``talking``
-    3 replies in a row without any tool call, in a run that has used tools before. In a
-    LangChain agent a reply without tool calls ends the run, so this is a harness re-prompting
-    a model that keeps answering instead of acting; the loop guard middleware only counts the
-    steps since the user's latest new request, so a chat about different questions is not
-    taken for it.
+    3 replies in a row without any tool call and without a new user message between them, in
+    a run that has used tools before: a harness re-prompting with the same text ("continue")
+    a model that keeps answering instead of acting. A reply to a new user message is not
+    talking in circles (a customer-service agent answers its user turn after turn), and steps
+    alone do not say whether a user spoke between two replies: after a reply without tool
+    calls control goes back to whoever runs the agent (in LangChain the run ends), and the
+    next step only exists because something was sent. So this pattern needs ``since`` (where
+    the latest new user request is, :class:`~tokenlean.loop_guard.steps.StepScan`), which
+    the loop guard middleware has from the messages; without it (``detect_stuck``,
+    ``loop_signals`` as a reference ``signals_fn``) talking is never claimed.
 ``alternating``
     two different actions taking turns with unchanged observations: A, B, A, B.
 ``cycle``
-    a short cycle of 3 or 4 actions repeated with unchanged observations: A, B, C, A, B, C.
+    a block of 3 to 16 steps repeated with unchanged observations: A, B, C, A, B, C. An
+    assistant turn with several tool calls is as many steps, so this is also one wide turn of
+    parallel calls repeated, or two turns taking turns (a turn of 1 call and one of 4: a block
+    of 5 steps).
 
 Steps of exempt tools (polling, stepping a debugger) are removed before matching: they neither
 count towards a pattern nor interrupt one.
@@ -74,7 +82,7 @@ class LoopDetector:
     failing_after: int = 3
     talking_after: int = 3
     cycle_repeats: int = 2
-    max_period: int = 4
+    max_period: int = 16  # a block of steps: one or two turns of parallel tool calls
     exempt_tools: Collection[str] = frozenset()
     exempt_if: Callable[[Step], bool] | None = None
     patterns: Collection[Pattern] = PATTERNS
@@ -100,14 +108,15 @@ class LoopDetector:
         horizon = max(longest, self.max_period * self.cycle_repeats, self.signal_window)
         object.__setattr__(self, "_horizon", 4 * horizon)
 
-    def active(self, steps: Sequence[Step]) -> list[Step]:
-        """The latest non-exempt steps, enough of them for every pattern and signal.
+    def active(self, steps: Sequence[Step], *, start: int = 0) -> list[Step]:
+        """The latest non-exempt steps from position ``start`` on, enough for every pattern.
 
-        Read from the end, so a long run costs no more to check than a short one.
+        Read from the end (no slice of the history is copied), so a long run costs no more to
+        check than a short one.
         """
         checks.sequence(steps, "steps", of="Step dicts (see build_steps)")
         kept: list[Step] = []
-        for index in range(len(steps) - 1, -1, -1):
+        for index in range(len(steps) - 1, max(0, start) - 1, -1):
             if len(kept) == self._horizon:
                 break
             _check_step(steps, index)
@@ -121,21 +130,27 @@ class LoopDetector:
             return True
         return self.exempt_if is not None and bool(self.exempt_if(step))
 
-    def candidates(self, steps: Sequence[Step], *, since: int = 0) -> list[Detection]:
+    def candidates(self, steps: Sequence[Step], *, since: int | None = None) -> list[Detection]:
         """Every enabled pattern at the end of ``steps``, fired or not (``redundant`` may be 0).
 
-        Only steps from position ``since`` on are evidence (for example: since the user's
-        latest new request); earlier ones only tell whether the run has used tools before.
+        ``since`` is the position of the first step after the user's latest *new* request
+        (:attr:`StepScan.since <tokenlean.loop_guard.steps.StepScan.since>`): only steps from
+        there on are evidence, earlier ones only tell whether the run has used tools before.
+        ``None`` means the caller does not know where user messages came (steps alone): every
+        step is evidence, but ``talking`` is not claimed (see the module docstring).
         """
         checks.sequence(steps, "steps", of="Step dicts (see build_steps)")
-        checks.integer(since, "since", at_least=0)
-        tail = self.active(steps[since:])
+        if since is not None:
+            checks.integer(since, "since", at_least=0)
+        tail = self.active(steps, start=since or 0)
         if not tail:
             return []
         found: list[Detection] = []
-        if "talking" in self.patterns:
-            acted_before = any(s["action"] for s in steps)
-            found += [d for d in [_talking(tail)] if d is not None and acted_before]
+        if "talking" in self.patterns and since is not None:
+            talking = _talking(tail)
+            # Checked last and only for a real run of replies: a pure chat never pays for it.
+            if talking is not None and talking.redundant and any(s["action"] for s in steps):
+                found.append(talking)
         if "failing" in self.patterns:
             found += [d for d in [_failing(tail)] if d is not None]
         found += _periodic(tail, self.max_period, self.patterns)
@@ -150,17 +165,24 @@ class LoopDetector:
         }.get(detection.pattern, detection.period * (self.cycle_repeats - 1))
         return detection.redundant >= needed
 
-    def detect(self, steps: Sequence[Step], *, since: int = 0) -> Detection | None:
-        """The strongest firing pattern at the end of ``steps``, or ``None``."""
+    def detect(self, steps: Sequence[Step], *, since: int | None = None) -> Detection | None:
+        """The strongest firing pattern at the end of ``steps``, or ``None``.
+
+        ``since`` as for :meth:`candidates`.
+        """
         firing = [d for d in self.candidates(steps, since=since) if self.fires(d)]
         if not firing:
             return None
         return max(firing, key=lambda d: (d.redundant, -PATTERNS.index(d.pattern)))
 
-    def signals(self, steps: Sequence[Step]) -> dict[str, float]:
-        """``streak``, ``hedge`` and ``diversity`` in [0, 1] (see :mod:`~.signals`)."""
+    def signals(self, steps: Sequence[Step], *, since: int | None = None) -> dict[str, float]:
+        """``streak``, ``hedge`` and ``diversity`` in [0, 1] (see :mod:`~.signals`).
+
+        ``streak`` counts the redundant steps of the candidates for ``since`` (as for
+        :meth:`candidates`); ``hedge`` and ``diversity`` read the latest steps whatever it is.
+        """
         tail = self.active(steps)
-        redundant = max((d.redundant for d in self.candidates(steps)), default=0)
+        redundant = max((d.redundant for d in self.candidates(steps, since=since)), default=0)
         keys = [_signal_key(s) for s in tail[-self.signal_window :]]
         return {
             "streak": streak_score(redundant),
@@ -270,7 +292,10 @@ DEFAULT_DETECTOR = LoopDetector()
 
 
 def detect_stuck(steps: Sequence[Step]) -> Detection | None:
-    """The default detector's verdict on ``steps`` (see :class:`LoopDetector`)."""
+    """The default detector's verdict on ``steps`` alone (see :class:`LoopDetector`).
+
+    Steps alone never show ``talking``; :meth:`LoopDetector.detect` with ``since`` does.
+    """
     return DEFAULT_DETECTOR.detect(steps)
 
 
@@ -279,8 +304,9 @@ def loop_signals(steps: Sequence[Step]) -> dict[str, float]:
 
     Each rises as looping gets more likely (:mod:`tokenlean.loop_guard.signals` has the formulas):
     ``streak`` counts the latest steps that only repeated earlier ones (same canonical action
-    and observation in a row or in a short cycle, the same action failing in a row, replies
-    without tool calls in a row) and passes 0.7 exactly where the default patterns fire;
+    and observation in a row or in a short cycle, the same action failing in a row) and passes
+    0.7 exactly where the default patterns fire on ``steps`` alone (replies without tool calls
+    in a row are not counted: the steps do not say whether a user answered between them);
     ``hedge`` measures hedging and self-doubt in the latest thoughts; ``diversity`` is the
     *loss* of diversity among the latest (action, observation) pairs, 1 when they are all one.
     """

@@ -72,6 +72,8 @@ class StepScan:
     before it: a harness repeating the same prompt ("continue") is not a new request, so a loop
     across such prompts is still seen, while a user asking something else starts afresh. A
     message tokenlean injected (:func:`~tokenlean.transcript.is_injected`) is never a request.
+    It is what :meth:`LoopDetector.detect <tokenlean.loop_guard.detect.LoopDetector.detect>`
+    needs to tell a model talking in circles from one answering its user turn after turn.
     """
 
     steps: tuple[Step, ...] = ()
