@@ -107,8 +107,13 @@ def retrieval_tool(store: OriginalStore | StoreChoice, *, name: str = RETRIEVAL_
     key = (id(owner), name)
     with _TOOLS_LOCK:
         hit = _TOOLS.get(key)
+    if hit is not None and hit[0] is owner:
+        return hit[1]
+    made = (owner, make_retrieval_tool(choice, name=name))
+    with _TOOLS_LOCK:  # a tool made meanwhile by another thread wins: one tool per store
+        hit = _TOOLS.get(key)
         if hit is None or hit[0] is not owner:
-            hit = _TOOLS[key] = (owner, make_retrieval_tool(choice, name=name))
+            hit = _TOOLS[key] = made
     return hit[1]
 
 
