@@ -8,7 +8,8 @@ Every (case, middleware) pair runs in a fresh subprocess: a ``ScriptedChatModel`
 ``InMemorySaver`` checkpointer, as deployed agents have) calls one tool that returns the big
 output, then three small tools (so the big result ages past the token-saving window and is
 re-sent on four model calls), then answers. Reported per pair: the
-median wall time of ``agent.invoke`` over ``--repeat`` runs, the peak resident memory growth
+median wall and CPU time of ``agent.invoke`` over ``--repeat`` runs (CPU time is the figure to
+read on a machine shared with other work), the peak resident memory growth
 during it (``VmHWM`` reset through ``/proc/self/clear_refs`` just before the run; without it,
 ``ru_maxrss``), how many characters the model was sent on its last call, and how many warnings
 or errors tokenlean logged (a middleware that fails is fast, so that column must be 0).
@@ -19,7 +20,7 @@ a synthetic pytest log when they are absent), ``10mb-line`` (the same text on on
 spaces not followed by a newline, the input that used to hang the token estimate).
 
 It also reports the throughput of ``tokenlean.shorten.shorten`` (defaults, median of
-``--repeat``) on each case, in MB/s of UTF-8 input.
+``--repeat``) on each case, in MB of UTF-8 input per CPU second.
 """
 
 from __future__ import annotations
@@ -205,20 +206,20 @@ class _Problems(logging.Handler):
         self.count += 1
 
 
-def measure(run: Callable[[], Any]) -> tuple[float, float, Any]:
-    """Seconds and peak memory growth (MB) of ``run()``, and its result."""
+def measure(run: Callable[[], Any]) -> tuple[dict[str, float], Any]:
+    """Wall and CPU seconds and peak memory growth (MB) of ``run()``, and its result."""
     gc.collect()
     exact = _reset_peak()
     before = _status_kb("VmRSS") if exact else None
     before_max = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     result = run()
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     if exact and before is not None:
         growth_kb = (_status_kb("VmHWM") or 0) - before
     else:  # without clear_refs: growth of the process's peak, a lower bound
         growth_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before_max
-    return seconds, max(0, growth_kb) / 1024, result
+    return {"seconds": seconds, "cpu": cpu, "growth_mb": max(0, growth_kb) / 1024}, result
 
 
 def child_agent(case: str, middleware: str) -> dict[str, Any]:
@@ -228,11 +229,10 @@ def child_agent(case: str, middleware: str) -> dict[str, Any]:
     logging.getLogger("tokenlean").addHandler(problems)
     config = {"configurable": {"thread_id": "bench"}, "recursion_limit": 50}
     request = {"messages": [{"role": "user", "content": "Run the tests and tell me what fails."}]}
-    seconds, growth, _ = measure(lambda: agent.invoke(request, config))
+    figures, _ = measure(lambda: agent.invoke(request, config))
     last = model.calls[-1].messages
     return {
-        "seconds": seconds,
-        "growth_mb": growth,
+        **figures,
         "model_calls": len(model.calls),
         "sent_chars": sum(len(str(m.content)) for m in last),
         "problems": problems.count,
@@ -243,10 +243,9 @@ def child_shorten(case: str) -> dict[str, Any]:
     from tokenlean import shorten
 
     text = make_case(case)
-    seconds, growth, report = measure(lambda: shorten(text))
+    figures, report = measure(lambda: shorten(text))
     return {
-        "seconds": seconds,
-        "growth_mb": growth,
+        **figures,
         "mb": len(text.encode("utf-8")) / MB,
         "chars_after": len(report.text),
     }
@@ -276,7 +275,7 @@ def median_of(runs: list[dict[str, Any] | None]) -> dict[str, Any] | None:
         return None
     done = [r for r in runs if r is not None]
     out = dict(done[0])
-    for key in ("seconds", "growth_mb"):
+    for key in ("seconds", "cpu", "growth_mb"):
         out[key] = statistics.median(r[key] for r in done)
     out["problems"] = max(r.get("problems", 0) for r in done)
     return out
@@ -285,7 +284,7 @@ def median_of(runs: list[dict[str, Any] | None]) -> dict[str, Any] | None:
 def _cell(result: dict[str, Any] | None, timeout: float) -> str:
     if result is None:
         return f"> {timeout:.0f} s (timeout or failure)"
-    return f"{result['seconds']:.2f} s, {result['growth_mb']:.0f} MB"
+    return f"{result['seconds']:.2f} s ({result['cpu']:.2f} cpu), {result['growth_mb']:.0f} MB"
 
 
 def main() -> None:
@@ -326,7 +325,8 @@ def main() -> None:
         cells = [_cell(results[case, name], args.timeout) for case in cases]
         print(f"| {name} | " + " | ".join(cells) + " |")
     print()
-    print("Against no middleware (extra seconds, extra MB), chars sent on the last call, problems:")
+    print("Against no middleware (extra CPU seconds, extra MB), chars sent on the last call,")
+    print("warnings logged:")
     print()
     print("| middleware | " + " | ".join(cases) + " |")
     print("|---|" + "---|" * len(cases))
@@ -338,7 +338,7 @@ def main() -> None:
                 cells.append("n/a")
                 continue
             cells.append(
-                f"+{mine['seconds'] - base['seconds']:.2f} s, "
+                f"{mine['cpu'] - base['cpu']:+.2f} s cpu, "
                 f"{mine['growth_mb'] - base['growth_mb']:+.0f} MB, "
                 f"{mine['sent_chars']:,} chars, {mine['problems']} problems"
             )
@@ -348,19 +348,20 @@ def main() -> None:
     print()
     print("`tokenlean.shorten.shorten` at its defaults:")
     print()
-    print("| case | MB | seconds | MB/s | peak growth | chars after |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| case | MB | seconds | cpu seconds | MB/s (cpu) | peak growth | chars after |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for case in cases:
         runs = []
         while len(runs) < args.repeat and (not runs or runs[-1] is not None):
             runs.append(run_child(["shorten", case], args.timeout))
         result = median_of(runs)
         if result is None:
-            print(f"| {case} | | > {args.timeout:.0f} s | | | |")
+            print(f"| {case} | | > {args.timeout:.0f} s | | | | |")
             continue
-        rate = result["mb"] / result["seconds"]
+        rate = result["mb"] / result["cpu"]
         print(
-            f"| {case} | {result['mb']:.1f} | {result['seconds']:.2f} | {rate:.1f} "
+            f"| {case} | {result['mb']:.1f} | {result['seconds']:.2f} | {result['cpu']:.2f} "
+            f"| {rate:.1f} "
             f"| {result['growth_mb']:.0f} MB | {result['chars_after']:,} |"
         )
 
