@@ -9,6 +9,8 @@ from itertools import accumulate
 #: o200k_base: a line costs about ``0.27 * len(line.lstrip()) + 0.7`` tokens.
 TOKENS_PER_CHAR = 0.27
 TOKENS_PER_LINE = 0.7
+#: "İ", the one character whose ``lower()`` is longer (two characters) in current Unicode.
+_LONGER_LOWER = "\u0130"
 
 
 def line_cost(line: str) -> float:
@@ -46,12 +48,16 @@ class Lines:
         return len(self.items)
 
     def lower(self) -> str:
+        """The text lower-cased, with the same length (so offsets are shared)."""
         if self._lower is None:
-            self._lower = self.text.lower()
-            if len(self._lower) != len(self.text):  # rare: case mapping changed lengths
-                self._lower = "".join(
-                    ch if len(ch.lower()) != 1 else ch.lower() for ch in self.text
-                )
+            text = self.text
+            if _LONGER_LOWER in text:  # kept as it is, and the rest lowered at C speed
+                lowered = _LONGER_LOWER.join(part.lower() for part in text.split(_LONGER_LOWER))
+            else:
+                lowered = text.lower()
+            if len(lowered) != len(text):  # another such character (a newer Unicode): per char
+                lowered = "".join(ch if len(ch.lower()) != 1 else ch.lower() for ch in text)
+            self._lower = lowered
         return self._lower
 
     def index_at(self, offset: int) -> int:
