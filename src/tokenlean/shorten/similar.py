@@ -70,24 +70,31 @@ def seen_runs(
 ) -> list[Run]:
     """Runs holding at least ``min_run`` lines already shown earlier (``seen`` holds stripped
     lines). Blank and very short lines inside a run go with it; protected lines end it."""
+    stripped = list(map(str.strip, items))
+    # ``seen`` is asked once per distinct line, and runs are only looked for from those lines:
+    # a large output that repeats nothing costs a few C-level passes, not a call per line.
+    shown = {line for line in set(stripped) if len(line) >= min_chars and line in seen}
+    if not shown:
+        return []
 
     def state(i: int) -> int:  # 2: seen, 1: neutral filler, 0: breaks a run
         if i in protected:
             return 0
-        stripped = items[i].strip()
-        if len(stripped) < min_chars:
-            return 1 if len(stripped) <= 3 else 0
-        return 2 if stripped in seen else 0
+        line = stripped[i]
+        if len(line) < min_chars:
+            return 1 if len(line) <= 3 else 0
+        return 2 if line in shown else 0
 
-    return _runs_of(len(items), state, min_run)
+    starts = [i for i, line in enumerate(stripped) if line in shown]
+    return _runs_of(len(items), state, min_run, starts)
 
 
-def _runs_of(n: int, state: Callable[[int], int], min_run: int) -> list[Run]:
+def _runs_of(n: int, state: Callable[[int], int], min_run: int, starts: list[int]) -> list[Run]:
+    """The runs from the candidate ``starts`` (ascending; every line whose state is 2)."""
     runs: list[Run] = []
-    i = 0
-    while i < n:
-        if state(i) != 2:
-            i += 1
+    done = 0
+    for i in starts:
+        if i < done or state(i) != 2:
             continue
         end, count, j = i, 1, i + 1
         while j < n and (s := state(j)):
@@ -96,5 +103,5 @@ def _runs_of(n: int, state: Callable[[int], int], min_run: int) -> list[Run]:
             j += 1
         if count >= min_run:
             runs.append(Run(i, end, tuple(range(i, end + 1))))
-        i = end + 1
+        done = end + 1
     return runs

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from bisect import bisect_right
-from itertools import accumulate
+from itertools import accumulate, repeat
+from operator import add
 
 #: Tokens per character (outside indentation) and per line, fitted on shared/data against
 #: o200k_base: a line costs about ``0.27 * len(line.lstrip()) + 0.7`` tokens.
@@ -40,7 +41,11 @@ class Lines:
     def __init__(self, text: str) -> None:
         self.text = text
         self.items = text.split("\n")
-        self.starts = [0, *accumulate(len(line) + 1 for line in self.items)][:-1]
+        # each line starts one past the previous line's end (C-level iteration: no Python step
+        # per line, which matters on a million lines)
+        ends = map(add, map(len, self.items), repeat(1))
+        self.starts: list[int] = list(accumulate(ends, initial=0))
+        self.starts.pop()
         self._lower: str | None = None
 
     @property
