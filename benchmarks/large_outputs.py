@@ -3,6 +3,7 @@
 Run from the repository root::
 
     python -m benchmarks.large_outputs [--repeat 3] [--case 50mb-log] [--middleware none] ...
+    python -m benchmarks.large_outputs --baseline-src /path/to/older/checkout/src   # before/after
 
 Every (case, middleware) pair runs in a fresh subprocess: a ``ScriptedChatModel`` agent (with an
 ``InMemorySaver`` checkpointer, as deployed agents have) calls one tool that returns the big
@@ -254,12 +255,18 @@ def child_shorten(case: str) -> dict[str, Any]:
 # -- the parent ----------------------------------------------------------------------------------
 
 
-def run_child(args: list[str], timeout: float) -> dict[str, Any] | None:
-    """One fresh interpreter; ``None`` when it timed out or failed."""
+def run_child(args: list[str], timeout: float, src: Path | None = None) -> dict[str, Any] | None:
+    """One fresh interpreter (importing tokenlean from ``src`` when given); ``None`` when it
+    timed out or failed."""
     command = [sys.executable, "-m", "benchmarks.large_outputs", "--child", *args]
+    env = dict(os.environ)
+    if src is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(src), env.get("PYTHONPATH", "")]).rstrip(
+            os.pathsep
+        )
     try:
         done = subprocess.run(
-            command, cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False
+            command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout, check=False
         )
     except subprocess.TimeoutExpired:
         return None
@@ -281,10 +288,90 @@ def median_of(runs: list[dict[str, Any] | None]) -> dict[str, Any] | None:
     return out
 
 
-def _cell(result: dict[str, Any] | None, timeout: float) -> str:
+Result = dict[str, Any] | None
+Sources = dict[str, Path | None]
+
+
+def measure_all(
+    child: list[str], sources: Sources, repeat: int, timeout: float
+) -> dict[str, Result]:
+    """The median result of ``child`` per source; the sources take turns, run after run, so a
+    change in the machine's load hits them alike. A source that times out is not run again."""
+    runs: dict[str, list[Result]] = {label: [] for label in sources}
+    for _ in range(repeat):
+        for label, src in sources.items():
+            if not runs[label] or runs[label][-1] is not None:
+                runs[label].append(run_child(child, timeout, src))
+    return {label: median_of(done) for label, done in runs.items()}
+
+
+def _cell(result: Result, timeout: float) -> str:
     if result is None:
         return f"> {timeout:.0f} s (timeout or failure)"
     return f"{result['seconds']:.2f} s ({result['cpu']:.2f} cpu), {result['growth_mb']:.0f} MB"
+
+
+def _extra(mine: Result, base: Result) -> str:
+    if mine is None or base is None:
+        return "n/a"
+    return f"{mine['cpu'] - base['cpu']:+.2f} s, {mine['growth_mb'] - base['growth_mb']:+.0f} MB"
+
+
+def print_agent_tables(
+    results: dict[tuple[str, str], dict[str, Result]], label: str, cases: list[str],
+    names: list[str], timeout: float,
+) -> None:  # fmt: skip
+    head = "| middleware | " + " | ".join(cases) + " |\n|---|" + "---|" * len(cases)
+    title = f" ({label})" if label else ""
+    print(f"\nWall time (CPU time) of `agent.invoke` and peak memory growth{title}:\n")
+    print(head)
+    for name in names:
+        cells = [_cell(results[case, name][label], timeout) for case in cases]
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    print(f"\nAgainst no middleware: extra CPU seconds, extra MB{title}; then the characters the")
+    print("model was sent on its last call and the warnings tokenlean logged:\n")
+    print(head)
+    for name in names:
+        cells = []
+        for case in cases:
+            mine = results[case, name][label]
+            extra = _extra(mine, results[case, "none"][label])
+            if mine is not None:
+                extra += f"; {mine['sent_chars']:,} chars, {mine['problems']} warnings"
+            cells.append(extra)
+        print(f"| {name} | " + " | ".join(cells) + " |")
+
+
+def print_comparison(
+    results: dict[tuple[str, str], dict[str, Result]], cases: list[str], names: list[str]
+) -> None:
+    print("\nExtra CPU seconds and MB against no middleware, before -> after:\n")
+    print("| middleware | " + " | ".join(cases) + " |\n|---|" + "---|" * len(cases))
+    for name in names[1:]:
+        cells = []
+        for case in cases:
+            row, base = results[case, name], results[case, "none"]
+            cells.append(
+                f"{_extra(row['before'], base['before'])} -> {_extra(row['after'], base['after'])}"
+            )
+        print(f"| {name} | " + " | ".join(cells) + " |")
+
+
+def print_shorten_table(cases: list[str], sources: Sources, repeat: int, timeout: float) -> None:
+    print("\n`tokenlean.shorten.shorten` at its defaults (MB of UTF-8 input per CPU second):\n")
+    print("| case | source | MB | seconds | cpu seconds | MB/s (cpu) | peak growth | chars after |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for case in cases:
+        for label, result in measure_all(["shorten", case], sources, repeat, timeout).items():
+            if result is None:
+                print(f"| {case} | {label} | | > {timeout:.0f} s | | | | |")
+                continue
+            rate = result["mb"] / max(result["cpu"], 1e-9)
+            print(
+                f"| {case} | {label} | {result['mb']:.1f} | {result['seconds']:.2f} "
+                f"| {result['cpu']:.2f} | {rate:.1f} | {result['growth_mb']:.0f} MB "
+                f"| {result['chars_after']:,} |"
+            )
 
 
 def main() -> None:
@@ -294,6 +381,11 @@ def main() -> None:
     parser.add_argument("--case", action="append", choices=CASES)
     parser.add_argument("--middleware", action="append", choices=MIDDLEWARE)
     parser.add_argument("--no-shorten", action="store_true", help="skip the throughput table")
+    parser.add_argument(
+        "--baseline-src",
+        type=Path,
+        help="another checkout's src/ to measure in turns with this one (before -> after)",
+    )
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -302,68 +394,27 @@ def main() -> None:
         print(json.dumps(result))
         return
     cases = args.case or list(CASES)
-    names = args.middleware or list(MIDDLEWARE)
-    if "none" not in names:
-        names.insert(0, "none")
+    names = ["none", *[n for n in args.middleware or MIDDLEWARE if n != "none"]]
+    sources: Sources = {"": None}
+    if args.baseline_src is not None:
+        sources = {"before": args.baseline_src.resolve(), "after": ROOT / "src"}
     source = "real test logs" if real_log() is not None else "synthetic log (no ../shared)"
     print(f"input: {source}; python {sys.version.split()[0]}; {os.cpu_count()} cpus")
     print(f"TOKENLEAN_TIKTOKEN_DIR={os.environ.get('TOKENLEAN_TIKTOKEN_DIR', '(unset)')}")
-    results: dict[tuple[str, str], dict[str, Any] | None] = {}
+    results: dict[tuple[str, str], dict[str, Result]] = {}
     for case in cases:
         for name in names:
-            runs: list[dict[str, Any] | None] = []
-            while len(runs) < args.repeat and (not runs or runs[-1] is not None):
-                runs.append(run_child(["agent", case, name], args.timeout))
-            results[case, name] = median_of(runs)
-            sys.stderr.write(f"{case} {name}: {_cell(results[case, name], args.timeout)}\n")
-    print()
-    print("Wall time of `agent.invoke` and peak memory growth (median of runs):")
-    print()
-    print("| middleware | " + " | ".join(cases) + " |")
-    print("|---|" + "---|" * len(cases))
-    for name in names:
-        cells = [_cell(results[case, name], args.timeout) for case in cases]
-        print(f"| {name} | " + " | ".join(cells) + " |")
-    print()
-    print("Against no middleware (extra CPU seconds, extra MB), chars sent on the last call,")
-    print("warnings logged:")
-    print()
-    print("| middleware | " + " | ".join(cases) + " |")
-    print("|---|" + "---|" * len(cases))
-    for name in names:
-        cells = []
-        for case in cases:
-            mine, base = results[case, name], results[case, "none"]
-            if mine is None or base is None:
-                cells.append("n/a")
-                continue
-            cells.append(
-                f"{mine['cpu'] - base['cpu']:+.2f} s cpu, "
-                f"{mine['growth_mb'] - base['growth_mb']:+.0f} MB, "
-                f"{mine['sent_chars']:,} chars, {mine['problems']} problems"
+            results[case, name] = measure_all(
+                ["agent", case, name], sources, args.repeat, args.timeout
             )
-        print(f"| {name} | " + " | ".join(cells) + " |")
-    if args.no_shorten:
-        return
-    print()
-    print("`tokenlean.shorten.shorten` at its defaults:")
-    print()
-    print("| case | MB | seconds | cpu seconds | MB/s (cpu) | peak growth | chars after |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
-    for case in cases:
-        runs = []
-        while len(runs) < args.repeat and (not runs or runs[-1] is not None):
-            runs.append(run_child(["shorten", case], args.timeout))
-        result = median_of(runs)
-        if result is None:
-            print(f"| {case} | | > {args.timeout:.0f} s | | | | |")
-            continue
-        rate = result["mb"] / result["cpu"]
-        print(
-            f"| {case} | {result['mb']:.1f} | {result['seconds']:.2f} | {result['cpu']:.2f} "
-            f"| {rate:.1f} "
-            f"| {result['growth_mb']:.0f} MB | {result['chars_after']:,} |"
-        )
+            for label, result in results[case, name].items():
+                sys.stderr.write(f"{case} {name} {label}: {_cell(result, args.timeout)}\n")
+    for label in sources:
+        print_agent_tables(results, label, cases, names, args.timeout)
+    if args.baseline_src is not None:
+        print_comparison(results, cases, names)
+    if not args.no_shorten:
+        print_shorten_table(cases, sources, args.repeat, args.timeout)
 
 
 if __name__ == "__main__":
