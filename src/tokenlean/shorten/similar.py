@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Container
 from dataclasses import dataclass
 
+from tokenlean.shorten.seen import Seen
+
 _DIGITS = b"0123456789"
 
 
@@ -71,9 +73,10 @@ def seen_runs(
     """Runs holding at least ``min_run`` lines already shown earlier (``seen`` holds stripped
     lines). Blank and very short lines inside a run go with it; protected lines end it."""
     stripped = list(map(str.strip, items))
-    # ``seen`` is asked once per distinct line, and runs are only looked for from those lines:
-    # a large output that repeats nothing costs a few C-level passes, not a call per line.
-    shown = {line for line in set(stripped) if len(line) >= min_chars and line in seen}
+    # Runs are only looked for from the lines already shown, found with one set intersection
+    # (or one question per distinct line): a large output that repeats nothing costs a few
+    # C-level passes, not a call per line.
+    shown = {line for line in _shown(stripped, seen) if len(line) >= min_chars}
     if not shown:
         return []
 
@@ -87,6 +90,15 @@ def seen_runs(
 
     starts = [i for i, line in enumerate(stripped) if line in shown]
     return _runs_of(len(items), state, min_run, starts)
+
+
+def _shown(lines: list[str], seen: Container[str]) -> set[str]:
+    """The members of ``lines`` that ``seen`` holds (C-level when it is a set or a Seen)."""
+    if isinstance(seen, Seen):
+        return seen.lines.intersection(lines)
+    if isinstance(seen, (set, frozenset)):
+        return set(seen.intersection(lines))
+    return {line for line in set(lines) if line in seen}
 
 
 def _runs_of(n: int, state: Callable[[int], int], min_run: int, starts: list[int]) -> list[Run]:
