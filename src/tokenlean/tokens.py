@@ -12,7 +12,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
@@ -38,17 +38,114 @@ class TokenCounter(Protocol):
 
 # ---------------------------------------------------------------------------------------------
 # Estimate
+#
+# What the estimate counts, in regex terms over the character classes L = [A-Za-z], D = \d,
+# S = \s (Unicode \d and \s, as in ``re``) and P = everything else: words ``[A-Za-z]+``; the
+# long-word excess ``(?<=[A-Za-z]{7})[A-Za-z]{5}`` (``max(0, (n - 7) // 5)`` per word of n
+# letters); digit groups ``\d{1,3}`` and digit runs ``\d+``; punctuation characters and runs
+# ``P+``; line breaks ``\s*\n`` (one per whitespace run holding a newline); indents
+# ``(?<=\n)[ \t]{2,}``; non-ASCII characters. ``re.findall`` on those builds a list per feature
+# (gigabytes for a 50 MB text), costs about a second per feature on 50 MB, and ``\s*\n``
+# backtracks quadratically on a long run of spaces without a newline. So the text is mapped to
+# one class byte per character and each feature is counted with C-level ``bytes`` passes
+# (``translate``, ``count``, ``replace``), chunk by chunk: linear time, bounded memory.
+
+_CHUNK_CHARS = 1 << 16  # a chunk stays in cache across the dozen passes over it
+#: Where a chunk may end: between whitespace and non-whitespace, so no counted feature spans it.
+_CUT = re.compile(r"(?<=\s)(?=\S)|(?<=\S)(?=\s)")
+_UNICODE_DIGIT_OR_SPACE = re.compile(r"[\d\s]")
 
 
-_WORD = re.compile(r"[A-Za-z]+")
-_LONG_WORD_EXCESS = re.compile(r"(?<=[A-Za-z]{7})[A-Za-z]{5}")
-_DIGIT_GROUP = re.compile(r"\d{1,3}")
-_DIGIT_RUN = re.compile(r"\d+")
-_PUNCT = re.compile(r"[^\sA-Za-z\d]")
-_PUNCT_RUN = re.compile(r"[^\sA-Za-z\d]+")
-_LINE_BREAKS = re.compile(r"\s*\n")
-_INDENT = re.compile(r"(?<=\n)[ \t]{2,}")
-_ASCII = re.compile(r"[\x00-\x7f]")
+def _class_of(char: str) -> bytes:
+    """The class byte of an ASCII character."""
+    if ("A" <= char <= "Z") or ("a" <= char <= "z"):
+        return b"a"
+    if char.isdecimal():  # re's \d is str.isdecimal, its \s str.isspace
+        return b"0"
+    if char == "\n":
+        return b"n"
+    if char in " \t":
+        return b"t"
+    return b"s" if char.isspace() else b"p"
+
+
+#: UTF-8 byte -> class: lead bytes of non-ASCII characters are punctuation (non-ASCII digits and
+#: spaces are swapped for ASCII ones first, see :func:`_ascii_stand_ins`).
+_CLASSES = b"".join(_class_of(chr(b)) for b in range(128)) + b"p" * 128
+#: UTF-8 continuation bytes, deleted so that each character leaves exactly one class byte.
+_CONTINUATION = bytes(range(0x80, 0xC0))
+_ASCII = bytes(range(128))
+
+
+def _only(kept: bytes) -> bytes:
+    """A table keeping the classes in ``kept`` and mapping every other byte to ``x``."""
+    table = bytearray(b"x" * 256)
+    for byte in kept:
+        table[byte] = byte
+    return bytes(table)
+
+
+_ONLY_LETTERS, _ONLY_DIGITS, _ONLY_PUNCT, _ONLY_NEWLINES = map(_only, (b"a", b"0", b"p", b"n"))
+
+
+def _chunks(text: str, cuts: re.Pattern[str] = _CUT) -> Iterator[str]:
+    """``text`` in pieces of about ``_CHUNK_CHARS``, each ending where ``cuts`` matches."""
+    start = 0
+    while len(text) - start > _CHUNK_CHARS:
+        cut = cuts.search(text, start + _CHUNK_CHARS)
+        if cut is None:
+            break
+        yield text[start : cut.end()]
+        start = cut.end()
+    yield text[start:] if start else text
+
+
+def _ascii_stand_ins(chunk: str, others: str) -> str:
+    """``chunk`` with every non-ASCII digit or space (``others`` holds the chunk's non-ASCII
+    characters) replaced by an ASCII character of the same class: "0", or "\\r" (a space that
+    is neither a newline nor a blank). One ``str.replace`` per distinct character."""
+    found = _UNICODE_DIGIT_OR_SPACE.search(others)
+    while found is not None:
+        char = found.group()
+        chunk = chunk.replace(char, "0" if char.isdecimal() else "\r")
+        others = others.replace(char, "")
+        found = _UNICODE_DIGIT_OR_SPACE.search(others, found.start())
+    return chunk
+
+
+def _features(chunk: str) -> tuple[int, int, int, int, int, int, int, int, int]:
+    """The estimate's feature counts of ``chunk``, in :class:`EstimateCounter` field order."""
+    if chunk.isascii():
+        raw, non_ascii = chunk.encode("ascii"), 0
+    else:
+        raw = chunk.encode("utf-8", "surrogatepass")
+        others = raw.translate(None, _ASCII).decode("utf-8", "surrogatepass")
+        non_ascii = len(others)
+        if _UNICODE_DIGIT_OR_SPACE.search(others):
+            raw = _ascii_stand_ins(chunk, others).encode("utf-8", "surrogatepass")
+    classes = raw.translate(_CLASSES, _CONTINUATION)
+    # A leading "x" (no class) makes "x" + member count the runs of a class.
+    marked = b"x" + classes
+    letters = marked.translate(_ONLY_LETTERS)
+    # Words of 7+ letters lose their first 7 ("y" keeps the rest apart from the "x"); then
+    # every "aaaaa" left is one excess, except the one in each word of 5 or 6 letters.
+    trimmed = letters.replace(b"xaaaaaaa", b"xy")
+    digits = marked.translate(_ONLY_DIGITS)
+    # Two extra digits per run make every 3 digits of it one group: ceil(n / 3) per run.
+    groups = digits.replace(b"x0", b"x000").count(b"000")
+    # Without the other spaces, each whitespace run holding a newline is one run of "n".
+    breaks = marked.translate(_ONLY_NEWLINES, b"ts").count(b"xn")
+    return (
+        letters.count(b"xa"),
+        trimmed.count(b"aaaaa") - trimmed.count(b"xaaaaa"),
+        groups,
+        digits.count(b"x0"),
+        classes.count(b"p"),
+        marked.translate(_ONLY_PUNCT).count(b"xp"),
+        breaks,
+        classes.count(b"ntt"),  # a newline, then two blanks: one indent
+        non_ascii,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,10 +154,11 @@ class EstimateCounter:
 
     It counts what a byte-pair tokenizer spends tokens on instead of dividing characters by
     four: words (long ones cost extra), digits (o200k splits them in groups of three),
-    punctuation runs and characters, line breaks, indentation and non-ASCII characters. Each is
-    one C-level regex scan, so the cost is linear in the input. The weights are a least-squares
-    fit of relative error against o200k_base on ``shared/data`` (tool outputs and trajectory
-    messages); ``benchmarks/estimate_error.py`` reports the error by content kind.
+    punctuation runs and characters, line breaks, indentation and non-ASCII characters (the
+    exact definitions are in a comment above). The cost is linear in the input, with a few
+    C-level passes per megabyte and bounded memory. The weights are a least-squares fit of
+    relative error against o200k_base on ``shared/data`` (tool outputs and trajectory messages);
+    ``benchmarks/estimate_error.py`` reports the error by content kind.
     """
 
     word: float = 1.044
@@ -80,16 +178,20 @@ class EstimateCounter:
     def count(self, text: str) -> int:
         if not text:
             return 0
-        non_ascii = 0 if text.isascii() else len(text) - len(_ASCII.findall(text))
+        totals = [0] * 9
+        for chunk in _chunks(text):
+            for i, value in enumerate(_features(chunk)):
+                totals[i] += value
+        words, excess, groups, runs, punct, punct_runs, breaks, indents, non_ascii = totals
         total = (
-            self.word * len(_WORD.findall(text))
-            + self.long_word_excess * len(_LONG_WORD_EXCESS.findall(text))
-            + self.digit_group * len(_DIGIT_GROUP.findall(text))
-            + self.digit_run * len(_DIGIT_RUN.findall(text))
-            + self.punct * len(_PUNCT.findall(text))
-            + self.punct_run * len(_PUNCT_RUN.findall(text))
-            + self.line_break * len(_LINE_BREAKS.findall(text))
-            + self.indent * len(_INDENT.findall(text))
+            self.word * words
+            + self.long_word_excess * excess
+            + self.digit_group * groups
+            + self.digit_run * runs
+            + self.punct * punct
+            + self.punct_run * punct_runs
+            + self.line_break * breaks
+            + self.indent * indents
             + self.non_ascii * non_ascii
         )
         return max(1, round(total))
@@ -200,10 +302,18 @@ def load_encoding(
     return _ENCODINGS[key]
 
 
+#: Where an exact count may be split: after a newline or before a space, with a letter or digit
+#: after it (and, for the space, before it). Neither o200k's nor cl100k's pre-tokenizer puts
+#: such a position inside a piece, so the pieces' counts add up to the whole text's count.
+_TOKEN_CUT = re.compile(r"\n(?=[A-Za-z0-9])|(?<=[A-Za-z0-9])(?= [A-Za-z])")
+
+
 class TiktokenCounter:
     """Exact counts with a tiktoken encoding loaded from a local file (see :func:`load_encoding`).
 
-    Special-token text inside the input is counted as ordinary text, never rejected.
+    Special-token text inside the input is counted as ordinary text, never rejected. Long texts
+    are encoded in pieces cut where no token can span (:data:`_TOKEN_CUT`), so memory stays
+    bounded: one list of token ids for a whole 50 MB text would take about 500 MB.
     """
 
     def __init__(
@@ -223,7 +333,8 @@ class TiktokenCounter:
     def count(self, text: str) -> int:
         if not text:
             return 0
-        return len(self._encoding.encode_ordinary(text))
+        encode = self._encoding.encode_ordinary
+        return sum(len(encode(piece)) for piece in _chunks(text, _TOKEN_CUT))
 
     def __repr__(self) -> str:
         return f"TiktokenCounter({self.encoding_name!r})"

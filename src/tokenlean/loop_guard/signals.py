@@ -26,7 +26,10 @@ _STRONG = (
     r"still (?:fail\w*|not|doesn'?t|broken|the same|get\w*|see\w*|no)",
     r"(?:did|does|do)n'?t (?:work|help|fix|change)",
     r"not working",
-    r"(?:try|trying|run\w*) (?:it |this |that )?again",
+    # "(?:try|trying|run\w*) (?:it |this |that )?again", linear: that form restarts at every "run"
+    # inside one long word and rescans the word each time. Here each word is read once: it
+    # contains "run" or ends in "try"/"trying" (lookaheads), then is taken whole ((?=(\w+))\1).
+    r"(?<!\w)(?=\w*run|\w*(?:try|trying)(?!\w))(?=(\w+))\1 (?:it |this |that )?again",
     r"\bagain\b",
     r"\bstuck\b",
     r"going (?:in|around in) circles",

@@ -29,8 +29,8 @@ _ERROR_KEYS = (
 )  # fmt: skip
 _WARNING = re.compile(r"\b(?:[A-Z]\w*)?Warning\b|\b(?:warning|WARNING|WARN|Warn)\b")
 _WARNING_KEYS = ("warn",)
-_SUMMARY_COUNT = re.compile(
-    r"\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|warnings?|deselected|tests?"
+_SUMMARY_COUNT = re.compile(  # (?<!\d): try each digit run once, not from each of its digits
+    r"(?<!\d)\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|warnings?|deselected|tests?"
     r"|problems?|issues?|violations?|files? (?:changed|checked|reformatted|left))\b"
 )
 _SUMMARY_START = re.compile(r"Ran \d+ tests?|OK\b|FAILED\b|All \w+ passed|Found \d+|<returncode>")

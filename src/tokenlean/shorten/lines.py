@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import filterfalse, repeat
+from operator import add, mul, not_, sub
 
 from tokenlean.shorten.markers import Retrieval, inline_marker, line_marker, note
 from tokenlean.shorten.report import Omission, Reason
@@ -49,14 +51,17 @@ def render(
 
 
 def _choose(costs: list[float], sel: Selection, budget: float, marker_cost: float) -> list[bool]:
-    n = len(costs)
-    open_ = [i for i in range(n) if i not in sel.forced]
-    forced_gaps = sum(1 for i in sel.forced if i == 0 or (i - 1) not in sel.forced)
-    if sum(costs[i] for i in open_) + marker_cost * forced_gaps <= budget:
-        return [i not in sel.forced for i in range(n)]
+    # Per-line steps are C-level (map, filterfalse, set operations): a million lines is common.
+    n, forced = len(costs), sel.forced
+    open_ = list(filterfalse(forced.__contains__, range(n)))
+    # a forced run starts at each forced line whose previous line is not forced
+    forced_gaps = len(forced) - sum(map(forced.__contains__, map(sub, forced, repeat(1))))
+    if sum(map(costs.__getitem__, open_)) + marker_cost * forced_gaps <= budget:
+        return list(map(not_, map(forced.__contains__, range(n))))
     fill = _Fill(sel, costs, budget, marker_cost)
-    tiers, ranks, span = sel.tiers, sel.ranks, n + 1  # one int key sorts faster than a tuple
-    fill.run(sorted(open_, key=lambda j: (tiers[j] * span + ranks[j]) * span + j))
+    # by tier, then rank; the sort is stable, so equal keys stay in line order
+    key = list(map(add, map(mul, sel.tiers, repeat(n + 1)), sel.ranks))
+    fill.run(sorted(open_, key=key.__getitem__))
     return fill.keep
 
 
@@ -112,15 +117,18 @@ def _fill_cheap_gaps(
         if keep[i]:
             i += 1
             continue
-        j = i
-        while j < n and not keep[j]:
-            j += 1
-        stretch = range(i, j)
-        free = not any(k in forced for k in stretch)
-        if free and sum(costs[k] for k in stretch) <= marker_cost:
-            for k in stretch:
-                keep[k] = True
+        j = _next_kept(keep, i)
+        if forced.keys().isdisjoint(range(i, j)) and sum(costs[i:j]) <= marker_cost:
+            keep[i:j] = [True] * (j - i)
         i = j
+
+
+def _next_kept(keep: list[bool], start: int) -> int:
+    """The first kept line from ``start`` on (``len(keep)`` when there is none)."""
+    try:
+        return keep.index(True, start)
+    except ValueError:
+        return len(keep)
 
 
 def _emit(
@@ -147,10 +155,9 @@ def _emit(
             out.append(line)
             i += 1
             continue
-        j = i
-        while j < n and not keep[j]:
-            j += 1
-        reasons = {forced.get(k, "budget") for k in range(i, j)}
+        j = _next_kept(keep, i)
+        unforced: Reason = "budget"
+        reasons: set[Reason] = set(map(forced.get, range(i, j), repeat(unforced)))
         if reasons == {"caret"}:
             carets += j - i
         else:

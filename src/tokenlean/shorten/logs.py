@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Container, Iterable, Sequence
+from itertools import pairwise
 
 from tokenlean.shorten.classify import classify
 from tokenlean.shorten.lines import EDGE, MUST, NEAR, REST, Selection
@@ -57,17 +58,17 @@ def dropped_lines(
     """Lines left out whatever the budget: inner lines of similar runs, and runs of lines the
     reader was already shown (``keep_seen`` lines are never treated as shown)."""
     forced: dict[int, Reason] = {}
-    for run in similar_runs(lines.items, shapes(lines.text), protected, options.similar_run):
-        exact = all(lines.items[i] == lines.items[run.start] for i in run.drop)
-        for i in run.drop:
-            forced[i] = "repeat" if exact else "similar"
+    items = lines.items
+    for run in similar_runs(items, shapes(lines.text), protected, options.similar_run):
+        # C-level passes: a run can hold most of a million-line output
+        exact = items[run.start : run.end].count(items[run.start]) == run.end - run.start
+        forced.update(dict.fromkeys(run.drop, "repeat" if exact else "similar"))
     if seen is not None:
         runs = seen_runs(
-            lines.items, seen, keep_seen, min_run=options.seen_run, min_chars=options.seen_min_chars
+            items, seen, keep_seen, min_run=options.seen_run, min_chars=options.seen_min_chars
         )
         for run in runs:
-            for i in run.drop:
-                forced[i] = "seen"
+            forced.update(dict.fromkeys(run.drop, "seen"))
     return forced
 
 
@@ -95,18 +96,18 @@ def _assign(tiers: list[int], indices: Iterable[int], tier: int) -> None:
 
 
 def distances(anchors: Collection[int], n: int) -> list[int]:
-    """Each line's distance to the nearest anchor line (``n`` when there is none)."""
-    dist = [n] * n
-    last = None
-    for i in range(n):
-        if i in anchors:
-            last = i
-        if last is not None:
-            dist[i] = i - last
-    last = None
-    for i in range(n - 1, -1, -1):
-        if i in anchors:
-            last = i
-        if last is not None:
-            dist[i] = min(dist[i], last - i)
+    """Each line's distance to the nearest anchor line (``n`` when there is none).
+
+    Filled stretch by stretch with slice assignments: one Python step per anchor, not per line.
+    """
+    points = sorted(a for a in anchors if 0 <= a < n)
+    if not points:
+        return [n] * n
+    dist = [0] * n
+    dist[: points[0]] = range(points[0], 0, -1)
+    for left, right in pairwise(points):
+        middle = (left + right) // 2  # up to here the left anchor is nearer (or as near)
+        dist[left : middle + 1] = range(middle - left + 1)
+        dist[middle + 1 : right] = range(right - middle - 1, 0, -1)
+    dist[points[-1] :] = range(n - points[-1])
     return dist

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Container
 from dataclasses import dataclass
 
+from tokenlean.shorten.seen import Seen
+
 _DIGITS = b"0123456789"
 
 
@@ -70,24 +72,41 @@ def seen_runs(
 ) -> list[Run]:
     """Runs holding at least ``min_run`` lines already shown earlier (``seen`` holds stripped
     lines). Blank and very short lines inside a run go with it; protected lines end it."""
+    stripped = list(map(str.strip, items))
+    # Runs are only looked for from the lines already shown, found with one set intersection
+    # (or one question per distinct line): a large output that repeats nothing costs a few
+    # C-level passes, not a call per line.
+    shown = {line for line in _shown(stripped, seen) if len(line) >= min_chars}
+    if not shown:
+        return []
 
     def state(i: int) -> int:  # 2: seen, 1: neutral filler, 0: breaks a run
         if i in protected:
             return 0
-        stripped = items[i].strip()
-        if len(stripped) < min_chars:
-            return 1 if len(stripped) <= 3 else 0
-        return 2 if stripped in seen else 0
+        line = stripped[i]
+        if len(line) < min_chars:
+            return 1 if len(line) <= 3 else 0
+        return 2 if line in shown else 0
 
-    return _runs_of(len(items), state, min_run)
+    starts = [i for i, line in enumerate(stripped) if line in shown]
+    return _runs_of(len(items), state, min_run, starts)
 
 
-def _runs_of(n: int, state: Callable[[int], int], min_run: int) -> list[Run]:
+def _shown(lines: list[str], seen: Container[str]) -> set[str]:
+    """The members of ``lines`` that ``seen`` holds (C-level when it is a set or a Seen)."""
+    if isinstance(seen, Seen):
+        return seen.lines.intersection(lines)
+    if isinstance(seen, (set, frozenset)):
+        return set(seen.intersection(lines))
+    return {line for line in set(lines) if line in seen}
+
+
+def _runs_of(n: int, state: Callable[[int], int], min_run: int, starts: list[int]) -> list[Run]:
+    """The runs from the candidate ``starts`` (ascending; every line whose state is 2)."""
     runs: list[Run] = []
-    i = 0
-    while i < n:
-        if state(i) != 2:
-            i += 1
+    done = 0
+    for i in starts:
+        if i < done or state(i) != 2:
             continue
         end, count, j = i, 1, i + 1
         while j < n and (s := state(j)):
@@ -96,5 +115,5 @@ def _runs_of(n: int, state: Callable[[int], int], min_run: int) -> list[Run]:
             j += 1
         if count >= min_run:
             runs.append(Run(i, end, tuple(range(i, end + 1))))
-        i = end + 1
+        done = end + 1
     return runs

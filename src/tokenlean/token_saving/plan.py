@@ -27,7 +27,9 @@ the stage they keep for good and nothing pending, so the next call's window can 
 
 from __future__ import annotations
 
+import itertools
 import logging
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -285,7 +287,7 @@ def build_entry(
         return None
     ht = stage.head_tail and any(len(p) > policy.compress_threshold_chars for p in parts)
     words = stage.keep_ratio is not None and any(
-        len(p.split()) >= policy.perplexity_min_content_words for p in parts
+        _has_words(p, policy.perplexity_min_content_words) for p in parts
     )
     if not (ht or words):
         return None
@@ -306,6 +308,15 @@ def build_entry(
         word_chars=_chars(truncated) - _chars(final),
         word_tokens=n_truncated - n_final,
     )
+
+
+_WORD = re.compile(r"\S+")
+
+
+def _has_words(text: str, n: int) -> bool:
+    """Whether ``text`` has at least ``n`` words, reading no further than its ``n``-th word
+    (``len(text.split())`` would make a string of every word of a large output first)."""
+    return sum(1 for _ in itertools.islice(_WORD.finditer(text), n)) >= n
 
 
 def _with_parts(content: Content, parts: Sequence[str]) -> str | list[dict[str, Any]]:
