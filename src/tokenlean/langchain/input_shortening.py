@@ -86,7 +86,8 @@ class ToolInputShorteningMiddleware(AgentMiddleware[InputShorteningState, Any, A
         tool_name: the retrieval tool's name, used in the omission marker. The marker names it
             when this middleware adds the tool, or when it was given a ``store`` or a
             ``tool_name`` (then another middleware is expected to read that store).
-        pricing, offer_tool: whether and when a thread is offered the retrieval tool, as for
+        pricing, offer_tool, min_remaining_calls: whether and when a thread is offered the
+            retrieval tool, as for
             :class:`~tokenlean.langchain.ToolOutputShorteningMiddleware` (see
             :class:`~tokenlean.langchain.retrieval.RetrievalGate`).
         name: the middleware's name (default: the class name, with a digest of the settings
@@ -110,6 +111,7 @@ class ToolInputShorteningMiddleware(AgentMiddleware[InputShorteningState, Any, A
         tool_name: str = RETRIEVAL_TOOL,
         pricing: CachePricing | str = _OUTPUTS.pricing,
         offer_tool: OfferTool = _OUTPUTS.offer_tool,
+        min_remaining_calls: int = _OUTPUTS.min_remaining_calls,
         name: str | None = None,
     ) -> None:
         super().__init__()
@@ -132,7 +134,9 @@ class ToolInputShorteningMiddleware(AgentMiddleware[InputShorteningState, Any, A
             tool,
             pricing=resolve_pricing(pricing),
             counter=_COUNTER,
-            min_remaining_calls=_OUTPUTS.min_remaining_calls,
+            min_remaining_calls=checks.integer(
+                min_remaining_calls, "min_remaining_calls", at_least=0
+            ),
             always=offer_tool == "always",
         )
         if offer_tool not in OFFER_TOOL:

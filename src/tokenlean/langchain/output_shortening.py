@@ -159,6 +159,8 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
             :class:`~tokenlean.cost.CachePricing`).
         offer_tool: ``"when_it_pays"`` (a thread is offered ``read_original`` with its first
             shortening, made only when that pays for the cache re-write) or ``"always"``.
+        min_remaining_calls: The calls a run is expected to go on for at least, when judging
+            whether that first shortening pays.
         name: The middleware's name (default: the class name, with a digest of the settings
             when they differ from the defaults, so differently set instances can be combined).
 
@@ -185,6 +187,7 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
         counter: TokenCounter | None = _DEFAULTS.counter,
         pricing: CachePricing | str = _DEFAULTS.pricing,
         offer_tool: OfferTool = _DEFAULTS.offer_tool,
+        min_remaining_calls: int = _DEFAULTS.min_remaining_calls,
         name: str | None = None,
     ) -> None:
         super().__init__()
@@ -203,6 +206,7 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
             counter=counter,
             pricing=pricing,  # type: ignore[arg-type]  # a preset name is resolved by the policy
             offer_tool=offer_tool,
+            min_remaining_calls=min_remaining_calls,
         )
         self.stores = StoreChoice.of(store) if store is not None else shared_choice()
         self.store: OriginalStore = self.stores.default
