@@ -15,6 +15,7 @@ step failed, from its error status or from the exit code or error line its outpu
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import re
 import threading
@@ -182,6 +183,10 @@ _VOLATILE: tuple[Callable[[str], str], ...] = (
 )
 
 
+#: Longer texts are compared by their canonical head and tail and the exact bytes between.
+CANONICAL_SPAN = 64_000
+
+
 @lru_cache(maxsize=2048)
 def canonical_text(text: str) -> str:
     """``text`` with volatile parts replaced by placeholders and whitespace collapsed.
@@ -192,7 +197,17 @@ def canonical_text(text: str) -> str:
     temp dirs, pytest temp dirs and random ``tmpXXXXXX`` names (with a digit in them). Every
     whitespace run becomes one space. Two outputs of the same command that differ only in these
     parts compare equal.
+
+    A text over ``2 * CANONICAL_SPAN`` characters is canonicalised in its first and last
+    :data:`CANONICAL_SPAN` characters only, with a digest of the exact text between: two huge
+    outputs compare equal only when their middles are byte for byte the same (when in doubt, a
+    step is not a repeat), and the work and the memory stay bounded.
     """
+    if len(text) > 2 * CANONICAL_SPAN:
+        middle = text[CANONICAL_SPAN:-CANONICAL_SPAN].encode("utf-8", "surrogatepass")
+        digest = hashlib.sha256(middle).hexdigest()[:16]
+        head, tail = text[:CANONICAL_SPAN], text[-CANONICAL_SPAN:]
+        return f"{canonical_text(head)} <{len(middle)} bytes {digest}> {canonical_text(tail)}"
     for replace in _VOLATILE:
         text = replace(text)
     return " ".join(text.split())

@@ -39,7 +39,7 @@ from tokenlean.cost import expected_net_saving
 from tokenlean.token_saving.head_tail import compress_tool_output, content_digest, text_parts
 from tokenlean.token_saving.policy import CompressionPolicy, Stage
 from tokenlean.token_saving.words import compress_words
-from tokenlean.tokens import MESSAGE_OVERHEAD, TokenCounter
+from tokenlean.tokens import MESSAGE_OVERHEAD, EstimateCounter, TokenCounter
 from tokenlean.transcript import Content, Edit, Message, content_text
 
 logger = logging.getLogger(__name__)
@@ -228,8 +228,8 @@ def _applied(entry: CompressedEntry | None) -> CompressedEntry | None:
 def _sent_tokens(message: Message, entry: CompressedEntry | None, counter: TokenCounter) -> int:
     """Tokens of a message as the next prompt sends it (``entry``: its applied compression)."""
     if entry is not None and entry["content"] is not None:
-        return MESSAGE_OVERHEAD + counter.count(content_text(entry["content"]))
-    return MESSAGE_OVERHEAD + counter.count(message.text)
+        return MESSAGE_OVERHEAD + _tokens([content_text(entry["content"])], counter)
+    return MESSAGE_OVERHEAD + _tokens([message.text], counter)
 
 
 def sent_tokens(
@@ -350,5 +350,11 @@ def _chars(parts: Sequence[str]) -> int:
     return sum(len(p) for p in parts)
 
 
+#: Texts longer than this are counted with the fast estimate in the stats (an exact count of a
+#: 50 MB output takes seconds, for a figure only the stats report).
+EXACT_COUNT_CHARS = 1_000_000
+_ESTIMATE = EstimateCounter()
+
+
 def _tokens(parts: Sequence[str], counter: TokenCounter) -> int:
-    return sum(counter.count(p) for p in parts)
+    return sum((_ESTIMATE if len(p) > EXACT_COUNT_CHARS else counter).count(p) for p in parts)
