@@ -33,27 +33,27 @@ try:
 except ImportError:  # Windows
     resource = None  # type: ignore[assignment]
 
-from tokenlean.anthropic_classifier import parse_keep_indices
-from tokenlean.arguments import ArgumentPolicy, shorten_arguments
-from tokenlean.compress import CompressionPolicy, Stage, compress_tool_output, content_digest
-from tokenlean.compress_plan import build_entry
-from tokenlean.loop_scores import _PHRASES, thought_hedge
-from tokenlean.loops import Step, canonical_text, is_failure, step_key
-from tokenlean.stuck import detect_stuck, loop_signals
-from tokenlean.words import compress_words, heuristic_classifier
-
 import tokenlean.tokens as tokens
-from conftest import TOKENIZERS
+from tests.data import TOKENIZERS
 from tokenlean.context_editor import ContextEditorConfig, RequestView, plan_clearing
+from tokenlean.loop_guard.detect import detect_stuck, loop_signals
+from tokenlean.loop_guard.signals import _PHRASES, thought_hedge
+from tokenlean.loop_guard.steps import Step, canonical_text, is_failure, step_key
 from tokenlean.replay.refs import extract_refs
 from tokenlean.shorten import error_lines, query_terms, shorten
 from tokenlean.shorten.classify import _SUMMARY_COUNT, is_summary
-from tokenlean.shorten.firstsight import FirstSightPolicy, plan_first_sight
+from tokenlean.shorten.firstsight import OutputShorteningPolicy, plan_first_sight
+from tokenlean.shorten.inputs import ArgumentPolicy, shorten_arguments
 from tokenlean.shorten.options import DEFAULT_OPTIONS
 from tokenlean.shorten.seen import Seen
 from tokenlean.shorten.similar import shapes
 from tokenlean.shorten.text import Lines, estimate_tokens
 from tokenlean.store import excerpt
+from tokenlean.token_saving.anthropic_classifier import parse_keep_indices
+from tokenlean.token_saving.head_tail import compress_tool_output, content_digest
+from tokenlean.token_saving.plan import build_entry
+from tokenlean.token_saving.policy import CompressionPolicy, Stage
+from tokenlean.token_saving.words import compress_words, heuristic_classifier
 from tokenlean.tokens import EstimateCounter, TiktokenCounter, count_request
 from tokenlean.transcript import Message, ToolCall, canonical
 
@@ -187,7 +187,7 @@ def _functions() -> dict[str, Callable[[str], object]]:
         "extract_refs": extract_refs,
         "canonical(Message)": lambda t: canonical(_view(t)[2]),
         "plan_first_sight": lambda t: plan_first_sight(
-            _view(t), FirstSightPolicy(min_tokens=100, options=DEFAULT_OPTIONS), lambda i, m: True
+            _view(t), OutputShorteningPolicy(min_tokens=100, options=DEFAULT_OPTIONS)
         ),
         "plan_clearing": lambda t: plan_clearing(
             RequestView(tuple(_view(t) + _view("x")[1:])),
@@ -366,7 +366,7 @@ def test_canonical_text_matches_the_original_patterns(text: str) -> None:
 
 @given(_volatile_text)
 def test_pytest_dirs_and_uuids_match_their_regexes(text: str) -> None:
-    from tokenlean.loops import _pytest_dirs, _uuids
+    from tokenlean.loop_guard.steps import _pytest_dirs, _uuids
 
     pytest_of, _, pytest_repl = _OLD_VOLATILE[2]
     assert _pytest_dirs(text) == re.sub(pytest_of, pytest_repl, text)
@@ -443,7 +443,7 @@ def test_lines_lower_keeps_offsets(text: str) -> None:
 
 @given(st.text(alphabet=st.sampled_from(list("ab \n\t\u00a0")), max_size=30), st.integers(0, 8))
 def test_has_words_counts_like_split(text: str, n: int) -> None:
-    from tokenlean.compress_plan import _has_words
+    from tokenlean.token_saving.plan import _has_words
 
     assert _has_words(text, n) == (len(text.split()) >= n)
 
