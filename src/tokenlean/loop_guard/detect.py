@@ -106,7 +106,7 @@ class LoopDetector:
         object.__setattr__(self, "patterns", tuple(p for p in PATTERNS if p in self.patterns))
         longest = max(self.repeat_after, self.failing_after, self.talking_after)
         horizon = max(longest, self.max_period * self.cycle_repeats, self.signal_window)
-        object.__setattr__(self, "_horizon", 4 * horizon)
+        object.__setattr__(self, "_horizon", 2 * horizon)  # room for a run twice the longest
 
     def active(self, steps: Sequence[Step], *, start: int = 0) -> list[Step]:
         """The latest non-exempt steps from position ``start`` on, enough for every pattern.
