@@ -17,7 +17,12 @@ from tokenlean.shorten.options import ShortenOptions
 from tokenlean.shorten.query import matching_lines
 from tokenlean.shorten.text import Lines
 
-_NUMBERED = re.compile(r"\s{0,8}\d{1,7}(?:[:-]|\t| {1,2}(?=\S))")
+_NUMBERED = re.compile(r"\s{0,8}\d{1,7}(?:[:\u2192-]|\t| {1,2}(?=\S))")
+#: A view's line number: ``  12→`` (Claude Code's Read), ``    12\t`` (``cat -n``, ``nl``),
+#: ``12:`` / ``12-`` (``grep -n`` matches and context, SWE-agent's ``open``).
+_VIEW_NUMBER = re.compile(r" {0,10}(\d{1,7})(?:\u2192|\t|:|-)")
+#: ``path:12:`` / ``path-12-``: ``grep -rn`` over several files.
+_PATH_NUMBER = re.compile(r"[^\s:]{1,300}[:-](\d{1,7})[:-]")
 _OUTLINE = (
     "def ",
     "async def ",
@@ -26,8 +31,8 @@ _OUTLINE = (
     "function ",
     "func ",
     "fn ",
-    "pub fn ",
-    "pub struct ",
+    "pub ",
+    "mod ",
     "struct ",
     "impl ",
     "interface ",
@@ -115,6 +120,17 @@ def strip_number(line: str) -> str:
     return line[match.end() :] if match else line
 
 
+def number_prefix(line: str) -> tuple[int, int] | None:
+    """``(number, prefix length)`` when ``line`` starts with a file view's line number."""
+    match = _VIEW_NUMBER.match(line) or _PATH_NUMBER.match(line)
+    if match is None:
+        return None
+    rest = line[match.end() : match.end() + 8]
+    if rest[:1].isdigit() and ":" in rest:  # ``path:12:5:``: a linter's message, not a view
+        return None
+    return int(match.group(1)), match.end()
+
+
 def looks_like_code(items: Sequence[str], sample: int = 400) -> bool:
     """True when most non-blank lines of the first ``sample`` read as source code."""
     body = [strip_number(line) for line in items[:sample] if line.strip()]
@@ -166,14 +182,22 @@ def prose_lines(items: Sequence[str]) -> list[bool]:
 
 
 def code_selection(
-    lines: Lines, terms: Sequence[str], seen: Container[str] | None, options: ShortenOptions
+    lines: Lines,
+    terms: Sequence[str],
+    seen: Container[str] | None,
+    options: ShortenOptions,
+    *,
+    view: bool = False,
 ) -> Selection:
-    """Tiers for source code: outline and query matches first, then their surroundings."""
+    """Tiers for source code: outline and query matches first, then their surroundings (for a
+    file view with line numbers, the whole region around each match)."""
     query = matching_lines(lines, terms)
     outline = outline_lines(lines.items)
     prose = prose_lines(lines.items)
     must = outline | query | {i for i in _ends(lines.items) if not prose[i]}
-    near = _around(query, options.code_context_lines, lines.count)
+    must |= _around(query, options.code_context_lines, lines.count)
+    width = options.view_context_lines if view else options.code_context_lines
+    near = _around(query, width, lines.count)
     near |= {i + 1 for i in outline if i + 1 < lines.count}  # a signature's next line
     forced = dropped_lines(lines, query, seen, options, keep_seen=())
     tiers = [REST] * lines.count

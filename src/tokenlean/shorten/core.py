@@ -6,11 +6,22 @@ from collections.abc import Container, Mapping
 from dataclasses import replace
 from typing import Any, Literal
 
-from tokenlean.shorten.code import code_selection
-from tokenlean.shorten.detect import looks_like_source, parse_json, split_envelope
+from tokenlean.shorten.code import code_selection, looks_like_code
+from tokenlean.shorten.detect import (
+    is_listing,
+    is_prose,
+    looks_like_page,
+    numbered_view,
+    parse_json,
+    runs_own_script,
+    split_envelope,
+    strip_view,
+)
+from tokenlean.shorten.docs import doc_selection
 from tokenlean.shorten.jsonc import crush_json
-from tokenlean.shorten.lines import render
-from tokenlean.shorten.logs import log_selection
+from tokenlean.shorten.lines import MUST, Selection, render
+from tokenlean.shorten.logs import dropped_lines, log_selection
+from tokenlean.shorten.pages import page_selection
 from tokenlean.shorten.markers import Retrieval
 from tokenlean.shorten.options import DEFAULT_OPTIONS, ShortenOptions
 from tokenlean.shorten.query import query_terms
@@ -61,8 +72,9 @@ def shorten(
         terms += [term for term in extra if term not in terms]
     where = retrieval or Retrieval()
     budget = opts.max_tokens - estimate_tokens(envelope.head + envelope.tail)
+    script = runs_own_script(query)
     body, found, omissions = _shorten_body(
-        envelope.body, kind, terms, seen, where, opts, budget, envelope.body_line
+        envelope.body, kind, terms, script, seen, where, opts, budget, envelope.body_line
     )
     new_text = envelope.head + body + envelope.tail
     after = count(new_text) if omissions else before
@@ -75,43 +87,44 @@ def _shorten_body(
     body: str,
     kind: KindChoice,
     terms: list[str],
+    script: bool,
     seen: Container[str] | None,
     retrieval: Retrieval,
     opts: ShortenOptions,
     budget: float,
     line_offset: int,
 ) -> tuple[str, Kind, list[Omission]]:
+    size = estimate_tokens(body)
     if kind in ("auto", "json"):
         ok, parsed = parse_json(body)
         if ok:
-            tries = [
-                (opts.json_max_items, opts.json_keep_head, opts.json_max_string),
-                (max(2, opts.json_max_items // 2), min(1, opts.json_keep_head), 160),
-                (2, 1, 80),
-            ]
-            text, omissions = crush_json(
-                body,
-                parsed,
-                tries=tries,
-                budget=budget,
-                estimate=estimate_tokens,
-                terms=terms,
-                retrieval=retrieval,
-            )
-            return text, "json", omissions
+            return _shorten_json(body, parsed, terms, retrieval, opts, size)
         if kind == "json":
             return body, "json", []
     lines = Lines(body)
+    prefixes = numbered_view(lines.items) if kind in ("auto", "code", "text") else None
+    items = strip_view(lines.items, prefixes) if prefixes else lines.items
+    page = kind == "auto" and prefixes is None and looks_like_page(items)
+    code = kind == "code" or (kind == "auto" and not page and looks_like_code(items))
     found: Kind
-    if kind == "code" or (kind == "auto" and looks_like_source(body)):
-        selection, found = code_selection(lines, terms, seen, opts), "code"
+    if prefixes is not None and size <= opts.view_keep_tokens:
+        # the agent asked for exactly these lines and edits them next: only repeats go
+        selection, found = _whole(lines, seen, opts), "code" if code else "text"
+    elif code:
+        selection = code_selection(lines, terms, seen, opts, view=prefixes is not None)
+        found = "code"
+        budget = _code_budget(budget, size, opts, view=prefixes is not None)
+    elif page:
+        if size <= opts.text_keep_tokens:
+            selection = _whole(lines, seen, opts)
+        else:
+            selection, extra = page_selection(lines, terms, seen, opts)
+            budget += extra
+        found = "page"
     else:
-        selection, found = log_selection(lines, terms, seen, opts)
-        if kind in ("log", "text"):
-            found = kind
-    if found in ("code", "diff"):  # the reader asked for exactly these lines: cut less
-        share = opts.code_keep_percent / 100 * estimate_tokens(body)
-        budget = max(budget + opts.code_max_tokens - opts.max_tokens, share)
+        selection, found, budget = _text_or_log(
+            lines, items, kind, terms, script, seen, opts, budget, size, view=prefixes is not None
+        )
     text, omissions = render(
         lines,
         selection,
@@ -122,3 +135,84 @@ def _shorten_body(
         line_offset=line_offset,
     )
     return text, found, omissions
+
+
+def _text_or_log(
+    lines: Lines,
+    items: list[str],
+    kind: KindChoice,
+    terms: list[str],
+    script: bool,
+    seen: Container[str] | None,
+    opts: ShortenOptions,
+    budget: float,
+    size: int,
+    *,
+    view: bool,
+) -> tuple[Selection, Kind, float]:
+    """Logs keep errors and summaries within the budget; documents, listings and plain text
+    stay whole up to ``text_keep_tokens`` and keep a share of themselves beyond it."""
+    listing = kind == "auto" and not view and is_listing(items)
+    collapse = not listing or lines.count > opts.listing_keep_lines
+    if kind == "log" or (kind == "auto" and not view and not listing and not is_prose(items)):
+        selection, found = log_selection(
+            lines, terms, seen, opts, script=script, collapse=collapse
+        )
+        if kind == "log" or found in ("log", "diff"):
+            if found == "diff":
+                budget = _code_budget(budget, size, opts, view=False)
+            elif script:
+                budget = max(budget, opts.script_max_tokens)
+            return selection, found, budget
+    found = "listing" if listing else "text"
+    if size <= opts.text_keep_tokens:
+        return _whole(lines, seen, opts, collapse=collapse), found, budget
+    selection = doc_selection(lines, items, terms, seen, opts, collapse=collapse)
+    share = opts.text_keep_percent / 100 * size
+    return selection, found, max(budget, share, float(opts.text_keep_tokens) if view else 0.0)
+
+
+def _whole(
+    lines: Lines, seen: Container[str] | None, opts: ShortenOptions, *, collapse: bool = False
+) -> Selection:
+    """Everything kept, but runs of lines already shown (and, with ``collapse``, similar runs)."""
+    forced = dropped_lines(lines, (), seen, opts, keep_seen=(), collapse=collapse)
+    return Selection([MUST] * lines.count, [0] * lines.count, forced, {})
+
+
+def _code_budget(budget: float, size: int, opts: ShortenOptions, *, view: bool) -> float:
+    """Source code and diffs: the reader asked for exactly these lines, so cut less; a long file
+    view keeps at least ``view_keep_tokens``."""
+    share = opts.code_keep_percent / 100 * size
+    floor = float(opts.view_keep_tokens) if view else 0.0
+    return max(budget + opts.code_max_tokens - opts.max_tokens, share, floor)
+
+
+def _shorten_json(
+    body: str,
+    parsed: Any,
+    terms: list[str],
+    retrieval: Retrieval,
+    opts: ShortenOptions,
+    size: int,
+) -> tuple[str, Kind, list[Omission]]:
+    """Records up to ``json_keep_tokens`` stay whole; larger ones lose long uniform arrays'
+    middles and long strings' bodies, mildest first, until they fit that size."""
+    if size <= opts.json_keep_tokens:
+        return body, "json", []
+    limit = opts.json_max_string
+    tries = [
+        (opts.json_max_items, opts.json_keep_head, 4 * limit),
+        (opts.json_max_items, opts.json_keep_head, limit),
+        (opts.json_max_items, min(1, opts.json_keep_head), max(80, limit // 2)),
+    ]
+    text, omissions = crush_json(
+        body,
+        parsed,
+        tries=tries,
+        budget=opts.json_keep_tokens,
+        estimate=estimate_tokens,
+        terms=terms,
+        retrieval=retrieval,
+    )
+    return text, "json", omissions

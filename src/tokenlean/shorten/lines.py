@@ -10,9 +10,9 @@ step is a constant number of passes over the lines.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from tokenlean.shorten.markers import Retrieval, inline_marker, line_marker, note
+from tokenlean.shorten.markers import Retrieval, inline_marker, line_marker, note, trace_marker
 from tokenlean.shorten.report import Omission, Reason
 from tokenlean.shorten.text import Lines, line_cost, line_costs
 
@@ -22,12 +22,17 @@ _GIVE_UP = 64  # consecutive lines that do not fit before the fill stops looking
 
 @dataclass(frozen=True, slots=True)
 class Selection:
-    """What to keep: tier and rank per line, lines forced out, and tied line pairs."""
+    """What to keep: tier and rank per line, lines forced out, and tied line pairs.
+
+    ``repeats`` maps lines forced out as ``"trace"`` to the first and last line (0-based) of
+    the frames they repeat.
+    """
 
     tiers: Sequence[int]
     ranks: Sequence[int]
     forced: Mapping[int, Reason]
     ties: Mapping[int, int]
+    repeats: Mapping[int, tuple[int, int]] = field(default_factory=dict)
 
 
 def render(
@@ -45,7 +50,7 @@ def render(
     costs = line_costs(lines.items)
     keep = _choose(costs, selection, budget, marker_cost)
     _fill_cheap_gaps(costs, keep, selection.forced, marker_cost)
-    return _emit(lines, keep, selection.forced, retrieval, terms, long_line_chars, line_offset)
+    return _emit(lines, keep, selection, retrieval, terms, long_line_chars, line_offset)
 
 
 def _choose(costs: list[float], sel: Selection, budget: float, marker_cost: float) -> list[bool]:
@@ -126,12 +131,13 @@ def _fill_cheap_gaps(
 def _emit(
     lines: Lines,
     keep: list[bool],
-    forced: Mapping[int, Reason],
+    selection: Selection,
     retrieval: Retrieval,
     terms: Sequence[str],
     long_line_chars: int,
     offset: int,
 ) -> tuple[str, list[Omission]]:
+    forced = selection.forced
     out: list[str] = []
     omissions: list[Omission] = []
     carets = 0
@@ -158,7 +164,12 @@ def _emit(
             reason: Reason = reasons.pop() if len(reasons) == 1 else "budget"
             first, last = i + 1 + offset, j + offset
             indent = _indent_of(lines.items[i:j])
-            out.append(line_marker(reason, j - i, first, last, retrieval, indent))
+            origin = selection.repeats.get(i)
+            if reason == "trace" and origin is not None:
+                shown = (origin[0] + 1 + offset, origin[1] + 1 + offset)
+                out.append(trace_marker(j - i, first, last, shown, retrieval, indent))
+            else:
+                out.append(line_marker(reason, j - i, first, last, retrieval, indent))
             omissions.append(Omission(reason, j - i, first, last))
         i = j
     if carets:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Container, Iterable, Sequence
 
-from tokenlean.shorten.classify import classify
+from tokenlean.shorten.classify import classify, value_lines
 from tokenlean.shorten.lines import EDGE, MUST, NEAR, REST, Selection
 from tokenlean.shorten.options import ShortenOptions
 from tokenlean.shorten.query import matching_lines
@@ -16,24 +16,45 @@ _MIN_CARETS = 3
 
 
 def log_selection(
-    lines: Lines, terms: Sequence[str], seen: Container[str] | None, options: ShortenOptions
+    lines: Lines,
+    terms: Sequence[str],
+    seen: Container[str] | None,
+    options: ShortenOptions,
+    *,
+    script: bool = False,
+    collapse: bool = True,
 ) -> tuple[Selection, Kind]:
-    """Tiers for a log: errors, summaries, key traceback frames and query matches are kept."""
+    """Tiers for a log: errors, summaries, key traceback frames and query matches are kept.
+
+    With ``script`` (the output of a script the agent wrote and ran) lines reporting values go
+    right after them; without ``collapse`` similar lines never merge (a listing of paths).
+    Frames that repeat an earlier traceback's frames line for line go, with a pointer to them.
+    """
     marks = classify(lines)
     query = matching_lines(lines, terms)
     must = marks.errors | marks.summaries | marks.key_frames | query | _ends(lines.items)
-    must |= marks.diff_heads
+    must |= marks.diff_heads | marks.flags
     must |= {marks.ties[i] for i in marks.key_frames if i in marks.ties}
     must -= (marks.other_frames | marks.project_frames) - marks.errors - query
     near = _around(marks.errors | query, options.context_lines, lines.count)
     near |= marks.warnings | marks.project_frames | marks.diff_changes
-    protected = marks.errors | marks.summaries | query
+    if script:
+        near |= value_lines(lines)
+    protected = marks.errors | marks.summaries | query | marks.flags
     forced = dropped_lines(
-        lines, protected, seen, options, keep_seen=marks.errors | marks.summaries
+        lines,
+        protected,
+        seen,
+        options,
+        keep_seen=marks.errors | marks.summaries,
+        collapse=collapse,
     )
     if len(marks.carets) >= _MIN_CARETS:  # fewer cost less than the note saying they went
         for i in marks.carets:
             forced[i] = "caret"
+    for i in marks.repeats:
+        forced[i] = "trace"
+    must -= marks.repeats.keys()
     tiers = [REST] * lines.count
     _assign(tiers, edge_lines(lines.count, options), EDGE)
     _assign(tiers, near, NEAR)
@@ -43,7 +64,8 @@ def log_selection(
     )
     if marks.diff_changes and marks.diff_lines >= 0.5 * lines.count:
         kind = "diff"
-    return Selection(tiers, distances(must, lines.count), forced, marks.ties), kind
+    selection = Selection(tiers, distances(must, lines.count), forced, marks.ties, marks.repeats)
+    return selection, kind
 
 
 def dropped_lines(
@@ -53,17 +75,26 @@ def dropped_lines(
     options: ShortenOptions,
     *,
     keep_seen: Collection[int],
+    collapse: bool = True,
+    filler: Collection[int] = (),
 ) -> dict[int, Reason]:
-    """Lines left out whatever the budget: inner lines of similar runs, and runs of lines the
-    reader was already shown (``keep_seen`` lines are never treated as shown)."""
+    """Lines left out whatever the budget: inner lines of similar runs (unless ``collapse`` is
+    off), and runs of lines the reader was already shown (``keep_seen`` lines are never
+    treated as shown; ``filler`` lines never end such a run, and go with it)."""
     forced: dict[int, Reason] = {}
-    for run in similar_runs(lines.items, shapes(lines.text), protected, options.similar_run):
-        exact = all(lines.items[i] == lines.items[run.start] for i in run.drop)
-        for i in run.drop:
-            forced[i] = "repeat" if exact else "similar"
+    if collapse:
+        for run in similar_runs(lines.items, shapes(lines.text), protected, options.similar_run):
+            exact = all(lines.items[i] == lines.items[run.start] for i in run.drop)
+            for i in run.drop:
+                forced[i] = "repeat" if exact else "similar"
     if seen is not None:
         runs = seen_runs(
-            lines.items, seen, keep_seen, min_run=options.seen_run, min_chars=options.seen_min_chars
+            lines.items,
+            seen,
+            keep_seen,
+            min_run=options.seen_run,
+            min_chars=options.seen_min_chars,
+            filler=filler,
         )
         for run in runs:
             for i in run.drop:

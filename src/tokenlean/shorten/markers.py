@@ -15,6 +15,8 @@ _WHAT: dict[str, str] = {
     "caret": "caret lines (^^^)",
     "items": "similar items",
     "chars": "chars",
+    "trace": "traceback lines",
+    "static": "lines of page boilerplate",
 }
 
 
@@ -54,6 +56,17 @@ def line_marker(
     return f"{indent}[... {count} {what} omitted{where} ...]"
 
 
+def trace_marker(
+    count: int, first: int, last: int, origin: tuple[int, int], retrieval: Retrieval, indent: str
+) -> str:
+    """A marker for the frames of a traceback that repeat frames shown above (1-based lines)."""
+    where = f"; {retrieval.hint(first, last)}" if retrieval.tool and retrieval.handle else ""
+    return (
+        f"{indent}[... {count} traceback lines omitted: the same frames as lines "
+        f"{origin[0]}-{origin[1]} above{where} ...]"
+    )
+
+
 def inline_marker(count: int, line: int, retrieval: Retrieval) -> str:
     """An in-line marker standing for ``count`` characters cut out of line ``line``."""
     hint = retrieval.hint(line, line)
@@ -69,15 +82,24 @@ def note(reason: Reason, count: int, retrieval: Retrieval) -> str:
     return f"[... {count} {what} omitted{tail} ...]"
 
 
-def item_marker(count: int, first: int, last: int, retrieval: Retrieval) -> str:
-    """The text of a JSON string element standing for omitted array items."""
+def item_marker(
+    count: int, first: int, last: int, retrieval: Retrieval, names: str = ""
+) -> str:
+    """The text of a JSON string element standing for omitted array items; ``names`` lists
+    their identifiers (e.g. ``number 646-651, 711``)."""
     hint = retrieval.hint()
     tail = f"; {hint}" if hint else ""
-    return f"... {count} similar items omitted (indices {first}-{last}){tail} ..."
+    span = f"index {first}" if first == last else f"indices {first}-{last}"
+    which = f": {names}" if names else ""
+    what = "similar item" if count == 1 else "similar items"
+    return f"... {count} {what} omitted ({span}{which}){tail} ..."
 
 
-def string_marker(count: int, retrieval: Retrieval) -> str:
-    """Appended to a JSON string that was cut short."""
+def string_marker(count: int, retrieval: Retrieval, headings: str = "") -> str:
+    """Appended to a JSON string that was cut short; ``headings`` are the markdown headings of
+    the part cut (one per line), kept as an outline of it."""
     hint = retrieval.hint()
     tail = f"; {hint}" if hint else ""
+    if headings:
+        return f"... [{count} chars omitted{tail}; its headings:]\n{headings}"
     return f"... [{count} chars omitted{tail}]"

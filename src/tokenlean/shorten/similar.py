@@ -67,14 +67,21 @@ def seen_runs(
     *,
     min_run: int,
     min_chars: int,
+    filler: Collection[int] = (),
 ) -> list[Run]:
     """Runs holding at least ``min_run`` lines already shown earlier (``seen`` holds stripped
-    lines). Blank and very short lines inside a run go with it; protected lines end it."""
+    lines). Blank and very short lines inside a run go with it, and so do ``filler`` lines
+    (a page's boilerplate: one pointer per unchanged stretch, not many small ones); protected
+    lines end it."""
 
     def state(i: int) -> int:  # 2: seen, 1: neutral filler, 0: breaks a run
         if i in protected:
             return 0
         stripped = items[i].strip()
+        if stripped in seen and len(stripped) >= min_chars:
+            return 2
+        if i in filler:
+            return 1
         if len(stripped) < min_chars:
             return 1 if len(stripped) <= 3 else 0
         return 2 if stripped in seen else 0
