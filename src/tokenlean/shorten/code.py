@@ -15,7 +15,7 @@ from tokenlean.shorten.lines import MUST, NEAR, PROSE, REST, Selection
 from tokenlean.shorten.logs import _around, _assign, _ends, distances, dropped_lines
 from tokenlean.shorten.options import ShortenOptions
 from tokenlean.shorten.query import matching_lines
-from tokenlean.shorten.text import Lines
+from tokenlean.shorten.text import Lines, is_sentence
 
 _NUMBERED = re.compile(r"\s{0,8}\d{1,7}(?:[:\u2192-]|\t| {1,2}(?=\S))")
 #: A view's line number: ``  12→`` (Claude Code's Read), ``    12\t`` (``cat -n``, ``nl``),
@@ -83,6 +83,7 @@ _CODE_START = (
     "case ",
     '"""',
 )
+_COMMENTS = ("#", "//", "/*", "*", '"' * 3, "'" * 3, "--", ";", "<!--")
 _CODE_END = (":", "{", "}", ";", ",", "(", ")", "[", "]", '"""')
 _LOG_HINTS = (
     "Traceback (most",
@@ -136,9 +137,12 @@ def looks_like_code(items: Sequence[str], sample: int = 400) -> bool:
     body = [strip_number(line) for line in items[:sample] if line.strip()]
     if len(body) < 8:
         return False
-    code = keywords = logs = indented = 0
-    for line in body:
+    code = keywords = logs = indented = prose = 0
+    commented = prose_lines(body)
+    for k, line in enumerate(body):
         stripped = line.strip()
+        if not commented[k] and not stripped.startswith(_COMMENTS) and is_sentence(stripped):
+            prose += 1  # prose outside comments: a document that happens to be indented
         inner = line[:1] in (" ", "\t")
         indented += inner
         if stripped.startswith(_OUTLINE + _CODE_START):
@@ -150,7 +154,7 @@ def looks_like_code(items: Sequence[str], sample: int = 400) -> bool:
             logs += 1
     n = len(body)
     shaped = indented >= 0.2 * n or keywords >= 0.5 * n
-    return code >= 0.45 * n and shaped and logs <= 0.05 * n
+    return code >= 0.45 * n and shaped and logs <= 0.05 * n and prose < 0.25 * n
 
 
 def outline_lines(items: Sequence[str]) -> set[int]:

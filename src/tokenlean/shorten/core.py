@@ -10,6 +10,7 @@ from tokenlean.shorten.code import code_selection, looks_like_code
 from tokenlean.shorten.detect import (
     is_listing,
     is_prose,
+    looks_like_document,
     looks_like_page,
     numbered_view,
     parse_json,
@@ -155,8 +156,9 @@ def _text_or_log(
     listing = kind == "auto" and not view and is_listing(items)
     collapse = not listing or lines.count > opts.listing_keep_lines
     if kind == "log" or (kind == "auto" and not view and not listing and not is_prose(items)):
+        document = kind == "auto" and looks_like_document(items)
         selection, found = log_selection(
-            lines, terms, seen, opts, script=script, collapse=collapse
+            lines, terms, seen, opts, script=script, collapse=collapse, document=document
         )
         if kind == "log" or found in ("log", "diff"):
             if found == "diff":
@@ -197,7 +199,8 @@ def _shorten_json(
     size: int,
 ) -> tuple[str, Kind, list[Omission]]:
     """Records up to ``json_keep_tokens`` stay whole; larger ones lose long uniform arrays'
-    middles and long strings' bodies, mildest first, until they fit that size."""
+    middles and long strings' bodies, mildest first, until they fit that size or
+    ``text_keep_percent`` of theirs."""
     if size <= opts.json_keep_tokens:
         return body, "json", []
     limit = opts.json_max_string
@@ -210,9 +213,23 @@ def _shorten_json(
         body,
         parsed,
         tries=tries,
-        budget=opts.json_keep_tokens,
+        budget=max(opts.json_keep_tokens, opts.text_keep_percent / 100 * size),
         estimate=estimate_tokens,
         terms=terms,
         retrieval=retrieval,
+        documents=lambda value: _document_string(value, terms, retrieval, opts),
     )
     return text, "json", omissions
+
+
+def _document_string(
+    value: str, terms: list[str], retrieval: Retrieval, opts: ShortenOptions
+) -> str | None:
+    """A long markdown string inside JSON (an issue's body), shortened as a document; its
+    markers count the string's own lines, and a closing note says where the whole is."""
+    report = shorten(value, kind="text", query=" ".join(terms), options=opts)
+    if not report.changed:
+        return None
+    hint = retrieval.hint()
+    note = f"\n[... the whole string: {hint} ...]" if hint else ""
+    return report.text + note

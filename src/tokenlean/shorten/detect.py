@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tokenlean.shorten.code import looks_like_code, number_prefix
+from tokenlean.shorten.text import is_sentence
 
 _OPEN = "<output>\n"
 _CLOSE = "</output>"
@@ -128,22 +129,14 @@ def looks_like_document(items: Sequence[str]) -> bool:
         or is_heading(line, sample[i + 1] if i + 1 < len(sample) else "")
         or line.lstrip().startswith(("- ", "* ", "> "))
     )
-    prose = sum(1 for line in sample if _is_sentence(line))
+    prose = sum(1 for line in sample if is_sentence(line))
     return marked >= 0.15 * len(sample) or prose >= 0.5 * len(sample)
 
 
 def is_prose(items: Sequence[str]) -> bool:
     """Mostly sentences (a search snippet, an article), whatever error words it holds."""
     sample = [line for line in items[:SAMPLE_LINES] if line.strip()]
-    return bool(sample) and sum(1 for line in sample if _is_sentence(line)) >= 0.6 * len(sample)
-
-
-def _is_sentence(line: str) -> bool:
-    head = line.strip()[:SCAN_CHARS]
-    if head.startswith(('File "', "at ", "Traceback")) or head.count(" ") < 6:
-        return False
-    letters = sum(1 for ch in head if ch.isalpha())
-    return letters >= 0.6 * len(head) and any(ch.islower() for ch in head[:40])
+    return bool(sample) and sum(1 for line in sample if is_sentence(line)) >= 0.6 * len(sample)
 
 
 def is_listing(items: Sequence[str]) -> bool:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +32,8 @@ _RARE_SHARE = 0.25  # a value held by at most this share of an array's items sta
 _ID_KEYS = ("number", "id", "key", "sha", "name", "title")
 _MAX_NAMED = 24  # identifiers named in one marker, at most
 _MAX_HEADINGS = 40  # markdown headings kept from a cut string, at most
+_DOC_LINES = 8  # a long string with this many lines is a document: shortened as one, first
+_MILD_SLACK = 1.25
 
 
 @dataclass
@@ -41,6 +43,7 @@ class _Crusher:
     max_string: int
     terms: Sequence[str]
     retrieval: Retrieval
+    documents: Callable[[str], str | None] | None = None
     omissions: list[Omission] = field(default_factory=list)
 
     def value(self, value: Any) -> Any:
@@ -55,6 +58,11 @@ class _Crusher:
     def string(self, value: str) -> str:
         if len(value) <= self.max_string:
             return value
+        if self.documents is not None and value.count("\n") >= _DOC_LINES:
+            short = self.documents(value)
+            if short is not None and len(short) < len(value):
+                self.omissions.append(Omission("chars", len(value) - len(short), 0, 0, "chars"))
+                return short
         head = value[: self.max_string]
         rest = value[self.max_string :]
         headings = _headings(rest) if "\n#" in rest else ""
@@ -219,15 +227,22 @@ def crush_json(
     estimate: Any,
     terms: Sequence[str],
     retrieval: Retrieval,
+    documents: Callable[[str], str | None] | None = None,
 ) -> tuple[str, list[Omission]]:
-    """The smallest crushed form of ``parsed`` that fits ``budget`` (or the last try's)."""
+    """The smallest crushed form of ``parsed`` that fits ``budget`` (or the last try's).
+
+    In the first try, long strings of many lines (a markdown body) go through ``documents``
+    (which shortens a document, or returns ``None``) instead of being cut at their head; that
+    mildest form is taken if it is within :data:`_MILD_SLACK` of the budget.
+    """
     layout = _layout(body)
     best: tuple[str, list[Omission]] = (body, [])
-    for max_items, keep_head, max_string in tries:
-        crusher = _Crusher(max_items, keep_head, max_string, terms, retrieval)
+    for n, (max_items, keep_head, max_string) in enumerate(tries):
+        docs = documents if n == 0 else None
+        crusher = _Crusher(max_items, keep_head, max_string, terms, retrieval, docs)
         text = json.dumps(crusher.value(parsed), ensure_ascii=False, **layout)
         if crusher.omissions and len(text) < len(best[0]):
             best = (text, crusher.omissions)
-        if estimate(best[0]) <= budget:
+        if estimate(best[0]) <= budget * (_MILD_SLACK if n == 0 else 1.0):
             break
     return best

@@ -13,6 +13,7 @@ from tokenlean.shorten.similar import seen_runs, shapes, similar_runs
 from tokenlean.shorten.text import Lines
 
 _MIN_CARETS = 3
+_DOC_SIGNALS = 0.1  # a document may mention errors on this share of its lines and stay one
 
 
 def log_selection(
@@ -23,11 +24,13 @@ def log_selection(
     *,
     script: bool = False,
     collapse: bool = True,
+    document: bool = False,
 ) -> tuple[Selection, Kind]:
     """Tiers for a log: errors, summaries, key traceback frames and query matches are kept.
 
     With ``script`` (the output of a script the agent wrote and ran) lines reporting values go
-    right after them; without ``collapse`` similar lines never merge (a listing of paths).
+    right after them; without ``collapse`` similar lines never merge (a listing of paths). A
+    ``document`` (markdown, prose) with few error lines and no traceback stays ``"text"``.
     Frames that repeat an earlier traceback's frames line for line go, with a pointer to them.
     """
     marks = classify(lines)
@@ -59,9 +62,10 @@ def log_selection(
     _assign(tiers, edge_lines(lines.count, options), EDGE)
     _assign(tiers, near, NEAR)
     _assign(tiers, must, MUST)
-    kind: Kind = (
-        "log" if marks.errors or marks.summaries or marks.ties or marks.warnings else "text"
-    )
+    signals = marks.errors | marks.summaries | marks.warnings
+    kind: Kind = "log" if signals or marks.ties else "text"
+    if document and not marks.ties and len(signals) <= _DOC_SIGNALS * lines.count:
+        kind = "text"
     if marks.diff_changes and marks.diff_lines >= 0.5 * lines.count:
         kind = "diff"
     selection = Selection(tiers, distances(must, lines.count), forced, marks.ties, marks.repeats)
