@@ -22,9 +22,9 @@ from tokenlean.shorten.docs import doc_selection
 from tokenlean.shorten.jsonc import crush_json
 from tokenlean.shorten.lines import MUST, Selection, render
 from tokenlean.shorten.logs import dropped_lines, log_selection
-from tokenlean.shorten.pages import page_selection
 from tokenlean.shorten.markers import Retrieval
 from tokenlean.shorten.options import DEFAULT_OPTIONS, ShortenOptions
+from tokenlean.shorten.pages import page_selection
 from tokenlean.shorten.query import query_terms
 from tokenlean.shorten.report import Kind, Omission, ShortenReport
 from tokenlean.shorten.text import Lines, estimate_tokens
@@ -160,7 +160,7 @@ def _text_or_log(
         selection, found = log_selection(
             lines, terms, seen, opts, script=script, collapse=collapse, document=document
         )
-        if kind == "log" or found in ("log", "diff"):
+        if kind == "log" or found in ("log", "diff") or (script and not document):
             if found == "diff":
                 budget = _code_budget(budget, size, opts, view=False)
             elif script:

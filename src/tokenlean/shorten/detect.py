@@ -174,16 +174,18 @@ def page_role(line: str) -> str | None:
 
 
 def is_interactive(line: str) -> bool:
-    """An element the agent can act on: a tree line with an id and an interactive role, or an
-    HTML form control or link."""
+    """An element the agent can act on: a tree line with a ``BID:``, or with an id and an
+    interactive role, or an HTML form control or link."""
     stripped = line.lstrip()
     if stripped.startswith("<"):
         head = stripped[:SCAN_CHARS]
         return any(tag in head for tag in _HTML_INTERACTIVE)
+    if stripped.startswith("BID:"):
+        return True  # only elements the agent can target get a ``BID:`` (labels included)
     role = page_role(line)
     if role is None or role not in INTERACTIVE_ROLES:
         return False
-    return "BID:" in line[:120] or stripped.startswith("[") or "[ref=" in line
+    return stripped.startswith("[") or "[ref=" in line
 
 
 def looks_like_page(items: Sequence[str]) -> bool:

@@ -10,7 +10,7 @@ from tokenlean.shorten.options import ShortenOptions
 from tokenlean.shorten.query import matching_lines
 from tokenlean.shorten.report import Kind, Reason
 from tokenlean.shorten.similar import seen_runs, shapes, similar_runs
-from tokenlean.shorten.text import Lines
+from tokenlean.shorten.text import Lines, line_cost
 
 _MIN_CARETS = 3
 _DOC_SIGNALS = 0.1  # a document may mention errors on this share of its lines and stay one
@@ -41,9 +41,11 @@ def log_selection(
     must -= (marks.other_frames | marks.project_frames) - marks.errors - query
     near = _around(marks.errors | query, options.context_lines, lines.count)
     near |= marks.warnings | marks.project_frames | marks.diff_changes
-    if script:
-        near |= value_lines(lines)
-    protected = marks.errors | marks.summaries | query | marks.flags
+    values = value_lines(lines) if script else set()
+    must |= _first_within(lines.items, values, options.script_max_tokens)
+    near |= values
+    # a script's values differ in their digits only: similar-line collapse would drop them
+    protected = marks.errors | marks.summaries | query | marks.flags | values
     forced = dropped_lines(
         lines,
         protected,
@@ -104,6 +106,18 @@ def dropped_lines(
             for i in run.drop:
                 forced[i] = "seen"
     return forced
+
+
+def _first_within(items: Sequence[str], indices: Collection[int], budget: float) -> set[int]:
+    """The first of ``indices`` (in order) whose lines together cost at most ``budget``."""
+    out: set[int] = set()
+    spent = 0.0
+    for i in sorted(indices):
+        spent += line_cost(items[i])
+        if spent > budget:
+            break
+        out.add(i)
+    return out
 
 
 def edge_lines(n: int, options: ShortenOptions) -> set[int]:

@@ -16,7 +16,6 @@ _WHAT: dict[str, str] = {
     "items": "similar items",
     "chars": "chars",
     "trace": "traceback lines",
-    "static": "lines of page boilerplate",
 }
 
 
@@ -82,9 +81,7 @@ def note(reason: Reason, count: int, retrieval: Retrieval) -> str:
     return f"[... {count} {what} omitted{tail} ...]"
 
 
-def item_marker(
-    count: int, first: int, last: int, retrieval: Retrieval, names: str = ""
-) -> str:
+def item_marker(count: int, first: int, last: int, retrieval: Retrieval, names: str = "") -> str:
     """The text of a JSON string element standing for omitted array items; ``names`` lists
     their identifiers (e.g. ``number 646-651, 711``)."""
     hint = retrieval.hint()

@@ -75,8 +75,9 @@ class ShortenOptions:
             floor = 0 if f.name in _MAY_BE_ZERO else 1
             if value < floor:
                 raise ValueError(f"{f.name} must be >= {floor}, got {value}")
-        if self.code_keep_percent > 100:
-            raise ValueError(f"code_keep_percent must be <= 100, got {self.code_keep_percent}")
+        for name in ("code_keep_percent", "text_keep_percent"):
+            if getattr(self, name) > 100:
+                raise ValueError(f"{name} must be <= 100, got {getattr(self, name)}")
         if self.similar_run < 3:
             raise ValueError(f"similar_run must be >= 3, got {self.similar_run}")
         if self.long_line_chars < 200:
@@ -91,6 +92,12 @@ _MAY_BE_ZERO = frozenset(
         "context_lines",
         "code_context_lines",
         "json_keep_head",
+        "json_keep_tokens",
+        "text_keep_tokens",
+        "text_keep_percent",
+        "view_keep_tokens",
+        "view_context_lines",
+        "listing_keep_lines",
     }
 )
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Container, Sequence
 
 from tokenlean.shorten.detect import is_interactive, page_role
-from tokenlean.shorten.lines import MUST, NEAR, REST, Selection
+from tokenlean.shorten.lines import MUST, NEAR, PROSE, REST, Selection
 from tokenlean.shorten.logs import _around, _assign, _ends, distances, dropped_lines
 from tokenlean.shorten.options import ShortenOptions
 from tokenlean.shorten.query import matching_lines
@@ -54,13 +54,11 @@ def page_selection(
         keep_seen=(),
         filler=set(range(lines.count)) - interactive - query,
     )
-    for i in boiler:
-        forced.setdefault(i, "static")
     tiers = [REST] * lines.count
     _assign(tiers, near - boiler, NEAR)
     _assign(tiers, must, MUST)
-    for i in boiler:
-        tiers[i] = REST
+    for i in boiler - must:
+        tiers[i] = PROSE  # last in, and back only where cheaper than a marker
     extra = sum(line_cost(items[i]) for i in must if i not in forced)
     return Selection(tiers, distances(must, lines.count), forced, {}), extra
 

@@ -9,8 +9,7 @@ from typing import Literal
 Kind = Literal["log", "code", "diff", "json", "text", "page", "listing"]
 #: Why a stretch was left out.
 Reason = Literal[
-    "similar", "repeat", "seen", "budget", "long-line", "caret", "items", "chars", "trace",
-    "static",
+    "similar", "repeat", "seen", "budget", "long-line", "caret", "items", "chars", "trace"
 ]  # fmt: skip
 
 
