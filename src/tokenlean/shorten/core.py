@@ -9,7 +9,6 @@ from typing import Any, Literal
 from tokenlean.shorten.code import code_selection, looks_like_code
 from tokenlean.shorten.detect import (
     is_listing,
-    is_prose,
     looks_like_document,
     looks_like_page,
     numbered_view,
@@ -155,7 +154,7 @@ def _text_or_log(
     stay whole up to ``text_keep_tokens`` and keep a share of themselves beyond it."""
     listing = kind == "auto" and not view and is_listing(items)
     collapse = not listing or lines.count > opts.listing_keep_lines
-    if kind == "log" or (kind == "auto" and not view and not listing and not is_prose(items)):
+    if kind == "log" or (kind == "auto" and not view and not listing):
         document = kind == "auto" and looks_like_document(items)
         selection, found = log_selection(
             lines, terms, seen, opts, script=script, collapse=collapse, document=document

@@ -98,8 +98,9 @@ def strip_view(items: Sequence[str], prefixes: Sequence[int]) -> list[str]:
 
 # -- documents, listings and pages ----------------------------------------------------------------
 
-_TABLE_RULE = frozenset("|-: ")
 _UNDERLINE = frozenset("=-")
+_PROSE_LINES = 30  # a few sentence lines: a snippet or a paragraph, not a log
+_PARAGRAPH = 120  # mean characters per line of text written in paragraphs
 
 
 def is_heading(line: str, below: str = "") -> bool:
@@ -118,10 +119,10 @@ def is_table_row(line: str) -> bool:
 
 
 def looks_like_document(items: Sequence[str]) -> bool:
-    """Markdown or prose: headings, tables or bullets, or mostly sentences."""
+    """Markdown (headings, tables or bullets on many lines) or prose."""
     sample = [line for line in items[:SAMPLE_LINES] if line.strip()]
     if len(sample) < 3:
-        return False
+        return is_prose(sample)
     marked = sum(
         1
         for i, line in enumerate(sample)
@@ -129,14 +130,16 @@ def looks_like_document(items: Sequence[str]) -> bool:
         or is_heading(line, sample[i + 1] if i + 1 < len(sample) else "")
         or line.lstrip().startswith(("- ", "* ", "> "))
     )
-    prose = sum(1 for line in sample if is_sentence(line))
-    return marked >= 0.15 * len(sample) or prose >= 0.5 * len(sample)
+    return marked >= 0.15 * len(sample) or is_prose(sample)
 
 
 def is_prose(items: Sequence[str]) -> bool:
-    """Mostly sentences (a search snippet, an article), whatever error words it holds."""
+    """Mostly sentences in paragraphs (a search snippet, an article), whatever error words it
+    holds. Many short sentence-like lines are more likely a log (``worker 3: fetched ...``)."""
     sample = [line for line in items[:SAMPLE_LINES] if line.strip()]
-    return bool(sample) and sum(1 for line in sample if is_sentence(line)) >= 0.6 * len(sample)
+    if not sample or sum(1 for line in sample if is_sentence(line)) < 0.6 * len(sample):
+        return False
+    return len(sample) <= _PROSE_LINES or sum(map(len, sample)) >= _PARAGRAPH * len(sample)
 
 
 def is_listing(items: Sequence[str]) -> bool:

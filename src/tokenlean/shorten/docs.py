@@ -1,8 +1,8 @@
 """Documents: markdown, articles, converted PDFs and web pages a research agent reads.
 
 Headings (with the lines around them, where sections start and end), the header rows of
-tables, conclusions (``Therefore ... 0.1777 m3``) and lines holding the query's rarer terms are
-kept; table rows and lines holding its common terms come next, then the text nearest to them
+tables, conclusions (``Therefore ... 0.1777 m3``), error lines and lines holding the query's
+rarer terms are kept; table rows and lines holding its common terms come next, then the text nearest to them
 while the budget lasts. Reference lists, notes and link sections go first. Long lines are cut
 around query matches by the line engine.
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Container, Sequence
 
+from tokenlean.shorten.classify import error_lines
 from tokenlean.shorten.detect import is_heading, is_table_row
 from tokenlean.shorten.lines import MUST, NEAR, PROSE, REST, Selection
 from tokenlean.shorten.logs import _around, _assign, _ends, distances, dropped_lines
@@ -56,7 +57,8 @@ def doc_selection(
     table_heads = {i for i in tables if i - 1 not in tables} | {
         i + 1 for i in tables if i - 1 not in tables and i + 1 in tables
     }
-    must = headings | table_heads | rare | _conclusions(lines, back) | _ends(items)
+    errors = set(error_lines(lines.text)) - back
+    must = headings | table_heads | rare | errors | _conclusions(lines, back) | _ends(items)
     near = _around(headings, _HEADING_CONTEXT, n) | _around(rare, options.context_lines, n)
     near |= tables | query
     forced = dropped_lines(lines, must, seen, options, keep_seen=(), collapse=collapse)
