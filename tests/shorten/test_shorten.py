@@ -202,7 +202,8 @@ def test_json_arrays_are_crushed_and_stay_valid() -> None:
     assert sum(int(m.split()[1]) for m in markers) == 60 - len(kept)
     assert all('read_original("o1a2b3")' in m for m in markers)
     assert report.text.startswith("{\n  ")  # the input's layout is kept
-    tight = json.loads(shorten(text, query="needle", max_tokens=50).text)  # still valid, same keys
+    tighter = ShortenOptions(json_keep_tokens=50, text_keep_percent=5)
+    tight = json.loads(shorten(text, query="needle", options=tighter).text)  # valid, same keys
     assert [x["id"] for x in tight["items"] if isinstance(x, dict)] == [0, 17, 33, 41, 59]
 
 
@@ -212,7 +213,10 @@ def test_long_strings_in_json_are_cut_inside_the_string() -> None:
     assert data["ok"] is True and data["log"].endswith("chars omitted]")
     kept = json.loads(shorten(text, retrieval=HINT).text)["log"]
     assert kept.endswith('chars omitted; read_original("o1a2b3")]')
-    assert len(data["log"]) < 600
+    assert len(data["log"]) < 2000  # cut first at four times json_max_string
+    tighter = ShortenOptions(json_keep_tokens=50, text_keep_percent=5)
+    tight = json.loads(shorten(text, options=tighter).text)["log"]
+    assert len(tight) < 600
 
 
 def test_a_10mb_single_line_finishes_and_keeps_query_windows() -> None:

@@ -59,9 +59,9 @@ _MIN_REPEAT = 2  # frames lines: fewer cost less than the marker that stands for
 class LogMarks:
     """Line indices by role. ``ties`` maps a frame line to the code line that belongs to it.
 
-    ``flags`` hold flag-like values (``FLAG{...}``, ``HTB{...}``); ``repeats`` maps each line of a
-    traceback's frames that repeat an earlier traceback's frames exactly to the first and last
-    line (0-based) of those earlier frames.
+    ``flags`` hold flag-like values (``FLAG{...}``, ``HTB{...}``); ``repeats`` maps each line of
+    a traceback (or of its frames) that repeats an earlier one line for line to the first and
+    last line (0-based) of the earlier copy (see :func:`repeated_frames`).
 
     Key frames are each traceback's first frame and the frames nearest its exception; the
     other frames are split into the project's and libraries' (``site-packages``, ``<frozen>``).
@@ -233,12 +233,17 @@ def value_lines(lines: Lines) -> set[int]:
 
 
 def repeated_frames(lines: Lines) -> dict[int, tuple[int, int]]:
-    """Frames of tracebacks that repeat an earlier traceback's frames line for line.
+    """Lines of tracebacks that repeat an earlier traceback, mapped to the first and last line
+    (0-based) of the earlier copy.
 
-    A traceback's frames are the indented lines after its ``Traceback (most recent call
-    last):`` line; each traceback is read once, so this is linear in the text.
+    A traceback is its ``Traceback (most recent call last):`` line, the indented frame lines
+    under it and the exception line after them. When all of it repeats an earlier one, all of
+    it maps to that copy; when only the frames do (the same failure with another message), the
+    frames map to the earlier frames and the header and exception line stay. Each traceback is
+    read once, so this is linear in the text.
     """
-    first: dict[tuple[str, ...], tuple[int, int]] = {}
+    blocks: dict[tuple[str, ...], tuple[int, int]] = {}
+    frames_seen: dict[tuple[str, ...], tuple[int, int]] = {}
     out: dict[int, tuple[int, int]] = {}
     items = lines.items
     for head in lines.find_all(_TRACE_HEAD):
@@ -248,9 +253,17 @@ def repeated_frames(lines: Lines) -> dict[int, tuple[int, int]]:
         if end - start < _MIN_REPEAT:
             continue
         frames = tuple(items[start:end])
-        if frames in first:
+        exception = items[end] if end < len(items) else ""
+        header = items[head][items[head].find(_TRACE_HEAD) :]
+        block = (header, *frames, exception)
+        if exception.strip() and block in blocks:
+            for i in range(head, end + 1):
+                out[i] = blocks[block]
+        elif frames in frames_seen:
             for i in range(start, end):
-                out[i] = first[frames]
+                out[i] = frames_seen[frames]
         else:
-            first[frames] = (start, end - 1)
+            frames_seen[frames] = (start, end - 1)
+            if exception.strip():
+                blocks[block] = (head, end)
     return out

@@ -15,7 +15,7 @@ from tokenlean.shorten.lines import MUST, NEAR, PROSE, REST, Selection
 from tokenlean.shorten.logs import _around, _assign, _ends, distances, dropped_lines
 from tokenlean.shorten.options import ShortenOptions
 from tokenlean.shorten.query import matching_lines
-from tokenlean.shorten.text import Lines, is_sentence
+from tokenlean.shorten.text import Lines, is_sentence, line_cost
 
 _NUMBERED = re.compile(r"\s{0,8}\d{1,7}(?:[:\u2192-]|\t| {1,2}(?=\S))")
 #: A view's line number: ``  12→`` (Claude Code's Read), ``    12\t`` (``cat -n``, ``nl``),
@@ -185,6 +185,22 @@ def prose_lines(items: Sequence[str]) -> list[bool]:
     return out
 
 
+def _nearest_within(
+    items: Sequence[str], region: set[int], anchors: set[int], budget: float
+) -> set[int]:
+    """The lines of ``region`` nearest to an anchor whose lines together cost at most
+    ``budget``."""
+    dist = distances(anchors, len(items))
+    out: set[int] = set()
+    spent = 0.0
+    for i in sorted(region, key=lambda k: (dist[k], k)):
+        spent += line_cost(items[i])
+        if spent > budget:
+            break
+        out.add(i)
+    return out
+
+
 def code_selection(
     lines: Lines,
     terms: Sequence[str],
@@ -199,11 +215,13 @@ def code_selection(
     outline = outline_lines(lines.items)
     prose = prose_lines(lines.items)
     must = outline | query | {i for i in _ends(lines.items) if not prose[i]}
-    must |= _around(query, options.code_context_lines, lines.count)
-    width = options.view_context_lines if view else options.code_context_lines
-    near = _around(query, width, lines.count)
+    near = _around(query, options.code_context_lines, lines.count)
     near |= {i + 1 for i in outline if i + 1 < lines.count}  # a signature's next line
-    forced = dropped_lines(lines, query, seen, options, keep_seen=())
+    if view:  # the region around what the query names, nearest first, up to a view's size
+        region = _around(query, options.view_context_lines, lines.count)
+        near |= region
+        must |= _nearest_within(lines.items, region, query, options.view_keep_tokens)
+    forced = dropped_lines(lines, query | outline, seen, options, keep_seen=())
     tiers = [REST] * lines.count
     _assign(tiers, near, NEAR)
     for i, is_prose in enumerate(prose):

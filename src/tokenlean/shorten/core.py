@@ -125,13 +125,16 @@ def _shorten_body(
         selection, found, budget = _text_or_log(
             lines, items, kind, terms, script, seen, opts, budget, size, view=prefixes is not None
         )
+    long_line = opts.long_line_chars
+    if selection.whole:  # kept whole: so are its long lines
+        long_line = max(long_line, *map(len, lines.items))
     text, omissions = render(
         lines,
         selection,
         budget=budget,
         retrieval=retrieval,
         terms=terms,
-        long_line_chars=opts.long_line_chars,
+        long_line_chars=long_line,
         line_offset=line_offset,
     )
     return text, found, omissions
@@ -178,7 +181,7 @@ def _whole(
 ) -> Selection:
     """Everything kept, but runs of lines already shown (and, with ``collapse``, similar runs)."""
     forced = dropped_lines(lines, (), seen, opts, keep_seen=(), collapse=collapse)
-    return Selection([MUST] * lines.count, [0] * lines.count, forced, {})
+    return Selection([MUST] * lines.count, [0] * lines.count, forced, {}, whole=True)
 
 
 def _code_budget(budget: float, size: int, opts: ShortenOptions, *, view: bool) -> float:

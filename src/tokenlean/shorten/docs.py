@@ -2,9 +2,9 @@
 
 Headings (with the lines around them, where sections start and end), the header rows of
 tables, conclusions (``Therefore ... 0.1777 m3``), error lines and lines holding the query's
-rarer terms are kept; table rows and lines holding its common terms come next, then the text nearest to them
-while the budget lasts. Reference lists, notes and link sections go first. Long lines are cut
-around query matches by the line engine.
+rarer terms are kept; table rows and lines holding its common terms come next, then the text
+nearest to them while the budget lasts. Reference lists, notes and link sections go first.
+Long lines are cut around query matches by the line engine.
 """
 
 from __future__ import annotations

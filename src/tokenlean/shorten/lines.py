@@ -25,7 +25,8 @@ class Selection:
     """What to keep: tier and rank per line, lines forced out, and tied line pairs.
 
     ``repeats`` maps lines forced out as ``"trace"`` to the first and last line (0-based) of
-    the frames they repeat.
+    the traceback lines they repeat. A ``whole`` selection keeps every line not forced out,
+    long lines included.
     """
 
     tiers: Sequence[int]
@@ -33,6 +34,7 @@ class Selection:
     forced: Mapping[int, Reason]
     ties: Mapping[int, int]
     repeats: Mapping[int, tuple[int, int]] = field(default_factory=dict)
+    whole: bool = False
 
 
 def render(
@@ -164,10 +166,14 @@ def _emit(
             reason: Reason = reasons.pop() if len(reasons) == 1 else "budget"
             first, last = i + 1 + offset, j + offset
             indent = _indent_of(lines.items[i:j])
-            origin = selection.repeats.get(i)
-            if reason == "trace" and origin is not None:
-                shown = (origin[0] + 1 + offset, origin[1] + 1 + offset)
-                out.append(trace_marker(j - i, first, last, shown, retrieval, indent))
+            origin = _copied(selection, forced, i, j)
+            if origin is not None:
+                shown, copies = (origin[0] + 1 + offset, origin[1] + 1 + offset), origin[2]
+                others = j - i - origin[3]
+                out.append(
+                    trace_marker(j - i, first, last, shown, copies, others, retrieval, indent)
+                )
+                reason = "trace"
             else:
                 out.append(line_marker(reason, j - i, first, last, retrieval, indent))
             omissions.append(Omission(reason, j - i, first, last))
@@ -177,6 +183,22 @@ def _emit(
         out.insert(at, note("caret", carets, retrieval))
         omissions.append(Omission("caret", carets, 0, 0))
     return "\n".join(out), omissions
+
+
+def _copied(
+    selection: Selection, forced: Mapping[int, Reason], i: int, j: int
+) -> tuple[int, int, int, int] | None:
+    """When lines ``i``..``j-1`` are mostly copies of tracebacks shown above: the first and last
+    line of what they copy, how many copies of one traceback they are (0: of several), and
+    how many of the stretch's lines they fill."""
+    traced = [k for k in range(i, j) if forced.get(k) == "trace"]
+    if not traced or 2 * len(traced) < j - i:
+        return None
+    origins = {selection.repeats[k] for k in traced}
+    first = min(start for start, _ in origins)
+    last = max(end for _, end in origins)
+    starts = sum(1 for k in traced if k == i or forced.get(k - 1) != "trace")
+    return first, last, starts if len(origins) == 1 else 0, len(traced)
 
 
 def _indent_of(block: Sequence[str]) -> str:

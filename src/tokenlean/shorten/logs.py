@@ -53,12 +53,11 @@ def log_selection(
         options,
         keep_seen=marks.errors | marks.summaries,
         collapse=collapse,
+        copies=marks.repeats.keys(),
     )
     if len(marks.carets) >= _MIN_CARETS:  # fewer cost less than the note saying they went
         for i in marks.carets:
             forced[i] = "caret"
-    for i in marks.repeats:
-        forced[i] = "trace"
     must -= marks.repeats.keys()
     tiers = [REST] * lines.count
     _assign(tiers, edge_lines(lines.count, options), EDGE)
@@ -83,16 +82,25 @@ def dropped_lines(
     keep_seen: Collection[int],
     collapse: bool = True,
     filler: Collection[int] = (),
+    copies: Collection[int] = (),
 ) -> dict[int, Reason]:
-    """Lines left out whatever the budget: inner lines of similar runs (unless ``collapse`` is
-    off), and runs of lines the reader was already shown (``keep_seen`` lines are never
-    treated as shown; ``filler`` lines never end such a run, and go with it)."""
-    forced: dict[int, Reason] = {}
+    """Lines left out whatever the budget: ``copies`` (lines of a repeated traceback), inner
+    lines of similar runs (unless ``collapse`` is off; the lines between copies count as
+    adjacent, so ``job 3 failed:`` lines around copies collapse too), and runs of lines the
+    reader was already shown (``keep_seen`` lines are never treated as shown; ``filler`` lines
+    never end such a run, and go with it)."""
+    forced: dict[int, Reason] = dict.fromkeys(copies, "trace")
     if collapse:
-        for run in similar_runs(lines.items, shapes(lines.text), protected, options.similar_run):
-            exact = all(lines.items[i] == lines.items[run.start] for i in run.drop)
-            for i in run.drop:
-                forced[i] = "repeat" if exact else "similar"
+        order = [i for i in range(lines.count) if i not in forced] if forced else None
+        items = lines.items if order is None else [lines.items[i] for i in order]
+        shaped = shapes(lines.text)
+        if order is not None:
+            shaped = [shaped[i] for i in order]
+            protected = {k for k, i in enumerate(order) if i in protected}
+        for run in similar_runs(items, shaped, protected, options.similar_run):
+            exact = all(items[k] == items[run.start] for k in run.drop)
+            for k in run.drop:
+                forced[k if order is None else order[k]] = "repeat" if exact else "similar"
     if seen is not None:
         runs = seen_runs(
             lines.items,

@@ -56,13 +56,26 @@ def line_marker(
 
 
 def trace_marker(
-    count: int, first: int, last: int, origin: tuple[int, int], retrieval: Retrieval, indent: str
+    count: int,
+    first: int,
+    last: int,
+    origin: tuple[int, int],
+    copies: int,
+    others: int,
+    retrieval: Retrieval,
+    indent: str = "",
 ) -> str:
-    """A marker for the frames of a traceback that repeat frames shown above (1-based lines)."""
+    """A marker for ``copies`` copies of traceback lines ``origin`` (1-based, shown above; 0:
+    copies of several tracebacks there) and ``others`` lines between them, standing in lines
+    ``first``..``last``."""
     where = f"; {retrieval.hint(first, last)}" if retrieval.tool and retrieval.handle else ""
+    what = "a copy of" if copies == 1 else f"{copies} copies of" if copies else "copies of the"
+    what += " lines" if copies else " tracebacks in lines"
+    between = f" and {others} other line{'s' if others > 1 else ''}" if others else ""
+    unit = "lines" if others else "traceback lines"
     return (
-        f"{indent}[... {count} traceback lines omitted: the same frames as lines "
-        f"{origin[0]}-{origin[1]} above{where} ...]"
+        f"{indent}[... {count} {unit} omitted: {what} {origin[0]}-{origin[1]} "
+        f"above{between}{where} ...]"
     )
 
 
