@@ -45,6 +45,7 @@ class _Crusher:
     retrieval: Retrieval
     documents: Callable[[str], str | None] | None = None
     omissions: list[Omission] = field(default_factory=list)
+    hinted: bool = False  # a marker above already says how to read the original back
 
     def value(self, value: Any) -> Any:
         if isinstance(value, str):
@@ -68,7 +69,9 @@ class _Crusher:
         headings = _headings(rest) if "\n#" in rest else ""
         cut = len(rest) - len(headings)
         self.omissions.append(Omission("chars", cut, 0, 0, "chars"))
-        return head + string_marker(cut, self.retrieval, headings)
+        marker = string_marker(cut, self.retrieval, headings, hinted=self.hinted)
+        self.hinted = True
+        return head + marker
 
     def array(self, items: list[Any]) -> list[Any]:
         if len(items) <= self.max_items:
@@ -87,7 +90,8 @@ class _Crusher:
             while j < len(items) and j not in keep:
                 j += 1
             names = _names(items[i:j])
-            out.append(item_marker(j - i, i, j - 1, self.retrieval, names))
+            out.append(item_marker(j - i, i, j - 1, self.retrieval, names, hinted=self.hinted))
+            self.hinted = True
             self.omissions.append(Omission("items", j - i, 0, 0, "items"))
             i = j
         return out

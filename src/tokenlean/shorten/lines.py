@@ -48,7 +48,8 @@ def render(
     line_offset: int = 0,
 ) -> tuple[str, list[Omission]]:
     """The shortened text and its omissions (line numbers shifted by ``line_offset``)."""
-    marker_cost = line_cost(line_marker("budget", 99, 100, 199, retrieval))
+    # every marker but the first names only its lines (the first says how to read them back)
+    marker_cost = line_cost(line_marker("budget", 99, 100, 199, retrieval, hinted=True))
     costs = line_costs(lines.items)
     keep = _choose(costs, selection, budget, marker_cost)
     _fill_cheap_gaps(costs, keep, selection.forced, marker_cost)
@@ -143,12 +144,15 @@ def _emit(
     out: list[str] = []
     omissions: list[Omission] = []
     carets = 0
+    hinted = False  # whether a marker above already says how to read the original back
     i, n = 0, lines.count
     while i < n:
         if keep[i]:
             line = lines.items[i]
             if len(line) > long_line_chars:
-                line, cut = cut_line(line, terms, long_line_chars, i + 1 + offset, retrieval)
+                number = i + 1 + offset
+                line, cut = cut_line(line, terms, long_line_chars, number, retrieval, hinted)
+                hinted = True
                 omissions.append(
                     Omission("long-line", cut, i + 1 + offset, i + 1 + offset, "chars")
                 )
@@ -171,11 +175,15 @@ def _emit(
                 shown, copies = (origin[0] + 1 + offset, origin[1] + 1 + offset), origin[2]
                 others = j - i - origin[3]
                 out.append(
-                    trace_marker(j - i, first, last, shown, copies, others, retrieval, indent)
+                    trace_marker(
+                        j - i, first, last, shown, copies, others, retrieval, indent, hinted=hinted
+                    )
                 )
                 reason = "trace"
             else:
-                out.append(line_marker(reason, j - i, first, last, retrieval, indent))
+                marker = line_marker(reason, j - i, first, last, retrieval, indent, hinted=hinted)
+                out.append(marker)
+            hinted = True
             omissions.append(Omission(reason, j - i, first, last))
         i = j
     if carets:
@@ -209,7 +217,12 @@ def _indent_of(block: Sequence[str]) -> str:
 
 
 def cut_line(
-    line: str, terms: Sequence[str], limit: int, number: int, retrieval: Retrieval
+    line: str,
+    terms: Sequence[str],
+    limit: int,
+    number: int,
+    retrieval: Retrieval,
+    hinted: bool = False,
 ) -> tuple[str, int]:
     """``line`` cut to about ``limit`` characters: its head, its tail and windows around the
     first query matches; returns the new line and how many characters went."""
@@ -233,7 +246,8 @@ def cut_line(
     cut, pos = 0, 0
     for start, end in merged:
         if start > pos:
-            parts.append(inline_marker(start - pos, number, retrieval))
+            parts.append(inline_marker(start - pos, number, retrieval, hinted=hinted))
+            hinted = True
             cut += start - pos
         parts.append(line[start:end])
         pos = end

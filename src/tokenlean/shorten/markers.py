@@ -39,14 +39,27 @@ class Retrieval:
 
 
 def line_marker(
-    reason: Reason, count: int, first: int, last: int, retrieval: Retrieval, indent: str = ""
+    reason: Reason,
+    count: int,
+    first: int,
+    last: int,
+    retrieval: Retrieval,
+    indent: str = "",
+    *,
+    hinted: bool = False,
 ) -> str:
-    """A marker line standing for ``count`` omitted lines ``first``..``last`` (1-based)."""
+    """A marker line standing for ``count`` omitted lines ``first``..``last`` (1-based).
+
+    ``hinted``: an earlier marker of the same text already says how to read the original back
+    (the tool and the handle), so this one only names its lines.
+    """
     what = _WHAT[reason]
     if count == 1 and what.endswith("lines"):
         what = what[:-1]
     span = f"line {first}" if first == last else f"lines {first}-{last}"
-    if retrieval.tool and retrieval.handle:
+    if retrieval.tool and retrieval.handle and hinted:
+        where = f" ({first}-{last})" if first != last else f" ({first})"
+    elif retrieval.tool and retrieval.handle:
         where = f"; {retrieval.hint(first, last)}"
     elif retrieval.handle:
         where = f' (output {span} of "{retrieval.handle}")'
@@ -64,11 +77,14 @@ def trace_marker(
     others: int,
     retrieval: Retrieval,
     indent: str = "",
+    *,
+    hinted: bool = False,
 ) -> str:
     """A marker for ``copies`` copies of traceback lines ``origin`` (1-based, shown above; 0:
     copies of several tracebacks there) and ``others`` lines between them, standing in lines
     ``first``..``last``."""
-    where = f"; {retrieval.hint(first, last)}" if retrieval.tool and retrieval.handle else ""
+    tool = bool(retrieval.tool and retrieval.handle)
+    where = f"; {retrieval.hint(first, last)}" if tool and not hinted else ""
     what = "a copy of" if copies == 1 else f"{copies} copies of" if copies else "copies of the"
     what += " lines" if copies else " tracebacks in lines"
     between = f" and {others} other line{'s' if others > 1 else ''}" if others else ""
@@ -79,9 +95,9 @@ def trace_marker(
     )
 
 
-def inline_marker(count: int, line: int, retrieval: Retrieval) -> str:
+def inline_marker(count: int, line: int, retrieval: Retrieval, *, hinted: bool = False) -> str:
     """An in-line marker standing for ``count`` characters cut out of line ``line``."""
-    hint = retrieval.hint(line, line)
+    hint = "" if hinted else retrieval.hint(line, line)
     tail = f"; {hint}" if hint else ""
     return f" [... {count} chars omitted{tail} ...] "
 
@@ -94,10 +110,19 @@ def note(reason: Reason, count: int, retrieval: Retrieval) -> str:
     return f"[... {count} {what} omitted{tail} ...]"
 
 
-def item_marker(count: int, first: int, last: int, retrieval: Retrieval, names: str = "") -> str:
+def item_marker(
+    count: int,
+    first: int,
+    last: int,
+    retrieval: Retrieval,
+    names: str = "",
+    *,
+    hinted: bool = False,
+) -> str:
     """The text of a JSON string element standing for omitted array items; ``names`` lists
-    their identifiers (e.g. ``number 646-651, 711``)."""
-    hint = retrieval.hint()
+    their identifiers (e.g. ``number 646-651, 711``). ``hinted``: an earlier marker of the same
+    text already says how to read the original back."""
+    hint = "" if hinted else retrieval.hint()
     tail = f"; {hint}" if hint else ""
     span = f"index {first}" if first == last else f"indices {first}-{last}"
     which = f": {names}" if names else ""
@@ -105,10 +130,12 @@ def item_marker(count: int, first: int, last: int, retrieval: Retrieval, names: 
     return f"... {count} {what} omitted ({span}{which}){tail} ..."
 
 
-def string_marker(count: int, retrieval: Retrieval, headings: str = "") -> str:
+def string_marker(
+    count: int, retrieval: Retrieval, headings: str = "", *, hinted: bool = False
+) -> str:
     """Appended to a JSON string that was cut short; ``headings`` are the markdown headings of
     the part cut (one per line), kept as an outline of it."""
-    hint = retrieval.hint()
+    hint = "" if hinted else retrieval.hint()
     tail = f"; {hint}" if hint else ""
     if headings:
         return f"... [{count} chars omitted{tail}; its headings:]\n{headings}"
