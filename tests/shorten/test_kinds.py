@@ -96,7 +96,7 @@ def test_a_crushed_issue_list_keeps_rare_statuses_and_names_what_it_dropped() ->
     dropped = sum(int(m.split()[1]) for m in markers)
     assert dropped == 23 - len(kept)
     assert any("number 647-651, 711-712, 788-791, 821" in m for m in markers)
-    assert all('read_original("o1a2b3")' in m for m in markers)
+    assert 'read_original("o1a2b3")' in markers[0]  # the first marker says how to get them
     # the markdown body is cut as a document: its headings stay, in order
     body = data["body"]
     assert (

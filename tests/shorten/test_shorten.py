@@ -14,8 +14,10 @@ from tokenlean.shorten import Retrieval, error_lines
 from tokenlean.shorten.text import estimate_tokens
 
 HINT = Retrieval("o1a2b3", "read_original")
+# the first marker of a text names the retrieval call; later ones only their lines
 MARKER = re.compile(
-    r"\[\.\.\. (\d+) ([^\]]*?) omitted; read_original\(\"o1a2b3\", \"(\d+)(?:-(\d+))?\"\) \.\.\.\]"
+    r"\[\.\.\. (\d+) ([^\]]*?) omitted"
+    r"(?:; read_original\(\"o1a2b3\", \"(\d+)(?:-(\d+))?\"\)| \((\d+)(?:-(\d+))?\)) \.\.\.\]"
 )
 
 
@@ -65,12 +67,16 @@ def test_a_log_keeps_errors_traceback_summary_and_exit_code() -> None:
 
 
 def test_markers_name_the_omitted_lines_and_the_way_back() -> None:
-    text = "\n".join(_noise(400))
+    noise = _noise(400)
+    text = "\n".join(line if i % 80 else f"ERROR: case {i}" for i, line in enumerate(noise))
     report = shorten(text, max_tokens=100, retrieval=HINT)
     original = text.split("\n")
-    for match in MARKER.finditer(report.text):
-        count, first = int(match.group(1)), int(match.group(3))
-        last = int(match.group(4) or first)
+    markers = list(MARKER.finditer(report.text))
+    assert len(markers) > 1 and markers[0].group(3) is not None  # the first names the call
+    assert all(m.group(5) is not None for m in markers[1:])  # the others only their lines
+    for match in markers:
+        count, first = int(match.group(1)), int(match.group(3) or match.group(5))
+        last = int(match.group(4) or match.group(6) or first)
         assert last - first + 1 == count
         assert original[first - 1] not in report.text.split("\n")
     assert shorten(text, max_tokens=100).text.count("(input lines ") >= 1  # no store: line numbers
@@ -200,7 +206,7 @@ def test_json_arrays_are_crushed_and_stay_valid() -> None:
     assert report.kind == "json" and data["total"] == 60
     assert [x["id"] for x in kept] == [0, 1, 17, 33, 41, 59]  # head, error, outlier, query, last
     assert sum(int(m.split()[1]) for m in markers) == 60 - len(kept)
-    assert all('read_original("o1a2b3")' in m for m in markers)
+    assert 'read_original("o1a2b3")' in markers[0]  # the first says how to get items back
     assert report.text.startswith("{\n  ")  # the input's layout is kept
     tighter = ShortenOptions(json_keep_tokens=50, text_keep_percent=5)
     tight = json.loads(shorten(text, query="needle", options=tighter).text)  # valid, same keys

@@ -203,28 +203,37 @@ def looks_like_page(items: Sequence[str]) -> bool:
 
 # -- what the call ran -----------------------------------------------------------------------------
 
-_RUNNERS = (
-    "pytest", "unittest", "tox", "nox", "manage.py", "runtests", "setup.py", "pip", "-m ",
-    "make", "cargo", "npm", "yarn", "go test", "mvn", "gradle",
+#: Commands that run tests, builds or installs: their output is a log, not a script's result.
+_RUNNERS = frozenset(
+    {
+        "pytest", "py.test", "tox", "nox", "pip", "pip3", "make", "cargo", "npm", "yarn", "pnpm",
+        "mvn", "gradle", "go", "manage.py", "runtests.py", "setup.py", "-m",
+    }
 )  # fmt: skip
-_SCRIPT = re.compile(r"(?:^|[\s;&|(])(?:python3?|node|ruby|bash|sh|\./)\s?[\w./-]{0,200}")
+_INTERPRETERS = frozenset({"python", "python3", "node", "ruby", "bash", "sh", "perl", "php"})
+_SCRIPT_ENDS = (".py", ".js", ".mjs", ".rb", ".sh", ".pl", ".php")
+_SHELL_SPLIT = re.compile(r"[\s;&|()]+")
 
 
 def runs_own_script(query: str | Mapping[str, Any] | None) -> bool:
     """Whether the call ran a script of the agent's own (``python reproduce.py``,
     ``python -c ...``, ``./exploit``) rather than a test runner or a build: its output is the
-    result the agent is after."""
+    result the agent is after. Judged on the command's words (the first 2,000 characters)."""
     if isinstance(query, Mapping):
         command = query.get("command") or query.get("cmd") or ""
     else:
         command = query or ""
     if not isinstance(command, str) or not command:
         return False
-    head = command[:2000]
-    if any(runner in head for runner in _RUNNERS):
+    words = [w.strip("\"'") for w in _SHELL_SPLIT.split(command[:2000]) if w]
+    if any(w.rsplit("/", 1)[-1] in _RUNNERS for w in words):
         return False
-    for match in _SCRIPT.finditer(head):
-        word = match.group().strip(" ;&|(")
-        if word.endswith((".py", ".js", ".rb", ".sh")) or word.startswith("./") or " -c" in head:
+    for k, word in enumerate(words):
+        after = words[k + 1] if k + 1 < len(words) else ""
+        if word.rsplit("/", 1)[-1] in _INTERPRETERS and (
+            after.endswith(_SCRIPT_ENDS) or after == "-c"
+        ):
+            return True
+        if word.startswith("./") and len(word) > 2 and (k == 0 or words[k - 1] not in ("cd",)):
             return True
     return False

@@ -3,7 +3,7 @@
 Callers rank lines into tiers (:data:`MUST` are always kept) and may force some out (similar
 runs, lines already shown, caret lines). Lines are then added tier by tier, nearest to the lines
 that must stay first (so kept text grows in readable blocks), until the budget is spent; each
-gap costs a marker, and a gap cheaper than its marker is filled back in. Sorting aside, every
+gap costs a marker, and a gap that saves less than its marker costs is filled back in. Sorting aside, every
 step is a constant number of passes over the lines.
 """
 
@@ -18,6 +18,7 @@ from tokenlean.shorten.text import Lines, line_cost, line_costs
 
 MUST, NEAR, EDGE, REST, PROSE = 0, 1, 2, 3, 4
 _GIVE_UP = 64  # consecutive lines that do not fit before the fill stops looking
+_MIN_GAP = 2.0  # a gap left out costs at least this many markers' worth of lines
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +53,8 @@ def render(
     marker_cost = line_cost(line_marker("budget", 99, 100, 199, retrieval, hinted=True))
     costs = line_costs(lines.items)
     keep = _choose(costs, selection, budget, marker_cost)
-    _fill_cheap_gaps(costs, keep, selection.forced, marker_cost)
+    # a marker must save at least what it costs: a gap that does not is filled back in
+    _fill_cheap_gaps(costs, keep, selection.forced, _MIN_GAP * marker_cost)
     return _emit(lines, keep, selection, retrieval, terms, long_line_chars, line_offset)
 
 
