@@ -3,8 +3,8 @@
 Callers rank lines into tiers (:data:`MUST` are always kept) and may force some out (similar
 runs, lines already shown, caret lines). Lines are then added tier by tier, nearest to the lines
 that must stay first (so kept text grows in readable blocks), until the budget is spent; each
-gap costs a marker, and a gap that saves less than its marker costs is filled back in. Sorting aside, every
-step is a constant number of passes over the lines.
+gap costs a marker, and a gap that saves less than its marker costs is filled back in. Sorting
+aside, every step is a constant number of passes over the lines.
 """
 
 from __future__ import annotations
