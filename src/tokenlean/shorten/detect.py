@@ -80,7 +80,8 @@ def numbered_view(items: Sequence[str]) -> list[int] | None:
             continue
         found = number_prefix(line)
         if found is None:
-            other += line.lstrip().startswith(_VIEW_DECOR) is False
+            if not line.lstrip().startswith(_VIEW_DECOR):
+                other += 1
             continue
         number, _ = found
         numbered += 1

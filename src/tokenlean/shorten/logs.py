@@ -112,7 +112,10 @@ def dropped_lines(
         )
         for run in runs:
             for i in run.drop:
-                forced[i] = "seen"
+                # a filler line the reader was not shown goes with the stretch, but its
+                # marker must not claim it was shown
+                line = lines.items[i].strip()
+                forced[i] = "seen" if len(line) <= 3 or line in seen else "budget"
     return forced
 
 
