@@ -45,16 +45,30 @@ def shorten(
     counter: TokenCounter | None = None,
     options: ShortenOptions | None = None,
 ) -> ShortenReport:
-    """Shorten ``text`` to about ``max_tokens``, keeping what a reader of it needs.
+    """Shorten ``text``, keeping what a reader of it needs; each content kind on purpose.
 
-    Logs keep errors, tracebacks, exit codes, summaries and lines matching ``query`` (text, or a
-    tool call's arguments); similar lines collapse. JSON stays valid JSON with long arrays
-    crushed. Source code keeps its outline and the parts the query is about. ``context`` is
-    prose about what the reader looks for (an agent's note when it made the call): its
-    code-like words join the query. ``seen`` holds the stripped lines the reader was already
-    shown: runs of them are replaced by a pointer instead of being repeated.
-    Every omission is marked in the text, with ``retrieval`` saying how to get it back.
-    The result is never longer than ``text``; when nothing can be saved it is ``text``.
+    - Logs and test output keep errors, tracebacks, exit codes, summaries and lines matching
+      ``query`` (text, or a tool call's arguments) within about ``max_tokens``; similar lines
+      collapse, and a traceback repeated line for line becomes a pointer to the first copy.
+      The output of a script the agent wrote (``python reproduce.py``) keeps its value lines.
+    - JSON stays valid JSON. Records up to ``json_keep_tokens`` stay whole; larger ones lose
+      the middle of long uniform arrays (items with errors, rare statuses or query matches
+      stay; the marker names the identifiers dropped) and the bodies of long strings (a
+      markdown string is shortened as a document).
+    - File views with line numbers (``cat -n``, ``grep -n``, a Read tool, SWE-agent's ``open``)
+      stay whole up to ``view_keep_tokens``; longer ones keep the region the query names.
+    - Source code keeps its outline and the parts the query is about.
+    - Plain text, documents and listings (search results, lookups, articles, ``find``) stay
+      whole up to ``text_keep_tokens``; longer documents keep headings, table rows,
+      conclusions and query lines, ``text_keep_percent`` of themselves.
+    - Accessibility trees and HTML pages keep every element the agent can act on.
+
+    ``context`` is prose about what the reader looks for (an agent's note when it made the
+    call): its code-like words join the query. ``seen`` holds the stripped lines the reader was
+    already shown: runs of them are replaced by a pointer instead of being repeated. Every
+    omission is marked in the text, with ``retrieval`` saying how to get it back (the first
+    marker names the call; later ones only their lines). The result is never longer than
+    ``text``; when nothing can be saved it is ``text``.
     """
     opts = options or DEFAULT_OPTIONS
     if max_tokens is not None:
