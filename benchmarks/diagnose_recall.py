@@ -301,8 +301,9 @@ def _shortened(trajectory: Trajectory, name: str, result: Replay) -> list[Shorte
 
 _MARKERS = re.compile(
     r"\[\.\.\. [^\[\]\n]*? omitted[^\[\]\n]*?\.\.\.\]"  # line, inline and note markers
-    r"|\.\.\. \d+ similar items omitted \(indices [^)]*\)[^\n]*? \.\.\."  # JSON array items
+    r"|\.\.\. \d+ similar items? omitted \((?:indices|index) [^)]*\)[^\n]*? \.\.\."  # JSON items
     r"|\.\.\. \[\d+ chars omitted[^\]\n]*\]"  # JSON strings
+    r"|\[\.\.\. the whole string: [^\]\n]*\]"  # JSON strings shortened as documents
 )
 
 

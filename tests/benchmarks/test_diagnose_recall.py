@@ -12,11 +12,11 @@ from tokenlean.replay.formats import load_trajectory
 from tokenlean.replay.runner import run_replay, shared_measurer
 from tokenlean.shorten import Retrieval, shorten
 
-SAMPLE = "demo__ctf_web__i_got_id_demo"
+SAMPLE = "chat_test__django__django-14155"  # a bundled run where shortening still loses a few
 
 
 def test_every_kind_of_marker_is_counted() -> None:
-    record = {"items": [{"id": f"{i:010d}", "price": i * 1.5} for i in range(40)]}
+    record = {"items": [{"id": f"{i:010d}", "price": i * 1.5} for i in range(200)]}
     where = Retrieval("o123456", "read_original")
     crushed = shorten(json.dumps(record), retrieval=where, max_tokens=60)
     assert crushed.kind == "json" and crushed.changed

@@ -15,6 +15,8 @@ from tokenlean.langchain.adapter import message_to_view
 from tokenlean.replay.engine import measure_replay, replay
 from tokenlean.replay.formats import load_trajectory
 from tokenlean.replay.metrics import PromptMeasurer
+from tokenlean.shorten import DEFAULT_OPTIONS
+from tokenlean.shorten.text import estimate_tokens
 from tokenlean.tokens import EstimateCounter
 from tokenlean.transcript import mark_of
 
@@ -26,6 +28,13 @@ def _mark(message: Any) -> Any:
 
 MEASURER = PromptMeasurer(EstimateCounter())
 SHORTENED: dict[str, int] = {}
+#: Whether a run has a tool output longer than every size the shortener keeps whole.
+LONG: dict[str, bool] = {}
+_KEEP = max(
+    DEFAULT_OPTIONS.view_keep_tokens,
+    DEFAULT_OPTIONS.text_keep_tokens,
+    DEFAULT_OPTIONS.json_keep_tokens,
+)
 
 
 @pytest.mark.parametrize("path", shared_params(trajectory_paths()), ids=lambda p: p.stem[:60])
@@ -38,6 +47,9 @@ def test_no_call_changes_bytes_already_sent(path: Path) -> None:
         m for m in result.final_messages if isinstance(m, ToolMessage) and _mark(m) is not None
     ]
     SHORTENED[trajectory.id] = len(marked)
+    LONG[trajectory.id] = any(
+        m.role == "tool" and estimate_tokens(m.text) > _KEEP for m in trajectory.messages
+    )
     for message in marked:  # each shortened result went out shortened from its first call on
         firsts = [c for c in result.calls if any(m.id == message.id for m in c.messages)]
         sent = next(m for m in firsts[0].messages if m.id == message.id)
@@ -66,3 +78,15 @@ def test_shortening_happened_on_most_trajectories() -> None:
     for source in ("miniswe_deepseek", "sweagent", "openagents_claude_code"):
         runs = by_source[source]
         assert sum(1 for n in runs if n) >= 0.8 * len(runs), (source, runs)
+
+
+@needs_shared
+def test_shortening_happened_on_most_trajectories_with_long_outputs() -> None:
+    """Not vacuous: most runs with an output past every keep-whole size were shortened (runs
+    of short observations, e.g. search or customer-service agents, rightly pass whole)."""
+    if len(SHORTENED) < len(trajectory_paths()):
+        pytest.skip("run with the per-trajectory replays")
+    long_runs = [run for run, long in LONG.items() if long]
+    assert len(long_runs) >= 10
+    assert sum(1 for run in long_runs if SHORTENED[run]) >= 0.8 * len(long_runs)
+    assert sum(1 for n in SHORTENED.values() if n) >= len(SHORTENED) / 3

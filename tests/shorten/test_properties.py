@@ -105,3 +105,72 @@ def test_every_error_line_of_a_log_survives_the_default_budget(
     kept = set(report.text.split("\n"))
     items = text.split("\n")
     assert all(items[i] in kept for i in error_lines(text))
+
+
+_SHORT_ARRAY: Any = st.lists(
+    st.dictionaries(st.sampled_from(["id", "price", "status"]), st.integers(0, 10**9), max_size=3),
+    max_size=6,
+)
+
+
+@SETTINGS
+@given(
+    arrays=st.lists(_SHORT_ARRAY, min_size=1, max_size=4),
+    filler=st.integers(0, 6000),
+    long_list=st.integers(0, 300),
+)
+def test_arrays_of_at_most_json_max_items_are_never_crushed(
+    arrays: list[Any], filler: int, long_list: int
+) -> None:
+    record = {
+        "notes": "lorem ipsum " * filler,  # pushes the record over budget, into harsher tries
+        "events": [{"n": i, "status": "done"} for i in range(long_list)],
+        **{f"a{k}": array for k, array in enumerate(arrays)},
+    }
+    report = shorten(json.dumps(record), retrieval=Retrieval("o1", "read"))
+    data = json.loads(report.text)
+    for k, array in enumerate(arrays):
+        assert data[f"a{k}"] == array
+    markers = [x for x in data["events"] if isinstance(x, str)]
+    kept = [x for x in data["events"] if isinstance(x, dict)]
+    assert len(kept) + sum(int(m.split()[1]) for m in markers) == long_list
+
+
+_CODE_LINE = st.sampled_from(
+    [
+        "def handle(self, request):",
+        "    value = compute_total(items, 42)",
+        "    return value",
+        "",
+        "class Order(Base):",
+        "    # keep the total in cents",
+        "        if x > 3:",
+        "            raise ValueError('bad')",
+    ]
+)
+
+
+@SETTINGS
+@given(body=st.lists(_CODE_LINE, min_size=3, max_size=120), start=st.integers(1, 5000))
+def test_numbered_file_views_under_the_view_size_pass_whole(body: list[str], start: int) -> None:
+    view = "\n".join(f"{n:6d}\t{line}" for n, line in enumerate(body, start))  # cat -n
+    assert estimate_tokens(view) <= 3000
+    assert shorten(view, query="cat -n app.py").text == view
+
+
+@SETTINGS
+@given(
+    copies=st.integers(2, 40),
+    frames=st.lists(st.sampled_from(["a.py", "b.py", "c/d.py"]), min_size=1, max_size=5),
+    between=st.sampled_from(["", "retrying", "worker restarted"]),
+)
+def test_a_repeated_traceback_is_sent_once(copies: int, frames: list[str], between: str) -> None:
+    trace = ["Traceback (most recent call last):"]
+    for k, name in enumerate(frames):
+        trace += [f'  File "/app/{name}", line {10 + k}, in f{k}', f"    step_{k}()"]
+    trace.append("KeyError: 'token'")
+    blocks = [([between] if between else []) + trace for _ in range(copies)]
+    text = "\n".join(line for block in blocks for line in block)
+    report = shorten(text, max_tokens=10_000)
+    assert report.text.count(trace[1]) == 1
+    assert "copies of lines" in report.text or "a copy of lines" in report.text

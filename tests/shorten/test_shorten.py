@@ -11,11 +11,14 @@ import pytest
 from tests.data import TOOL_OUTPUTS, shared_params
 from tokenlean import ShortenOptions, ShortenReport, shorten
 from tokenlean.shorten import Retrieval, error_lines
+from tokenlean.shorten.seen import Seen
 from tokenlean.shorten.text import estimate_tokens
 
 HINT = Retrieval("o1a2b3", "read_original")
+# the first marker of a text names the retrieval call; later ones only their lines
 MARKER = re.compile(
-    r"\[\.\.\. (\d+) ([^\]]*?) omitted; read_original\(\"o1a2b3\", \"(\d+)(?:-(\d+))?\"\) \.\.\.\]"
+    r"\[\.\.\. (\d+) ([^\]]*?) omitted"
+    r"(?:; read_original\(\"o1a2b3\", \"(\d+)(?:-(\d+))?\"\)| \((\d+)(?:-(\d+))?\)) \.\.\.\]"
 )
 
 
@@ -65,12 +68,16 @@ def test_a_log_keeps_errors_traceback_summary_and_exit_code() -> None:
 
 
 def test_markers_name_the_omitted_lines_and_the_way_back() -> None:
-    text = "\n".join(_noise(400))
+    noise = _noise(400)
+    text = "\n".join(line if i % 80 else f"ERROR: case {i}" for i, line in enumerate(noise))
     report = shorten(text, max_tokens=100, retrieval=HINT)
     original = text.split("\n")
-    for match in MARKER.finditer(report.text):
-        count, first = int(match.group(1)), int(match.group(3))
-        last = int(match.group(4) or first)
+    markers = list(MARKER.finditer(report.text))
+    assert len(markers) > 1 and markers[0].group(3) is not None  # the first names the call
+    assert all(m.group(5) is not None for m in markers[1:])  # the others only their lines
+    for match in markers:
+        count, first = int(match.group(1)), int(match.group(3) or match.group(5))
+        last = int(match.group(4) or match.group(6) or first)
         assert last - first + 1 == count
         assert original[first - 1] not in report.text.split("\n")
     assert shorten(text, max_tokens=100).text.count("(input lines ") >= 1  # no store: line numbers
@@ -187,6 +194,19 @@ def test_lines_already_seen_point_back_but_errors_do_not() -> None:
     assert not any(line in out for line in shown)
 
 
+def test_lines_a_seen_parent_holds_count_as_shown() -> None:
+    """First-sight shortening passes a ``Seen`` whose parent holds the earlier messages' lines:
+    those lines are shown as much as the call's own."""
+    shown = _noise(40)
+    earlier = Seen()
+    earlier.add("\n".join(shown))
+    text = "\n".join(["rerun:", *shown, "AssertionError: expected 3, got 4"])
+    own = shorten(text, seen=earlier, max_tokens=10_000, retrieval=HINT)
+    inherited = shorten(text, seen=Seen(parent=earlier), max_tokens=10_000, retrieval=HINT)
+    assert "lines already shown earlier omitted" in own.text
+    assert inherited.text == own.text
+
+
 def test_json_arrays_are_crushed_and_stay_valid() -> None:
     items = [{"id": i, "name": f"item-{i}", "state": "ok", "tags": ["a", "b"]} for i in range(60)]
     items[17]["state"] = "failed"
@@ -200,9 +220,10 @@ def test_json_arrays_are_crushed_and_stay_valid() -> None:
     assert report.kind == "json" and data["total"] == 60
     assert [x["id"] for x in kept] == [0, 1, 17, 33, 41, 59]  # head, error, outlier, query, last
     assert sum(int(m.split()[1]) for m in markers) == 60 - len(kept)
-    assert all('read_original("o1a2b3")' in m for m in markers)
+    assert 'read_original("o1a2b3")' in markers[0]  # the first says how to get items back
     assert report.text.startswith("{\n  ")  # the input's layout is kept
-    tight = json.loads(shorten(text, query="needle", max_tokens=50).text)  # still valid, same keys
+    tighter = ShortenOptions(json_keep_tokens=50, text_keep_percent=5)
+    tight = json.loads(shorten(text, query="needle", options=tighter).text)  # valid, same keys
     assert [x["id"] for x in tight["items"] if isinstance(x, dict)] == [0, 17, 33, 41, 59]
 
 
@@ -212,7 +233,10 @@ def test_long_strings_in_json_are_cut_inside_the_string() -> None:
     assert data["ok"] is True and data["log"].endswith("chars omitted]")
     kept = json.loads(shorten(text, retrieval=HINT).text)["log"]
     assert kept.endswith('chars omitted; read_original("o1a2b3")]')
-    assert len(data["log"]) < 600
+    assert len(data["log"]) < 2000  # cut first at four times json_max_string
+    tighter = ShortenOptions(json_keep_tokens=50, text_keep_percent=5)
+    tight = json.loads(shorten(text, options=tighter).text)["log"]
+    assert len(tight) < 600
 
 
 def test_a_10mb_single_line_finishes_and_keeps_query_windows() -> None:

@@ -1,6 +1,7 @@
 """Text in, shorter text out: the framework-free shortening core.
 
-:func:`shorten` handles logs and test output, source files and file views, and JSON; see its
+:func:`shorten` handles logs and test output, scripts' results, JSON records, file views with
+line numbers, source files, documents, listings and browser pages, each on purpose; see its
 docstring. Everything here is pure and deterministic, and runs in linear time.
 
 ``tokenlean.shorten`` (the top-level package's attribute) is the function, so import the

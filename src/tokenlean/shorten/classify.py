@@ -44,11 +44,25 @@ _CARET_CHARS = frozenset("^~ \t")
 _DIFF_HEADS = ("@@ ", "diff --git", "--- a/", "+++ b/")
 #: The frames nearest the exception are always kept (with the first frame and the exception).
 KEY_LAST_FRAMES = 3
+#: ``FLAG{...}``, ``HTB{...}``, ``picoCTF{...}``: a value a script printed is the agent's answer.
+_FLAG = re.compile(r"\b[A-Za-z][A-Za-z0-9_]{1,15}\{[^{}\s]{3,200}\}")
+#: Words that introduce the value a script printed (looked for in the lower-cased text).
+_VALUE_KEYS = (
+    "expected", "actual", "result", "got ", "got:", "output", "returned", "answer", "value",
+    "flag", "=", ": ",
+)  # fmt: skip
+_DIGIT = re.compile(r"\d")
+_TRACE_HEAD = "Traceback (most recent call last)"
+_MIN_REPEAT = 2  # frames lines: fewer cost less than the marker that stands for them
 
 
 @dataclass
 class LogMarks:
     """Line indices by role. ``ties`` maps a frame line to the code line that belongs to it.
+
+    ``flags`` hold flag-like values (``FLAG{...}``, ``HTB{...}``); ``repeats`` maps each line of
+    a traceback (or of its frames) that repeats an earlier one line for line to the first and
+    last line (0-based) of the earlier copy (see :func:`repeated_frames`).
 
     Key frames are each traceback's first frame and the frames nearest its exception; the
     other frames are split into the project's and libraries' (``site-packages``, ``<frozen>``).
@@ -65,6 +79,8 @@ class LogMarks:
     diff_changes: set[int] = field(default_factory=set)
     diff_lines: int = 0
     ties: dict[int, int] = field(default_factory=dict)
+    flags: set[int] = field(default_factory=set)
+    repeats: dict[int, tuple[int, int]] = field(default_factory=dict)
 
 
 def _candidates(lines: Lines, keys: tuple[str, ...]) -> set[int]:
@@ -125,6 +141,8 @@ def classify(lines: Lines) -> LogMarks:
         for below in (index + 1, index + 2, index + 3):  # under the frame's code line
             if below < lines.count and is_caret(lines.items[below]):
                 marks.carets.add(below)
+    marks.flags = _confirm(lines, set(lines.find_all("{")), _FLAG)
+    marks.repeats = repeated_frames(lines)
     hunks = lines.find_all("\n@@ ")
     if hunks or lines.text.startswith("@@ "):
         _diff(lines, [i + 1 for i in hunks] + ([0] if lines.text.startswith("@@ ") else []), marks)
@@ -201,3 +219,52 @@ def _frames_below(lines: Lines, index: int) -> int:
 def _is_frame_code(frame: str, line: str) -> bool:
     indent = len(frame) - len(frame.lstrip())
     return len(line) - len(line.lstrip()) > indent and not _FRAME.match(line) and not is_caret(line)
+
+
+def value_lines(lines: Lines) -> set[int]:
+    """Lines of a script's output that report a value: ``Expected: 3``, ``Actual year: 1996``,
+    ``Result = 0.25``, ``Got random number: 1364650861`` or a flag."""
+    found = _candidates(lines, _VALUE_KEYS)
+    items = lines.items
+    return {
+        i
+        for i in found
+        if _DIGIT.search(items[i], 0, SCAN_CHARS) or _FLAG.search(items[i], 0, SCAN_CHARS)
+    }
+
+
+def repeated_frames(lines: Lines) -> dict[int, tuple[int, int]]:
+    """Lines of tracebacks that repeat an earlier traceback, mapped to the first and last line
+    (0-based) of the earlier copy.
+
+    A traceback is its ``Traceback (most recent call last):`` line, the indented frame lines
+    under it and the exception line after them. When all of it repeats an earlier one, all of
+    it maps to that copy; when only the frames do (the same failure with another message), the
+    frames map to the earlier frames and the header and exception line stay. Each traceback is
+    read once, so this is linear in the text.
+    """
+    blocks: dict[tuple[str, ...], tuple[int, int]] = {}
+    frames_seen: dict[tuple[str, ...], tuple[int, int]] = {}
+    out: dict[int, tuple[int, int]] = {}
+    items = lines.items
+    for head in lines.find_all(_TRACE_HEAD):
+        start = end = head + 1
+        while end < len(items) and items[end][:1] in (" ", "\t") and items[end].strip():
+            end += 1
+        if end - start < _MIN_REPEAT:
+            continue
+        frames = tuple(items[start:end])
+        exception = items[end] if end < len(items) else ""
+        header = items[head][items[head].find(_TRACE_HEAD) :]
+        block = (header, *frames, exception)
+        if exception.strip() and block in blocks:
+            for i in range(head, end + 1):
+                out[i] = blocks[block]
+        elif frames in frames_seen:
+            for i in range(start, end):
+                out[i] = frames_seen[frames]
+        else:
+            frames_seen[frames] = (start, end - 1)
+            if exception.strip():
+                blocks[block] = (head, end)
+    return out

@@ -15,9 +15,14 @@ from tokenlean.shorten.lines import MUST, NEAR, PROSE, REST, Selection
 from tokenlean.shorten.logs import _around, _assign, _ends, distances, dropped_lines
 from tokenlean.shorten.options import ShortenOptions
 from tokenlean.shorten.query import matching_lines
-from tokenlean.shorten.text import Lines
+from tokenlean.shorten.text import Lines, is_sentence, line_cost
 
-_NUMBERED = re.compile(r"\s{0,8}\d{1,7}(?:[:-]|\t| {1,2}(?=\S))")
+_NUMBERED = re.compile(r"\s{0,8}\d{1,7}(?:[:\u2192-]|\t| {1,2}(?=\S))")
+#: A view's line number: ``  12→`` (Claude Code's Read), ``    12\t`` (``cat -n``, ``nl``),
+#: ``12:`` / ``12-`` (``grep -n`` matches and context, SWE-agent's ``open``).
+_VIEW_NUMBER = re.compile(r" {0,10}(\d{1,7})(?:\u2192|\t|:|-)")
+#: ``path:12:`` / ``path-12-``: ``grep -rn`` over several files.
+_PATH_NUMBER = re.compile(r"[^\s:]{1,300}[:-](\d{1,7})[:-]")
 _OUTLINE = (
     "def ",
     "async def ",
@@ -26,8 +31,8 @@ _OUTLINE = (
     "function ",
     "func ",
     "fn ",
-    "pub fn ",
-    "pub struct ",
+    "pub ",
+    "mod ",
     "struct ",
     "impl ",
     "interface ",
@@ -78,6 +83,7 @@ _CODE_START = (
     "case ",
     '"""',
 )
+_COMMENTS = ("#", "//", "/*", "*", '"' * 3, "'" * 3, "--", ";", "<!--")
 _CODE_END = (":", "{", "}", ";", ",", "(", ")", "[", "]", '"""')
 _LOG_HINTS = (
     "Traceback (most",
@@ -115,14 +121,28 @@ def strip_number(line: str) -> str:
     return line[match.end() :] if match else line
 
 
+def number_prefix(line: str) -> tuple[int, int] | None:
+    """``(number, prefix length)`` when ``line`` starts with a file view's line number."""
+    match = _VIEW_NUMBER.match(line) or _PATH_NUMBER.match(line)
+    if match is None:
+        return None
+    rest = line[match.end() : match.end() + 8]
+    if rest[:1].isdigit() and ":" in rest:  # ``path:12:5:``: a linter's message, not a view
+        return None
+    return int(match.group(1)), match.end()
+
+
 def looks_like_code(items: Sequence[str], sample: int = 400) -> bool:
     """True when most non-blank lines of the first ``sample`` read as source code."""
     body = [strip_number(line) for line in items[:sample] if line.strip()]
     if len(body) < 8:
         return False
-    code = keywords = logs = indented = 0
-    for line in body:
+    code = keywords = logs = indented = prose = 0
+    commented = prose_lines(body)
+    for k, line in enumerate(body):
         stripped = line.strip()
+        if not commented[k] and not stripped.startswith(_COMMENTS) and is_sentence(stripped):
+            prose += 1  # prose outside comments: a document that happens to be indented
         inner = line[:1] in (" ", "\t")
         indented += inner
         if stripped.startswith(_OUTLINE + _CODE_START):
@@ -134,7 +154,7 @@ def looks_like_code(items: Sequence[str], sample: int = 400) -> bool:
             logs += 1
     n = len(body)
     shaped = indented >= 0.2 * n or keywords >= 0.5 * n
-    return code >= 0.45 * n and shaped and logs <= 0.05 * n
+    return code >= 0.45 * n and shaped and logs <= 0.05 * n and prose < 0.25 * n
 
 
 def outline_lines(items: Sequence[str]) -> set[int]:
@@ -165,17 +185,43 @@ def prose_lines(items: Sequence[str]) -> list[bool]:
     return out
 
 
+def _nearest_within(
+    items: Sequence[str], region: set[int], anchors: set[int], budget: float
+) -> set[int]:
+    """The lines of ``region`` nearest to an anchor whose lines together cost at most
+    ``budget``."""
+    dist = distances(anchors, len(items))
+    out: set[int] = set()
+    spent = 0.0
+    for i in sorted(region, key=lambda k: (dist[k], k)):
+        spent += line_cost(items[i])
+        if spent > budget:
+            break
+        out.add(i)
+    return out
+
+
 def code_selection(
-    lines: Lines, terms: Sequence[str], seen: Container[str] | None, options: ShortenOptions
+    lines: Lines,
+    terms: Sequence[str],
+    seen: Container[str] | None,
+    options: ShortenOptions,
+    *,
+    view: bool = False,
 ) -> Selection:
-    """Tiers for source code: outline and query matches first, then their surroundings."""
+    """Tiers for source code: outline and query matches first, then their surroundings (for a
+    file view with line numbers, the whole region around each match)."""
     query = matching_lines(lines, terms)
     outline = outline_lines(lines.items)
     prose = prose_lines(lines.items)
     must = outline | query | {i for i in _ends(lines.items) if not prose[i]}
     near = _around(query, options.code_context_lines, lines.count)
     near |= {i + 1 for i in outline if i + 1 < lines.count}  # a signature's next line
-    forced = dropped_lines(lines, query, seen, options, keep_seen=())
+    if view:  # the region around what the query names, nearest first, up to a view's size
+        region = _around(query, options.view_context_lines, lines.count)
+        near |= region
+        must |= _nearest_within(lines.items, region, query, options.view_keep_tokens)
+    forced = dropped_lines(lines, query | outline, seen, options, keep_seen=())
     tiers = [REST] * lines.count
     _assign(tiers, near, NEAR)
     for i, is_prose in enumerate(prose):

@@ -7,13 +7,24 @@ from dataclasses import replace
 from typing import Any, Literal
 
 from tokenlean import checks
-from tokenlean.shorten.code import code_selection
-from tokenlean.shorten.detect import looks_like_source, parse_json, split_envelope
+from tokenlean.shorten.code import code_selection, looks_like_code
+from tokenlean.shorten.detect import (
+    is_listing,
+    looks_like_document,
+    looks_like_page,
+    numbered_view,
+    parse_json,
+    runs_own_script,
+    split_envelope,
+    strip_view,
+)
+from tokenlean.shorten.docs import doc_selection
 from tokenlean.shorten.jsonc import crush_json
-from tokenlean.shorten.lines import render
-from tokenlean.shorten.logs import log_selection
+from tokenlean.shorten.lines import MUST, Selection, render
+from tokenlean.shorten.logs import dropped_lines, log_selection
 from tokenlean.shorten.markers import Retrieval
 from tokenlean.shorten.options import DEFAULT_OPTIONS, ShortenOptions
+from tokenlean.shorten.pages import page_selection
 from tokenlean.shorten.query import query_terms, query_text
 from tokenlean.shorten.report import Kind, Omission, ShortenReport
 from tokenlean.shorten.text import Lines, estimate_tokens
@@ -35,16 +46,30 @@ def shorten(
     counter: TokenCounter | None = None,
     options: ShortenOptions | None = None,
 ) -> ShortenReport:
-    """Shorten ``text`` to about ``max_tokens``, keeping what a reader of it needs.
+    """Shorten ``text``, keeping what a reader of it needs; each content kind on purpose.
 
-    Logs keep errors, tracebacks, exit codes, summaries and lines matching ``query`` (text, or a
-    tool call's arguments); similar lines collapse. JSON stays valid JSON with long arrays
-    crushed. Source code keeps its outline and the parts the query is about. ``context`` is
-    prose about what the reader looks for (an agent's note when it made the call): its
-    code-like words join the query. ``seen`` holds the stripped lines the reader was already
-    shown: runs of them are replaced by a pointer instead of being repeated.
-    Every omission is marked in the text, with ``retrieval`` saying how to get it back.
-    The result is never longer than ``text``; when nothing can be saved it is ``text``.
+    - Logs and test output keep errors, tracebacks, exit codes, summaries and lines matching
+      ``query`` (text, or a tool call's arguments) within about ``max_tokens``; similar lines
+      collapse, and a traceback repeated line for line becomes a pointer to the first copy.
+      The output of a script the agent wrote (``python reproduce.py``) keeps its value lines.
+    - JSON stays valid JSON. Records up to ``json_keep_tokens`` stay whole; larger ones lose
+      the middle of long uniform arrays (items with errors, rare statuses or query matches
+      stay; the marker names the identifiers dropped) and the bodies of long strings (a
+      markdown string is shortened as a document).
+    - File views with line numbers (``cat -n``, ``grep -n``, a Read tool, SWE-agent's ``open``)
+      stay whole up to ``view_keep_tokens``; longer ones keep the region the query names.
+    - Source code keeps its outline and the parts the query is about.
+    - Plain text, documents and listings (search results, lookups, articles, ``find``) stay
+      whole up to ``text_keep_tokens``; longer documents keep headings, table rows,
+      conclusions and query lines, ``text_keep_percent`` of themselves.
+    - Accessibility trees and HTML pages keep every element the agent can act on.
+
+    ``context`` is prose about what the reader looks for (an agent's note when it made the
+    call): its code-like words join the query. ``seen`` holds the stripped lines the reader was
+    already shown: runs of them are replaced by a pointer instead of being repeated. Every
+    omission is marked in the text, with ``retrieval`` saying how to get it back (the first
+    marker names the call; later ones only their lines). The result is never longer than
+    ``text``; when nothing can be saved it is ``text``.
     """
     _check_arguments(text, query, context, seen, retrieval, counter, options)
     opts = options or DEFAULT_OPTIONS
@@ -63,8 +88,9 @@ def shorten(
         terms += [term for term in extra if term not in terms]
     where = retrieval or Retrieval()
     budget = opts.max_tokens - estimate_tokens(envelope.head + envelope.tail)
+    script = runs_own_script(query)
     body, found, omissions = _shorten_body(
-        envelope.body, kind, terms, seen, where, opts, budget, envelope.body_line
+        envelope.body, kind, terms, script, seen, where, opts, budget, envelope.body_line
     )
     new_text = envelope.head + body + envelope.tail
     after = count(new_text) if omissions else before
@@ -108,50 +134,151 @@ def _shorten_body(
     body: str,
     kind: KindChoice,
     terms: list[str],
+    script: bool,
     seen: Container[str] | None,
     retrieval: Retrieval,
     opts: ShortenOptions,
     budget: float,
     line_offset: int,
 ) -> tuple[str, Kind, list[Omission]]:
+    size = estimate_tokens(body)
     if kind in ("auto", "json"):
         ok, parsed = parse_json(body)
         if ok:
-            tries = [
-                (opts.json_max_items, opts.json_keep_head, opts.json_max_string),
-                (max(2, opts.json_max_items // 2), min(1, opts.json_keep_head), 160),
-                (2, 1, 80),
-            ]
-            text, omissions = crush_json(
-                body,
-                parsed,
-                tries=tries,
-                budget=budget,
-                estimate=estimate_tokens,
-                terms=terms,
-                retrieval=retrieval,
-            )
-            return text, "json", omissions
+            return _shorten_json(body, parsed, terms, retrieval, opts, size)
         if kind == "json":
             return body, "json", []
     lines = Lines(body)
+    prefixes = numbered_view(lines.items) if kind in ("auto", "code", "text") else None
+    items = strip_view(lines.items, prefixes) if prefixes else lines.items
+    page = kind == "auto" and prefixes is None and looks_like_page(items)
+    code = kind == "code" or (kind == "auto" and not page and looks_like_code(items))
     found: Kind
-    if kind == "code" or (kind == "auto" and looks_like_source(body)):
-        selection, found = code_selection(lines, terms, seen, opts), "code"
+    if prefixes is not None and size <= opts.view_keep_tokens:
+        # the agent asked for exactly these lines and edits them next: only repeats go
+        selection, found = _whole(lines, seen, opts), "code" if code else "text"
+    elif code:
+        selection = code_selection(lines, terms, seen, opts, view=prefixes is not None)
+        found = "code"
+        budget = _code_budget(budget, size, opts, view=prefixes is not None)
+    elif page:
+        if size <= opts.text_keep_tokens:
+            selection = _whole(lines, seen, opts)
+        else:
+            selection, extra = page_selection(lines, terms, seen, opts)
+            budget += extra
+        found = "page"
     else:
-        selection, found = log_selection(lines, terms, seen, opts)
-        if kind in ("log", "text"):
-            found = kind
-    if found in ("code", "diff"):  # the reader asked for exactly these lines: cut less
-        share = opts.code_keep_percent / 100 * estimate_tokens(body)
-        budget = max(budget + opts.code_max_tokens - opts.max_tokens, share)
+        selection, found, budget = _text_or_log(
+            lines, items, kind, terms, script, seen, opts, budget, size, view=prefixes is not None
+        )
+    long_line = opts.long_line_chars
+    if selection.whole:  # kept whole: so are its long lines
+        long_line = max(long_line, *map(len, lines.items))
     text, omissions = render(
         lines,
         selection,
         budget=budget,
         retrieval=retrieval,
         terms=terms,
-        long_line_chars=opts.long_line_chars,
+        long_line_chars=long_line,
         line_offset=line_offset,
     )
     return text, found, omissions
+
+
+def _text_or_log(
+    lines: Lines,
+    items: list[str],
+    kind: KindChoice,
+    terms: list[str],
+    script: bool,
+    seen: Container[str] | None,
+    opts: ShortenOptions,
+    budget: float,
+    size: int,
+    *,
+    view: bool,
+) -> tuple[Selection, Kind, float]:
+    """Logs keep errors and summaries within the budget; documents, listings and plain text
+    stay whole up to ``text_keep_tokens`` and keep a share of themselves beyond it."""
+    listing = kind == "auto" and not view and is_listing(items)
+    collapse = not listing or lines.count > opts.listing_keep_lines
+    if kind == "log" or (kind == "auto" and not view and not listing):
+        document = kind == "auto" and looks_like_document(items)
+        selection, found = log_selection(
+            lines, terms, seen, opts, script=script, collapse=collapse, document=document
+        )
+        if kind == "log" or found in ("log", "diff") or (script and not document):
+            if found == "diff":
+                budget = _code_budget(budget, size, opts, view=False)
+            elif script:
+                budget = max(budget, opts.script_max_tokens)
+            return selection, found, budget
+    found = "listing" if listing else "text"
+    if size <= opts.text_keep_tokens:
+        return _whole(lines, seen, opts, collapse=collapse), found, budget
+    selection = doc_selection(lines, items, terms, seen, opts, collapse=collapse)
+    share = opts.text_keep_percent / 100 * size
+    return selection, found, max(budget, share, float(opts.text_keep_tokens) if view else 0.0)
+
+
+def _whole(
+    lines: Lines, seen: Container[str] | None, opts: ShortenOptions, *, collapse: bool = False
+) -> Selection:
+    """Everything kept, but runs of lines already shown (and, with ``collapse``, similar runs)."""
+    forced = dropped_lines(lines, (), seen, opts, keep_seen=(), collapse=collapse)
+    return Selection([MUST] * lines.count, [0] * lines.count, forced, {}, whole=True)
+
+
+def _code_budget(budget: float, size: int, opts: ShortenOptions, *, view: bool) -> float:
+    """Source code and diffs: the reader asked for exactly these lines, so cut less; a long file
+    view keeps at least ``view_keep_tokens``."""
+    share = opts.code_keep_percent / 100 * size
+    floor = float(opts.view_keep_tokens) if view else 0.0
+    return max(budget + opts.code_max_tokens - opts.max_tokens, share, floor)
+
+
+def _shorten_json(
+    body: str,
+    parsed: Any,
+    terms: list[str],
+    retrieval: Retrieval,
+    opts: ShortenOptions,
+    size: int,
+) -> tuple[str, Kind, list[Omission]]:
+    """Records up to ``json_keep_tokens`` stay whole; larger ones lose long uniform arrays'
+    middles and long strings' bodies, mildest first, until they fit that size or
+    ``text_keep_percent`` of theirs."""
+    if size <= opts.json_keep_tokens:
+        return body, "json", []
+    limit = opts.json_max_string
+    tries = [
+        (opts.json_max_items, opts.json_keep_head, 4 * limit),
+        (opts.json_max_items, opts.json_keep_head, limit),
+        (opts.json_max_items, min(1, opts.json_keep_head), max(80, limit // 2)),
+    ]
+    text, omissions = crush_json(
+        body,
+        parsed,
+        tries=tries,
+        budget=max(opts.json_keep_tokens, opts.text_keep_percent / 100 * size),
+        estimate=estimate_tokens,
+        terms=terms,
+        retrieval=retrieval,
+        documents=lambda value: _document_string(value, terms, retrieval, opts),
+    )
+    return text, "json", omissions
+
+
+def _document_string(
+    value: str, terms: list[str], retrieval: Retrieval, opts: ShortenOptions
+) -> str | None:
+    """A long markdown string inside JSON (an issue's body), shortened as a document; its
+    markers count the string's own lines, and a closing note says where the whole is."""
+    report = shorten(value, kind="text", query=" ".join(terms), options=opts)
+    if not report.changed:
+        return None
+    hint = retrieval.hint()
+    note = f"\n[... the whole string: {hint} ...]" if hint else ""
+    return report.text + note

@@ -1,15 +1,25 @@
-"""Telling content kinds apart, and looking inside mini-swe-agent's output envelope."""
+"""Telling content kinds apart, and looking inside mini-swe-agent's output envelope.
+
+Each test reads at most the first :data:`SAMPLE_LINES` lines and each line's first
+:data:`SCAN_CHARS` characters, with ``str`` methods or small anchored regexes (no nested
+quantifiers), so telling kinds apart stays linear whatever the input.
+"""
 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tokenlean.shorten.code import looks_like_code
+from tokenlean.shorten.code import looks_like_code, number_prefix
+from tokenlean.shorten.text import is_sentence
 
 _OPEN = "<output>\n"
 _CLOSE = "</output>"
+SAMPLE_LINES = 400
+SCAN_CHARS = 300
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,4 +55,186 @@ def parse_json(body: str) -> tuple[bool, Any]:
 
 
 def looks_like_source(body: str) -> bool:
-    return looks_like_code(body.split("\n", 400)[:400])
+    return looks_like_code(body.split("\n", SAMPLE_LINES)[:SAMPLE_LINES])
+
+
+# -- file views with line numbers ----------------------------------------------------------------
+
+#: Lines a file viewer adds around the numbered lines (SWE-agent's ``open``, ``grep`` groups).
+_VIEW_DECOR = ("[File: ", "(", "<<<<<", "--", "[", "<system-reminder>", "</system-reminder>")
+
+
+def numbered_view(items: Sequence[str]) -> list[int] | None:
+    """The length of each line's line-number prefix when ``items`` is a file view with line
+    numbers (``cat -n``, ``nl``, ``grep -n``, ``sed -n`` of a numbered file, Claude Code's
+    ``Read`` with ``N→``, SWE-agent's ``open`` with ``N:``); ``None`` otherwise.
+
+    Most non-blank lines must carry a number, and the numbers must mostly go up: a log whose
+    lines start with counts does not qualify.
+    """
+    sample = items[:SAMPLE_LINES]
+    numbered = rising = other = 0
+    previous = -1
+    for line in sample:
+        if not line.strip():
+            continue
+        found = number_prefix(line)
+        if found is None:
+            if not line.lstrip().startswith(_VIEW_DECOR):
+                other += 1
+            continue
+        number, _ = found
+        numbered += 1
+        rising += number > previous
+        previous = number
+    if numbered < 3 or numbered < 4 * other or rising < 0.8 * numbered:
+        return None
+    return [found[1] if (found := number_prefix(line)) else 0 for line in items]
+
+
+def strip_view(items: Sequence[str], prefixes: Sequence[int]) -> list[str]:
+    """The lines of a numbered view without their numbers (what the file itself holds)."""
+    return [line[cut:] for line, cut in zip(items, prefixes, strict=True)]
+
+
+# -- documents, listings and pages ----------------------------------------------------------------
+
+_UNDERLINE = frozenset("=-")
+_PROSE_LINES = 30  # a few sentence lines: a snippet or a paragraph, not a log
+_PARAGRAPH = 120  # mean characters per line of text written in paragraphs
+
+
+def is_heading(line: str, below: str = "") -> bool:
+    """A markdown heading (``# x``), or a title underlined with ``===``/``---``."""
+    stripped = line.strip()
+    if stripped.startswith("#"):
+        level = len(stripped) - len(stripped.lstrip("#"))
+        return level <= 6 and stripped[level : level + 1] == " "
+    under = below.strip()
+    return bool(stripped) and len(under) >= 3 and set(under) <= _UNDERLINE
+
+
+def is_table_row(line: str) -> bool:
+    stripped = line.strip()
+    return len(stripped) >= 3 and stripped[0] == "|" and stripped[-1] == "|"
+
+
+def looks_like_document(items: Sequence[str]) -> bool:
+    """Markdown (headings, tables or bullets on many lines) or prose."""
+    sample = [line for line in items[:SAMPLE_LINES] if line.strip()]
+    if len(sample) < 3:
+        return is_prose(sample)
+    marked = sum(
+        1
+        for i, line in enumerate(sample)
+        if is_table_row(line)
+        or is_heading(line, sample[i + 1] if i + 1 < len(sample) else "")
+        or line.lstrip().startswith(("- ", "* ", "> "))
+    )
+    return marked >= 0.15 * len(sample) or is_prose(sample)
+
+
+def is_prose(items: Sequence[str]) -> bool:
+    """Mostly sentences in paragraphs (a search snippet, an article), whatever error words it
+    holds. Many short sentence-like lines are more likely a log (``worker 3: fetched ...``)."""
+    sample = [line for line in items[:SAMPLE_LINES] if line.strip()]
+    if not sample or sum(1 for line in sample if is_sentence(line)) < 0.6 * len(sample):
+        return False
+    return len(sample) <= _PROSE_LINES or sum(map(len, sample)) >= _PARAGRAPH * len(sample)
+
+
+def is_listing(items: Sequence[str]) -> bool:
+    """A listing of distinct paths (``find``, ``ls -R``, ``git ls-files``, a glob)."""
+    sample = [line.strip() for line in items[:SAMPLE_LINES] if line.strip()]
+    if len(sample) < 5:
+        return False
+    paths = sum(1 for line in sample if _is_path(line))
+    return paths >= 0.8 * len(sample)
+
+
+def _is_path(line: str) -> bool:
+    if " " in line or len(line) > SCAN_CHARS:
+        return line.endswith(":") and "/" in line and len(line) <= SCAN_CHARS  # ls -R heading
+    return "/" in line or ("." in line.strip(".") and not line[:1].isdigit())
+
+
+#: Roles of elements an agent can act on, in accessibility trees.
+INTERACTIVE_ROLES = frozenset(
+    {
+        "button", "link", "textbox", "searchbox", "combobox", "checkbox", "radio", "switch",
+        "slider", "spinbutton", "menuitem", "menuitemcheckbox", "menuitemradio", "option", "tab",
+        "treeitem", "listbox", "textarea", "input", "select",
+    }
+)  # fmt: skip
+_BID = re.compile(r"\s{0,80}(?:BID:\w{1,12} |\[\w{1,12}\] |- )(\w{1,24})")
+_HTML_INTERACTIVE = ("<a ", "<button", "<input", "<select", "<option", "<textarea", "<form")
+
+
+def page_role(line: str) -> str | None:
+    """The role of an accessibility-tree line (``BID:a12 button Submit``, ``[a12] link x``,
+    ``- button "Submit" [ref=e3]``), or ``None``."""
+    match = _BID.match(line, 0, SCAN_CHARS)
+    return match.group(1) if match else None
+
+
+def is_interactive(line: str) -> bool:
+    """An element the agent can act on: a tree line with a ``BID:``, or with an id and an
+    interactive role, or an HTML form control or link."""
+    stripped = line.lstrip()
+    if stripped.startswith("<"):
+        head = stripped[:SCAN_CHARS]
+        return any(tag in head for tag in _HTML_INTERACTIVE)
+    if stripped.startswith("BID:"):
+        return True  # only elements the agent can target get a ``BID:`` (labels included)
+    role = page_role(line)
+    if role is None or role not in INTERACTIVE_ROLES:
+        return False
+    return stripped.startswith("[") or "[ref=" in line
+
+
+def looks_like_page(items: Sequence[str]) -> bool:
+    """An accessibility tree with element ids, or an HTML page."""
+    sample = [line for line in items[:SAMPLE_LINES] if line.strip()]
+    if len(sample) < 10:
+        return False
+    ids = sum(1 for line in sample if "BID:" in line[:120] or "[ref=" in line)
+    tags = sum(1 for line in sample if line.lstrip().startswith("<"))
+    return ids >= 0.1 * len(sample) or tags >= 0.4 * len(sample)
+
+
+# -- what the call ran -----------------------------------------------------------------------------
+
+#: Commands that run tests, builds or installs: their output is a log, not a script's result.
+_RUNNERS = frozenset(
+    {
+        "pytest", "py.test", "tox", "nox", "pip", "pip3", "make", "cargo", "npm", "yarn", "pnpm",
+        "mvn", "gradle", "go", "manage.py", "runtests.py", "setup.py", "-m",
+    }
+)  # fmt: skip
+_INTERPRETERS = frozenset({"python", "python3", "node", "ruby", "bash", "sh", "perl", "php"})
+_SCRIPT_ENDS = (".py", ".js", ".mjs", ".rb", ".sh", ".pl", ".php")
+_SHELL_SPLIT = re.compile(r"[\s;&|()]+")
+
+
+def runs_own_script(query: str | Mapping[str, Any] | None) -> bool:
+    """Whether the call ran a script of the agent's own (``python reproduce.py``,
+    ``python -c ...``, ``./exploit``) rather than a test runner or a build: its output is the
+    result the agent is after. Judged on the command's words (the first 2,000 characters)."""
+    if isinstance(query, Mapping):
+        command = query.get("command") or query.get("cmd") or ""
+    else:
+        command = query or ""
+    if not isinstance(command, str) or not command:
+        return False
+    words = [w.strip("\"'") for w in _SHELL_SPLIT.split(command[:2000]) if w]
+    if any(w.rsplit("/", 1)[-1] in _RUNNERS for w in words):
+        return False
+    for k, word in enumerate(words):
+        after = words[k + 1] if k + 1 < len(words) else ""
+        if word.rsplit("/", 1)[-1] in _INTERPRETERS and (
+            after.endswith(_SCRIPT_ENDS) or after == "-c"
+        ):
+            return True
+        if word.startswith("./") and len(word) > 2 and (k == 0 or words[k - 1] not in ("cd",)):
+            return True
+    return False

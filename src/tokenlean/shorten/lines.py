@@ -3,33 +3,41 @@
 Callers rank lines into tiers (:data:`MUST` are always kept) and may force some out (similar
 runs, lines already shown, caret lines). Lines are then added tier by tier, nearest to the lines
 that must stay first (so kept text grows in readable blocks), until the budget is spent; each
-gap costs a marker, and a gap cheaper than its marker is filled back in. Sorting aside, every
-step is a constant number of passes over the lines.
+gap costs a marker, and a gap that saves less than its marker costs is filled back in. Sorting
+aside, every step is a constant number of passes over the lines.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from itertools import filterfalse, repeat
-from operator import add, mul, not_, sub
+from dataclasses import dataclass, field
+from itertools import compress, filterfalse, repeat
+from operator import add, eq, itemgetter, mul, not_, sub
 
-from tokenlean.shorten.markers import Retrieval, inline_marker, line_marker, note
+from tokenlean.shorten.markers import Retrieval, inline_marker, line_marker, note, trace_marker
 from tokenlean.shorten.report import Omission, Reason
 from tokenlean.shorten.text import Lines, line_cost, line_costs
 
 MUST, NEAR, EDGE, REST, PROSE = 0, 1, 2, 3, 4
 _GIVE_UP = 64  # consecutive lines that do not fit before the fill stops looking
+_MIN_GAP = 2.0  # a gap left out costs at least this many markers' worth of lines
 
 
 @dataclass(frozen=True, slots=True)
 class Selection:
-    """What to keep: tier and rank per line, lines forced out, and tied line pairs."""
+    """What to keep: tier and rank per line, lines forced out, and tied line pairs.
+
+    ``repeats`` maps lines forced out as ``"trace"`` to the first and last line (0-based) of
+    the traceback lines they repeat. A ``whole`` selection keeps every line not forced out,
+    long lines included.
+    """
 
     tiers: Sequence[int]
     ranks: Sequence[int]
     forced: Mapping[int, Reason]
     ties: Mapping[int, int]
+    repeats: Mapping[int, tuple[int, int]] = field(default_factory=dict)
+    whole: bool = False
 
 
 def render(
@@ -43,11 +51,13 @@ def render(
     line_offset: int = 0,
 ) -> tuple[str, list[Omission]]:
     """The shortened text and its omissions (line numbers shifted by ``line_offset``)."""
-    marker_cost = line_cost(line_marker("budget", 99, 100, 199, retrieval))
+    # every marker but the first names only its lines (the first says how to read them back)
+    marker_cost = line_cost(line_marker("budget", 99, 100, 199, retrieval, hinted=True))
     costs = line_costs(lines.items)
     keep = _choose(costs, selection, budget, marker_cost)
-    _fill_cheap_gaps(costs, keep, selection.forced, marker_cost)
-    return _emit(lines, keep, selection.forced, retrieval, terms, long_line_chars, line_offset)
+    # a marker must save at least what it costs: a gap that does not is filled back in
+    _fill_cheap_gaps(costs, keep, selection.forced, _MIN_GAP * marker_cost)
+    return _emit(lines, keep, selection, retrieval, terms, long_line_chars, line_offset)
 
 
 def _choose(costs: list[float], sel: Selection, budget: float, marker_cost: float) -> list[bool]:
@@ -134,21 +144,25 @@ def _next_kept(keep: list[bool], start: int) -> int:
 def _emit(
     lines: Lines,
     keep: list[bool],
-    forced: Mapping[int, Reason],
+    selection: Selection,
     retrieval: Retrieval,
     terms: Sequence[str],
     long_line_chars: int,
     offset: int,
 ) -> tuple[str, list[Omission]]:
+    forced = selection.forced
     out: list[str] = []
     omissions: list[Omission] = []
     carets = 0
+    hinted = False  # whether a marker above already says how to read the original back
     i, n = 0, lines.count
     while i < n:
         if keep[i]:
             line = lines.items[i]
             if len(line) > long_line_chars:
-                line, cut = cut_line(line, terms, long_line_chars, i + 1 + offset, retrieval)
+                number = i + 1 + offset
+                line, cut = cut_line(line, terms, long_line_chars, number, retrieval, hinted)
+                hinted = True
                 omissions.append(
                     Omission("long-line", cut, i + 1 + offset, i + 1 + offset, "chars")
                 )
@@ -165,7 +179,20 @@ def _emit(
             reason: Reason = reasons.pop() if len(reasons) == 1 else "budget"
             first, last = i + 1 + offset, j + offset
             indent = _indent_of(lines.items[i:j])
-            out.append(line_marker(reason, j - i, first, last, retrieval, indent))
+            origin = _copied(selection, forced, i, j)
+            if origin is not None:
+                shown, copies = (origin[0] + 1 + offset, origin[1] + 1 + offset), origin[2]
+                others = j - i - origin[3]
+                out.append(
+                    trace_marker(
+                        j - i, first, last, shown, copies, others, retrieval, indent, hinted=hinted
+                    )
+                )
+                reason = "trace"
+            else:
+                marker = line_marker(reason, j - i, first, last, retrieval, indent, hinted=hinted)
+                out.append(marker)
+            hinted = True
             omissions.append(Omission(reason, j - i, first, last))
         i = j
     if carets:
@@ -173,6 +200,25 @@ def _emit(
         out.insert(at, note("caret", carets, retrieval))
         omissions.append(Omission("caret", carets, 0, 0))
     return "\n".join(out), omissions
+
+
+def _copied(
+    selection: Selection, forced: Mapping[int, Reason], i: int, j: int
+) -> tuple[int, int, int, int] | None:
+    """When lines ``i``..``j-1`` are mostly copies of tracebacks shown above: the first and last
+    line of what they copy, how many copies of one traceback they are (0: of several), and
+    how many of the stretch's lines they fill."""
+    # C-level passes: a stretch can hold most of a long output
+    stretch = range(i, j)
+    traced = list(compress(stretch, map(eq, map(forced.get, stretch), repeat("trace"))))
+    if not traced or 2 * len(traced) < j - i:
+        return None
+    origins = set(map(selection.repeats.__getitem__, traced))
+    first = min(map(itemgetter(0), origins))
+    last = max(map(itemgetter(1), origins))
+    # a copy starts at each traced line whose previous line is not traced (``i - 1`` never is)
+    starts = len(traced) - sum(map(set(traced).__contains__, map(sub, traced, repeat(1))))
+    return first, last, starts if len(origins) == 1 else 0, len(traced)
 
 
 def _indent_of(block: Sequence[str]) -> str:
@@ -183,7 +229,12 @@ def _indent_of(block: Sequence[str]) -> str:
 
 
 def cut_line(
-    line: str, terms: Sequence[str], limit: int, number: int, retrieval: Retrieval
+    line: str,
+    terms: Sequence[str],
+    limit: int,
+    number: int,
+    retrieval: Retrieval,
+    hinted: bool = False,
 ) -> tuple[str, int]:
     """``line`` cut to about ``limit`` characters: its head, its tail and windows around the
     first query matches; returns the new line and how many characters went."""
@@ -207,7 +258,8 @@ def cut_line(
     cut, pos = 0, 0
     for start, end in merged:
         if start > pos:
-            parts.append(inline_marker(start - pos, number, retrieval))
+            parts.append(inline_marker(start - pos, number, retrieval, hinted=hinted))
+            hinted = True
             cut += start - pos
         parts.append(line[start:end])
         pos = end

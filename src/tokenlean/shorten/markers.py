@@ -16,6 +16,7 @@ _WHAT: dict[str, str] = {
     "caret": "caret lines (^^^)",
     "items": "similar items",
     "chars": "chars",
+    "trace": "traceback lines",
 }
 
 
@@ -45,14 +46,27 @@ class Retrieval:
 
 
 def line_marker(
-    reason: Reason, count: int, first: int, last: int, retrieval: Retrieval, indent: str = ""
+    reason: Reason,
+    count: int,
+    first: int,
+    last: int,
+    retrieval: Retrieval,
+    indent: str = "",
+    *,
+    hinted: bool = False,
 ) -> str:
-    """A marker line standing for ``count`` omitted lines ``first``..``last`` (1-based)."""
+    """A marker line standing for ``count`` omitted lines ``first``..``last`` (1-based).
+
+    ``hinted``: an earlier marker of the same text already says how to read the original back
+    (the tool and the handle), so this one only names its lines.
+    """
     what = _WHAT[reason]
     if count == 1 and what.endswith("lines"):
         what = what[:-1]
     span = f"line {first}" if first == last else f"lines {first}-{last}"
-    if retrieval.tool and retrieval.handle:
+    if retrieval.tool and retrieval.handle and hinted:
+        where = f" ({first}-{last})" if first != last else f" ({first})"
+    elif retrieval.tool and retrieval.handle:
         where = f"; {retrieval.hint(first, last)}"
     elif retrieval.handle:
         where = f' (output {span} of "{retrieval.handle}")'
@@ -61,9 +75,36 @@ def line_marker(
     return f"{indent}[... {count} {what} omitted{where} ...]"
 
 
-def inline_marker(count: int, line: int, retrieval: Retrieval) -> str:
+def trace_marker(
+    count: int,
+    first: int,
+    last: int,
+    origin: tuple[int, int],
+    copies: int,
+    others: int,
+    retrieval: Retrieval,
+    indent: str = "",
+    *,
+    hinted: bool = False,
+) -> str:
+    """A marker for ``copies`` copies of traceback lines ``origin`` (1-based, shown above; 0:
+    copies of several tracebacks there) and ``others`` lines between them, standing in lines
+    ``first``..``last``."""
+    tool = bool(retrieval.tool and retrieval.handle)
+    where = f"; {retrieval.hint(first, last)}" if tool and not hinted else ""
+    what = "a copy of" if copies == 1 else f"{copies} copies of" if copies else "copies of the"
+    what += " lines" if copies else " tracebacks in lines"
+    between = f" and {others} other line{'s' if others > 1 else ''}" if others else ""
+    unit = "lines" if others else "traceback lines"
+    return (
+        f"{indent}[... {count} {unit} omitted: {what} {origin[0]}-{origin[1]} "
+        f"above{between}{where} ...]"
+    )
+
+
+def inline_marker(count: int, line: int, retrieval: Retrieval, *, hinted: bool = False) -> str:
     """An in-line marker standing for ``count`` characters cut out of line ``line``."""
-    hint = retrieval.hint(line, line)
+    hint = "" if hinted else retrieval.hint(line, line)
     tail = f"; {hint}" if hint else ""
     return f" [... {count} chars omitted{tail} ...] "
 
@@ -76,15 +117,33 @@ def note(reason: Reason, count: int, retrieval: Retrieval) -> str:
     return f"[... {count} {what} omitted{tail} ...]"
 
 
-def item_marker(count: int, first: int, last: int, retrieval: Retrieval) -> str:
-    """The text of a JSON string element standing for omitted array items."""
-    hint = retrieval.hint()
+def item_marker(
+    count: int,
+    first: int,
+    last: int,
+    retrieval: Retrieval,
+    names: str = "",
+    *,
+    hinted: bool = False,
+) -> str:
+    """The text of a JSON string element standing for omitted array items; ``names`` lists
+    their identifiers (e.g. ``number 646-651, 711``). ``hinted``: an earlier marker of the same
+    text already says how to read the original back."""
+    hint = "" if hinted else retrieval.hint()
     tail = f"; {hint}" if hint else ""
-    return f"... {count} similar items omitted (indices {first}-{last}){tail} ..."
+    span = f"index {first}" if first == last else f"indices {first}-{last}"
+    which = f": {names}" if names else ""
+    what = "similar item" if count == 1 else "similar items"
+    return f"... {count} {what} omitted ({span}{which}){tail} ..."
 
 
-def string_marker(count: int, retrieval: Retrieval) -> str:
-    """Appended to a JSON string that was cut short."""
-    hint = retrieval.hint()
+def string_marker(
+    count: int, retrieval: Retrieval, headings: str = "", *, hinted: bool = False
+) -> str:
+    """Appended to a JSON string that was cut short; ``headings`` are the markdown headings of
+    the part cut (one per line), kept as an outline of it."""
+    hint = "" if hinted else retrieval.hint()
     tail = f"; {hint}" if hint else ""
+    if headings:
+        return f"... [{count} chars omitted{tail}; its headings:]\n{headings}"
     return f"... [{count} chars omitted{tail}]"

@@ -40,11 +40,34 @@ class ShortenOptions:
     max_query_terms: int = 24
     """At most this many terms are taken from the query."""
     json_max_items: int = 6
-    """JSON arrays longer than this are crushed."""
+    """JSON arrays longer than this may be crushed; shorter ones always stay whole."""
     json_keep_head: int = 2
     """Items kept from the start of a crushed array (the last item is kept too)."""
     json_max_string: int = 400
-    """Longer JSON strings are cut."""
+    """Longer JSON strings are cut when the record is still over budget (headings of markdown
+    kept); first only strings over four times this long are."""
+    json_keep_tokens: int = 600
+    """JSON records up to this many tokens stay whole: an API's record is its identifiers and
+    values, and the agent quotes them next."""
+    text_keep_tokens: int = 1000
+    """Plain text, documents and listings up to this many tokens stay whole (a search result, a
+    lookup, a product page, an issue's description: short dense observations)."""
+    text_keep_percent: int = 50
+    """Longer documents keep at least this share (in percent) of their tokens: headings, table
+    rows and sentences matching the query first."""
+    view_keep_tokens: int = 3000
+    """File views with line numbers (``cat -n``, ``grep -n``, a Read tool, SWE-agent's ``open``) up
+    to this many tokens stay whole: the agent asked for exactly these lines and edits them
+    next. Longer views keep at least this many, around what the query names first."""
+    view_context_lines: int = 20
+    """Lines kept on each side of a query match in a long file view."""
+    listing_keep_lines: int = 400
+    """Listings of distinct paths (``find``, ``ls -R``) up to this many lines never collapse
+    similar names (``L004.py`` and ``L005.py`` are different files)."""
+    script_max_tokens: int = 300
+    """The budget for the output of a script the agent wrote and ran (``python reproduce.py``):
+    it is the agent's result, so its value lines (``Expected``/``Actual``/``Result``, flags) go
+    first."""
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -54,8 +77,9 @@ class ShortenOptions:
             floor = 0 if f.name in _MAY_BE_ZERO else 1
             if value < floor:
                 raise ValueError(f"{f.name} must be >= {floor}, got {value}")
-        if self.code_keep_percent > 100:
-            raise ValueError(f"code_keep_percent must be <= 100, got {self.code_keep_percent}")
+        for name in ("code_keep_percent", "text_keep_percent"):
+            if getattr(self, name) > 100:
+                raise ValueError(f"{name} must be <= 100, got {getattr(self, name)}")
         if self.similar_run < 3:
             raise ValueError(f"similar_run must be >= 3, got {self.similar_run}")
         if self.long_line_chars < 200:
@@ -70,6 +94,12 @@ _MAY_BE_ZERO = frozenset(
         "context_lines",
         "code_context_lines",
         "json_keep_head",
+        "json_keep_tokens",
+        "text_keep_tokens",
+        "text_keep_percent",
+        "view_keep_tokens",
+        "view_context_lines",
+        "listing_keep_lines",
     }
 )
 

@@ -6,9 +6,11 @@ from dataclasses import dataclass
 from typing import Literal
 
 #: The content kinds :func:`tokenlean.shorten.shorten` tells apart.
-Kind = Literal["log", "code", "diff", "json", "text"]
+Kind = Literal["log", "code", "diff", "json", "text", "page", "listing"]
 #: Why a stretch was left out.
-Reason = Literal["similar", "repeat", "seen", "budget", "long-line", "caret", "items", "chars"]
+Reason = Literal[
+    "similar", "repeat", "seen", "budget", "long-line", "caret", "items", "chars", "trace"
+]  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

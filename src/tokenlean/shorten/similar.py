@@ -69,14 +69,17 @@ def seen_runs(
     *,
     min_run: int,
     min_chars: int,
+    filler: Collection[int] = (),
 ) -> list[Run]:
     """Runs holding at least ``min_run`` lines already shown earlier (``seen`` holds stripped
-    lines). Blank and very short lines inside a run go with it; protected lines end it."""
+    lines). Blank and very short lines inside a run go with it, and so do ``filler`` lines
+    (a page's boilerplate: one pointer per unchanged stretch, not many small ones); protected
+    lines end it."""
     stripped = list(map(str.strip, items))
     # Runs are only looked for from the lines already shown, found with one set intersection
     # (or one question per distinct line): a large output that repeats nothing costs a few
     # C-level passes, not a call per line.
-    shown = {line for line in _shown(stripped, seen) if len(line) >= min_chars}
+    shown = {line for line in shown_lines(stripped, seen) if len(line) >= min_chars}
     if not shown:
         return []
 
@@ -84,18 +87,25 @@ def seen_runs(
         if i in protected:
             return 0
         line = stripped[i]
+        if line in shown:  # shown lines are at least min_chars long
+            return 2
+        if i in filler:
+            return 1
         if len(line) < min_chars:
             return 1 if len(line) <= 3 else 0
-        return 2 if line in shown else 0
+        return 0
 
     starts = [i for i, line in enumerate(stripped) if line in shown]
     return _runs_of(len(items), state, min_run, starts)
 
 
-def _shown(lines: list[str], seen: Container[str]) -> set[str]:
+def shown_lines(lines: list[str], seen: Container[str]) -> set[str]:
     """The members of ``lines`` that ``seen`` holds (C-level when it is a set or a Seen)."""
-    if isinstance(seen, Seen):
-        return seen.lines.intersection(lines)
+    if isinstance(seen, Seen):  # its own lines and its parents' (what ``in`` would find)
+        found = seen.lines.intersection(lines)
+        if seen.parent is not None:
+            found |= shown_lines(lines, seen.parent)
+        return found
     if isinstance(seen, (set, frozenset)):
         return set(seen.intersection(lines))
     return {line for line in set(lines) if line in seen}

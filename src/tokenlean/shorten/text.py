@@ -14,6 +14,15 @@ TOKENS_PER_LINE = 0.7
 _LONGER_LOWER = "\u0130"
 
 
+def is_sentence(line: str, scan: int = 300) -> bool:
+    """A line of prose: seven or more words, mostly letters, in lower case somewhere early."""
+    head = line.strip()[:scan]
+    if head.startswith(('File "', "at ", "Traceback")) or head.count(" ") < 6:
+        return False
+    letters = sum(1 for ch in head if ch.isalpha())
+    return letters >= 0.6 * len(head) and any(ch.islower() for ch in head[:40])
+
+
 def line_cost(line: str) -> float:
     """Estimated tokens of one line and its newline (indentation is nearly free in BPE)."""
     return TOKENS_PER_CHAR * len(line.lstrip()) + TOKENS_PER_LINE
