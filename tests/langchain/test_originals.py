@@ -23,7 +23,7 @@ from langgraph.store.memory import InMemoryStore
 from tests.data import ROOT
 from tokenlean.langchain import ToolOutputShorteningMiddleware, recommended_middleware
 from tokenlean.langchain.retrieval import make_retrieval_tool
-from tokenlean.store import STORE_NAMESPACE, InMemoryOriginalStore, Original
+from tokenlean.store import STORE_NAMESPACE, InMemoryOriginalStore, Original, StoreChoice
 from tokenlean.testing import scripted_agent
 
 LOG = "\n".join(
@@ -97,7 +97,8 @@ def test_without_an_agent_store_a_restart_is_told_apart_from_a_wrong_handle(
         agent, first = scripted_agent(
             [call("run", {"command": "make"}, "c1"), AIMessage("done")],
             tools=[run],
-            middleware=[ToolOutputShorteningMiddleware()],
+            # StoreChoice(): what a fresh process has (its own memory, no agent store)
+            middleware=[ToolOutputShorteningMiddleware(store=StoreChoice())],
             checkpointer=saver,
         )
         agent.invoke({"messages": [HumanMessage("go")]}, cfg())
@@ -106,7 +107,7 @@ def test_without_an_agent_store_a_restart_is_told_apart_from_a_wrong_handle(
         agent, second = scripted_agent(
             [ask(handle), ask("o000000000000", "r2"), AIMessage("ok")],
             tools=[run],
-            middleware=[ToolOutputShorteningMiddleware()],
+            middleware=[ToolOutputShorteningMiddleware(store=StoreChoice())],
             checkpointer=saver,
         )
         agent.invoke({"messages": [HumanMessage("again")]}, cfg())
@@ -143,6 +144,7 @@ def test_the_agents_store_keeps_outputs_and_inputs_of_the_recommended_stack() ->
 async def test_the_async_path_uses_the_agents_store_too() -> None:
     backing = InMemoryStore()
     middleware = ToolOutputShorteningMiddleware()
+    in_memory = len(middleware.stores.memory)  # the process's memory, shared by shorteners
     agent, model = scripted_agent(
         [
             call("run", {"command": "make"}, "c1"),
@@ -156,7 +158,7 @@ async def test_the_async_path_uses_the_agents_store_too() -> None:
     await agent.ainvoke({"messages": [HumanMessage("go")]}, cfg("a1"))
     (item,) = backing.search((*STORE_NAMESPACE, "a1"))
     assert item.value["text"] == LOG
-    assert len(middleware.stores.memory) == 0  # nothing went to process memory
+    assert len(middleware.stores.memory) == in_memory  # nothing went to process memory
     assert answer(model.calls[-1].messages).endswith("301: ERROR: x")
 
 
