@@ -9,7 +9,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 
-from tokenlean.cost import ANTHROPIC
+from tokenlean.cost import ANTHROPIC, OPENAI
 from tokenlean.langchain import ToolInputShorteningMiddleware, ToolOutputShorteningMiddleware
 from tokenlean.langchain.retrieval import offering_pays
 from tokenlean.testing import assert_prefix_kept, prefix_breaks, scripted_agent
@@ -131,11 +131,13 @@ def test_after_a_read_back_that_tool_is_shortened_less_then_not_at_all() -> None
     assert [m for _, m in prefix_breaks(model)] == [-1]  # nothing already sent ever changed
 
 
-def test_offering_pays_only_when_the_run_will_save_more_than_the_rewrite_costs() -> None:
-    common = {"schema": 100, "calls": 10}
-    assert offering_pays(ANTHROPIC, prompt=2_000, new=1_800, saved=1_500, **common)
-    assert not offering_pays(ANTHROPIC, prompt=60_000, new=500, saved=400, **common)
-    assert not offering_pays(ANTHROPIC, prompt=2_000, new=300, saved=60, **common)
-    # a run that keeps producing long results pays it off later
-    assert not offering_pays(ANTHROPIC, prompt=5_000, new=800, saved=500, **common)
-    assert offering_pays(ANTHROPIC, prompt=5_000, new=800, saved=500, rate=1_000, **common)
+def test_offering_pays_once_the_savings_so_far_cover_the_rewrite_and_the_schema() -> None:
+    common = {"schema": 100, "calls": 10}  # the schema costs 100 * (1.25 + 10 * 0.1) = 225
+    # early on the prompt is small: re-writing its 200 cached tokens costs 230
+    assert offering_pays(ANTHROPIC, prompt=2_000, new=1_800, banked=460, **common)
+    assert not offering_pays(ANTHROPIC, prompt=2_000, new=1_800, banked=450, **common)
+    # late, 59,500 cached tokens cost 68,425 to write again: only large savings pay for that
+    assert not offering_pays(ANTHROPIC, prompt=60_000, new=500, banked=68_000, **common)
+    assert offering_pays(ANTHROPIC, prompt=60_000, new=500, banked=68_700, **common)
+    # OpenAI-style pricing re-writes at the uncached price, and nothing under 1,024 is cached
+    assert offering_pays(OPENAI, prompt=1_000, new=100, banked=201, **common)

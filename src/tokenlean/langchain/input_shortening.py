@@ -29,10 +29,9 @@ from tokenlean.cost import CachePricing, resolve_pricing
 from tokenlean.langchain.adapter import apply_edit
 from tokenlean.langchain.helpers import last_ai_index, middleware_name, thread_scope, view_from
 from tokenlean.langchain.retrieval import (
-    DECLINED_KEY,
-    KEPT_KEY,
     RetrievalGate,
     add_counts,
+    either,
     shared_choice,
 )
 from tokenlean.langchain.retrieval import retrieval_tool as retrieval_tool_for
@@ -60,17 +59,19 @@ class InputShorteningStats:
 
 @dataclass(frozen=True, slots=True)
 class _Planned:
-    message: AnyMessage | None  # None: the cut was declined
+    message: AnyMessage
     plan: InputPlan
     scope: str
-    declined: dict[str, Any] | None = None
+    accounted: dict[str, Any]  # the retrieval gate's state update (originals, savings, offer)
 
 
 class InputShorteningState(AgentState[Any]):
     """Agent state with the count of originals kept (shared with the output shortener)."""
 
     tokenlean_originals: NotRequired[Annotated[int, PrivateStateAttr, add_counts]]
-    tokenlean_originals_declined: NotRequired[Annotated[int, PrivateStateAttr, add_counts]]
+    tokenlean_originals_saved: NotRequired[Annotated[int, PrivateStateAttr, add_counts]]
+    tokenlean_originals_saved_at: NotRequired[Annotated[int, PrivateStateAttr, add_counts]]
+    tokenlean_originals_offered: NotRequired[Annotated[bool, PrivateStateAttr, either]]
 
 
 class ToolInputShorteningMiddleware(AgentMiddleware[InputShorteningState, Any, Any]):
@@ -156,8 +157,8 @@ class ToolInputShorteningMiddleware(AgentMiddleware[InputShorteningState, Any, A
 
     def before_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         planned = self._prepare(state)
-        if planned is None or planned.message is None:
-            return planned.declined if planned is not None else None
+        if planned is None:
+            return None
         try:
             store = self.stores.pick(getattr(runtime, "store", None))
             for original in planned.plan.originals:
@@ -171,8 +172,8 @@ class ToolInputShorteningMiddleware(AgentMiddleware[InputShorteningState, Any, A
         self, state: AgentState[Any], runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
         planned = self._prepare(state)
-        if planned is None or planned.message is None:
-            return planned.declined if planned is not None else None
+        if planned is None:
+            return None
         try:
             store = self.stores.pick(getattr(runtime, "store", None))
             for original in planned.plan.originals:
@@ -217,9 +218,8 @@ class ToolInputShorteningMiddleware(AgentMiddleware[InputShorteningState, Any, A
         if not plan.edits:
             return None
         saved = sum(c.tokens_before - c.tokens_after for c in plan.cuts)
-        if not self._gate.may_keep(state, messages, saved):  # not worth offering the tool yet
-            return _Planned(None, plan, scope, {DECLINED_KEY: saved})
-        return _Planned(apply_edit(turn, plan.edits[0]), plan, scope)
+        accounted = self._gate.account(state, messages, saved=saved, kept=len(plan.originals))
+        return _Planned(apply_edit(turn, plan.edits[0]), plan, scope, accounted)
 
     def _commit(self, planned: _Planned) -> dict[str, Any]:
         self._tally.add(
@@ -227,5 +227,4 @@ class ToolInputShorteningMiddleware(AgentMiddleware[InputShorteningState, Any, A
             tokens_before=sum(c.tokens_before for c in planned.plan.cuts),
             tokens_after=sum(c.tokens_after for c in planned.plan.cuts),
         )
-        assert planned.message is not None  # a declined cut never gets here
-        return {"messages": [planned.message], KEPT_KEY: len(planned.plan.originals)}
+        return {"messages": [planned.message], **planned.accounted}

@@ -52,10 +52,9 @@ from tokenlean.langchain.helpers import (
     view_from,
 )
 from tokenlean.langchain.retrieval import (
-    DECLINED_KEY,
-    KEPT_KEY,
     RetrievalGate,
     add_counts,
+    either,
     read_back,
     shared_choice,
 )
@@ -115,7 +114,9 @@ class ShorteningState(AgentState[Any]):
         Annotated[dict[str, int], PrivateStateAttr, _add_levels]
     ]
     tokenlean_originals: NotRequired[Annotated[int, PrivateStateAttr, add_counts]]
-    tokenlean_originals_declined: NotRequired[Annotated[int, PrivateStateAttr, add_counts]]
+    tokenlean_originals_saved: NotRequired[Annotated[int, PrivateStateAttr, add_counts]]
+    tokenlean_originals_saved_at: NotRequired[Annotated[int, PrivateStateAttr, add_counts]]
+    tokenlean_originals_offered: NotRequired[Annotated[bool, PrivateStateAttr, either]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,10 +312,10 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
         )
         update = _Update({BACKOFF_KEY: dict(read)} if read else {}, plan, scope, messages, hit)
         saved = sum(e.tokens_before - e.tokens_after for e in plan.edits)
-        if plan.edits and scope is not None and not self._gate.may_keep(state, messages, saved):
-            plan = replace(plan, edits=(), originals=(), reports=())  # not worth the tool yet
-            update = replace(update, plan=plan)
-            update.state[DECLINED_KEY] = saved
+        if scope is not None:  # counted even with nothing cut now: the tool may come to pay
+            update.state.update(
+                self._gate.account(state, messages, saved=saved, kept=len(plan.originals))
+            )
         if not plan.edits:
             self._remember(update)
             return update if update.state else None
@@ -325,8 +326,6 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
         )
         updated = [apply_edit(messages[e.index], e) for e in plan.edits]
         update.state.update({"messages": updated, STATE_KEY: totals})
-        if scope is not None:
-            update.state[KEPT_KEY] = len(plan.originals)
         return update
 
     def _remember(self, update: _Update) -> None:

@@ -33,7 +33,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.prebuilt import ToolRuntime
 from pydantic import BaseModel, ConfigDict
 
-from tokenlean.cost import CachePricing, expected_net_saving
+from tokenlean.cost import CachePricing
 from tokenlean.langchain.helpers import (
     PrefixMemo,
     last_ai_index,
@@ -65,13 +65,23 @@ _DESCRIPTION = (
 )
 #: State key counting the originals kept in a thread (every shortener adds to it).
 KEPT_KEY = "tokenlean_originals"
-#: State key summing the tokens shortenings would have saved before the tool was offered.
-DECLINED_KEY = "tokenlean_originals_declined"
+#: State keys summing the tokens the thread's shortenings cut (``S``), and each cut times the
+#: number of model calls made before it (``W``): at call ``k`` the cuts have saved
+#: ``write * S + read * (k * S - W)`` so far, which is what pays for offering the tool.
+SAVED_KEY = "tokenlean_originals_saved"
+SAVED_AT_KEY = "tokenlean_originals_saved_at"
+#: State key set once the thread has been offered the retrieval tool (it stays offered).
+OFFERED_KEY = "tokenlean_originals_offered"
 
 
 def add_counts(left: int | None, right: int | None) -> int:
-    """The reducer of :data:`KEPT_KEY` and :data:`DECLINED_KEY`: counts add up."""
+    """The reducer of the counting keys: counts add up."""
     return (left or 0) + (right or 0)
+
+
+def either(left: bool | None, right: bool | None) -> bool:
+    """The reducer of :data:`OFFERED_KEY`: once offered, always offered."""
+    return bool(left) or bool(right)
 
 
 class ReadOriginalArgs(BaseModel):
@@ -258,13 +268,17 @@ class _Seen:
 
 
 class RetrievalGate:
-    """Offers the retrieval tool to a thread only once it has something to read.
+    """Offers the retrieval tool to a thread once what its shortenings saved pays for it.
 
-    A shortener asks :meth:`may_keep` before it makes the first shortening of a thread: until
-    then the tool is hidden from the model (:meth:`hide`, in ``wrap_model_call``), so offering
-    it changes the tool list once, and that must pay (:func:`offering_pays`). The prompt is
-    sized from the messages (counted once each, per thread) and from the system prompt and tool
-    schemas of the thread's last request.
+    Shortenings are made at first sight whether or not the tool is offered yet (their markers
+    name the handle, so they read the same before and after). The tool is hidden from the
+    model (:meth:`hide`, in ``wrap_model_call``) until the tokens the thread's cuts have saved
+    so far outweigh what offering costs: the tool list sits at the very front of the prompt,
+    so adding it re-writes the whole prompt cache once, and its schema is sent on every later
+    call (:func:`offering_pays`). Paying from savings already made, not from savings hoped
+    for, is what keeps a short run, or a run with little to cut, from ending dearer than it
+    would have without tokenlean. The prompt is sized from the messages (counted once each,
+    per thread) and from the system prompt and tool schemas of the thread's last request.
     """
 
     def __init__(
@@ -287,10 +301,10 @@ class RetrievalGate:
         self._fixed_key: dict[str | None, tuple[object, ...]] = {}
 
     def offered(self, state: Mapping[str, Any]) -> bool:
-        return self.always or bool(state.get(KEPT_KEY))
+        return self.always or bool(state.get(OFFERED_KEY))
 
     def hide(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
-        """The request without the tool while the thread has kept nothing for it.
+        """The request without the tool while the thread has not been offered it.
 
         A tool of the agent's own with the retrieval tool's name is refused: the agent would
         call one thinking it was the other.
@@ -309,25 +323,38 @@ class RetrievalGate:
         self._remember_fixed(request)
         return request
 
-    def may_keep(self, state: Mapping[str, Any], messages: Sequence[Any], saved: int) -> bool:
-        """Whether a shortening saving ``saved`` tokens may be made now: always once the tool
-        is offered; before, when offering it pays (the shortenings declined so far, in
-        ``state[DECLINED_KEY]``, say how much this thread is likely to save from here on)."""
+    def account(
+        self, state: Mapping[str, Any], messages: Sequence[Any], *, saved: int, kept: int
+    ) -> dict[str, Any]:
+        """The state update for ``kept`` originals cut by ``saved`` tokens on this call, with
+        :data:`OFFERED_KEY` set when the thread's savings so far now pay for the tool."""
+        update: dict[str, Any] = {}
+        if kept:
+            update[KEPT_KEY] = kept
         if self.offered(state):
-            return True
+            return update
         scope = thread_scope()
         size = self._size(scope, messages)
+        if saved:
+            update[SAVED_KEY] = saved
+            update[SAVED_AT_KEY] = saved * size.turns
+        total = int(state.get(SAVED_KEY) or 0) + saved
+        if not total:
+            return update
+        weighted = int(state.get(SAVED_AT_KEY) or 0) + saved * size.turns
         last = last_ai_index(messages)
         new = sum(message_tokens(m, self.counter) for m in view_from(messages, max(0, last)))
-        return offering_pays(
+        if offering_pays(
             self.pricing,
-            prompt=self._fixed.get(scope, 0) + size.tokens,
-            new=new,
-            saved=saved,
+            prompt=max(0, self._fixed.get(scope, 0) + size.tokens - saved),
+            new=max(0, new - saved),
+            banked=self.pricing.uncached * total
+            + self.pricing.cached_read * (size.turns * total - weighted),
             schema=self.schema,
             calls=max(size.turns, self.min_remaining_calls),
-            rate=(int(state.get(DECLINED_KEY) or 0) + saved) / max(1, size.turns),
-        )
+        ):
+            update[OFFERED_KEY] = True
+        return update
 
     def _size(self, scope: str | None, messages: Sequence[Any]) -> _Seen:
         hit = self._sizes.take(scope, messages)
@@ -358,22 +385,17 @@ def offering_pays(
     *,
     prompt: int,
     new: int,
-    saved: int,
+    banked: float,
     schema: int,
     calls: int,
-    rate: float = 0.0,
 ) -> bool:
-    """Whether first offering the tool, with ``saved`` tokens cut now, is expected to pay.
+    """Whether cuts that have saved ``banked`` (in uncached-token units) pay for offering the
+    retrieval tool on a call of ``prompt`` tokens, ``new`` of them not yet cached.
 
-    Offering it changes the tool list at the very front of the prompt, so this call re-writes the
-    whole cache (:func:`~tokenlean.cost.expected_net_saving` with the edit point at 0), and each
-    of the ``calls`` expected after this one sends ``schema`` more tokens and ``saved`` fewer.
-    The run will also go on producing results to shorten: at ``rate`` tokens saved per call (what
-    it would have saved so far, this shortening included), each read from the cache on half the
-    remaining calls on average.
+    Offering it changes the tool list at the very front of the prompt, so the cached part of
+    this call is written again instead of read, and the ``schema`` is sent on this call and on
+    each of the ``calls`` expected after it.
     """
-    net = expected_net_saving(
-        pricing, prompt=prompt, prefix=0, new=new, saved=saved - schema, remaining=calls
-    )
-    future = rate * calls * pricing.cached_read * calls / 2
-    return net + future > 0
+    rewrite = pricing.billed(prompt, 0) - pricing.billed(prompt, max(0, prompt - new))
+    schema_cost = schema * (pricing.uncached + pricing.cached_read * calls)
+    return banked >= rewrite + schema_cost
