@@ -155,13 +155,13 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
         dedupe: Point to lines the model was already shown instead of repeating them.
         min_saving: Skip a shortening that saves less than this share of a result's tokens.
         counter: Token counter for thresholds and reports (default: a fast estimate).
-        pricing: Whose prompt-cache prices decide whether the first shortening of a thread
-            pays for offering the retrieval tool (``"anthropic"``, ``"openai"``, ``"none"`` or a
+        pricing: Whose prompt-cache prices decide when a thread's savings pay for offering
+            the retrieval tool (``"anthropic"``, ``"openai"``, ``"none"`` or a
             :class:`~tokenlean.cost.CachePricing`).
-        offer_tool: ``"when_it_pays"`` (a thread is offered ``read_original`` with its first
-            shortening, made only when that pays for the cache re-write) or ``"always"``.
-        min_remaining_calls: The calls a run is expected to go on for at least, when judging
-            whether that first shortening pays.
+        offer_tool: ``"when_it_pays"`` (results are shortened from the first call; a thread is
+            offered ``read_original`` once its cuts have saved enough to pay for the cache
+            re-write that adding a tool causes, and for the schema) or ``"always"``.
+        min_remaining_calls: The later calls the tool's schema is charged for, at least.
         name: The middleware's name (default: the class name, with a digest of the settings
             when they differ from the defaults, so differently set instances can be combined).
 

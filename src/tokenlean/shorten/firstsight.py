@@ -56,13 +56,14 @@ class OutputShorteningPolicy:
         counter: Token counter for thresholds and reports (default: a fast estimate).
         orphans: Also shorten results whose call the transcript does not show (a provider API
             can keep the calls server-side); by default such results pass through untouched.
-        pricing: Whose cache prices decide whether a thread's first shortening pays for
-            offering the retrieval tool (a preset name or a :class:`~tokenlean.cost.CachePricing`).
-        min_remaining_calls: The calls a run is expected to go on for at least, when judging
-            that first shortening (later on, a run is expected to last as long again).
-        offer_tool: ``"when_it_pays"``: the retrieval tool joins a thread's tool list with its
-            first shortening, made only when that pays for the cache re-write; ``"always"``:
-            the tool is offered from the first call and every shortening is made.
+        pricing: Whose cache prices decide when a thread's savings pay for offering the
+            retrieval tool (a preset name or a :class:`~tokenlean.cost.CachePricing`).
+        min_remaining_calls: The later calls the tool's schema is charged for, at least, when
+            judging that (later on, a run is expected to last as long again).
+        offer_tool: ``"when_it_pays"``: results are shortened at first sight from the start,
+            and the retrieval tool joins a thread's tool list once what the thread's cuts have
+            saved so far pays for re-writing the prompt cache and for the schema; ``"always"``:
+            the tool is offered from the first call.
     """
 
     min_tokens: int = 100
