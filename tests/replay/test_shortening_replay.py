@@ -15,7 +15,8 @@ from tokenlean.langchain.adapter import message_to_view
 from tokenlean.replay.engine import measure_replay, replay
 from tokenlean.replay.formats import load_trajectory
 from tokenlean.replay.metrics import PromptMeasurer
-from tokenlean.shorten import DEFAULT_OPTIONS
+from tokenlean.shorten import shorten
+from tokenlean.shorten.firstsight import OutputShorteningPolicy
 from tokenlean.shorten.text import estimate_tokens
 from tokenlean.tokens import EstimateCounter
 from tokenlean.transcript import mark_of
@@ -27,14 +28,11 @@ def _mark(message: Any) -> Any:
 
 
 MEASURER = PromptMeasurer(EstimateCounter())
+MIN_TOKENS = OutputShorteningPolicy().min_tokens
 SHORTENED: dict[str, int] = {}
-#: Whether a run has a tool output longer than every size the shortener keeps whole.
+#: Whether a run has a tool output past the size its content kind is kept whole at (one that
+#: ``shorten`` at the defaults, on its own, would change).
 LONG: dict[str, bool] = {}
-_KEEP = max(
-    DEFAULT_OPTIONS.view_keep_tokens,
-    DEFAULT_OPTIONS.text_keep_tokens,
-    DEFAULT_OPTIONS.json_keep_tokens,
-)
 
 
 @pytest.mark.parametrize("path", shared_params(trajectory_paths()), ids=lambda p: p.stem[:60])
@@ -52,7 +50,8 @@ def test_no_call_changes_bytes_already_sent(path: Path) -> None:
     SHORTENED[trajectory.id] = len(marked)
     assert not metrics.prefix_breaks or marked, "the tool list changed with nothing kept"
     LONG[trajectory.id] = any(
-        m.role == "tool" and estimate_tokens(m.text) > _KEEP for m in trajectory.messages
+        m.role == "tool" and estimate_tokens(m.text) > MIN_TOKENS and shorten(m.text).changed
+        for m in trajectory.messages
     )
     for message in marked:  # each shortened result went out shortened from its first call on
         firsts = [c for c in result.calls if any(m.id == message.id for m in c.messages)]

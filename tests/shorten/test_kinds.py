@@ -148,12 +148,21 @@ def test_file_views_under_the_view_size_pass_whole(
     assert report.text == text and line in report.text
 
 
-def test_a_long_file_view_keeps_its_outline_and_the_region_the_query_names() -> None:
+def test_a_whole_source_file_read_by_a_coding_agent_stays_whole() -> None:
+    # 10.7k tokens of lib.rs whose doc header the agent rewrote next (18 references)
     text, report = _run("openagents_claude_code", "143545", 8, context="look at nip44 exports")
+    assert report.kind == "code" and not report.changed and report.text == text
+
+
+def test_a_long_file_view_keeps_its_outline_and_the_region_the_query_names() -> None:
+    options = ShortenOptions(view_keep_tokens=3000)  # the same file, as a view too long to keep
+    text, report = _run(
+        "openagents_claude_code", "143545", 8, context="look at nip44 exports", options=options
+    )
     out = report.text.split("\n")
     original = text.split("\n")
     assert report.kind == "code" and report.changed
-    assert report.tokens_after >= ShortenOptions().view_keep_tokens * 0.9
+    assert report.tokens_after >= options.view_keep_tokens * 0.9
     assert "   206→mod nip07;" in out and "   207→mod nip09;" in out  # the module list
     for i, line in enumerate(original):  # every line within 20 of a match to the query
         if "nip44" in line.lower():
@@ -211,7 +220,10 @@ def test_a_document_keeps_its_conclusion() -> None:
 
 
 def test_a_long_markdown_file_read_with_line_numbers_keeps_its_headings() -> None:
-    text, report = _run("openagents_claude_code", "113535", 6)
+    # 5.7k tokens: whole at the defaults (a view), so read as one past a smaller view size
+    text, report = _run(
+        "openagents_claude_code", "113535", 6, options=ShortenOptions(view_keep_tokens=3000)
+    )
     assert report.changed
     headings = [line for line in text.split("\n") if re.match(r"\s+\d+→#{1,4} ", line)]
     assert len(headings) > 20 and all(h in report.text.split("\n") for h in headings)
