@@ -5,73 +5,63 @@
 that bills least on the others while keeping recall and never costing more than no middleware
 there, then reports it on the source left out (``benchmarks/loso.md``).
 
-The knob is when a thread is first offered ``read_original``: the horizon (``min_remaining_calls``)
-over which a first shortening must pay for re-writing the prompt cache, or ``"always"`` (the
-tool from the first call). Both shorteners and the recommended stack are candidates.
+Two knobs, for the output shortener alone and inside the recommended stack:
+
+- ``view_keep_tokens``: the size up to which a file view with line numbers stays whole
+  (3,000, 6,000 or 12,000 tokens);
+- ``offer_tool``: ``when_it_pays`` (``read_original`` joins the tools once the thread's cuts
+  have saved enough to pay for the cache re-write) or ``always`` (from the first call).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from tokenlean.replay.strategies import register
+from tokenlean.shorten.options import DEFAULT_OPTIONS
 
-HORIZONS = (4, 8, 16, 32, 64)
-
-
-def _shorten(**kwargs: Any) -> Any:
-    def factory() -> list[Any]:
-        from tokenlean.langchain import ToolOutputShorteningMiddleware
-
-        return [ToolOutputShorteningMiddleware(**kwargs)]
-
-    return factory
+VIEWS = (3000, 6000, 12000)
+OFFERS = ("when_it_pays", "always")
 
 
-def _recommended(**kwargs: Any) -> Any:
+def _factory(stack: str, view: int, offer: str) -> Any:
     def factory() -> list[Any]:
         from tokenlean.langchain import (
-            ContextEditorMiddleware,
-            LoopGuardMiddleware,
             ToolInputShorteningMiddleware,
             ToolOutputShorteningMiddleware,
-        )
-        from tokenlean.langchain.recommended import (
-            EDITOR_TRIGGER_TOKENS,
-            INPUT_HEAD_LINES,
-            INPUT_MIN_TOKENS,
-            INPUT_TAIL_LINES,
+            recommended_middleware,
         )
 
-        return [
-            ToolInputShorteningMiddleware(
-                retrieval_tool=False,
-                min_tokens=INPUT_MIN_TOKENS,
-                head_lines=INPUT_HEAD_LINES,
-                tail_lines=INPUT_TAIL_LINES,
-                **kwargs,
-            ),
-            ToolOutputShorteningMiddleware(**kwargs),
-            ContextEditorMiddleware(trigger_tokens=EDITOR_TRIGGER_TOKENS, mode="cache_aware"),
-            LoopGuardMiddleware(),
-        ]
+        options = replace(DEFAULT_OPTIONS, view_keep_tokens=view)
+        if stack == "shorten":
+            return [ToolOutputShorteningMiddleware(options=options, offer_tool=offer)]
+        out: list[Any] = []
+        for m in recommended_middleware("anthropic"):  # the same stack, these two knobs set
+            if isinstance(m, ToolOutputShorteningMiddleware):
+                m = ToolOutputShorteningMiddleware(
+                    store=m.stores, pricing=m.policy.pricing, options=options, offer_tool=offer
+                )
+            elif isinstance(m, ToolInputShorteningMiddleware) and offer == "always":
+                m = ToolInputShorteningMiddleware(
+                    store=m.stores,
+                    retrieval_tool=False,
+                    min_tokens=m.policy.min_tokens,
+                    head_lines=m.policy.head_lines,
+                    tail_lines=m.policy.tail_lines,
+                    offer_tool=offer,
+                )
+            out.append(m)
+        return out
 
     return factory
 
 
 GRID: list[str] = []
-for horizon in HORIZONS:
-    for stack, factory in (("shorten", _shorten), ("recommended", _recommended)):
-        name = f"{stack}-h{horizon}"
-        register(
-            name, factory(min_remaining_calls=horizon), f"{stack}, horizon {horizon}", default=False
-        )
-        GRID.append(name)
-for stack, factory in (("shorten", _shorten), ("recommended", _recommended)):
-    register(
-        f"{stack}-always",
-        factory(offer_tool="always"),
-        f"{stack}, tool always offered",
-        default=False,
-    )
-    GRID.append(f"{stack}-always")
+for view in VIEWS:
+    for offer in OFFERS:
+        for stack in ("shorten", "recommended"):
+            name = f"{stack}-view{view // 1000}k-{'paid' if offer == 'when_it_pays' else 'always'}"
+            label = f"{stack}, views whole to {view} tokens, tool offered {offer}"
+            register(name, _factory(stack, view, offer), label, default=False)
+            GRID.append(name)
