@@ -2,12 +2,15 @@
 
 Usage (from the repository root)::
 
-    python -m benchmarks.proxy_latency [--requests 300] [--history-tokens 200000] [--no-rewrite]
+    python -m benchmarks.proxy_latency [--requests 300] [--history-tokens 200000]
+        [--modes rewrite forward] [--pauses 0.2 0.0]
 
 A fake Anthropic upstream (``tokenlean.proxy.testing``) and ``tokenlean proxy`` each run in their
 own process on 127.0.0.1; this process sends every request twice over keep-alive connections,
 direct and through the proxy, in alternating order, and reports p50 and p99 of each and of the
-per-pair difference (the added latency). Two cases, both Claude-Code-shaped bodies built from the
+per-pair difference (the added latency). Each mode starts its own proxy: ``rewrite`` (the default
+proxy, ``tokenlean.raw`` rewriting every body) and ``forward`` (``--no-rewrite``: forwarding and
+statistics alone). Two cases, both Claude-Code-shaped bodies built from the
 Claude Code trajectories in ``shared/data/trajectories`` (concatenated into one long session):
 
 - ``cached history``: the same history of about ``--history-tokens`` tokens re-sent, as a client
@@ -32,6 +35,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +44,7 @@ import httpx
 from tokenlean.proxy.conversations import anthropic_requests
 from tokenlean.replay.formats import load_trajectory
 from tokenlean.tokens import TiktokenCounter
+from tokenlean.transcript import Message
 
 HERE = Path(__file__).parent
 SHARED = Path(os.environ.get("TOKENLEAN_SHARED", HERE.parent.parent / "shared"))
@@ -73,7 +78,7 @@ def _strings(value: Any) -> Iterator[str]:
 
 def history_body(target_tokens: int, counter: TiktokenCounter) -> tuple[dict[str, Any], int]:
     """The first request of the concatenated session whose text reaches ``target_tokens``."""
-    messages = []
+    messages: list[Message] = []
     for path in sorted(TRAJECTORIES.glob("*.json")):
         messages.extend(load_trajectory(path).messages)
     body: dict[str, Any] = {}
@@ -208,14 +213,20 @@ def measure(
 
 
 def percentile(values: list[float], q: float) -> float:
-    return statistics.quantiles(values, n=100, method="inclusive")[round(q) - 1]
+    return float(statistics.quantiles(values, n=100, method="inclusive")[round(q) - 1])
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--requests", type=int, default=300, help="measured pairs per case")
     parser.add_argument("--history-tokens", type=int, default=200_000)
-    parser.add_argument("--no-rewrite", action="store_true", help="forwarding alone")
+    parser.add_argument(
+        "--modes",
+        nargs="+",
+        choices=["rewrite", "forward"],
+        default=["rewrite", "forward"],
+        help="proxies to measure, one after the other (forward: --no-rewrite)",
+    )
     parser.add_argument(
         "--pauses",
         type=float,
@@ -233,94 +244,125 @@ def main() -> int:
     history, tokens = history_body(args.history_tokens, counter)
     cached = json.dumps(history).encode()
     result = long_result()
-    fresh = (json.dumps(with_new_result(history, result, n)).encode() for n in range(10**9))
-    rewriter = (
-        "none (--no-rewrite)"
-        if args.no_rewrite
-        else (
-            "tokenlean.raw"
-            if importlib.util.find_spec("tokenlean.raw")
-            else "none (tokenlean.raw not in this tree)"
-        )
-    )
-    rows = []
+    if "rewrite" in args.modes and not importlib.util.find_spec("tokenlean.raw"):
+        print("tokenlean.raw is not in this tree: measure --modes forward", file=sys.stderr)
+        return 2
+    rows: list[Row] = []
+    accounts: dict[str, dict[str, Any]] = {}
     load_before = os.getloadavg()[0]
-    with servers(args.no_rewrite) as (upstream, proxy, pid):
-        cases = [("cached history", iter(lambda: cached, None)), ("new long result", fresh)]
-        for pause in args.pauses:
-            for case, bodies in cases:
-                name = f"{case}, {f'{pause * 1000:.0f} ms apart' if pause else 'back to back'}"
-                cpu = cpu_seconds(pid)
-                figures = measure(bodies, args.requests, upstream, proxy, pause)
-                figures["cpu"] = [1000 * (cpu_seconds(pid) - cpu) / (args.requests + 10)]
-                rows.append((name, figures))
-                print(name, {k: round(statistics.median(v), 2) for k, v in figures.items()})
-        stats = httpx.get(proxy + "/tokenlean/stats", timeout=30).json()["total"]
+    for mode in args.modes:
+        fresh = (json.dumps(with_new_result(history, result, n)).encode() for n in range(10**9))
+        with servers(mode == "forward") as (upstream, proxy, pid):
+            cases = [("cached history", iter(lambda: cached, None)), ("new long result", fresh)]
+            for pause in args.pauses:
+                for case, bodies in cases:
+                    when = f"{pause * 1000:.0f} ms apart" if pause else "back to back"
+                    name = f"{mode}: {case}, {when}"
+                    cpu, before = cpu_seconds(pid), _account(proxy)
+                    figures = measure(bodies, args.requests, upstream, proxy, pause)
+                    after = _account(proxy)
+                    figures["cpu"] = [1000 * (cpu_seconds(pid) - cpu) / (args.requests + 10)]
+                    figures["rewrite"] = [_per_request(before, after, "rewrite_seconds")]
+                    figures["count"] = [_per_request(before, after, "count_seconds")]
+                    rows.append((name, figures))
+                    print(name, {k: round(statistics.median(v), 2) for k, v in figures.items()})
+            accounts[mode] = _account(proxy)
     load = (load_before, os.getloadavg()[0])
-    write_markdown(args, rows, tokens, len(cached), len(result.encode()), rewriter, stats, load)
+    facts = Facts(tokens, len(cached), len(result.encode()), load, time.strftime("%Y-%m-%d"))
+    write_markdown(args, rows, facts, accounts)
     print(f"written to {args.markdown}")
     return 0
 
 
+Row = tuple[str, dict[str, list[float]]]
+
+
+@dataclass(frozen=True)
+class Facts:
+    tokens: int
+    body_bytes: int
+    result_bytes: int
+    load: tuple[float, float]
+    date: str
+
+
+def _account(proxy: str) -> dict[str, Any]:
+    """The proxy's running totals (``GET /tokenlean/stats``), once every answer is counted."""
+    # Counting runs after each answer on the proxy's own thread; give it time to catch up.
+    deadline = time.monotonic() + 30
+    while True:
+        total: dict[str, Any] = httpx.get(proxy + "/tokenlean/stats", timeout=30).json()["total"]
+        if time.monotonic() > deadline:
+            return total
+        time.sleep(0.5)
+        again: dict[str, Any] = httpx.get(proxy + "/tokenlean/stats", timeout=30).json()["total"]
+        if again["requests"] == total["requests"]:
+            return again
+
+
+def _per_request(before: dict[str, Any], after: dict[str, Any], key: str) -> float:
+    requests = max(int(after["requests"]) - int(before["requests"]), 1)
+    return 1000 * float(after[key] - before[key]) / requests
+
+
 def write_markdown(
     args: argparse.Namespace,
-    rows: list[tuple[str, dict[str, list[float]]]],
-    tokens: int,
-    body_bytes: int,
-    result_bytes: int,
-    rewriter: str,
-    stats: dict[str, Any],
-    load: tuple[float, float],
+    rows: list[Row],
+    facts: Facts,
+    accounts: dict[str, dict[str, Any]],
 ) -> None:
     lines = [
         "# Latency the proxy adds",
         "",
         f"Command: `python -m benchmarks.proxy_latency --requests {args.requests} "
-        f"--history-tokens {args.history_tokens} --pauses {' '.join(map(str, args.pauses))}"
-        f"{' --no-rewrite' if args.no_rewrite else ''}`",
+        f"--history-tokens {args.history_tokens} --modes {' '.join(args.modes)} "
+        f"--pauses {' '.join(map(str, args.pauses))}` (run on {facts.date})",
         "",
-        f"History: {tokens:,} o200k tokens of message text ({body_bytes:,} bytes of JSON), the "
-        "Claude Code trajectories of `shared/data/trajectories/openagents_claude_code` "
-        "concatenated into one session; new long result: a real test log of "
-        f"{result_bytes:,} bytes, unique on every request. Rewriter: {rewriter}. "
-        f"{args.requests} measured pairs per case after 10 warm-up pairs; milliseconds per "
-        "request from sending the body to the end of the reply (a short JSON answer).",
-        *(
-            []
-            if rewriter == "tokenlean.raw"
-            else [
-                "",
-                "These rows measure forwarding and statistics alone; rerun the command "
-                "with `tokenlean.raw` in the tree to include the rewrite.",
-            ]
-        ),
+        f"History: {facts.tokens:,} o200k tokens of message text ({facts.body_bytes:,} bytes of "
+        "JSON), the Claude Code trajectories of `shared/data/trajectories/openagents_claude_code` "
+        "concatenated into one session, re-sent whole on every request as a client does; new "
+        f"long result: that history plus a real test log of {facts.result_bytes:,} bytes, unique "
+        "on every request (nothing of it memoised). Modes: *rewrite* is the default proxy "
+        "(`tokenlean.raw` rewriting every body), *forward* is `tokenlean proxy --no-rewrite` "
+        f"(forwarding and statistics alone). {args.requests} measured pairs per case after 10 "
+        "warm-up pairs; milliseconds per request from sending the body to the end of the reply "
+        "(a short JSON answer).",
         "",
-        "| case | direct p50 | direct p99 | proxy p50 | proxy p99 | added p50 | added p99 "
-        "| proxy CPU per request |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| mode: case | direct p50 | direct p95 | direct p99 | proxy p50 | proxy p95 | proxy p99 "
+        "| added p50 | added p95 | added p99 | rewrite per request | proxy CPU per request |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, f in rows:
-        cells = [percentile(f[k], q) for k in ("direct", "proxy", "added") for q in (50, 99)]
-        cells.append(f["cpu"][0])
+        cells = [percentile(f[k], q) for k in ("direct", "proxy", "added") for q in (50, 95, 99)]
+        cells += [f["rewrite"][0], f["cpu"][0]]
         lines.append(f"| {name} | " + " | ".join(f"{c:.2f}" for c in cells) + " |")
-    requests = max(stats["requests"], 1)
-    rewrite_ms = 1000 * stats["rewrite_seconds"] / requests
-    count_ms = 1000 * stats["count_seconds"] / requests
+    lines.append("")
+    for mode, stats in accounts.items():
+        requests = max(stats["requests"], 1)
+        rewrite_ms = 1000 * stats["rewrite_seconds"] / requests
+        count_ms = 1000 * stats["count_seconds"] / requests
+        lines += [
+            f"The {mode} proxy's own account: {stats['requests']} requests, "
+            f"{stats['rewritten']} rewritten, ~{stats['tokens_in']:,} tokens in and "
+            f"~{stats['tokens_sent']:,} sent; {rewrite_ms:.2f} ms per request parsing and "
+            f"rewriting on the request's path, {count_ms:.2f} ms per request counting tokens for "
+            "the statistics after the answer.",
+            "",
+        ]
     lines += [
-        "",
-        f"The proxy's own account: {stats['requests']} requests, {stats['rewritten']} rewritten; "
-        f"{rewrite_ms:.2f} ms per request parsing and rewriting on the request's path, and "
-        f"{count_ms:.2f} ms per request counting tokens for the statistics after the answer (on "
-        "its own thread; it competes for the CPU with a request that follows at once, which is "
-        "what the back-to-back rows show). The rest of the added time is the second hop: "
-        "reading the body, sending it upstream, passing the reply on.",
+        "*Rewrite per request* is the proxy's own time parsing, rewriting and serialising the "
+        "body on the request's path (`rewrite_seconds` of `GET /tokenlean/stats` over the case). "
+        "Counting tokens for the statistics runs after the answer on its own thread; it competes "
+        "for the CPU with a request that follows at once, which is what the back-to-back rows "
+        "show. The rest of the added time is the second hop: reading the body, sending it "
+        "upstream, passing the reply on.",
         "",
         f"Machine: {platform.platform()}, Python {platform.python_version()}, "
-        f"{os.cpu_count()} cores shared with other work (load average {load[0]:.1f} at the "
-        f"start, {load[1]:.1f} at the end: wall-clock figures carry that noise, the CPU column "
-        "does not); the fake upstream, the proxy and the client each run in their own process "
-        "on 127.0.0.1. Proxy CPU per request is the proxy process's user+system time over the "
-        "case (warm-up included), divided by its requests.",
+        f"{os.cpu_count()} cores shared with other work (load average {facts.load[0]:.1f} at the "
+        f"start, {facts.load[1]:.1f} at the end: wall-clock figures carry that noise, the CPU "
+        "columns do not); the fake upstream, the proxy and the client each run in their own "
+        "process on 127.0.0.1. Proxy CPU per request is the proxy process's user+system time "
+        "over the case (warm-up included), divided by its requests.",
         "",
     ]
     args.markdown.write_text("\n".join(lines))

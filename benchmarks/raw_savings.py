@@ -5,19 +5,24 @@ Usage (from the repository root)::
     TOKENLEAN_TIKTOKEN_DIR=../shared/tokenizers \\
         python -m benchmarks.raw_savings [TRAJECTORY_DIR] [-j JOBS] [--limit N]
 
-Each trajectory is replayed through a real ``create_agent`` twice: with no middleware, and with
-``ToolInputShorteningMiddleware`` + ``ToolOutputShorteningMiddleware`` (the shortening half of
-the recommended stack, same settings). The no-middleware prompts are then sent, one request per
-model call, as raw Anthropic Messages bodies through ``tokenlean.raw.rewrite_request`` (what
-the proxy and the SDK wrappers do). All three are measured after the same round trip through an
-Anthropic body (:mod:`tokenlean.raw.replay`), with the replay's metrics. A fourth row measures
-the middleware's prompts with the tool schemas of the no-middleware run, to tell what its
-``read_original`` tool costs from what its shortening saves. Writes ``benchmarks/raw_savings.md``.
+Each trajectory is replayed through a real ``create_agent`` three times: with no middleware,
+with ``ToolInputShorteningMiddleware`` + ``ToolOutputShorteningMiddleware`` (the shortening half
+of the recommended stack, same settings: ``read_original`` joins the tool list with the first
+shortening that pays for the cache re-write), and with the same pair offering ``read_original``
+from the first call (``offer_tool="always"``: every shortening is made, the decisions the raw
+rewrite makes, since a proxy's markers name files and add no tool). The no-middleware prompts
+are then sent, one request per model call, as raw Anthropic Messages bodies through
+``tokenlean.raw.rewrite_request`` (what the proxy and the SDK wrappers do). All rows are
+measured after the same round trip through an Anthropic body (:mod:`tokenlean.raw.replay`),
+with the replay's metrics. One more row measures the always-offering middleware's prompts with
+the tool schemas of the no-middleware run, to tell what its ``read_original`` tool costs from
+what its shortening saves. Writes ``benchmarks/raw_savings.md``.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import sys
 import tempfile
@@ -29,31 +34,38 @@ from pathlib import Path
 from typing import Any
 
 from tokenlean.replay.metrics import PromptMeasurer, RunMetrics, pool
+from tokenlean.shorten.firstsight import OfferTool
 from tokenlean.tokens import default_counter
 
 HERE = Path(__file__).parent
-ROWS = ("none", "middleware", "middleware-same-tools", "raw")
+ROWS = ("none", "middleware", "middleware-always", "middleware-same-tools", "raw")
 _MEASURER: PromptMeasurer | None = None
 EXPLANATION = [
-    "How to read it. The raw rewrite makes the middleware's decisions: the same results and",
-    "inputs are cut, to the same lines (`tests/raw/test_savings.py` checks it call by call),",
-    "so reference recall is the same. The bills differ for two reasons only:",
+    "How to read it. *mw* is the middleware as shipped: `read_original` joins the tool list",
+    "with a thread's first shortening, and that shortening is made only when it pays for the",
+    "cache re-write the new tool list causes (one prefix break per run that shortens, in",
+    "*prefix breaks: mw*); until then results pass whole. A proxy's markers name files and add",
+    "no tool, so the raw rewrite has no such re-write to pay for and shortens from the first",
+    'call: it makes the decisions of *mw always* (`offer_tool="always"`), the same results',
+    "and inputs cut to the same lines (`tests/raw/test_savings.py` checks it call by call), so",
+    "its reference recall is that row's. Against *mw always* the bills differ for two reasons",
+    "only:",
     "",
     "- the middleware adds its `read_original` tool to every request, and the raw rewrite adds",
-    "  nothing (column *mw w/o its tool* measures the middleware's prompts with the plain tool",
-    "  schemas). On the short question-answering and web runs that schema is most of the",
-    "  difference: it makes the middleware bill more than no middleware at all. On OpenAI-style",
-    "  pricing it can also lift a short prompt over the 1,024-token caching floor, which is why",
-    "  the middleware bills *less* there on WebShop;",
+    "  nothing (column *mw always w/o its tool* measures that middleware's prompts with the",
+    "  plain tool schemas). On short runs where little is shortened that schema is most of the",
+    "  difference and makes the always-offering middleware bill more than no middleware; on",
+    "  OpenAI-style pricing it can also lift a short prompt over the 1,024-token caching floor,",
+    "  which is why it bills *less* there on WebShop;",
     "- markers say where the original is in different words: the raw rewrite names the file",
-    "  and line range once per result (`full output: /path/f.txt lines 6-17`, about 15 tokens",
+    "  and line range once per result (`full output: /path/f.txt lines 6-17`, a few tokens",
     '  more than `read_original("o1a2b3", "6-17")`) and then gives lines only',
-    "  (`full output lines 31-57`, a few tokens less); cut inputs name the file too.",
+    "  (`full output lines 31-57`); cut inputs name the file too.",
     "  Column *raw − that* is this effect alone.",
 ]
 
 
-def _stack() -> list[Any]:
+def _stack(offer_tool: OfferTool) -> list[Any]:
     from tokenlean.langchain.input_shortening import ToolInputShorteningMiddleware
     from tokenlean.langchain.output_shortening import ToolOutputShorteningMiddleware
     from tokenlean.langchain.recommended import (
@@ -71,8 +83,9 @@ def _stack() -> list[Any]:
             min_tokens=INPUT_MIN_TOKENS,
             head_lines=INPUT_HEAD_LINES,
             tail_lines=INPUT_TAIL_LINES,
+            offer_tool=offer_tool,
         ),
-        ToolOutputShorteningMiddleware(store=store),
+        ToolOutputShorteningMiddleware(store=store, offer_tool=offer_tool),
     ]
 
 
@@ -89,14 +102,16 @@ def measure_one(path: str, originals: str) -> list[tuple[str, RunMetrics]]:
     trajectory = load_trajectory(path)
     source = Path(path).parent.name
     plain = replay(trajectory, [])
-    shortened = replay(trajectory, _stack())
+    shortened = replay(trajectory, _stack("when_it_pays"))
+    always = replay(trajectory, _stack("always"))
     settings = RawSettings(originals_dir=Path(originals))
     raw = measure_bodies(trajectory, plain, _MEASURER, strategy="raw", settings=settings)
     rows = [
         measure_bodies(trajectory, plain, _MEASURER, strategy="none"),
         measure_bodies(trajectory, shortened, _MEASURER, strategy="middleware"),
+        measure_bodies(trajectory, always, _MEASURER, strategy="middleware-always"),
         measure_bodies(
-            trajectory, shortened, _MEASURER, strategy="middleware-same-tools", tools_from=plain
+            trajectory, always, _MEASURER, strategy="middleware-same-tools", tools_from=plain
         ),
         raw,
     ]
@@ -128,26 +143,32 @@ def _ratio(row: RunMetrics, base: RunMetrics, attr: str) -> float:
 
 
 def table(pooled: dict[str, dict[str, RunMetrics]], runs: dict[str, int]) -> list[str]:
-    """One row per source: billed input (Anthropic- and OpenAI-style) of the middleware and of
-    the raw rewrite, the middleware measured without its ``read_original`` schema, tokens sent,
-    reference recall and the raw rewrite's prefix breaks."""
+    """One row per source: billed input (Anthropic- and OpenAI-style) of the middleware (as
+    shipped, and offering its tool from the start) and of the raw rewrite, the always-offering
+    middleware measured without its ``read_original`` schema, tokens sent, reference recall and
+    prefix breaks."""
     head = (
-        "| source | runs | calls | billed A: mw | raw | raw − mw | mw w/o its tool | raw − that"
-        " | billed O: mw | raw | raw − mw | tokens sent: mw | raw | recall: mw | raw"
-        " | raw prefix breaks |"
+        "| source | runs | calls | billed A: mw | mw always | raw | raw − mw | mw always w/o its"
+        " tool | raw − that | billed O: mw | mw always | raw | tokens sent: mw | raw"
+        " | recall: mw | mw always | raw | prefix breaks: mw | raw |"
     )
-    lines = [head, "|" + "---|" * 16]
+    lines = [head, "|---|" + "---:|" * 18]
     for source, rows in pooled.items():
-        base, mw, raw = rows["none"], rows["middleware"], rows["raw"]
+        base, mw, always, raw = (
+            rows[k] for k in ("none", "middleware", "middleware-always", "raw")
+        )
         a_mw, a_raw = _ratio(mw, base, "billed_anthropic"), _ratio(raw, base, "billed_anthropic")
+        a_always = _ratio(always, base, "billed_anthropic")
         a_same = _ratio(rows["middleware-same-tools"], base, "billed_anthropic")
         o_mw, o_raw = _ratio(mw, base, "billed_openai"), _ratio(raw, base, "billed_openai")
+        o_always = _ratio(always, base, "billed_openai")
         lines.append(
-            f"| {source} | {runs.get(source, 0)} | {base.calls:,} | {a_mw:.3f} | {a_raw:.3f}"
-            f" | {a_raw - a_mw:+.3f} | {a_same:.3f} | {a_raw - a_same:+.3f}"
-            f" | {o_mw:.3f} | {o_raw:.3f} | {o_raw - o_mw:+.3f}"
+            f"| {source} | {runs.get(source, 0)} | {base.calls:,} | {a_mw:.3f} | {a_always:.3f}"
+            f" | {a_raw:.3f} | {a_raw - a_mw:+.3f} | {a_same:.3f} | {a_raw - a_same:+.3f}"
+            f" | {o_mw:.3f} | {o_always:.3f} | {o_raw:.3f}"
             f" | {_ratio(mw, base, 'tokens_sent'):.3f} | {_ratio(raw, base, 'tokens_sent'):.3f}"
-            f" | {mw.recall:.3f} | {raw.recall:.3f} | {raw.prefix_breaks} |"
+            f" | {mw.recall:.3f} | {always.recall:.3f} | {raw.recall:.3f}"
+            f" | {mw.prefix_breaks} | {raw.prefix_breaks} |"
         )
     return lines
 
@@ -206,11 +227,14 @@ def _write(
         "",
         "Generated by `python -m benchmarks.raw_savings"
         + (f" --limit {args.limit}" if args.limit else "")
-        + f"` ({minutes:.1f} min, Python {platform.python_version()}, tokens: {counter}; "
+        + f" -j {args.jobs}` on {time.strftime('%Y-%m-%d')} ({minutes:.1f} min; "
+        f"{platform.platform()}, {os.cpu_count()} cores shared with other work, "
+        f"Python {platform.python_version()}; tokens: {counter}; "
         f"originals in `{originals}`, {len(originals)} chars, which the markers name).",
         "Every run in the trajectory folder, replayed with no middleware and with",
         "`ToolInputShorteningMiddleware` + `ToolOutputShorteningMiddleware` (the recommended",
-        "stack's settings); the raw rewrite takes the no-middleware prompts as Anthropic Messages",
+        "stack's settings), as shipped (*mw*) and offering `read_original` from the first call",
+        "(*mw always*); the raw rewrite takes the no-middleware prompts as Anthropic Messages",
         "bodies, one request per model call. Ratios are against no middleware on the same runs;",
         "all rows are measured after the same round trip through an Anthropic body.",
         "",

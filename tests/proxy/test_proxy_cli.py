@@ -141,3 +141,16 @@ def test_proxy_command_logs_each_request_and_sums_up_when_stopped(stop: signal.S
     assert process.returncode == 0
     assert "POST /v1/messages 200 session" in err
     assert "tokenlean: 1 requests in 1 sessions" in err
+
+
+def test_proxy_and_sdk_wrappers_keep_originals_in_one_folder(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+):
+    from tokenlean.proxy import default_originals_dir
+    from tokenlean.raw import RawSettings
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert default_originals_dir() == RawSettings().originals_dir
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/ignored")  # XDG: a relative path is invalid
+    assert default_originals_dir() == RawSettings().originals_dir
+    assert default_originals_dir().is_absolute()

@@ -236,3 +236,32 @@ def test_each_request_only_shortens_what_is_new(
     last = build_body("anthropic", trajectory.messages[: points[-1]])
     cold = rewrite_request("anthropic", last, settings=settings)
     assert (cold.body if cold else None) == (warm[-1].body if warm[-1] else None)
+
+
+def test_a_resent_history_rebuilds_no_message(
+    settings: RawSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client re-sends its whole history every turn: once planned, none of it is planned or
+    copied again (only the new part is), so a long history costs reading, not shortening."""
+    from tokenlean.raw import history
+
+    messages = [
+        *_conversation(long_log(), args={"command": "run-job"}),
+        Message(role="assistant", content="", tool_calls=(ToolCall("call_2", "bash", {}),)),
+        Message(role="tool", content=long_log(), tool_call_id="call_2"),
+    ]
+    first = rewrite_request("anthropic", build_body("anthropic", messages[:4]), settings=settings)
+    copies: list[Message] = []
+    real = history.replace
+
+    def counting(value: Any, **changes: Any) -> Any:
+        if isinstance(value, Message):
+            copies.append(value)
+        return real(value, **changes)
+
+    monkeypatch.setattr(history, "replace", counting)
+    again = rewrite_request("anthropic", build_body("anthropic", messages[:4]), settings=settings)
+    assert copies == []
+    assert first is not None and again is not None and again.body == first.body
+    rewrite_request("anthropic", build_body("anthropic", messages), settings=settings)
+    assert {m.tool_call_id for m in copies if m.role == "tool"} == {"call_2"}  # the new result only

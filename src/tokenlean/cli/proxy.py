@@ -3,8 +3,9 @@
 Point the agent at it (``ANTHROPIC_BASE_URL=http://HOST:PORT`` for Anthropic clients,
 ``OPENAI_BASE_URL=http://HOST:PORT/v1`` for OpenAI ones). It rewrites the bodies of
 ``/v1/messages``, ``/v1/chat/completions`` and ``/v1/responses`` (first-sight shortening of tool
-results), passes everything else through, logs what each request saved, serves
-``GET /tokenlean/stats``, and prints a summary when it stops (Ctrl-C).
+results, long inputs of calls that have run cut; the same bytes for the same history on every
+request, so the prompt cache keeps hitting), passes everything else through, logs what each
+request saved, serves ``GET /tokenlean/stats``, and prints a summary when it stops (Ctrl-C).
 """
 
 from __future__ import annotations

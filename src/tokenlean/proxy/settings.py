@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from tokenlean.cost import ANTHROPIC, OPENAI, CachePricing
+from tokenlean.raw.originals import default_originals_dir as raw_originals_dir
 
 ANTHROPIC_API = "https://api.anthropic.com"
 OPENAI_API = "https://api.openai.com"
@@ -17,9 +17,9 @@ MAX_BODY_BYTES = 32 * 1024 * 1024
 
 
 def default_originals_dir() -> Path:
-    """Where originals go by default: the user's cache directory, as XDG lays it out."""
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "tokenlean" / "originals"
+    """Where originals go by default: the user's cache directory, as XDG lays it out (the same
+    folder the SDK wrappers use, so both name the same files)."""
+    return raw_originals_dir()
 
 
 def _check_url(name: str, url: str | None) -> None:

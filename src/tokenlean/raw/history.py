@@ -110,7 +110,7 @@ def plan_history(view: Sequence[Message], policy: HistoryPolicy) -> HistoryPlan:
     for earlier in base.chain() if base is not None else ():
         shown.lines |= earlier.lines
     log = SeenLog(Seen(min_chars=shown.min_chars, parent=shown), start)  # new lines apart
-    current = _named(view)
+    current = _named(view, start)
     edits = [e for turn in _turns(current, start) for e in _plan_turn(policy, current, turn, log)]
     add_visible(log.seen, current[log.upto :])
     count = _count_of(policy)
@@ -133,14 +133,16 @@ def plan_history(view: Sequence[Message], policy: HistoryPolicy) -> HistoryPlan:
     )
 
 
-def _named(view: Sequence[Message]) -> list[Message]:
-    """The view with each tool result named after its call (provider bodies do not name them)."""
+def _named(view: Sequence[Message], start: int) -> list[Message]:
+    """The view with each tool result from ``start`` on named after its call (provider bodies
+    do not name them). Planning reads nothing before ``start``, and naming every result of a
+    long history again on each request would cost more than planning its new part."""
     names = {call.id: call.name for m in view for call in m.tool_calls}
     return [
         replace(m, name=names[m.tool_call_id])
-        if m.role == "tool" and not m.name and m.tool_call_id in names
+        if i >= start and m.role == "tool" and not m.name and m.tool_call_id in names
         else m
-        for m in view
+        for i, m in enumerate(view)
     ]
 
 
