@@ -44,4 +44,5 @@ def test_diagnosis_matches_the_replay(strategy: str) -> None:
     assert net == run.tokens_sent - none.tokens_sent
     billed = split.schema_billed + split.marker_billed - split.cut_billed + split.other_billed
     assert billed == pytest.approx(run.billed_anthropic - none.billed_anthropic)
-    assert split.schema_tokens > 0 and split.cut_tokens > split.marker_tokens > 0
+    # (the schema may be 0: read_original joins the tools only once the cuts have paid for it)
+    assert split.cut_tokens > split.marker_tokens > 0

@@ -170,8 +170,11 @@ def test_placeholder_string_and_callable() -> None:
 
 def test_placeholder_names_read_original_which_reads_the_cleared_result_back() -> None:
     editor = ContextEditorMiddleware(trigger_tokens=2_000)
-    # shortens the first results (so the thread is offered read_original), then none
-    reader = ToolOutputShorteningMiddleware(min_tokens=100, only=["read_file"], max_tokens=40)
+    # a shortener that offers read_original from the first call (by default the tool joins once
+    # the cuts have paid for it); it shortens only read_file results, here the first one
+    reader = ToolOutputShorteningMiddleware(
+        min_tokens=100, only=["read_file"], max_tokens=40, offer_tool="always"
+    )
     read_back = AIMessage(
         "",
         id="ai-read",
