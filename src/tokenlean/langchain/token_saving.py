@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import ChainMap
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -274,7 +275,7 @@ class TokenSavingMiddleware(AgentMiddleware[TokenSavingState[ResponseT], Context
                 view, stored, self.policy, self._counter, before=settled.tokens
             )
             done = view[: plan.settled]
-            merged = {**stored, **plan.updates}
+            merged = ChainMap(plan.updates, stored)  # updates first; no copy of every entry
             edits = compression_edits(done, merged, offset=start)
             settled.sent.extend(messages[start : start + plan.settled])
             for edit in edits:  # settled messages are sent with their final compression
