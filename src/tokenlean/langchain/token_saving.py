@@ -37,9 +37,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import ChainMap
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
@@ -275,7 +275,8 @@ class TokenSavingMiddleware(AgentMiddleware[TokenSavingState[ResponseT], Context
                 view, stored, self.policy, self._counter, before=settled.tokens
             )
             done = view[: plan.settled]
-            merged = ChainMap(plan.updates, stored)  # updates first; no copy of every entry
+            # Updates first, then the stored entries (only read): no copy of every entry.
+            merged = ChainMap(plan.updates, cast("MutableMapping[str, CompressedEntry]", stored))
             edits = compression_edits(done, merged, offset=start)
             settled.sent.extend(messages[start : start + plan.settled])
             for edit in edits:  # settled messages are sent with their final compression
