@@ -193,12 +193,21 @@ class PrefixMemo(Generic[T]):
             self._entries.clear()
 
 
+@dataclass(slots=True)
+class _Scanned:
+    settled: StepScan  # the steps of the messages before the newest AI message
+    tail: list[BaseMessage]  # the messages from there on, as read last call
+    views: list[Message]  # and their neutral views
+
+
 class StepMemo:
     """The agent's steps so far, per thread; those before the newest AI message are complete
-    (their results came in) and are carried from call to call instead of being rebuilt."""
+    (their results came in) and are carried from call to call instead of being rebuilt. The
+    newest turn is read again each call (its results may still be coming in), but a message
+    already read then is not converted again."""
 
     def __init__(self) -> None:
-        self._memo: PrefixMemo[StepScan] = PrefixMemo()
+        self._memo: PrefixMemo[_Scanned] = PrefixMemo()
 
     def scan(self, messages: Sequence[BaseMessage]) -> StepScan:
         boundary = max(0, last_ai_index(messages))
@@ -206,10 +215,25 @@ class StepMemo:
         hit = self._memo.take(scope, messages)
         if hit is None or hit.n > boundary:
             hit = None
-        start, scan = (hit.n, hit.value) if hit is not None else (0, StepScan())
-        settled = scan.extend(view_from(messages, start, boundary))
-        self._memo.put(scope, messages, boundary, settled, reuse=hit)
-        return settled.extend(view_from(messages, boundary), settled=False)
+        start, known = (hit.n, hit.value) if hit is not None else (0, _Scanned(StepScan(), [], []))
+        views = _reusing(known, messages, start)
+        settled = known.settled.extend(views[: boundary - start])
+        tail = views[boundary - start :]
+        self._memo.put(
+            scope, messages, boundary, _Scanned(settled, list(messages[boundary:]), tail), reuse=hit
+        )
+        return settled.extend(tail, settled=False)
+
+
+def _reusing(known: _Scanned, messages: Sequence[BaseMessage], start: int) -> list[Message]:
+    """The views of ``messages[start:]``, taken from ``known`` for the very same objects."""
+    views: list[Message] = []
+    for offset, message in enumerate(messages[start:]):
+        if offset < len(known.tail) and known.tail[offset] is message:
+            views.append(known.views[offset])
+        else:
+            views.append(message_to_view(message))
+    return views
 
 
 class TokenMemo:
