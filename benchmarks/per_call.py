@@ -118,11 +118,11 @@ def _fixed_work() -> Any:
     """A middleware whose hook does the same work on every call, whatever the transcript."""
     from langchain.agents.middleware import AgentMiddleware
 
-    class FixedWork(AgentMiddleware):  # type: ignore[type-arg]
+    class FixedWork(AgentMiddleware):
         """A hook doing the same work on every call, whatever the transcript: 300 dicts."""
 
         def before_model(self, state: Any, runtime: Any) -> None:
-            rows = [{"n": i, "text": str(i)} for i in range(300)]
+            rows: list[dict[str, Any]] = [{"n": i, "text": str(i)} for i in range(300)]
             sum(len(row["text"]) for row in rows)
 
     return FixedWork()
