@@ -19,6 +19,7 @@ not count), and the table compares the mean over the first 100 calls with the me
 from __future__ import annotations
 
 import argparse
+import gc
 import itertools
 import json
 import multiprocessing
@@ -65,6 +66,7 @@ def _stacks() -> dict[str, Callable[[], list[Any]]]:
 
     stacks: dict[str, Callable[[], list[Any]]] = {
         "none": list,
+        "fixed work (reference)": lambda: [_fixed_work()],
         "ToolOutputShorteningMiddleware": lambda: [ToolOutputShorteningMiddleware()],
         "ToolInputShorteningMiddleware": lambda: [ToolInputShorteningMiddleware()],
         "ContextEditorMiddleware": lambda: [ContextEditorMiddleware()],
@@ -81,8 +83,54 @@ def _stacks() -> dict[str, Callable[[], list[Any]]]:
     return stacks
 
 
-def _run(name: str, turns: int) -> list[float]:
-    """Middleware milliseconds spent between consecutive model calls of one long run."""
+class _HookClock:
+    """The thread's CPU time, and how much of it the garbage collector took inside hooks.
+
+    ``timed`` reads the clock on entering and on leaving hook code (a ``wrap_*`` hook leaves it
+    while its handler runs), so the readings alternate: in, out, in, out. A collection that
+    runs between an "in" and the next "out" ran inside a hook. It is counted apart because it is
+    not the hook's own work: the collector walks the young objects of the whole process, and
+    the framework's state (the message list is copied at every step) grows with the transcript.
+    """
+
+    def __init__(self) -> None:
+        self.inside = False
+        self.collector = 0.0  # seconds of collections run inside hooks
+        self._started: float | None = None
+        gc.callbacks.append(self._on_collect)
+
+    def __call__(self) -> float:
+        self.inside = not self.inside
+        return time.thread_time()  # CPU time: other load on the machine does not count
+
+    def _on_collect(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.thread_time() if self.inside else None
+        elif self._started is not None:
+            self.collector += time.thread_time() - self._started
+            self._started = None
+
+    def close(self) -> None:
+        gc.callbacks.remove(self._on_collect)
+
+
+def _fixed_work() -> Any:
+    """A middleware whose hook does the same work on every call, whatever the transcript."""
+    from langchain.agents.middleware import AgentMiddleware
+
+    class FixedWork(AgentMiddleware):
+        """A hook doing the same work on every call, whatever the transcript: 300 dicts."""
+
+        def before_model(self, state: Any, runtime: Any) -> None:
+            rows: list[dict[str, Any]] = [{"n": i, "text": str(i)} for i in range(300)]
+            sum(len(row["text"]) for row in rows)
+
+    return FixedWork()
+
+
+def _run(name: str, turns: int) -> list[tuple[float, float]]:
+    """Middleware milliseconds spent between consecutive model calls of one long run, and the
+    part of them the garbage collector took."""
     from langchain.agents import create_agent
     from langchain_core.messages import AIMessage, HumanMessage
     from langgraph.checkpoint.memory import InMemorySaver
@@ -92,12 +140,13 @@ def _run(name: str, turns: int) -> list[float]:
 
     outputs = _outputs()
     picked = [outputs[i % len(outputs)] for i in range(turns)]
-    watch = Stopwatch(time.thread_time)  # CPU time: other load on the machine does not count
-    marks: list[float] = []
+    clock = _HookClock()
+    watch = Stopwatch(clock)
+    marks: list[tuple[float, float]] = []
 
     def turn(i: int) -> Callable[[list[Any]], AIMessage]:
         def reply(messages: list[Any]) -> AIMessage:
-            marks.append(watch.seconds)
+            marks.append((watch.seconds, clock.collector))
             if i == turns:
                 return AIMessage("done", id="final")
             call = {"id": f"c{i}", "name": "bash", "args": {"command": picked[i][1]}}
@@ -115,8 +164,9 @@ def _run(name: str, turns: int) -> list[float]:
     )
     config: Any = {"configurable": {"thread_id": "t"}, "recursion_limit": 10 * turns + 100}
     agent.invoke({"messages": [HumanMessage("fix the failing tests", id="h0")]}, config)
-    marks.append(watch.seconds)
-    return [1000 * (b - a) for a, b in itertools.pairwise(marks)]
+    marks.append((watch.seconds, clock.collector))
+    clock.close()
+    return [(1000 * (b[0] - a[0]), 1000 * (b[1] - a[1])) for a, b in itertools.pairwise(marks)]
 
 
 def _recorded_tool(results: dict[str, str]) -> Any:
@@ -146,8 +196,11 @@ def _recorded_tool(results: dict[str, str]) -> Any:
     )
 
 
-def _child(args: tuple[str, int]) -> list[float]:
+def _child(args: tuple[str, int]) -> list[tuple[float, float]]:
     return _run(*args)
+
+
+Row = tuple[float, float, float, float, float]  # first, last, all; first and last w/o collector
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -157,34 +210,59 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--markdown", type=Path, default=HERE / "per_call.md")
     args = parser.parse_args(argv)
     names = list(_stacks())
-    rows: dict[str, list[tuple[float, float, float]]] = {n: [] for n in names}
+    rows: dict[str, list[Row]] = {n: [] for n in names}
     context = multiprocessing.get_context("spawn")
     start = time.perf_counter()
     for repeat in range(args.repeats):
         for name in names:
             with context.Pool(1) as pool:
                 laps = pool.apply(_child, ((name, args.turns),))
-            first, last = laps[:WINDOW], laps[-WINDOW:]
-            rows[name].append(
-                (statistics.fmean(first), statistics.fmean(last), statistics.fmean(laps))
-            )
-            print(f"[{repeat + 1}/{args.repeats}] {name}: {rows[name][-1]}", file=sys.stderr)
+            rows[name].append(_summary(laps))
+            shown = ", ".join(f"{x:.3f}" for x in rows[name][-1])
+            print(f"[{repeat + 1}/{args.repeats}] {name}: {shown}", file=sys.stderr)
     elapsed = time.perf_counter() - start
-    table = _table(rows, args.turns)
+    table = _table(rows)
     text = _report(table, args, elapsed)
     args.markdown.write_text(text)
     print(text)
     return 0
 
 
-def _table(rows: dict[str, list[tuple[float, float, float]]], turns: int) -> list[list[str]]:
+def _summary(laps: list[tuple[float, float]]) -> Row:
+    first, last = laps[:WINDOW], laps[-WINDOW:]
+    return (
+        statistics.fmean(t for t, _ in first),
+        statistics.fmean(t for t, _ in last),
+        statistics.fmean(t for t, _ in laps),
+        statistics.fmean(t - c for t, c in first),
+        statistics.fmean(t - c for t, c in last),
+    )
+
+
+def _ratio(last: float, first: float) -> float:
+    return last / first if first else float("nan")
+
+
+def _table(rows: dict[str, list[Row]]) -> list[list[str]]:
     out = []
     for name, runs in rows.items():
         first = statistics.median(r[0] for r in runs)
         last = statistics.median(r[1] for r in runs)
         mean = statistics.median(r[2] for r in runs)
-        ratio = statistics.median(r[1] / r[0] if r[0] else float("nan") for r in runs)
-        out.append([name, f"{first:.3f}", f"{last:.3f}", f"{ratio:.2f}", f"{mean:.3f}"])
+        ratio = statistics.median(_ratio(r[1], r[0]) for r in runs)
+        own = statistics.median(_ratio(r[4], r[3]) for r in runs)
+        share = statistics.median(1 - r[4] / r[1] if r[1] else float("nan") for r in runs)
+        out.append(
+            [
+                name,
+                f"{first:.3f}",
+                f"{last:.3f}",
+                f"{ratio:.2f}",
+                f"{100 * share:.0f}%",
+                f"{own:.2f}",
+                f"{mean:.3f}",
+            ]
+        )
     return out
 
 
@@ -194,6 +272,8 @@ def _report(table: list[list[str]], args: argparse.Namespace, elapsed: float) ->
         f"ms/call, first {WINDOW}",
         f"ms/call, last {WINDOW}",
         "last / first",
+        "collector, last",
+        "last / first without collector",
         "ms/call, all",
     ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -205,7 +285,13 @@ def _report(table: list[list[str]], args: argparse.Namespace, elapsed: float) ->
         f"{args.repeats} repeats. Produced by `python -m benchmarks.per_call --turns {args.turns} "
         f"--repeats {args.repeats}` on {platform.machine()} with Python "
         f"{platform.python_version()} in {elapsed:.0f} s (a 2-core machine shared with other work: "
-        "compare rows of one run only).\n\n" + "\n".join(lines) + "\n"
+        "compare rows of one run only).\n\n"
+        "Times are the CPU time of the thread running the hooks. *collector, last* is the share "
+        "of the last 100 calls' time that Python's garbage collector took while a hook ran: a "
+        "collection walks the young objects of the whole process, and the framework copies the "
+        "growing message list at every step, so a hook pays more per object it allocates late "
+        "in a run. *fixed work* is a hook doing the same allocations on every call: how much "
+        "that alone grows on this machine.\n\n" + "\n".join(lines) + "\n"
     )
 
 

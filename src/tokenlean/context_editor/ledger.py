@@ -44,6 +44,8 @@ class RequestLedger:
     call_at: dict[str, list[int]] = field(default_factory=dict)  # call id -> assistant turns
     replies: list[int] = field(default_factory=list)  # assistant turns
     open: list[int] = field(default_factory=list)  # results that may still be cleared
+    # results too small to clear while the placeholder names the retrieval tool (longer)
+    parked: list[int] = field(default_factory=list)
     judged: dict[tuple[int, bool], Judged | None] = field(default_factory=dict)
     elsewhere: set[str] = field(default_factory=set)  # cleared by LangChain's own editor
     dirty: set[int] = field(default_factory=set)  # messages whose sent form changed
@@ -97,6 +99,7 @@ class RequestLedger:
             del self._sums[changed[0] + 1 :]
             cleared_now = self.cleared
             self.open = [i for i in self.open if self.view[i].tool_call_id not in cleared_now]
+            self.parked = [i for i in self.parked if self.view[i].tool_call_id not in cleared_now]
         return changed
 
     def before(self, index: int) -> int:

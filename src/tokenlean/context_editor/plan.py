@@ -122,8 +122,12 @@ def _candidates(
     """The results that may be cleared now, oldest first: all but the newest ``keep``.
 
     A result that can never be cleared (not text, an excluded tool, too small to pay) leaves the
-    ledger's open list for good, so later calls do not look at it again.
+    ledger's open list for good, so later calls do not look at it again. One too small only
+    while the placeholder names the retrieval tool is parked until the placeholder does not.
     """
+    if ledger.parked and not retrieval:  # the shorter placeholder again: look at them anew
+        ledger.open = sorted(ledger.open + ledger.parked)
+        ledger.parked = []
     results = ledger.results
     kept = set(results[max(0, len(results) - config.keep) :]) if config.keep else set()
     found: list[tuple[int, Judged]] = []
@@ -136,9 +140,10 @@ def _candidates(
         judged = _judged(ledger, index, call, config, retrieval)
         if judged is not None:
             found.append((index, judged))
-        # the placeholder that names no tool is the shortest: too small even then is for good
-        if judged is not None or _judged(ledger, index, call, config, False) is not None:
             still_open.append(index)
+        # the placeholder that names no tool is the shortest: too small even then is for good
+        elif retrieval and _judged(ledger, index, call, config, False) is not None:
+            ledger.parked.append(index)  # never a candidate while ``retrieval`` holds
     ledger.open = still_open
     return found
 

@@ -36,9 +36,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections import ChainMap
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
@@ -274,7 +275,8 @@ class TokenSavingMiddleware(AgentMiddleware[TokenSavingState[ResponseT], Context
                 view, stored, self.policy, self._counter, before=settled.tokens
             )
             done = view[: plan.settled]
-            merged = {**stored, **plan.updates}
+            # Updates first, then the stored entries (only read): no copy of every entry.
+            merged = ChainMap(plan.updates, cast("MutableMapping[str, CompressedEntry]", stored))
             edits = compression_edits(done, merged, offset=start)
             settled.sent.extend(messages[start : start + plan.settled])
             for edit in edits:  # settled messages are sent with their final compression

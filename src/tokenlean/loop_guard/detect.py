@@ -194,12 +194,12 @@ class LoopDetector:
 def _check_step(steps: Sequence[Step], index: int) -> None:
     """Refuse a step that is not a :class:`Step` (only the steps a check reads are checked)."""
     step = steps[index]
-    missing = _STEP_KEYS - step.keys() if isinstance(step, Mapping) else _STEP_KEYS
-    if missing:
-        raise checks.ArgumentTypeError(
-            f"steps[{index}] must be a Step dict with {sorted(_STEP_KEYS)} (see build_steps), "
-            f"got {checks.described(step)}"
-        )
+    if isinstance(step, Mapping) and step.keys() >= _STEP_KEYS:
+        return  # the common case, checked without building a set
+    raise checks.ArgumentTypeError(
+        f"steps[{index}] must be a Step dict with {sorted(_STEP_KEYS)} (see build_steps), "
+        f"got {checks.described(step)}"
+    )
 
 
 _STEP_KEYS = frozenset(Step.__annotations__)
@@ -255,13 +255,14 @@ def _periodic(
     """Trailing repetitions with period 1 (``repeat``), 2 (``alternating``) or more (``cycle``)."""
     acting = _run_length(tail, lambda s: bool(s["action"]))
     steps = tail[len(tail) - acting :]
-    keys = [step_key(s) for s in steps]
+    keys = _Keys(steps)
+    recent = [keys[i] for i in range(max(0, len(keys) - max_period), len(keys))]
     found: list[Detection] = []
     for period in range(1, max_period + 1):
         pattern: Pattern = "repeat" if period == 1 else "alternating" if period == 2 else "cycle"
         if pattern not in enabled or len(keys) <= period:
             continue
-        if _minimal_period(keys[-period:]) != period:
+        if _minimal_period(recent[-period:]) != period:
             continue  # A,A is a repeat, not an alternation
         matched = _run_length_keys(keys, period)
         if period > 1 and matched < period:
@@ -270,7 +271,28 @@ def _periodic(
     return found
 
 
-def _run_length_keys(keys: Sequence[tuple[str, str]], period: int) -> int:
+class _Keys:
+    """The steps' keys (:func:`step_key`), each worked out when first read: the checks read
+    from the end and mostly stop after a few steps, so most keys of a long tail are never
+    needed."""
+
+    __slots__ = ("_known", "_steps")
+
+    def __init__(self, steps: Sequence[Step]) -> None:
+        self._steps = steps
+        self._known: dict[int, tuple[str, str]] = {}
+
+    def __len__(self) -> int:
+        return len(self._steps)
+
+    def __getitem__(self, index: int) -> tuple[str, str]:
+        key = self._known.get(index)
+        if key is None:
+            key = self._known[index] = step_key(self._steps[index])
+        return key
+
+
+def _run_length_keys(keys: _Keys, period: int) -> int:
     """How many of the last keys equal the key ``period`` positions earlier."""
     n = 0
     for i in range(len(keys) - 1, period - 1, -1):
@@ -282,8 +304,9 @@ def _run_length_keys(keys: Sequence[tuple[str, str]], period: int) -> int:
 
 def _minimal_period(block: Sequence[tuple[str, str]]) -> int:
     size = len(block)
-    for period in range(1, size + 1):
-        if size % period == 0 and all(block[i] == block[i % period] for i in range(size)):
+    for period in range(1, size):  # the block is always its own period: not checked
+        # positions below ``period`` are compared with themselves: skipped
+        if size % period == 0 and all(block[i] == block[i % period] for i in range(period, size)):
             return period
     return size
 

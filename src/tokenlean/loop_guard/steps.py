@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import json
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, TypedDict
+from typing import Any, TypedDict, overload
 
 from tokenlean import checks
 from tokenlean.transcript import Message, is_injected
@@ -66,6 +67,67 @@ def build_steps(messages: Sequence[Message], *, first_index: int = 0) -> list[St
     return steps
 
 
+class StepList(Sequence[Step]):
+    """The first ``n`` steps of an append-only list shared by successive scans, then a tail.
+
+    A scan continued over new messages appends them to the list it was built on when nothing
+    was appended past its own end (the common case: each call continues the previous one), so
+    continuing a scan costs what is new instead of a copy of every step so far. The steps a
+    ``StepList`` shows never change: later appends lie past its end.
+    """
+
+    __slots__ = ("_base", "_n", "_tail")
+
+    def __init__(self, base: list[Step], n: int, tail: tuple[Step, ...] = ()) -> None:
+        self._base, self._n, self._tail = base, n, tail
+
+    def __len__(self) -> int:
+        return self._n + len(self._tail)
+
+    @overload
+    def __getitem__(self, index: int) -> Step: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Step]: ...
+
+    def __getitem__(self, index: int | slice) -> Step | list[Step]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("step index out of range")
+        return self._base[index] if index < self._n else self._tail[index - self._n]
+
+    def __iter__(self) -> Iterator[Step]:
+        yield from itertools.islice(self._base, self._n)
+        yield from self._tail
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"StepList({list(self)!r})"
+
+    def then(self, steps: Sequence[Step], *, settled: bool) -> StepList:
+        """These steps followed by ``steps``: appended to the shared list when ``settled`` and
+        nothing lies past this view's end, else held as this view's own tail."""
+        if not steps:
+            return self
+        if settled and not self._tail and len(self._base) == self._n:
+            self._base.extend(steps)
+            return StepList(self._base, len(self._base))
+        if settled:  # another scan continued the shared list: start a list of our own
+            base = [*self, *steps]
+            return StepList(base, len(base))
+        return StepList(self._base, self._n, (*self._tail, *steps))
+
+
 @dataclass(frozen=True, slots=True)
 class StepScan:
     """The steps of a transcript read so far, and where its latest *new* user request starts.
@@ -78,13 +140,18 @@ class StepScan:
     needs to tell a model talking in circles from one answering its user turn after turn.
     """
 
-    steps: tuple[Step, ...] = ()
+    steps: Sequence[Step] = ()
     since: int = 0
     request: str | None = None
     turns: int = 0  # assistant messages (model calls answered)
 
-    def extend(self, messages: Sequence[Message]) -> StepScan:
-        """This scan continued over ``messages`` (which hold the results of their own calls)."""
+    def extend(self, messages: Sequence[Message], *, settled: bool = True) -> StepScan:
+        """This scan continued over ``messages`` (which hold the results of their own calls).
+
+        The work is proportional to ``messages`` alone. ``settled=False`` says the messages may
+        still change (the newest turn, whose results are not all in): such a scan is read,
+        never continued, so its steps are kept apart from the list later scans share.
+        """
         steps = build_steps(messages, first_index=len(self.steps))
         since, request, count = self.since, self.request, len(self.steps)
         turns = self.turns
@@ -96,7 +163,11 @@ class StepScan:
                 text = canonical_text(message.text)
                 if text != request:
                     since, request = count, text
-        return StepScan((*self.steps, *steps), since, request, turns)
+        return StepScan(_steps_of(self.steps).then(steps, settled=settled), since, request, turns)
+
+
+def _steps_of(steps: Sequence[Step]) -> StepList:
+    return steps if isinstance(steps, StepList) else StepList(list(steps), len(steps))
 
 
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
