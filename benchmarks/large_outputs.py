@@ -144,7 +144,8 @@ def make_agent(text: str, middleware: list[Any]) -> tuple[Any, Any]:
     from langchain_core.messages import AIMessage
     from langchain_core.tools import tool
     from langgraph.checkpoint.memory import InMemorySaver
-    from tokenlean.replay.scripted import ScriptedChatModel
+
+    from tokenlean.testing import ScriptedChatModel
 
     @tool
     def big_output(command: str) -> str:

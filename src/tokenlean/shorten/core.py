@@ -19,6 +19,7 @@ from tokenlean.shorten.detect import (
     strip_view,
 )
 from tokenlean.shorten.docs import doc_selection
+from tokenlean.shorten.huge import windowed
 from tokenlean.shorten.jsonc import crush_json
 from tokenlean.shorten.lines import MUST, Selection, render
 from tokenlean.shorten.logs import dropped_lines, log_selection
@@ -141,14 +142,15 @@ def _shorten_body(
     budget: float,
     line_offset: int,
 ) -> tuple[str, Kind, list[Omission]]:
-    size = estimate_tokens(body)
     if kind in ("auto", "json"):
         ok, parsed = parse_json(body)
         if ok:
-            return _shorten_json(body, parsed, terms, retrieval, opts, size)
+            return _shorten_json(body, parsed, terms, retrieval, opts, estimate_tokens(body))
         if kind == "json":
             return body, "json", []
-    lines = Lines(body)
+    cut = windowed(body, terms, opts)
+    lines = cut or Lines(body)
+    size = estimate_tokens(lines.text)
     prefixes = numbered_view(lines.items) if kind in ("auto", "code", "text") else None
     items = strip_view(lines.items, prefixes) if prefixes else lines.items
     page = kind == "auto" and prefixes is None and looks_like_page(items)
@@ -172,8 +174,12 @@ def _shorten_body(
         selection, found, budget = _text_or_log(
             lines, items, kind, terms, script, seen, opts, budget, size, view=prefixes is not None
         )
+    if cut is not None:  # the stretches between its windows always go
+        selection = replace(
+            selection, forced={**selection.forced, **dict.fromkeys(cut.gaps, "budget")}
+        )
     long_line = opts.long_line_chars
-    if selection.whole:  # kept whole: so are its long lines
+    if selection.whole and not (cut and cut.holes):  # kept whole: so are its long lines
         long_line = max(long_line, *map(len, lines.items))
     text, omissions = render(
         lines,
@@ -203,7 +209,7 @@ def _text_or_log(
     """Logs keep errors and summaries within the budget; documents, listings and plain text
     stay whole up to ``text_keep_tokens`` and keep a share of themselves beyond it."""
     listing = kind == "auto" and not view and is_listing(items)
-    collapse = not listing or lines.count > opts.listing_keep_lines
+    collapse = not listing or lines.total > opts.listing_keep_lines
     if kind == "log" or (kind == "auto" and not view and not listing):
         document = kind == "auto" and looks_like_document(items)
         selection, found = log_selection(
