@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -84,9 +85,12 @@ def test_query_matches_near_the_ends_are_kept() -> None:
 @pytest.mark.parametrize(("lines", "items"), [(1, 12_000), (3, 12_000), (300, 1_700)])
 def test_very_long_lines_lose_their_middle_counted(lines: int, items: int) -> None:
     row = "".join(f"v{i}={i * 3}; " for i in range(items))
+    middle = len(row) // 2
     original = [f"row {k}: {row}" for k in range(lines)]
-    report = shorten("\n".join(original), retrieval=WHERE, options=SMALL)
-    assert report.changed
+    original[-1] = f"row {lines - 1}: {row[:middle]} needle_mark {row[middle:]}"
+    text = "\n".join(original)
+    report = shorten(text, query="needle_mark", retrieval=WHERE, options=SMALL)
+    assert report.changed and "needle_mark" in report.text
     shown = [line for line in report.text.split("\n") if not _MARKER.match(line)]
     for line in shown:
         k = int(line.split(":", 1)[0].removeprefix("row "))
@@ -113,3 +117,16 @@ def test_estimate_of_a_huge_text_is_close_to_counting_all_of_it(
     monkeypatch.setattr(tokens, "_SAMPLE_ABOVE", len(text))
     whole = EstimateCounter().count(text)
     assert abs(sampled / whole - 1) < 0.03
+
+
+def test_a_huge_json_array_keeps_notable_items_near_its_ends() -> None:
+    items: list[dict[str, object]] = [{"id": i, "status": "ok"} for i in range(60_000)]
+    for i in (100, 59_900):
+        items[i] = {"id": i, "status": "failed"}
+    report = shorten(json.dumps(items), retrieval=WHERE)
+    kept = json.loads(report.text)
+    assert {"id": 100, "status": "failed"} in kept and {"id": 59_900, "status": "failed"} in kept
+    markers = [x for x in kept if isinstance(x, str)]
+    dropped = sum(int(x.split()[1]) for x in markers)
+    assert dropped + len(kept) - len(markers) == 60_000
+    assert "and" in markers[0] and "more" in markers[0]  # names the first ids, counts the rest

@@ -90,8 +90,10 @@ def shorten(
     where = retrieval or Retrieval()
     budget = opts.max_tokens - estimate_tokens(envelope.head + envelope.tail)
     script = runs_own_script(query)
+    # the body's estimate is the whole text's when there is no envelope (saves a pass)
+    known = before if counter is None and envelope.body is text else None
     body, found, omissions = _shorten_body(
-        envelope.body, kind, terms, script, seen, where, opts, budget, envelope.body_line
+        envelope.body, kind, terms, script, seen, where, opts, budget, envelope.body_line, known
     )
     new_text = envelope.head + body + envelope.tail
     after = count(new_text) if omissions else before
@@ -141,16 +143,19 @@ def _shorten_body(
     opts: ShortenOptions,
     budget: float,
     line_offset: int,
+    known: int | None = None,
 ) -> tuple[str, Kind, list[Omission]]:
+    """``known``: :func:`estimate_tokens` of ``body``, when the caller has it."""
     if kind in ("auto", "json"):
         ok, parsed = parse_json(body)
         if ok:
-            return _shorten_json(body, parsed, terms, retrieval, opts, estimate_tokens(body))
+            size = estimate_tokens(body) if known is None else known
+            return _shorten_json(body, parsed, terms, retrieval, opts, size)
         if kind == "json":
             return body, "json", []
     cut = windowed(body, terms, opts)
     lines = cut or Lines(body)
-    size = estimate_tokens(lines.text)
+    size = estimate_tokens(lines.text) if known is None or cut is not None else known
     prefixes = numbered_view(lines.items) if kind in ("auto", "code", "text") else None
     items = strip_view(lines.items, prefixes) if prefixes else lines.items
     page = kind == "auto" and prefixes is None and looks_like_page(items)

@@ -42,8 +42,8 @@ _OVERLAP = max(map(len, _KEYS)) - 1
 
 class Excerpt(Lines):
     """Some lines of a huge text; ``origin`` holds each one's 0-based number in the whole text,
-    ``spans`` how many lines each :data:`GAP` line stands for, and ``holes`` where a very long
-    line was cut short and how many characters it lost there."""
+    ``spans`` how many lines each :data:`GAP` line stands for, and ``holes`` where very long
+    lines were cut short and how many characters each lost there."""
 
     __slots__ = ("gaps", "holes", "origin", "spans", "whole_count")
 
@@ -52,7 +52,7 @@ class Excerpt(Lines):
         items: list[str],
         origin: list[int],
         spans: dict[int, int],
-        holes: dict[int, tuple[int, int]],
+        holes: dict[int, tuple[tuple[int, int], ...]],
         total: int,
     ):
         super().__init__("\n".join(items))
@@ -72,8 +72,8 @@ class Excerpt(Lines):
     def last_of(self, index: int) -> int:
         return self.origin[index] + self.spans.get(index, 1) - 1
 
-    def hole_in(self, index: int) -> tuple[int, int] | None:
-        return self.holes.get(index)
+    def holes_in(self, index: int) -> tuple[tuple[int, int], ...]:
+        return self.holes.get(index, ())
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +95,8 @@ def windowed(text: str, terms: list[str], options: ShortenOptions) -> Excerpt | 
     total = text.count("\n") + 1
     line_chars = max(_LINE_CHARS, 4 * options.long_line_chars)
     if total <= _HEAD_LINES + _TAIL_LINES:  # few lines, so long ones: only those are cut
-        return _build(text, [_Window(0, 0, total - 1, len(text))], total, line_chars)
+        whole = [_Window(0, 0, total - 1, len(text))]
+        return _build(text, whole, total, line_chars, terms[:_QUERY_TERMS])
     want = options.window_errors
     errors, queries, scanned = _scan(text, 0, len(text), terms[:_QUERY_TERMS], stop=want)
     first_errors, first_queries = errors[:want], queries[:_QUERY_ANCHORS]
@@ -112,7 +113,7 @@ def windowed(text: str, terms: list[str], options: ShortenOptions) -> Excerpt | 
         windows.append(_window(text, start, line, _BEFORE, _AFTER, _WINDOW_CHARS, line_chars))
     last = text.rfind("\n") + 1
     windows.append(_window(text, last, total - 1, _TAIL_LINES - 1, 0, _EDGE_CHARS, line_chars))
-    return _build(text, _merge(windows), total, line_chars)
+    return _build(text, _merge(windows), total, line_chars, terms[:_QUERY_TERMS])
 
 
 def _scan(
@@ -214,14 +215,15 @@ def _merge(windows: list[_Window]) -> list[_Window]:
     return out
 
 
-def _build(text: str, windows: list[_Window], total: int, line_chars: int) -> Excerpt:
+def _build(
+    text: str, windows: list[_Window], total: int, line_chars: int, terms: list[str]
+) -> Excerpt:
     """The excerpt of ``windows`` (in order, apart), a :data:`GAP` line between each two, and
-    lines over ``line_chars`` cut to their head and tail."""
+    lines over ``line_chars`` cut short (see :func:`_cut_long`)."""
     items: list[str] = []
     origin: list[int] = []
     spans: dict[int, int] = {}
-    holes: dict[int, tuple[int, int]] = {}
-    half = line_chars // 2
+    holes: dict[int, tuple[tuple[int, int], ...]] = {}
     for k, window in enumerate(windows):
         if k:  # the stretch between this window and the previous one
             left_out = window.first - windows[k - 1].last - 1
@@ -230,8 +232,38 @@ def _build(text: str, windows: list[_Window], total: int, line_chars: int) -> Ex
             origin.append(windows[k - 1].last + 1)
         lines = text[window.start : window.end].split("\n")
         for i in [i for i, line in enumerate(lines) if len(line) > line_chars]:
-            holes[len(items) + i] = (half, len(lines[i]) - 2 * half)
-            lines[i] = lines[i][:half] + lines[i][-half:]
+            lines[i], holes[len(items) + i] = _cut_long(lines[i], line_chars, terms)
         items.extend(lines)
         origin.extend(range(window.first, window.last + 1))
     return Excerpt(items, origin, spans, holes, total)
+
+
+def _cut_long(
+    line: str, line_chars: int, terms: list[str]
+) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """A line over ``line_chars`` kept in its head and tail (half of that each) and around the
+    first match of each query term past its head; and its holes, ``(offset, characters
+    missing there)`` in the line returned. The shortener cuts the line further as it would the
+    whole line: what it keeps is always inside what is kept here."""
+    half, reach = line_chars // 2, line_chars // 8
+    keep = [(0, half), (len(line) - half, len(line))]
+    if terms:
+        lowered = lower_in_place(line[half : len(line) - half])
+        for term in terms:
+            at = lowered.find(term)
+            if at >= 0:
+                at += half
+                keep.append((max(half, at - reach), min(len(line) - half, at + len(term) + reach)))
+    keep.sort()
+    parts: list[str] = []
+    holes: list[tuple[int, int]] = []
+    done = size = 0
+    for start, end in keep:
+        if start > done:
+            holes.append((size, start - done))
+        if end > done:
+            piece = line[max(start, done) : end]
+            parts.append(piece)
+            size += len(piece)
+            done = end
+    return "".join(parts), tuple(holes)

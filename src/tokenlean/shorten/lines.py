@@ -162,7 +162,7 @@ def _emit(
             if len(line) > long_line_chars:
                 number = lines.first_of(i) + 1 + offset
                 line, cut = cut_line(
-                    line, terms, long_line_chars, number, retrieval, hinted, lines.hole_in(i)
+                    line, terms, long_line_chars, number, retrieval, hinted, lines.holes_in(i)
                 )
                 hinted = True
                 omissions.append(Omission("long-line", cut, number, number, "chars"))
@@ -240,14 +240,14 @@ def cut_line(
     number: int,
     retrieval: Retrieval,
     hinted: bool = False,
-    hole: tuple[int, int] | None = None,
+    holes: Sequence[tuple[int, int]] = (),
 ) -> tuple[str, int]:
     """``line`` cut to about ``limit`` characters: its head, its tail and windows around the
     first query matches; returns the new line and how many characters went.
 
-    ``hole``: the line was already cut short (see :class:`~tokenlean.shorten.huge.Excerpt`):
-    ``hole[1]`` characters are missing at offset ``hole[0]``, past the head and before the tail
-    kept here; the marker over that offset counts them too.
+    ``holes``: the line was already cut short (see :class:`~tokenlean.shorten.huge.Excerpt`):
+    at each ``(offset, count)``, past the head and before the tail kept here, ``count``
+    characters are missing; the marker over that offset counts them too.
     """
     head, tail, window = limit // 2, limit // 6, limit // 10
     spans = [(0, head), (len(line) - tail, len(line))]
@@ -256,7 +256,7 @@ def cut_line(
         at = low.find(term, head)
         if 0 <= at < len(line) - tail:
             span = (max(0, at - window), min(len(line), at + len(term) + window))
-            if hole is None or not span[0] <= hole[0] <= span[1]:
+            if not any(span[0] <= at <= span[1] for at, _ in holes):
                 spans.append(span)
         if len(spans) >= 5:
             break
@@ -271,7 +271,7 @@ def cut_line(
     cut, pos = 0, 0
     for start, end in merged:
         if start > pos:
-            gone = start - pos + (hole[1] if hole is not None and pos <= hole[0] <= start else 0)
+            gone = start - pos + sum(count for at, count in holes if pos <= at <= start)
             parts.append(inline_marker(gone, number, retrieval, hinted=hinted))
             hinted = True
             cut += gone

@@ -92,9 +92,10 @@ class Lines:
         """The 0-based number, in the whole text, of the last line line ``index`` stands for."""
         return index
 
-    def hole_in(self, index: int) -> tuple[int, int] | None:
-        """Where line ``index`` was cut short and how many characters it lost (never, here)."""
-        return None
+    def holes_in(self, index: int) -> tuple[tuple[int, int], ...]:
+        """Where line ``index`` was cut short and how many characters it lost there (never,
+        here)."""
+        return ()
 
     def index_at(self, offset: int) -> int:
         """The index of the line holding character ``offset``."""
