@@ -64,6 +64,9 @@ def shorten(
       whole up to ``text_keep_tokens``; longer documents keep headings, table rows,
       conclusions and query lines, ``text_keep_percent`` of themselves.
     - Accessibility trees and HTML pages keep every element the agent can act on.
+    - A text over ``window_above_chars`` (a 50 MB log) is first cut to windows: its first and
+      last lines and those around its first and last errors and query matches
+      (:mod:`tokenlean.shorten.huge`), so the cost stays bounded; markers count the whole text.
 
     ``context`` is prose about what the reader looks for (an agent's note when it made the
     call): its code-like words join the query. ``seen`` holds the stripped lines the reader was
