@@ -17,8 +17,10 @@ or errors tokenlean logged (a middleware that fails is fast, so that column must
 
 Cases: ``50mb-log`` (the real test logs in ``../shared/data/tool_outputs`` repeated to 50 MB;
 a synthetic pytest log when they are absent), ``10mb-line`` (the same text on one 10 MB line),
-``1m-lines`` (a million short lines) and ``200k-spaces`` (a short log with a line of 200,000
-spaces not followed by a newline, the input that used to hang the token estimate).
+``1m-lines`` (a million short lines), ``200k-spaces`` (a short log with a line of 200,000
+spaces not followed by a newline, the input that used to hang the token estimate),
+``50mb-clean`` (a 50 MB log without an error line: the shortener's search for errors reads all
+of it) and ``50mb-json`` (a JSON array of 700,000 records, two failed).
 
 It also reports the throughput of ``tokenlean.shorten.shorten`` (defaults, median of
 ``--repeat``) on each case, in MB of UTF-8 input per CPU second.
@@ -48,7 +50,7 @@ MB = 1_000_000
 # Exact counts where the vocabulary is local, as in the tests and the Makefile.
 os.environ.setdefault("TOKENLEAN_TIKTOKEN_DIR", str(SHARED / "tokenizers"))
 
-CASES = ("50mb-log", "10mb-line", "1m-lines", "200k-spaces")
+CASES = ("50mb-log", "10mb-line", "1m-lines", "200k-spaces", "50mb-clean", "50mb-json")
 MIDDLEWARE = (
     "none",
     "output-shortening",
@@ -92,6 +94,25 @@ def log_text() -> str:
     return real_log() or synthetic_log()
 
 
+def clean_log(size: int) -> str:
+    """A log without one error line: the shortener's search for errors reads all of it."""
+    rows = (
+        f"2024-01-01T00:{i // 60 % 60:02d}:{i % 60:02d} INFO worker {i % 8} ok item {i}"
+        for i in range(size // 40)
+    )
+    return "\n".join(rows)[:size]
+
+
+def json_records(size: int) -> str:
+    """A JSON array of API records of about ``size`` characters, two of them failed."""
+    record = '{"id": %d, "name": "item %d", "status": "%s", "tags": ["a", "b"], "score": %d}'
+    count = size // len(record % (500_000, 500_000, "ok", 50))
+    rows = [
+        record % (i, i, "failed" if i in (7, count - 7) else "ok", i % 100) for i in range(count)
+    ]
+    return "[" + ", ".join(rows) + "]"
+
+
 def repeat_to(text: str, size: int) -> str:
     """``text`` repeated (joined by newlines) and cut to ``size`` characters."""
     unit = text + "\n"
@@ -107,6 +128,10 @@ def make_case(case: str) -> str:
         return "\n".join(f"file_{i:07d}.txt" for i in range(1_000_000))
     if case == "200k-spaces":
         return log_text()[:20_000] + "\nprogress:" + " " * 200_000 + "done"
+    if case == "50mb-clean":
+        return clean_log(50 * MB)
+    if case == "50mb-json":
+        return json_records(50 * MB)
     raise ValueError(f"case must be one of {CASES}, got {case!r}")
 
 
@@ -144,7 +169,8 @@ def make_agent(text: str, middleware: list[Any]) -> tuple[Any, Any]:
     from langchain_core.messages import AIMessage
     from langchain_core.tools import tool
     from langgraph.checkpoint.memory import InMemorySaver
-    from tokenlean.replay.scripted import ScriptedChatModel
+
+    from tokenlean.testing import ScriptedChatModel
 
     @tool
     def big_output(command: str) -> str:

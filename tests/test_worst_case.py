@@ -44,7 +44,7 @@ from tokenlean.shorten import error_lines, query_terms, shorten
 from tokenlean.shorten.classify import _SUMMARY_COUNT, is_summary
 from tokenlean.shorten.firstsight import OutputShorteningPolicy, plan_first_sight
 from tokenlean.shorten.inputs import ArgumentPolicy, shorten_arguments
-from tokenlean.shorten.options import DEFAULT_OPTIONS
+from tokenlean.shorten.options import DEFAULT_OPTIONS, ShortenOptions
 from tokenlean.shorten.seen import Seen
 from tokenlean.shorten.similar import shapes
 from tokenlean.shorten.text import Lines, estimate_tokens
@@ -117,6 +117,10 @@ INPUTS: dict[str, Callable[[], str]] = {
 _BIG = frozenset({"10 MB line", "1,000,000 short lines"})
 
 
+#: Every input is cut to windows first, as a huge one is (see tokenlean.shorten.huge).
+_WINDOWED = ShortenOptions(window_above_chars=1000)
+
+
 def _step(text: str, index: int = 0) -> Step:
     return Step(
         step_index=index,
@@ -156,6 +160,10 @@ def _functions() -> dict[str, Callable[[str], object]]:
             query={"command": "grep -n 'pid tmp' x.py"},
             seen=_seen(t),
             counter=estimate,
+        ),
+        "shorten(windowed)": lambda t: shorten(t, options=_WINDOWED),
+        "shorten(log, windowed, query, seen)": lambda t: shorten(
+            t, kind="log", query="pid tmp", seen=_seen(t), options=_WINDOWED
         ),
         "shorten(code)": lambda t: shorten(t, kind="code", query="def main"),
         "shorten(json)": lambda t: shorten(t, kind="json"),

@@ -19,6 +19,7 @@ from tokenlean.shorten.detect import (
     strip_view,
 )
 from tokenlean.shorten.docs import doc_selection
+from tokenlean.shorten.huge import windowed
 from tokenlean.shorten.jsonc import crush_json
 from tokenlean.shorten.lines import MUST, Selection, render
 from tokenlean.shorten.logs import dropped_lines, log_selection
@@ -63,6 +64,9 @@ def shorten(
       whole up to ``text_keep_tokens``; longer documents keep headings, table rows,
       conclusions and query lines, ``text_keep_percent`` of themselves.
     - Accessibility trees and HTML pages keep every element the agent can act on.
+    - A text over ``window_above_chars`` (a 50 MB log) is first cut to windows: its first and
+      last lines and those around its first and last errors and query matches
+      (:mod:`tokenlean.shorten.huge`), so the cost stays bounded; markers count the whole text.
 
     ``context`` is prose about what the reader looks for (an agent's note when it made the
     call): its code-like words join the query. ``seen`` holds the stripped lines the reader was
@@ -89,8 +93,10 @@ def shorten(
     where = retrieval or Retrieval()
     budget = opts.max_tokens - estimate_tokens(envelope.head + envelope.tail)
     script = runs_own_script(query)
+    # the body's estimate is the whole text's when there is no envelope (saves a pass)
+    known = before if counter is None and envelope.body is text else None
     body, found, omissions = _shorten_body(
-        envelope.body, kind, terms, script, seen, where, opts, budget, envelope.body_line
+        envelope.body, kind, terms, script, seen, where, opts, budget, envelope.body_line, known
     )
     new_text = envelope.head + body + envelope.tail
     after = count(new_text) if omissions else before
@@ -140,15 +146,19 @@ def _shorten_body(
     opts: ShortenOptions,
     budget: float,
     line_offset: int,
+    known: int | None = None,
 ) -> tuple[str, Kind, list[Omission]]:
-    size = estimate_tokens(body)
+    """``known``: :func:`estimate_tokens` of ``body``, when the caller has it."""
     if kind in ("auto", "json"):
         ok, parsed = parse_json(body)
         if ok:
+            size = estimate_tokens(body) if known is None else known
             return _shorten_json(body, parsed, terms, retrieval, opts, size)
         if kind == "json":
             return body, "json", []
-    lines = Lines(body)
+    cut = windowed(body, terms, opts)
+    lines = cut or Lines(body)
+    size = estimate_tokens(lines.text) if known is None or cut is not None else known
     prefixes = numbered_view(lines.items) if kind in ("auto", "code", "text") else None
     items = strip_view(lines.items, prefixes) if prefixes else lines.items
     page = kind == "auto" and prefixes is None and looks_like_page(items)
@@ -172,8 +182,12 @@ def _shorten_body(
         selection, found, budget = _text_or_log(
             lines, items, kind, terms, script, seen, opts, budget, size, view=prefixes is not None
         )
+    if cut is not None:  # the stretches between its windows always go
+        selection = replace(
+            selection, forced={**selection.forced, **dict.fromkeys(cut.gaps, "budget")}
+        )
     long_line = opts.long_line_chars
-    if selection.whole:  # kept whole: so are its long lines
+    if selection.whole and not (cut and cut.holes):  # kept whole: so are its long lines
         long_line = max(long_line, *map(len, lines.items))
     text, omissions = render(
         lines,
@@ -203,7 +217,7 @@ def _text_or_log(
     """Logs keep errors and summaries within the budget; documents, listings and plain text
     stay whole up to ``text_keep_tokens`` and keep a share of themselves beyond it."""
     listing = kind == "auto" and not view and is_listing(items)
-    collapse = not listing or lines.count > opts.listing_keep_lines
+    collapse = not listing or lines.total > opts.listing_keep_lines
     if kind == "log" or (kind == "auto" and not view and not listing):
         document = kind == "auto" and looks_like_document(items)
         selection, found = log_selection(

@@ -7,9 +7,11 @@ quantifiers), so telling kinds apart stays linear whatever the input.
 
 from __future__ import annotations
 
+import gc
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,9 +51,28 @@ def parse_json(body: str) -> tuple[bool, Any]:
     if not stripped or stripped[0] not in "[{" or stripped[-1] not in "]}":
         return False, None
     try:
-        return True, json.loads(stripped)
+        with _collector_paused(len(stripped) > _PAUSE_GC_ABOVE):
+            return True, json.loads(stripped)
     except (ValueError, RecursionError):
         return False, None
+
+
+#: Longer JSON is parsed with the cyclic garbage collector paused: a 50 MB array makes millions
+#: of containers, and the collections they trigger tripled the parse time (1.4 s, not 0.45 s).
+_PAUSE_GC_ABOVE = 1 << 20
+
+
+@contextmanager
+def _collector_paused(pause: bool) -> Iterator[None]:
+    """The garbage collector off for the block when ``pause`` (and it was on)."""
+    was_on = pause and gc.isenabled()
+    if was_on:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
 
 
 def looks_like_source(body: str) -> bool:

@@ -34,6 +34,10 @@ _MAX_NAMED = 24  # identifiers named in one marker, at most
 _MAX_HEADINGS = 40  # markdown headings kept from a cut string, at most
 _DOC_LINES = 8  # a long string with this many lines is a document: shortened as one, first
 _MILD_SLACK = 1.25
+#: Longer arrays are searched for notable items (and dropped items for their identifiers)
+#: among their first and last half of this many only: each item costs Python steps, and a
+#: 50 MB array holds millions.
+_SCAN_ITEMS = 20_000
 
 
 @dataclass
@@ -77,7 +81,7 @@ class _Crusher:
         if len(items) <= self.max_items:
             return [self.value(item) for item in items]
         keep = set(range(self.keep_head)) | {len(items) - 1}
-        wanted, outliers = self._notable(items)
+        wanted, outliers = self._notable_near_ends(items)
         keep |= set(wanted[:_MAX_NOTABLE]) | set(outliers[: self.max_items])
         out: list[Any] = []
         i = 0
@@ -96,6 +100,14 @@ class _Crusher:
             i = j
         return out
 
+    def _notable_near_ends(self, items: list[Any]) -> tuple[list[int], list[int]]:
+        """:meth:`_notable` of the array, or of its :func:`_near_ends` when it is huge."""
+        if len(items) <= _SCAN_ITEMS:
+            return self._notable(items)
+        where = _near_ends(len(items))
+        wanted, outliers = self._notable([items[i] for i in where])
+        return [where[i] for i in wanted], [where[i] for i in outliers]
+
     def _notable(self, items: list[Any]) -> tuple[list[int], list[int]]:
         """Items that carry an error, a rare status or match the query, and items shaped
         unlike most."""
@@ -110,6 +122,12 @@ class _Crusher:
             elif common is not None and isinstance(item, dict) and frozenset(item) != common:
                 outliers.append(i)
         return wanted, outliers
+
+
+def _near_ends(n: int) -> list[int]:
+    """The indices of the first and last ``_SCAN_ITEMS // 2`` of ``n`` items."""
+    half = _SCAN_ITEMS // 2
+    return [*range(half), *range(n - half, n)]
 
 
 def _rare_states(items: list[Any]) -> set[int]:
@@ -146,7 +164,11 @@ def _hashable(value: Any) -> Any:
 
 def _names(items: list[Any]) -> str:
     """The identifiers of dropped items (``646-651, 711, 712``), from the first of
-    :data:`_ID_KEYS` that every one of them holds as a string or a number; ``""`` if none."""
+    :data:`_ID_KEYS` that every one of them holds as a string or a number; ``""`` if none.
+    Of a huge stretch, only the items :func:`_near_ends` are looked at."""
+    total = len(items)
+    if total > _SCAN_ITEMS:
+        items = [items[i] for i in _near_ends(total)]
     dicts = [item for item in items if isinstance(item, dict)]
     if len(dicts) != len(items) or not dicts:
         return ""
@@ -156,7 +178,7 @@ def _names(items: list[Any]) -> str:
             shown = [str(v) for v in values[:_MAX_NAMED] if len(str(v)) <= 60]
             if len(shown) < min(len(values), _MAX_NAMED):
                 continue
-            more = len(values) - len(shown)
+            more = total - len(shown)
             return f"{key} " + _ranges(shown) + (f" and {more} more" if more else "")
     return ""
 

@@ -160,12 +160,12 @@ def _emit(
         if keep[i]:
             line = lines.items[i]
             if len(line) > long_line_chars:
-                number = i + 1 + offset
-                line, cut = cut_line(line, terms, long_line_chars, number, retrieval, hinted)
-                hinted = True
-                omissions.append(
-                    Omission("long-line", cut, i + 1 + offset, i + 1 + offset, "chars")
+                number = lines.first_of(i) + 1 + offset
+                line, cut = cut_line(
+                    line, terms, long_line_chars, number, retrieval, hinted, lines.holes_in(i)
                 )
+                hinted = True
+                omissions.append(Omission("long-line", cut, number, number, "chars"))
             out.append(line)
             i += 1
             continue
@@ -177,23 +177,28 @@ def _emit(
         else:
             reasons.discard("caret")
             reason: Reason = reasons.pop() if len(reasons) == 1 else "budget"
-            first, last = i + 1 + offset, j + offset
+            # in the whole text's numbers (an excerpt's gap lines stand for many lines each)
+            first, last = lines.first_of(i) + 1 + offset, lines.last_of(j - 1) + 1 + offset
+            count = last - first + 1
             indent = _indent_of(lines.items[i:j])
-            origin = _copied(selection, forced, i, j)
+            origin = _copied(selection, forced, i, j, count)
             if origin is not None:
-                shown, copies = (origin[0] + 1 + offset, origin[1] + 1 + offset), origin[2]
-                others = j - i - origin[3]
+                shown = (
+                    lines.first_of(origin[0]) + 1 + offset,
+                    lines.last_of(origin[1]) + 1 + offset,
+                )
+                copies, others = origin[2], count - origin[3]
                 out.append(
                     trace_marker(
-                        j - i, first, last, shown, copies, others, retrieval, indent, hinted=hinted
+                        count, first, last, shown, copies, others, retrieval, indent, hinted=hinted
                     )
                 )
                 reason = "trace"
             else:
-                marker = line_marker(reason, j - i, first, last, retrieval, indent, hinted=hinted)
+                marker = line_marker(reason, count, first, last, retrieval, indent, hinted=hinted)
                 out.append(marker)
             hinted = True
-            omissions.append(Omission(reason, j - i, first, last))
+            omissions.append(Omission(reason, count, first, last))
         i = j
     if carets:
         at = len(out) - 1 if out and out[-1] == "" else len(out)  # before a final newline
@@ -203,15 +208,15 @@ def _emit(
 
 
 def _copied(
-    selection: Selection, forced: Mapping[int, Reason], i: int, j: int
+    selection: Selection, forced: Mapping[int, Reason], i: int, j: int, count: int
 ) -> tuple[int, int, int, int] | None:
-    """When lines ``i``..``j-1`` are mostly copies of tracebacks shown above: the first and last
-    line of what they copy, how many copies of one traceback they are (0: of several), and
-    how many of the stretch's lines they fill."""
+    """When lines ``i``..``j-1`` (``count`` lines of the whole text) are mostly copies of
+    tracebacks shown above: the first and last line of what they copy, how many copies of one
+    traceback they are (0: of several), and how many of the stretch's lines they fill."""
     # C-level passes: a stretch can hold most of a long output
     stretch = range(i, j)
     traced = list(compress(stretch, map(eq, map(forced.get, stretch), repeat("trace"))))
-    if not traced or 2 * len(traced) < j - i:
+    if not traced or 2 * len(traced) < count:
         return None
     origins = set(map(selection.repeats.__getitem__, traced))
     first = min(map(itemgetter(0), origins))
@@ -235,16 +240,24 @@ def cut_line(
     number: int,
     retrieval: Retrieval,
     hinted: bool = False,
+    holes: Sequence[tuple[int, int]] = (),
 ) -> tuple[str, int]:
     """``line`` cut to about ``limit`` characters: its head, its tail and windows around the
-    first query matches; returns the new line and how many characters went."""
+    first query matches; returns the new line and how many characters went.
+
+    ``holes``: the line was already cut short (see :class:`~tokenlean.shorten.huge.Excerpt`):
+    at each ``(offset, count)``, past the head and before the tail kept here, ``count``
+    characters are missing; the marker over that offset counts them too.
+    """
     head, tail, window = limit // 2, limit // 6, limit // 10
     spans = [(0, head), (len(line) - tail, len(line))]
     low = line.lower()
     for term in terms:
         at = low.find(term, head)
         if 0 <= at < len(line) - tail:
-            spans.append((max(0, at - window), min(len(line), at + len(term) + window)))
+            span = (max(0, at - window), min(len(line), at + len(term) + window))
+            if not any(span[0] <= at <= span[1] for at, _ in holes):
+                spans.append(span)
         if len(spans) >= 5:
             break
     spans.sort()
@@ -258,9 +271,10 @@ def cut_line(
     cut, pos = 0, 0
     for start, end in merged:
         if start > pos:
-            parts.append(inline_marker(start - pos, number, retrieval, hinted=hinted))
+            gone = start - pos + sum(count for at, count in holes if pos <= at <= start)
+            parts.append(inline_marker(gone, number, retrieval, hinted=hinted))
             hinted = True
-            cut += start - pos
+            cut += gone
         parts.append(line[start:end])
         pos = end
     return "".join(parts), cut

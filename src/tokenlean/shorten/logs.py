@@ -66,7 +66,7 @@ def log_selection(
     _assign(tiers, must, MUST)
     signals = marks.errors | marks.summaries | marks.warnings
     kind: Kind = "log" if signals or marks.ties else "text"
-    if document and not marks.ties and len(signals) <= _DOC_SIGNALS * lines.count:
+    if document and not marks.ties and len(signals) <= _DOC_SIGNALS * lines.total:
         kind = "text"
     if marks.diff_changes and marks.diff_lines >= 0.5 * lines.count:
         kind = "diff"

@@ -71,6 +71,12 @@ class ShortenOptions:
     """The budget for the output of a script the agent wrote and ran (``python reproduce.py``):
     it is the agent's result, so its value lines (``Expected``/``Actual``/``Result``, flags) go
     first."""
+    window_above_chars: int = 2_000_000
+    """Longer texts are first cut to windows (their first and last lines, and the lines around
+    their first and last error lines and query matches) so the cost stays bounded; every
+    stretch between windows is one marker."""
+    window_errors: int = 40
+    """Error lines a cut text keeps windows around, from each end."""
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -42,6 +42,17 @@ def estimate_tokens(text: str) -> int:
     return max(1, round(TOKENS_PER_CHAR * chars + TOKENS_PER_LINE * len(items)))
 
 
+def lower_in_place(text: str) -> str:
+    """``text`` lower-cased with the same length, so offsets into it hold for the copy."""
+    if _LONGER_LOWER in text:  # kept as it is, and the rest lowered at C speed
+        lowered = _LONGER_LOWER.join(part.lower() for part in text.split(_LONGER_LOWER))
+    else:
+        lowered = text.lower()
+    if len(lowered) != len(text):  # another such character (a newer Unicode): per char
+        lowered = "".join(ch if len(ch.lower()) != 1 else ch.lower() for ch in text)
+    return lowered
+
+
 class Lines:
     """``text`` split on ``\\n`` with each line's start offset and a lazily lower-cased copy."""
 
@@ -61,18 +72,30 @@ class Lines:
     def count(self) -> int:
         return len(self.items)
 
+    @property
+    def total(self) -> int:
+        """How many lines the whole text has (an :class:`~tokenlean.shorten.huge.Excerpt` holds
+        only some of them)."""
+        return len(self.items)
+
     def lower(self) -> str:
         """The text lower-cased, with the same length (so offsets are shared)."""
         if self._lower is None:
-            text = self.text
-            if _LONGER_LOWER in text:  # kept as it is, and the rest lowered at C speed
-                lowered = _LONGER_LOWER.join(part.lower() for part in text.split(_LONGER_LOWER))
-            else:
-                lowered = text.lower()
-            if len(lowered) != len(text):  # another such character (a newer Unicode): per char
-                lowered = "".join(ch if len(ch.lower()) != 1 else ch.lower() for ch in text)
-            self._lower = lowered
+            self._lower = lower_in_place(self.text)
         return self._lower
+
+    def first_of(self, index: int) -> int:
+        """The 0-based number, in the whole text, of the first line line ``index`` stands for."""
+        return index
+
+    def last_of(self, index: int) -> int:
+        """The 0-based number, in the whole text, of the last line line ``index`` stands for."""
+        return index
+
+    def holes_in(self, index: int) -> tuple[tuple[int, int], ...]:
+        """Where line ``index`` was cut short and how many characters it lost there (never,
+        here)."""
+        return ()
 
     def index_at(self, offset: int) -> int:
         """The index of the line holding character ``offset``."""
