@@ -218,8 +218,10 @@ class ToolInputShorteningMiddleware(AgentMiddleware[InputShorteningState, Any, A
         if not plan.edits:
             return None
         saved = sum(c.tokens_before - c.tokens_after for c in plan.cuts)
-        accounted = self._gate.account(state, messages, saved=saved, kept=len(plan.originals))
-        return _Planned(apply_edit(turn, plan.edits[0]), plan, scope, accounted)
+        edited = apply_edit(turn, plan.edits[0])
+        sent = [*messages[:start], edited, *messages[start + 1 :]]  # what the model will be sent
+        accounted = self._gate.account(state, sent, saved=saved, kept=len(plan.originals))
+        return _Planned(edited, plan, scope, accounted)
 
     def _commit(self, planned: _Planned) -> dict[str, Any]:
         self._tally.add(

@@ -70,6 +70,7 @@ from tokenlean.shorten.options import ShortenOptions
 from tokenlean.stats import Tally
 from tokenlean.store import OriginalStore, StoreChoice
 from tokenlean.tokens import EstimateCounter, TokenCounter
+from tokenlean.transcript import Edit
 
 logger = logging.getLogger(__name__)
 
@@ -312,9 +313,11 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
         )
         update = _Update({BACKOFF_KEY: dict(read)} if read else {}, plan, scope, messages, hit)
         saved = sum(e.tokens_before - e.tokens_after for e in plan.edits)
+        updated = [apply_edit(messages[e.index], e) for e in plan.edits]
         if scope is not None:  # counted even with nothing cut now: the tool may come to pay
+            sent = _with(messages, plan.edits, updated)  # what the model will be sent
             update.state.update(
-                self._gate.account(state, messages, saved=saved, kept=len(plan.originals))
+                self._gate.account(state, sent, saved=saved, kept=len(plan.originals))
             )
         if not plan.edits:
             self._remember(update)
@@ -324,7 +327,6 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
             tokens_before=sum(e.tokens_before for e in plan.edits),
             tokens_after=sum(e.tokens_after for e in plan.edits),
         )
-        updated = [apply_edit(messages[e.index], e) for e in plan.edits]
         update.state.update({"messages": updated, STATE_KEY: totals})
         return update
 
@@ -345,3 +347,15 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
             tokens_after=totals["tokens_after"],
         )
         return update.state
+
+
+def _with(
+    messages: Sequence[AnyMessage], edits: Sequence[Edit], updated: Sequence[AnyMessage]
+) -> Sequence[AnyMessage]:
+    """``messages`` with the edited ones in place (the list itself when nothing was edited)."""
+    if not edits:
+        return messages
+    out = list(messages)
+    for edit, message in zip(edits, updated, strict=True):
+        out[edit.index] = message
+    return out

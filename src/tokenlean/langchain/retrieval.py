@@ -327,27 +327,26 @@ class RetrievalGate:
         self, state: Mapping[str, Any], messages: Sequence[Any], *, saved: int, kept: int
     ) -> dict[str, Any]:
         """The state update for ``kept`` originals cut by ``saved`` tokens on this call, with
-        :data:`OFFERED_KEY` set when the thread's savings so far now pay for the tool."""
+        :data:`OFFERED_KEY` set when the thread's savings so far now pay for the tool.
+        ``messages`` are the thread's as the model will be sent them (this call's cuts made)."""
         update: dict[str, Any] = {}
         if kept:
             update[KEPT_KEY] = kept
-        if self.offered(state):
+        total = int(state.get(SAVED_KEY) or 0) + saved
+        if self.offered(state) or not total:  # nothing to pay for it with yet
             return update
         scope = thread_scope()
         size = self._size(scope, messages)
         if saved:
             update[SAVED_KEY] = saved
             update[SAVED_AT_KEY] = saved * size.turns
-        total = int(state.get(SAVED_KEY) or 0) + saved
-        if not total:
-            return update
         weighted = int(state.get(SAVED_AT_KEY) or 0) + saved * size.turns
         last = last_ai_index(messages)
         new = sum(message_tokens(m, self.counter) for m in view_from(messages, max(0, last)))
         if offering_pays(
             self.pricing,
-            prompt=max(0, self._fixed.get(scope, 0) + size.tokens - saved),
-            new=max(0, new - saved),
+            prompt=self._fixed.get(scope, 0) + size.tokens,
+            new=new,
             banked=self.pricing.uncached * total
             + self.pricing.cached_read * (size.turns * total - weighted),
             schema=self.schema,
