@@ -33,7 +33,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.prebuilt import ToolRuntime
 from pydantic import BaseModel, ConfigDict
 
-from tokenlean.cost import CachePricing
+from tokenlean.cost import CachePricing, expected_net_saving
 from tokenlean.langchain.helpers import (
     PrefixMemo,
     last_ai_index,
@@ -395,6 +395,7 @@ def offering_pays(
     this call is written again instead of read, and the ``schema`` is sent on this call and on
     each of the ``calls`` expected after it.
     """
-    rewrite = pricing.billed(prompt, 0) - pricing.billed(prompt, max(0, prompt - new))
+    # the one "does this rewrite pay" model, with the edit point at the front and nothing cut
+    rewrite = -expected_net_saving(pricing, prompt=prompt, prefix=0, new=new, saved=0, remaining=0)
     schema_cost = schema * (pricing.uncached + pricing.cached_read * calls)
     return banked >= rewrite + schema_cost
