@@ -297,8 +297,9 @@ class RetrievalGate:
         self.counter = memoized(counter)
         self.schema = self.counter.count(tool_schema_text(tool_schemas([tool])))
         self._sizes: PrefixMemo[_Seen] = PrefixMemo()
-        self._fixed: dict[str | None, int] = {}
-        self._fixed_key: dict[str | None, tuple[object, ...]] = {}
+        # each thread's last system prompt and tools, sized only when an offer is weighed
+        self._requests: dict[str | None, tuple[Any, Sequence[Any]]] = {}
+        self._fixed: dict[tuple[object, ...], int] = {}
 
     def offered(self, state: Mapping[str, Any]) -> bool:
         return self.always or bool(state.get(OFFERED_KEY))
@@ -345,7 +346,7 @@ class RetrievalGate:
         new = sum(message_tokens(m, self.counter) for m in view_from(messages, max(0, last)))
         if offering_pays(
             self.pricing,
-            prompt=self._fixed.get(scope, 0) + size.tokens,
+            prompt=self._fixed_tokens(scope) + size.tokens,
             new=new,
             banked=self.pricing.uncached * total
             + self.pricing.cached_read * (size.turns * total - weighted),
@@ -365,18 +366,24 @@ class RetrievalGate:
         return seen
 
     def _remember_fixed(self, request: ModelRequest[Any]) -> None:
-        scope = thread_scope()
-        key = (request.system_prompt, *map(id, request.tools))
-        if self._fixed_key.get(scope) == key:
-            return
-        tools = tool_schemas(request.tools)
-        if len(self._fixed) > 1024:
-            self._fixed.clear()
-            self._fixed_key.clear()
-        self._fixed[scope] = count_request(
-            (), self.counter, system=request.system_prompt, tools=tools
-        )
-        self._fixed_key[scope] = key
+        if len(self._requests) > 1024:
+            self._requests.clear()
+        self._requests[thread_scope()] = (request.system_prompt, request.tools)
+
+    def _fixed_tokens(self, scope: str | None) -> int:
+        """Tokens of the thread's last system prompt and tool schemas (0 before a request)."""
+        last = self._requests.get(scope)
+        if last is None:
+            return 0
+        system, tools = last
+        key = (system, *map(id, tools))
+        fixed = self._fixed.get(key)
+        if fixed is None:
+            if len(self._fixed) > 64:
+                self._fixed.clear()
+            schemas = tool_schemas(tools)
+            fixed = self._fixed[key] = count_request((), self.counter, system=system, tools=schemas)
+        return fixed
 
 
 def offering_pays(
