@@ -141,3 +141,21 @@ def test_offering_pays_once_the_savings_so_far_cover_the_rewrite_and_the_schema(
     assert offering_pays(ANTHROPIC, prompt=60_000, new=500, banked=68_700, **common)
     # OpenAI-style pricing re-writes at the uncached price, and nothing under 1,024 is cached
     assert offering_pays(OPENAI, prompt=1_000, new=100, banked=201, **common)
+
+
+def test_a_result_is_shortened_before_the_tool_pays_and_its_handle_still_reads_back() -> None:
+    # a schema charged over 100,000 later calls never pays: the tool stays out of the model's list
+    middleware = ToolOutputShorteningMiddleware(min_remaining_calls=100_000)
+    agent, model = scripted_agent(
+        [_call("run_tests", {"target": "api"}, "c1"), _read_back, AIMessage("done")],
+        tools=[run_tests],
+        middleware=[middleware],
+    )
+    state = _invoke(agent)
+    assert all(names == ["run_tests"] for names in _tools(model))
+    assert_prefix_kept(model)  # shortened at first sight, and the tool list never changed
+    answer = next(
+        m for m in state["messages"] if isinstance(m, ToolMessage) and m.tool_call_id == "r1"
+    )
+    # the marker's handle works even before the tool is offered (a model may call it anyway)
+    assert "FAILED tests/test_api.py::test_login" in str(answer.content)
