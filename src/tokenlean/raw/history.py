@@ -109,17 +109,19 @@ def plan_history(view: Sequence[Message], policy: HistoryPolicy) -> HistoryPlan:
     shown = Seen(min_chars=policy.options.seen_min_chars)
     for earlier in base.chain() if base is not None else ():
         shown.lines |= earlier.lines
+        for digest, call_id in earlier.results.items():
+            shown.add_result(digest, call_id)
     log = SeenLog(Seen(min_chars=shown.min_chars, parent=shown), start)  # new lines apart
     current = _named(view, start)
     edits = [e for turn in _turns(current, start) for e in _plan_turn(policy, current, turn, log)]
     add_visible(log.seen, current[log.upto :])
     count = _count_of(policy)
-    node: Checkpoint[HistoryEdit, None] = Checkpoint(
+    node: Checkpoint[HistoryEdit, str] = Checkpoint(
         parent=base,
         end=len(view),
         edits=tuple(edits),
         lines=frozenset(log.seen.lines) if policy.dedupe else frozenset(),
-        calls={},
+        results=dict(log.seen.results) if policy.dedupe else {},
         tokens_before=sum(message_tokens(m, count) for m in view[start:]),
         tokens_after=sum(message_tokens(m, count) for m in current[start:]),
     )
@@ -343,7 +345,7 @@ class _Estimate:
 
 _ESTIMATE = _Estimate()
 _INPUT_COUNTER = EstimateCounter()  # what the input-shortening middleware counts with
-_MEMO: Memo[HistoryPolicy, HistoryEdit, None] = Memo(MEMO_ENTRIES)
+_MEMO: Memo[HistoryPolicy, HistoryEdit, str] = Memo(MEMO_ENTRIES)
 
 
 def _count_of(policy: HistoryPolicy) -> TokenCounter:

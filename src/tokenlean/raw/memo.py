@@ -1,10 +1,11 @@
 """The memo behind :func:`tokenlean.raw.history.plan_history`: checkpoints of planned histories.
 
-A checkpoint records what planning one request's new messages added (edits, lines shown, calls
-made) and links to the checkpoint it resumed from, so a chain of them is one conversation and
-each request stores only its own part. Checkpoints are keyed by the policy and a rolling digest
-of the history as planning reads it, so a request resumes from the longest history it shares
-with any earlier one, whatever moved in between (a cache breakpoint, an unknown field).
+A checkpoint records what planning one request's new messages added (edits, lines shown, whole
+results shown) and links to the checkpoint it resumed from, so a chain of them is one
+conversation and each request stores only its own part. Checkpoints are keyed by the policy and
+a rolling digest of the history as planning reads it, so a request resumes from the longest
+history it shares with any earlier one, whatever moved in between (a cache breakpoint, an
+unknown field).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ class Checkpoint(Generic[E, C]):
     end: int
     edits: tuple[E, ...]
     lines: frozenset[str]
-    calls: Mapping[str, C]
+    results: Mapping[str, C]  # digest of a whole result shown -> what names it
     tokens_before: int
     tokens_after: int
 

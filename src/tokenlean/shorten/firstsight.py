@@ -4,7 +4,9 @@ Only tool results the model has not been sent yet (those after the last assistan
 candidates, so a shortened result is the only version the model ever sees and every later
 request repeats its bytes. The query of each result is its tool call's arguments; the lines of
 every earlier message (as the model saw them) are the ``seen`` set that lets a result point
-back to what it repeats instead of sending it again.
+back to what it repeats instead of sending it again. A result that repeats a whole earlier result
+of the same tool word for word (an agent polling, re-running a test that still fails, or looping)
+is sent as a one-line pointer to it, at any size where the pointer is at most half the result.
 
 :func:`plan_first_sight` is the core of
 :class:`~tokenlean.langchain.ToolOutputShorteningMiddleware` and of the raw API adapters. It reads
@@ -22,10 +24,10 @@ from typing import Any, Literal, get_args
 from tokenlean import checks
 from tokenlean.cost import ANTHROPIC, CachePricing, resolve_pricing
 from tokenlean.shorten.core import shorten
-from tokenlean.shorten.markers import Retrieval
+from tokenlean.shorten.markers import Retrieval, repeat_marker
 from tokenlean.shorten.options import DEFAULT_OPTIONS, ShortenOptions
-from tokenlean.shorten.report import ShortenReport
-from tokenlean.shorten.seen import Seen
+from tokenlean.shorten.report import Omission, ShortenReport
+from tokenlean.shorten.seen import Seen, result_digest
 from tokenlean.shorten.text import estimate_tokens
 from tokenlean.store import RETRIEVAL_TOOL, Original, make_handle
 from tokenlean.tokens import TokenCounter
@@ -182,11 +184,14 @@ def last_assistant(view: Sequence[Message]) -> int:
 
 
 def add_visible(seen: Seen, messages: Iterable[Message]) -> None:
-    """Add the messages' text and tool-call arguments, as the model saw them, to ``seen``."""
+    """Add the messages' text and tool-call arguments, as the model saw them, to ``seen``, and
+    each whole text-only tool result under its call's id."""
     for message in messages:
         seen.add(message.text)
         for call in message.tool_calls:
             seen.add_all(_strings(call.args))
+        if message.role == "tool" and message.tool_call_id and message.is_text_only:
+            seen.add_result(result_digest(message.name or "", message.text), message.tool_call_id)
 
 
 def _strings(value: object) -> Iterable[str]:
@@ -255,7 +260,9 @@ def plan_first_sight(
         options = policy.options_for((backoff or {}).get(message.name or "", 0))
         if options is None:
             continue
-        report = _shorten_one(message, policy, options, call, note, seen, retrieval, keep_originals)
+        report = _repeat(message, policy, seen) or _shorten_one(
+            message, policy, options, call, note, seen, retrieval, keep_originals
+        )
         if report is None:
             continue
         content = report.text if isinstance(message.content, str) else _text_block(report.text)
@@ -304,6 +311,24 @@ def _shorten_one(
     if not report.changed or report.tokens_saved < policy.min_saving * report.tokens_before:
         return None
     return report
+
+
+def _repeat(
+    message: Message, policy: OutputShorteningPolicy, seen: Seen | None
+) -> ShortenReport | None:
+    """A pointer to an earlier result of the same tool with exactly this text, when the model was
+    shown that one whole and the pointer costs at most half of the result."""
+    if seen is None or not message.text:
+        return None
+    earlier = seen.result(result_digest(message.name or "", message.text))
+    if earlier is None or earlier == message.tool_call_id:
+        return None
+    pointer = repeat_marker(message.name or "tool", earlier)
+    before, after = policy.count(message.text), policy.count(pointer)
+    if 2 * after > before:
+        return None
+    lines = message.text.count("\n") + 1
+    return ShortenReport(pointer, "repeat", before, after, (Omission("seen", lines, 1, lines),))
 
 
 def _text_block(text: str) -> tuple[Mapping[str, Any], ...]:

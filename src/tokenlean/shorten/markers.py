@@ -147,3 +147,9 @@ def string_marker(
     if headings:
         return f"... [{count} chars omitted{tail}; its headings:]\n{headings}"
     return f"... [{count} chars omitted{tail}]"
+
+
+def repeat_marker(tool: str, call_id: str) -> str:
+    """What a result is sent as when it repeats, word for word, one the model was already shown
+    whole (the earlier copy stays in the prompt, so nothing is lost)."""
+    return f"[Same output as the earlier `{tool}` call {call_id}, word for word; not repeated.]"

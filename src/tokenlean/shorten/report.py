@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-#: The content kinds :func:`tokenlean.shorten.shorten` tells apart.
-Kind = Literal["log", "code", "diff", "json", "text", "page", "listing"]
+#: The content kinds :func:`tokenlean.shorten.shorten` tells apart, and ``"repeat"``: a tool result
+#: that first-sight shortening sent as a pointer to an identical earlier one.
+Kind = Literal["log", "code", "diff", "json", "text", "page", "listing", "repeat"]
 #: Why a stretch was left out.
 Reason = Literal[
     "similar", "repeat", "seen", "budget", "long-line", "caret", "items", "chars", "trace"

@@ -1,7 +1,10 @@
-"""What the reader already has: the stripped lines of everything it was shown earlier."""
+"""What the reader already has: the stripped lines of everything it was shown earlier, and a
+digest of each whole tool result it was shown (so a result that repeats one word for word can
+point back to it)."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from functools import lru_cache
 
@@ -17,15 +20,30 @@ class Seen:
     """Stripped lines the reader was already shown; shorter lines are too common to count.
 
     A ``parent`` holds lines shown before these: it is read, never written, so a long
-    transcript's lines are gathered once and a call's own additions stay apart.
+    transcript's lines are gathered once and a call's own additions stay apart. ``results`` maps
+    :func:`result_digest` of each whole tool result shown to the id of the call it answered (the
+    first such call).
     """
 
-    __slots__ = ("lines", "min_chars", "parent")
+    __slots__ = ("lines", "min_chars", "parent", "results")
 
     def __init__(self, *, min_chars: int = 8, parent: Seen | None = None) -> None:
         self.lines: set[str] = set()
+        self.results: dict[str, str] = {}
         self.min_chars = min_chars
         self.parent = parent
+
+    def add_result(self, digest: str, call_id: str) -> None:
+        if self.result(digest) is None:
+            self.results[digest] = call_id
+
+    def result(self, digest: str) -> str | None:
+        """The call whose result had ``digest``, earliest first (``None``: never shown)."""
+        if self.parent is not None:
+            found = self.parent.result(digest)
+            if found is not None:
+                return found
+        return self.results.get(digest)
 
     def add(self, text: str) -> None:
         self.lines |= _lines_of(text, self.min_chars)
@@ -36,3 +54,9 @@ class Seen:
 
     def __contains__(self, line: object) -> bool:
         return line in self.lines or (self.parent is not None and line in self.parent)
+
+
+def result_digest(tool: str, text: str) -> str:
+    """Names a whole result of ``tool``: equal digests mean the same tool gave the same text."""
+    data = f"{tool}\n{text}".encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
