@@ -41,7 +41,7 @@ TOKENLEAN = [
     "token-saving",
     "token-saving-once",
     "context-editor",
-    "context-editor-cache-aware",
+    "context-editor-plain",
     "loop-guard",
     "budget-100k",
 ]

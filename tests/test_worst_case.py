@@ -199,7 +199,9 @@ def _functions() -> dict[str, Callable[[str], object]]:
         ),
         "plan_clearing": lambda t: plan_clearing(
             RequestView(tuple(_view(t) + _view("x")[1:])),
-            config=ContextEditorConfig(trigger_tokens=10, keep=0, batch=1, min_saved_tokens=0),
+            config=ContextEditorConfig(
+                mode="plain", trigger_tokens=10, keep=0, batch=1, min_saved_tokens=0
+            ),
             previous={},
         ),
     }

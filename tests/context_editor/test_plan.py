@@ -102,9 +102,9 @@ def _check_plan(
 
 def test_keep_larger_than_the_results_clears_nothing() -> None:
     messages = _transcript([[("read", 300)], [("read", 300)]])[-1]
-    config = ContextEditorConfig(trigger_tokens=0, keep=3, batch=1)
+    config = ContextEditorConfig(mode="plain", trigger_tokens=0, keep=3, batch=1)
     assert plan_clearing(RequestView(tuple(messages)), config=config, previous={}).edit is None
-    config = ContextEditorConfig(trigger_tokens=0, keep=1, batch=1)
+    config = ContextEditorConfig(mode="plain", trigger_tokens=0, keep=1, batch=1)
     plan = plan_clearing(RequestView(tuple(messages)), config=config, previous={})
     assert list(plan.cleared) == ["c0_0"]
 
@@ -113,7 +113,7 @@ def test_a_result_in_two_messages_or_without_a_call_is_never_cleared() -> None:
     messages = _transcript([[("read", 300)], [("read", 300)], [("read", 300)]])[-1]
     duplicated = [*messages, replace(messages[2], id="dup")]  # the first result, twice
     orphan = [*messages, Message("tool", "word " * 400, id="o", tool_call_id="nobody")]
-    config = ContextEditorConfig(trigger_tokens=0, keep=0, batch=1)
+    config = ContextEditorConfig(mode="plain", trigger_tokens=0, keep=0, batch=1)
     plan = plan_clearing(RequestView(tuple(duplicated)), config=config, previous={})
     assert "c0_0" not in plan.cleared and plan.cleared
     plan = plan_clearing(RequestView(tuple(orphan)), config=config, previous={})

@@ -79,13 +79,15 @@ def _cleared(messages: Sequence[BaseMessage]) -> list[str]:
 
 
 def test_below_the_trigger_the_request_is_untouched() -> None:
-    model, _ = _run([ContextEditorMiddleware()], _calls(12))
+    model, _ = _run([ContextEditorMiddleware(mode="plain")], _calls(12))
     assert all(not _cleared(c.messages) for c in model.calls)
 
 
 def test_clears_old_results_in_whole_batches_keeps_newest_and_state_keeps_all() -> None:
     edits: list[ContextEdit] = []
-    editor = ContextEditorMiddleware(trigger_tokens=2_000, keep=3, batch=5, on_edit=edits.append)
+    editor = ContextEditorMiddleware(
+        mode="plain", trigger_tokens=2_000, keep=3, batch=5, on_edit=edits.append
+    )
     model, state = _run([editor], _calls(16))
     last = model.calls[-1].messages
     cleared = _cleared(last)
@@ -106,7 +108,7 @@ def test_clears_old_results_in_whole_batches_keeps_newest_and_state_keeps_all() 
 
 def test_cleared_results_keep_identical_bytes_and_edits_are_rare() -> None:
     edits: list[ContextEdit] = []
-    editor = ContextEditorMiddleware(trigger_tokens=2_000, on_edit=edits.append)
+    editor = ContextEditorMiddleware(mode="plain", trigger_tokens=2_000, on_edit=edits.append)
     model, _ = _run([editor], _calls(30))
     sent: dict[str, str] = {}
     changed_calls = 0
@@ -122,13 +124,15 @@ def test_cleared_results_keep_identical_bytes_and_edits_are_rare() -> None:
 
 
 def test_fewer_than_a_batch_of_candidates_clears_nothing() -> None:
-    editor = ContextEditorMiddleware(trigger_tokens=500, keep=3, batch=5)
+    editor = ContextEditorMiddleware(mode="plain", trigger_tokens=500, keep=3, batch=5)
     model, _ = _run([editor], _calls(7))  # at most 4 results are ever older than the newest 3
     assert all(not _cleared(c.messages) for c in model.calls)
 
 
 def test_excluded_and_tiny_results_are_never_cleared() -> None:
-    editor = ContextEditorMiddleware(trigger_tokens=1_500, batch=2, exclude_tools=["notes"])
+    editor = ContextEditorMiddleware(
+        mode="plain", trigger_tokens=1_500, batch=2, exclude_tools=["notes"]
+    )
     calls = _calls(4, "notes") + _calls(4, "status", 4) + _calls(10, "read_file", 8)
     model, _ = _run([editor], calls)
     cleared = set(_cleared(model.calls[-1].messages))
@@ -137,7 +141,7 @@ def test_excluded_and_tiny_results_are_never_cleared() -> None:
 
 
 def test_clear_tool_inputs_empties_only_the_cleared_calls_arguments() -> None:
-    editor = ContextEditorMiddleware(trigger_tokens=2_000, clear_tool_inputs=True)
+    editor = ContextEditorMiddleware(mode="plain", trigger_tokens=2_000, clear_tool_inputs=True)
     model, state = _run([editor], _calls(16))
     last = model.calls[-1].messages
     cleared = set(_cleared(last))
@@ -150,7 +154,7 @@ def test_clear_tool_inputs_empties_only_the_cleared_calls_arguments() -> None:
 
 
 def test_placeholder_string_and_callable() -> None:
-    fixed = ContextEditorMiddleware(trigger_tokens=2_000, placeholder="[gone]")
+    fixed = ContextEditorMiddleware(mode="plain", trigger_tokens=2_000, placeholder="[gone]")
     model, _ = _run([fixed], _calls(16))
     assert "[gone]" in _results(model.calls[-1].messages).values()
 
@@ -161,7 +165,8 @@ def test_placeholder_string_and_callable() -> None:
         return f"<{tool_name}: {length} chars>"
 
     model, state = _run(
-        [ContextEditorMiddleware(trigger_tokens=2_000, placeholder=describe)], _calls(16)
+        [ContextEditorMiddleware(mode="plain", trigger_tokens=2_000, placeholder=describe)],
+        _calls(16),
     )
     original = _results(state["messages"])["call_0"]
     assert _results(model.calls[-1].messages)["call_0"] == f"<read_file: {len(original)} chars>"
@@ -169,7 +174,7 @@ def test_placeholder_string_and_callable() -> None:
 
 
 def test_placeholder_names_read_original_which_reads_the_cleared_result_back() -> None:
-    editor = ContextEditorMiddleware(trigger_tokens=2_000)
+    editor = ContextEditorMiddleware(mode="plain", trigger_tokens=2_000)
     # a shortener that offers read_original from the first call (by default the tool joins once
     # the cuts have paid for it); it shortens only read_file results, here the first one
     reader = ToolOutputShorteningMiddleware(
@@ -197,7 +202,8 @@ def test_token_estimator_counter_and_function() -> None:
         return 10 * count_request(request.messages, EstimateCounter(), system=request.system)
 
     model, _ = _run(
-        [ContextEditorMiddleware(trigger_tokens=20_000, token_estimator=estimate)], _calls(12)
+        [ContextEditorMiddleware(mode="plain", trigger_tokens=20_000, token_estimator=estimate)],
+        _calls(12),
     )
     assert _cleared(
         model.calls[-1].messages
@@ -208,7 +214,7 @@ def test_token_estimator_counter_and_function() -> None:
         def count(self, text: str) -> int:
             return 100 * len(text)
 
-    model, _ = _run([ContextEditorMiddleware(token_estimator=Huge())], _calls(12))
+    model, _ = _run([ContextEditorMiddleware(mode="plain", token_estimator=Huge())], _calls(12))
     assert _cleared(model.calls[-1].messages)
 
 
@@ -228,7 +234,7 @@ def test_trigger_counts_system_prompt_and_tool_schemas(padding: str) -> None:
     def run(padded: bool) -> list[str]:
         system = "You fix bugs. " + "Follow the house rules carefully. " * 600
         model, _ = _run(
-            [ContextEditorMiddleware(trigger_tokens=12_000)],
+            [ContextEditorMiddleware(mode="plain", trigger_tokens=12_000)],
             _calls(10),
             tools=(read_file, big_schema) if padded and padding == "tools" else (read_file,),
             system_prompt=system if padded and padding == "system" else "You fix bugs.",
@@ -240,14 +246,14 @@ def test_trigger_counts_system_prompt_and_tool_schemas(padding: str) -> None:
 
 
 def test_async_matches_sync() -> None:
-    editor_sync = ContextEditorMiddleware(trigger_tokens=2_000)
+    editor_sync = ContextEditorMiddleware(mode="plain", trigger_tokens=2_000)
     model_sync, _ = _run([editor_sync], _calls(16))
 
     async def run_async() -> Any:
         agent, model = scripted_agent(
             [*_calls(16), AIMessage(content="done", id="ai_final")],
             tools=(read_file, status, notes),
-            middleware=[ContextEditorMiddleware(trigger_tokens=2_000)],
+            middleware=[ContextEditorMiddleware(mode="plain", trigger_tokens=2_000)],
             system_prompt="You fix bugs.",
         )
         await agent.ainvoke(
@@ -264,8 +270,8 @@ def test_async_matches_sync() -> None:
 
 
 def test_deterministic_across_runs() -> None:
-    first, _ = _run([ContextEditorMiddleware(trigger_tokens=2_000)], _calls(20))
-    second, _ = _run([ContextEditorMiddleware(trigger_tokens=2_000)], _calls(20))
+    first, _ = _run([ContextEditorMiddleware(mode="plain", trigger_tokens=2_000)], _calls(20))
+    second, _ = _run([ContextEditorMiddleware(mode="plain", trigger_tokens=2_000)], _calls(20))
     assert [[canonical(m) for m in to_view(c.messages)] for c in first.calls] == [
         [canonical(m) for m in to_view(c.messages)] for c in second.calls
     ]
@@ -279,7 +285,7 @@ def test_cleared_set_survives_a_sqlite_checkpoint(tmp_path: Path) -> None:
         agent, model = scripted_agent(
             [*_calls(14), AIMessage(content="paused", id="ai_p")],
             tools=(read_file,),
-            middleware=[ContextEditorMiddleware(trigger_tokens=2_000)],
+            middleware=[ContextEditorMiddleware(mode="plain", trigger_tokens=2_000)],
             checkpointer=saver,
         )
         agent.invoke({"messages": [HumanMessage("go", id="h0")]}, config)
@@ -292,7 +298,7 @@ def test_cleared_set_survives_a_sqlite_checkpoint(tmp_path: Path) -> None:
         agent, model = scripted_agent(
             [AIMessage(content="done", id="ai_d")],
             tools=(read_file,),
-            middleware=[ContextEditorMiddleware(trigger_tokens=2_000)],
+            middleware=[ContextEditorMiddleware(mode="plain", trigger_tokens=2_000)],
             checkpointer=saver,
         )
         agent.invoke({"messages": [HumanMessage("continue", id="h1")]}, config)
@@ -308,7 +314,7 @@ def test_results_cleared_by_langchain_are_not_cleared_again() -> None:
         trigger=500, keep=3, clear_at_least=1, placeholder=long_placeholder
     )
     langchain_editor = ContextEditingMiddleware(edits=[langchain_edit])
-    ours = ContextEditorMiddleware(trigger_tokens=4_000, batch=1, keep=3)
+    ours = ContextEditorMiddleware(mode="plain", trigger_tokens=4_000, batch=1, keep=3)
     model, _ = _run([langchain_editor, ours], _calls(14))
     by_langchain: set[str] = set()
     by_us: set[str] = set()
@@ -330,13 +336,35 @@ def test_cache_aware_clears_only_when_it_pays() -> None:
     assert not _cleared(model.calls[-1].messages)
     # Without a cache a break costs nothing, so it clears just as plain mode does.
     free = ContextEditorMiddleware(trigger_tokens=2_000, mode="cache_aware", pricing="none")
-    plain = ContextEditorMiddleware(trigger_tokens=2_000)
+    plain = ContextEditorMiddleware(mode="plain", trigger_tokens=2_000)
     free_model, _ = _run([free], _calls(16))
     plain_model, _ = _run([plain], _calls(16))
     assert _cleared(free_model.calls[-1].messages) == _cleared(plain_model.calls[-1].messages)
     edits: list[ContextEdit] = []
-    aware = ContextEditorMiddleware(trigger_tokens=2_000, mode="cache_aware", on_edit=edits.append)
+    aware = ContextEditorMiddleware(
+        trigger_tokens=2_000, mode="cache_aware", horizon=1.0, on_edit=edits.append
+    )
     _run([aware], _calls(16))
+    assert edits and all(e.net_saving is not None and e.net_saving > 0 for e in edits)
+
+
+def _first_cleared_call(model: Any) -> int | None:
+    return next((i for i, call in enumerate(model.calls) if _cleared(call.messages)), None)
+
+
+def test_by_default_a_clearing_must_pay_back_within_a_tenth_of_the_calls_so_far() -> None:
+    # A clearing just before the run ends costs its whole re-write: by default the editor counts
+    # only on calls the run very likely still makes (a tenth of those made), not on the median.
+    assert ContextEditorMiddleware().config.mode == "cache_aware"
+    short, _ = _run([ContextEditorMiddleware(trigger_tokens=2_000)], _calls(16))
+    assert _first_cleared_call(short) is None  # the median (horizon=1.0) clears this run
+    median, _ = _run([ContextEditorMiddleware(trigger_tokens=2_000, horizon=1.0)], _calls(40))
+    edits: list[ContextEdit] = []
+    default = ContextEditorMiddleware(trigger_tokens=2_000, on_edit=edits.append)
+    cautious, _ = _run([default], _calls(40))
+    first_median, first_default = _first_cleared_call(median), _first_cleared_call(cautious)
+    assert first_median is not None and first_default is not None
+    assert first_default > first_median
     assert edits and all(e.net_saving is not None and e.net_saving > 0 for e in edits)
 
 
@@ -351,6 +379,8 @@ def test_cache_aware_clears_only_when_it_pays() -> None:
         {"mode": "greedy"},
         {"pricing": "azure"},
         {"expected_calls": 0},
+        {"horizon": 0},
+        {"horizon": "long"},
         {"token_estimator": 42},
         {"on_edit": "print"},
     ],
@@ -370,11 +400,12 @@ def test_failures_are_logged_and_the_request_passes_unchanged(
         raise RuntimeError("callback down")
 
     with caplog.at_level(logging.ERROR):
-        model, _ = _run([ContextEditorMiddleware(token_estimator=broken)], _calls(6))
+        model, _ = _run([ContextEditorMiddleware(mode="plain", token_estimator=broken)], _calls(6))
         assert "estimator down" in caplog.text
         assert not _cleared(model.calls[-1].messages)
         model, _ = _run(
-            [ContextEditorMiddleware(trigger_tokens=2_000, on_edit=bad_callback)], _calls(16)
+            [ContextEditorMiddleware(mode="plain", trigger_tokens=2_000, on_edit=bad_callback)],
+            _calls(16),
         )
     assert "callback down" in caplog.text
     assert _cleared(model.calls[-1].messages)  # the edit still happened
@@ -396,7 +427,9 @@ def test_non_text_results_and_unpaired_results_pass_through() -> None:
         history.append(ToolMessage(content=content, tool_call_id=f"c{i}", id=f"t{i}"))
     history.append(ToolMessage(content="z " * 2000, tool_call_id="orphan", id="t_orphan"))
     agent, model = scripted_agent(
-        [respond], tools=(read_file,), middleware=[ContextEditorMiddleware(trigger_tokens=1_000)]
+        [respond],
+        tools=(read_file,),
+        middleware=[ContextEditorMiddleware(mode="plain", trigger_tokens=1_000)],
     )
     agent.invoke({"messages": history}, {"configurable": {"thread_id": "x"}})
     sent = {m.id: m for m in model.calls[0].messages}

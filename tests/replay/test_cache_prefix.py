@@ -39,9 +39,9 @@ OFFER_TOOL = frozenset(
 #: Strategies that rewrite sent messages: the most forms one message may be sent in.
 REWRITES = {
     "context-editor": 2,
-    "context-editor-cache-aware": 2,
+    "context-editor-plain": 2,
     "context-editor-10k": 2,
-    "context-editor-cache-aware-10k": 2,
+    "context-editor-plain-10k": 2,
     "token-saving": 2,
     "token-saving-once": 2,
     "token-saving-words": 4,  # original, head+tail, then the two word tiers

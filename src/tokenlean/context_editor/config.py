@@ -78,7 +78,13 @@ class ContextEdit:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ContextEditorConfig:
-    """Options of the context editor; every default lives here."""
+    """Options of the context editor; every default lives here.
+
+    ``mode="cache_aware"`` (the default) clears only what pays for the prompt-cache re-write it
+    causes; ``"plain"`` clears whenever the request passes the trigger, as the reference editor
+    does. ``horizon``: in cache-aware mode without ``expected_calls``, a clearing must pay back
+    within this share of the calls made so far (see :mod:`tokenlean.context_editor.cache`).
+    """
 
     trigger_tokens: int = 30_000
     keep: int = 3
@@ -87,9 +93,10 @@ class ContextEditorConfig:
     clear_tool_inputs: bool = False
     placeholder: str | PlaceholderFn | None = None
     min_saved_tokens: int = 50
-    mode: Mode = "plain"
+    mode: Mode = "cache_aware"
     pricing: CachePricing = ANTHROPIC
     expected_calls: int | None = None
+    horizon: float = 0.1
     retrieval_tool: str | None = DEFAULT_RETRIEVAL_TOOL
 
     def __post_init__(self) -> None:
@@ -101,6 +108,7 @@ class ContextEditorConfig:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
         if self.expected_calls is not None:
             checks.integer(self.expected_calls, "expected_calls", at_least=1)
+        checks.number(self.horizon, "horizon", above=0)
         if self.retrieval_tool is not None:
             checks.identifier(self.retrieval_tool, "retrieval_tool")
         if self.placeholder is not None and not (

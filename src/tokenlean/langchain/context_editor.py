@@ -124,9 +124,11 @@ class ContextEditorMiddleware(AgentMiddleware[ContextEditorState, Any, Any]):
     old results are cleared in whole batches of ``batch``, oldest first: never the newest ``keep``,
     never ``exclude_tools``, never non-text results or results saving under ``min_saved_tokens``.
     A cleared result is sent with the same bytes on every later call, so each edit costs one
-    prompt-cache break and the calls between edits hit the cache. With ``mode="cache_aware"``, the
-    newest whole batches are cleared only when that is expected to save more, under ``pricing``,
-    than re-writing the cache costs (see :mod:`tokenlean.context_editor.cache`).
+    prompt-cache break and the calls between edits hit the cache. In the default
+    ``mode="cache_aware"``, the newest whole batches are cleared only when that is expected to
+    save more, under ``pricing``, than re-writing the cache costs, within ``expected_calls`` or
+    else ``horizon`` times the calls made so far (see :mod:`tokenlean.context_editor.cache`);
+    ``mode="plain"`` clears whenever the request is past the trigger, as the reference does.
 
     ``token_estimator`` is a :class:`~tokenlean.tokens.TokenCounter` or a function of a
     :class:`~tokenlean.context_editor.RequestView`; by default the fast estimate over the system
@@ -152,6 +154,7 @@ class ContextEditorMiddleware(AgentMiddleware[ContextEditorState, Any, Any]):
         mode: Mode = _DEFAULTS.mode,
         pricing: CachePricing | str = _DEFAULTS.pricing,
         expected_calls: int | None = _DEFAULTS.expected_calls,
+        horizon: float = _DEFAULTS.horizon,
         min_saved_tokens: int = _DEFAULTS.min_saved_tokens,
         retrieval_tool: str | None = _DEFAULTS.retrieval_tool,
     ) -> None:
@@ -167,6 +170,7 @@ class ContextEditorMiddleware(AgentMiddleware[ContextEditorState, Any, Any]):
             mode=mode,
             pricing=pricing,  # type: ignore[arg-type]  # a preset name is resolved in __post_init__
             expected_calls=expected_calls,
+            horizon=horizon,
             retrieval_tool=retrieval_tool,
         )
         if on_edit is not None and not callable(on_edit):

@@ -1,9 +1,11 @@
 """Replay strategies for :class:`tokenlean.langchain.ContextEditorMiddleware`.
 
-``context-editor`` and ``context-editor-cache-aware`` run at the defaults (30k trigger, keep 3,
-batches of 5, Anthropic pricing for the cache-aware mode). The ``-10k`` variants use a lower
-trigger so the editor fires on most of the recorded trajectories; they are for comparisons at
-the same trigger and keep count (``benchmarks.peers_langchain`` registers LangChain's editor).
+``context-editor`` runs at the defaults (cache-aware: 30k trigger, keep 3, batches of 5, Anthropic
+pricing, a clearing must pay back within a tenth of the calls made so far); ``context-editor-plain``
+clears whenever the request passes the trigger, as the reference editor does. The ``-10k`` variants
+use a lower trigger so the editor fires on most of the recorded trajectories; they are for
+comparisons at the same trigger and keep count (``benchmarks.peers_langchain`` registers
+LangChain's editor).
 """
 
 from __future__ import annotations
@@ -26,23 +28,23 @@ def _editor(mode: Mode, trigger: int | None = None) -> Any:
 
 register(
     "context-editor",
-    _editor("plain"),
-    "clear old tool results in batches of 5 past 30k tokens, keep 3",
+    _editor("cache_aware"),
+    "clear old results past 30k tokens (keep 3, batches of 5) when it pays for the cache re-write",
 )
 register(
-    "context-editor-cache-aware",
-    _editor("cache_aware"),
-    "context-editor, clearing a batch only when it pays for the cache re-write (Anthropic)",
+    "context-editor-plain",
+    _editor("plain"),
+    "context-editor as the reference: clear in batches of 5 whenever past 30k tokens",
 )
 register(
     "context-editor-10k",
-    _editor("plain", LOW_TRIGGER),
+    _editor("cache_aware", LOW_TRIGGER),
     "context-editor with a 10k trigger",
     default=False,
 )
 register(
-    "context-editor-cache-aware-10k",
-    _editor("cache_aware", LOW_TRIGGER),
-    "context-editor-cache-aware with a 10k trigger",
+    "context-editor-plain-10k",
+    _editor("plain", LOW_TRIGGER),
+    "context-editor-plain with a 10k trigger",
     default=False,
 )
