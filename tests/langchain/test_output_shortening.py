@@ -91,6 +91,18 @@ def lint(path: str) -> str:
 
 
 @tool
+def lint_strict(path: str) -> str:
+    """Lint a path with the strict rules (today the same report)."""
+    return REPORT
+
+
+@tool
+def status(job: str) -> str:
+    """A job's one-line status."""
+    return "job 7: still running"
+
+
+@tool
 def screenshot(tool_call_id: Annotated[str, InjectedToolCallId]) -> ToolMessage:
     """Take a screenshot."""
     blocks = [{"type": "text", "text": LOG}, {"type": "image", "url": "https://x/y.png"}]
@@ -335,13 +347,14 @@ def test_shortened_state_persists_through_a_sqlite_checkpointer(tmp_path: Path) 
 
 
 def test_lines_already_shown_are_pointed_to_not_repeated() -> None:
+    # Two tools with the same output: not a repeat of one call, so lines are pointed to.
     agent, model = scripted_agent(
         [
             call("lint", {"path": "src"}, "c1"),
-            call("lint", {"path": "src"}, "c2"),
+            call("lint_strict", {"path": "src"}, "c2"),
             AIMessage(content="done"),
         ],
-        tools=[lint],
+        tools=[lint, lint_strict],
         middleware=[ToolOutputShorteningMiddleware(max_tokens=100_000)],
     )
     agent.invoke({"messages": [HumanMessage("go")]}, cfg())
@@ -349,6 +362,37 @@ def test_lines_already_shown_are_pointed_to_not_repeated() -> None:
     assert first.content == REPORT  # within budget, nothing repeated yet: left alone
     assert "40 lines already shown earlier omitted" in str(second.content)
     assert str(second.content).endswith("ERROR: writer_3 violates naming rules")
+
+
+def test_a_result_repeating_one_shown_whole_is_a_pointer_to_that_call() -> None:
+    store = InMemoryOriginalStore()
+    agent, model = scripted_agent(
+        [
+            call("lint", {"path": "src"}, "c1"),
+            call("status", {"job": "7"}, "s1"),
+            call("lint", {"path": "src"}, "c2"),
+            call("status", {"job": "7"}, "s2"),
+            call("lint", {"path": "src"}, "c3"),
+            AIMessage(content="done"),
+        ],
+        tools=[lint, status],
+        middleware=[ToolOutputShorteningMiddleware(max_tokens=100_000, store=store)],
+    )
+    agent.invoke({"messages": [HumanMessage("go")]}, cfg())
+    results = tool_messages(model.calls[-1].messages)
+    first, status_1, second, status_2, third = results
+    assert first.content == REPORT  # shown whole the first time
+    pointer = "[Same output as the earlier `lint` call c1, word for word; not repeated.]"
+    assert second.content == pointer and third.content == pointer  # both name the first
+    assert status_1.content == status_2.content == "job 7: still running"  # a pointer is no shorter
+    mark = _mark(second)
+    assert mark["kind"] == "repeat"
+    kept = store.get("t1", mark["handle"])
+    assert kept is not None and kept.text == REPORT
+    for before, after in itertools.pairwise(model.calls):  # nothing already sent changed
+        assert [canonical(message_to_view(m)) for m in before.messages] == [
+            canonical(message_to_view(m)) for m in after.messages[: len(before.messages)]
+        ]
 
 
 class _BrokenStore(InMemoryOriginalStore):

@@ -206,6 +206,20 @@ def test_default_originals_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) 
     assert RawSettings(originals_dir="~/x").originals_dir == Path.home() / "x"  # type: ignore[arg-type]
 
 
+def _repeat_pointers(body: dict[str, Any]) -> set[str]:
+    """Ids of the calls whose results ``body`` sends as pointers to an identical earlier one."""
+    out: set[str] = set()
+    for message in body["messages"]:
+        for block in message["content"] if isinstance(message["content"], list) else ():
+            if block.get("type") != "tool_result":
+                continue
+            content = block["content"]
+            text = content if isinstance(content, str) else (content or [{}])[0].get("text", "")
+            if text.startswith("[Same output as the earlier"):
+                out.add(block["tool_use_id"])
+    return out
+
+
 def _sampled() -> list[Any]:
     runs = sample_trajectories(per_source=1, min_calls=6)
     return runs or [pytest.param(None, marks=pytest.mark.skip(reason="needs ../shared"))]
@@ -230,6 +244,8 @@ def test_each_request_only_shortens_what_is_new(
         warm.append(rewrite_request("anthropic", request, settings=settings))
     sent = trajectory.messages[: points[-1]]
     long = [m for m in sent if m.role == "tool" and estimate_tokens(m.text) > settings.min_tokens]
+    repeats = _repeat_pointers(warm[-1].body if warm[-1] else build_body("anthropic", sent))
+    long = [m for m in long if m.tool_call_id not in repeats]  # a repeat needs no shortening
     assert len(calls) == len(long)  # each long result was shortened once, not once per request
     clear_memo()
     calls.clear()
@@ -265,3 +281,32 @@ def test_a_resent_history_rebuilds_no_message(
     assert first is not None and again is not None and again.body == first.body
     rewrite_request("anthropic", build_body("anthropic", messages), settings=settings)
     assert {m.tool_call_id for m in copies if m.role == "tool"} == {"call_2"}  # the new result only
+
+
+def test_a_repeated_result_points_to_the_first_the_same_way_warm_or_cold(
+    settings: RawSettings,
+) -> None:
+    status = "\n".join(f"replica {i}: healthy, lag {i * 3} ms, last sync 12:0{i}" for i in range(6))
+    call_2 = ToolCall("call_2", "bash", {"command": "run-job --verbose"})
+    messages = [
+        *_conversation(status),
+        Message(role="assistant", content="Again.", tool_calls=(call_2,)),
+        Message(role="tool", content=status, tool_call_id="call_2"),
+        Message(role="assistant", content="Same status."),
+    ]
+    warm = [
+        rewrite_request("anthropic", build_body("anthropic", messages[:k]), settings=settings)
+        for k in (4, 6, 7)
+    ]
+    assert warm[0] is None  # the first copy is short: sent whole
+    last = warm[-1]
+    assert last is not None
+    results = [b for m in last.body["messages"] for b in m["content"] if b["type"] == "tool_result"]
+    texts = [
+        r["content"] if isinstance(r["content"], str) else r["content"][0]["text"] for r in results
+    ]
+    pointer = "[Same output as the earlier `bash` call call_1, word for word; not repeated.]"
+    assert texts == [status, pointer]
+    clear_memo()
+    cold = rewrite_request("anthropic", build_body("anthropic", messages), settings=settings)
+    assert cold is not None and cold.body == last.body
