@@ -17,7 +17,7 @@ from typing import Any
 
 from tokenlean.replay.strategies import register
 
-HORIZONS = (1.0, 0.5, 0.25, 0.1)
+HORIZONS = (1.0, 0.5, 0.25, 0.2, 0.1)
 
 
 def _factory(horizon: float) -> Any:
