@@ -43,9 +43,9 @@ from tokenlean.langchain.adapter import apply_edit, apply_edits
 from tokenlean.langchain.helpers import PrefixMemo, thread_scope, tool_schemas, view_from
 from tokenlean.tokens import (
     EstimateCounter,
-    MemoCounter,
     TokenCounter,
     count_request,
+    memoized,
 )
 
 logger = logging.getLogger(__name__)
@@ -264,10 +264,10 @@ def _estimators(
     """The counter for single results, the request estimator, and whether the estimate is the
     counter's sum over messages (so it can be carried from call to call)."""
     if estimator is None or isinstance(estimator, TokenCounter):
-        counter = MemoCounter(estimator if estimator is not None else EstimateCounter())
+        counter = memoized(estimator if estimator is not None else EstimateCounter())
         return counter, request_estimator(counter), True
     if callable(estimator):
-        return MemoCounter(EstimateCounter()), estimator, False
+        return memoized(EstimateCounter()), estimator, False
     raise checks.ArgumentTypeError(
         "token_estimator must be a TokenCounter or a function of a RequestView, got "
         + checks.described(estimator)
