@@ -127,7 +127,10 @@ def message_view(message: BaseMessage) -> Message:
     view = message_to_view(message)
     if len(_VIEWS) >= _MAX_VIEWS:
         _VIEWS.clear()
-    ref = _Remembered(message, _forget)
+    try:
+        ref = _Remembered(message, _forget)
+    except TypeError:  # a message class without weak references: not remembered
+        return view
     ref.fields, ref.key, ref.view = fields, key, view
     _VIEWS[key] = ref
     return view
