@@ -43,7 +43,6 @@ from tokenlean.loop_guard.signals import diversity_loss, hedge_score, streak_sco
 from tokenlean.loop_guard.steps import (
     Step,
     StepList,
-    canonical_action,
     canonical_text,
     is_failure,
     step_action_key,
@@ -132,7 +131,8 @@ class LoopDetector:
         while end > start and len(kept) < self._horizon:
             low = max(start, end - (self._horizon - len(kept)))
             chunk = list(steps[low:end] if sliced else (steps[i] for i in range(low, end)))
-            _check_steps(chunk, low)
+            if not isinstance(steps, StepList):  # a scan's steps were built as Steps
+                _check_steps(chunk, low)
             if not self.exempt_tools and self.exempt_if is None:
                 return chunk  # nothing to leave out: the chunk fills the horizon
             kept.extend(step for step in reversed(chunk) if not self._exempt(step))
@@ -267,8 +267,8 @@ def _failing(tail: Sequence[Step]) -> Detection | None:
     last = tail[-1]
     if not last["action"] or not is_failure(last):
         return None
-    action = canonical_action(last)
-    length = _run_length(tail, lambda s: canonical_action(s) == action and is_failure(s))
+    action = step_action_key(last)  # canonical_action, remembered per step
+    length = _run_length(tail, lambda s: step_action_key(s) == action and is_failure(s))
     return _detection("failing", tail, length, 1, length - 1)
 
 
@@ -276,15 +276,23 @@ def _periodic(
     tail: Sequence[Step], max_period: int, enabled: Collection[Pattern]
 ) -> list[Detection]:
     """Trailing repetitions with period 1 (``repeat``), 2 (``alternating``) or more (``cycle``)."""
-    acting = _run_length(tail, lambda s: bool(s["action"]))
+    acting = 0  # the latest steps that call a tool
+    for step in reversed(tail):
+        if not step["action"]:
+            break
+        acting += 1
     steps = tail[len(tail) - acting :]
     keys = _Keys(steps)
+    newest = len(keys) - 1
     found: list[Detection] = []
     for period in range(1, max_period + 1):
         pattern: Pattern = "repeat" if period == 1 else "alternating" if period == 2 else "cycle"
         if pattern not in enabled or len(keys) <= period:
             continue
-        matched = _run_length_keys(keys, period)
+        if keys.action(newest) != keys.action(newest - period):
+            matched = 0  # the usual case, told from the actions alone
+        else:
+            matched = _run_length_keys(keys, period)
         if period > 1 and matched < period:
             continue  # a cycle counts once it has come round at least once
         # (checked second: most periods have not come round, and a block of one is minimal)
@@ -310,7 +318,7 @@ class _Keys:
         return len(self._steps)
 
     def __getitem__(self, index: int) -> tuple[str, str]:
-        return self._action(index), self._observation(index)
+        return self.action(index), self._observation(index)
 
     def last(self, count: int) -> list[tuple[str, str]]:
         """The keys of the last ``count`` steps, in order."""
@@ -318,9 +326,10 @@ class _Keys:
 
     def same(self, i: int, j: int) -> bool:
         """``self[i] == self[j]``, reading the observations only when the actions match."""
-        return self._action(i) == self._action(j) and self._observation(i) == self._observation(j)
+        return self.action(i) == self.action(j) and self._observation(i) == self._observation(j)
 
-    def _action(self, index: int) -> str:
+    def action(self, index: int) -> str:
+        """The first half of the key of step ``index``."""
         key = self._actions.get(index)
         if key is None:
             key = self._actions[index] = step_action_key(self._steps[index])

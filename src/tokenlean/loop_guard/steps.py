@@ -70,6 +70,8 @@ def build_steps(messages: Sequence[Message], *, first_index: int = 0) -> list[St
 class StepList(Sequence[Step]):
     """The first ``n`` steps of an append-only list shared by successive scans, then a tail.
 
+    It holds steps made by :func:`build_steps` only (a detector does not check them again).
+
     A scan continued over new messages appends them to the list it was built on when nothing
     was appended past its own end (the common case: each call continues the previous one), so
     continuing a scan costs what is new instead of a copy of every step so far. The steps a
