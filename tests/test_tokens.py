@@ -15,6 +15,7 @@ from tokenlean.tokens import (
     count_request,
     find_vocabulary,
     load_encoding,
+    memoized,
     message_tokens,
 )
 from tokenlean.transcript import Message, ToolCall
@@ -104,3 +105,21 @@ def test_request_counts_cover_system_and_tool_schemas() -> None:
     schema = {"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}}}
     assert count_request(messages, counter, tools=[schema]) > bare
     assert message_tokens(messages[1], counter) > MESSAGE_OVERHEAD  # the call's args count
+
+
+def test_the_estimate_has_one_memo_per_process_and_setting() -> None:
+    shared = memoized(EstimateCounter())
+    assert memoized(EstimateCounter()) is shared  # the context editor and the gates share it
+    assert memoized(shared) is shared
+    other = memoized(EstimateCounter(word=2.0))
+    assert other is not shared
+    text = "word " * 40
+    assert other.count(text) == EstimateCounter(word=2.0).count(text) != shared.count(text)
+
+    class Counter:  # anything else gets a memo of its own
+        def count(self, text: str) -> int:
+            return len(text)
+
+    counter = Counter()
+    assert memoized(counter) is not memoized(counter)
+    assert memoized(counter).count(text) == len(text)

@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import re
+import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -392,8 +393,27 @@ class MemoCounter:
 
 
 def memoized(counter: TokenCounter) -> MemoCounter:
-    """``counter`` with a memo (itself when it already has one)."""
-    return counter if isinstance(counter, MemoCounter) else MemoCounter(counter)
+    """``counter`` with a memo (itself when it already has one).
+
+    An :class:`EstimateCounter` gets the one memo this process keeps for its settings, so the
+    middleware that count the same new messages on a call (the context editor, the retrieval
+    gates) count each text once between them: the estimate is a function of the text alone.
+    """
+    if isinstance(counter, MemoCounter):
+        return counter
+    if type(counter) is EstimateCounter:
+        with _SHARED_LOCK:
+            shared = _SHARED_MEMOS.get(counter)
+            if shared is None:
+                if len(_SHARED_MEMOS) >= 16:  # a few settings in use; never grows unbounded
+                    _SHARED_MEMOS.clear()
+                shared = _SHARED_MEMOS[counter] = MemoCounter(counter, max_entries=1 << 14)
+        return shared
+    return MemoCounter(counter)
+
+
+_SHARED_MEMOS: dict[EstimateCounter, MemoCounter] = {}
+_SHARED_LOCK = threading.Lock()
 
 
 # ---------------------------------------------------------------------------------------------

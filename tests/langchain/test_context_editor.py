@@ -436,3 +436,19 @@ def test_non_text_results_and_unpaired_results_pass_through() -> None:
     assert sent["t0"].content == image  # images are never rewritten
     assert sent["t_orphan"].text == "z " * 2000  # an orphan result is not ours to pair
     assert _cleared(model.calls[0].messages)  # the rest still works
+
+
+def test_the_tool_schemas_are_sized_once_per_tool_list() -> None:
+    from tokenlean.langchain.helpers import tool_schemas
+
+    editor = ContextEditorMiddleware()
+    tools = [StructuredTool.from_function(lambda path: path, name="read", description="Read.")]
+    first = editor._fixed("system", tools)
+    assert editor._fixed("system", tools) is first  # nothing converted or counted again
+    assert first.schemas == tool_schemas(tools)
+    assert editor._fixed("other system", tools).tokens != first.tokens
+    schema = {"type": "function", "function": {"name": "a", "description": "A tool."}}
+    sized = editor._fixed("system", [schema])
+    schema["function"]["name"] = "renamed"  # a mapping can change in place: read again
+    again = editor._fixed("system", [schema])
+    assert again.schemas is None and again.tokens == sized.tokens

@@ -352,6 +352,45 @@ def test_detection_points_at_the_end_of_the_run(history: list[Step], since: int 
         assert (since or 0) <= found.first_step <= found.last_step  # evidence is from since on
 
 
+def _latest_one_by_one(detector: LoopDetector, history: Sequence[Step], start: int) -> list[Step]:
+    """What ``active`` reads, step by step from the end (how it was first written)."""
+    kept: list[Step] = []
+    for index in range(len(history) - 1, max(0, start) - 1, -1):
+        if len(kept) == 2 * max(3, detector.max_period * detector.cycle_repeats, 6):
+            break
+        s = history[index]
+        if s["action"] in detector.exempt_tools or (detector.exempt_if and detector.exempt_if(s)):
+            continue
+        kept.append(s)
+    return kept[::-1]
+
+
+@given(
+    histories(),
+    st.integers(0, 35),
+    st.sampled_from([frozenset(), frozenset({"poll"}), frozenset({"bash"})]),
+    st.sampled_from([list, tuple, "scan"]),
+)
+def test_the_latest_steps_are_read_in_slices_as_one_by_one(
+    history: list[Step], start: int, exempt: frozenset[str], kind: Any
+) -> None:
+    detector = LoopDetector(exempt_tools=exempt, max_period=3)  # a short horizon: 12 steps
+    given_steps: Sequence[Step] = history if kind == "scan" else kind(history)
+    if kind == "scan":  # a StepList: a shared base and a tail
+        half = len(history) // 2
+        given_steps = StepScan(steps=history[:half]).extend([]).steps
+        given_steps = given_steps.then(history[half:], settled=False)  # type: ignore[attr-defined]
+    expected = _latest_one_by_one(detector, history, start)
+    assert detector.active(given_steps, start=start) == expected
+
+
+def test_a_step_that_is_no_step_is_named_by_its_position() -> None:
+    history: list[Any] = [*steps(A, B, C), "not a step", *steps(A, B)]
+    with pytest.raises(TypeError, match=r"steps\[3\] must be a Step dict"):
+        LoopDetector().detect(history)
+    assert LoopDetector().detect(history, since=4) is None  # not read: not checked
+
+
 # -- real trajectories -------------------------------------------------------------------
 
 

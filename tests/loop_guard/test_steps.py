@@ -8,7 +8,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tokenlean.loop_guard.steps import Step, canonical_action, canonical_text, is_failure, step_key
+from tokenlean.loop_guard.steps import (
+    Step,
+    StepList,
+    StepScan,
+    canonical_action,
+    canonical_text,
+    is_failure,
+    step_action_key,
+    step_key,
+    step_observation_key,
+)
+from tokenlean.transcript import Message, ToolCall
 
 
 def step(
@@ -142,3 +153,69 @@ def test_whitespace_never_matters(text: str, data: st.DataObject) -> None:
     )
     spaced = "".join(w + s for w, s in zip(words, seps, strict=False))
     assert canonical_text(spaced) == canonical_text(" ".join(words))
+
+
+# -- incremental scans ---------------------------------------------------------------------
+
+
+@given(
+    st.integers(0, 8),
+    st.integers(0, 8),
+    st.integers(0, 4),
+    st.integers(-12, 12) | st.none(),
+    st.integers(-12, 12) | st.none(),
+    st.sampled_from([None, 1, 2, -1]),
+)
+def test_a_step_list_slices_like_a_list(
+    base: int, extra: int, tail: int, start: int | None, stop: int | None, stride: int | None
+) -> None:
+    steps = [step(index=i) for i in range(base + extra + tail)]
+    shared = steps[: base + extra]  # the list is shared: appends past ``base`` are not ours
+    view = StepList(shared, base, tuple(steps[base + extra :]))
+    expected = steps[:base] + steps[base + extra :]
+    got, want = view[start:stop:stride], expected[start:stop:stride]
+    assert len(got) == len(want) and all(a is b for a, b in zip(got, want, strict=True))
+
+
+def _turns(n: int) -> list[Message]:
+    messages = [Message("user", "go", id="h")]
+    for i in range(n):
+        call = ToolCall(f"c{i}", "bash", {"command": f"ls {i % 2}"})
+        messages += [
+            Message("assistant", f"step {i}", id=f"a{i}", tool_calls=(call,)),
+            Message("tool", f"out {i % 3}", id=f"t{i}", tool_call_id=f"c{i}", name="bash"),
+            Message("user", "continue" if i % 2 else f"new task {i}", id=f"u{i}"),
+        ]
+    return messages
+
+
+@pytest.mark.parametrize("cut", [0, 1, 2, 4, 7, 10])
+def test_settling_a_read_scan_equals_extending_it(cut: int) -> None:
+    messages = _turns(4)
+    base = StepScan().extend(messages[:cut])
+    read = base.extend(messages[cut:], settled=False)
+    settled = base.settle(read)
+    again = base.extend(messages[cut:])
+    assert list(settled.steps) == list(again.steps)
+    assert (settled.since, settled.request, settled.turns) == (
+        again.since,
+        again.request,
+        again.turns,
+    )
+    new = read.steps[len(base.steps) :]
+    assert all(a is b for a, b in zip(settled.steps[len(base.steps) :], new, strict=True))
+    # and later scans continue it like any settled scan
+    assert list(settled.extend(_turns(1)[1:]).steps) == list(again.extend(_turns(1)[1:]).steps)
+
+
+@given(st.lists(st.sampled_from(["a", "b"]), max_size=6), st.lists(st.text(max_size=3)))
+def test_the_halves_of_a_step_key_are_the_key(actions: list[str], outputs: list[str]) -> None:
+    made = [
+        step(args={"command": a}, observation=outputs[i % len(outputs)] if outputs else "")
+        for i, a in enumerate(actions)
+    ]
+    for s in made:
+        assert step_key(s) == (step_action_key(s), step_observation_key(s))
+    s = made[0] if made else step()
+    s["observation"] = "replaced  0.5s"  # a replaced observation is read again
+    assert step_observation_key(s) == canonical_text("replaced  0.5s")

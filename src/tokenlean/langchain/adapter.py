@@ -10,6 +10,7 @@ Every tokenlean middleware changes messages through :func:`apply_edits` and noth
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
@@ -75,6 +76,64 @@ def message_to_view(message: BaseMessage) -> Message:
         status=status,
         metadata=message.response_metadata,
     )
+
+
+class _Remembered(weakref.ref):  # type: ignore[type-arg]  # a ref to a BaseMessage
+    """A message's view, with what it was read from; dropped when the message is."""
+
+    __slots__ = ("fields", "key", "view")
+
+    fields: tuple[object, ...]
+    key: int
+    view: Message
+
+
+#: Views by message id(), each held by a weak reference to its message (the id is only read
+#: while the message lives, so it is never another message's).
+_VIEWS: dict[int, _Remembered] = {}
+_MAX_VIEWS = 1 << 16  # a bound for a process that keeps very many messages alive
+
+
+def _read_fields(message: BaseMessage) -> tuple[object, ...]:
+    """Every attribute :func:`message_to_view` reads."""
+    fields = (message.type, message.content, message.id, message.name, message.response_metadata)
+    if isinstance(message, AIMessage):
+        return (*fields, message.tool_calls)
+    if isinstance(message, ToolMessage):
+        return (*fields, message.tool_call_id, message.status)
+    return fields
+
+
+def _forget(ref: _Remembered) -> None:
+    if _VIEWS.get(ref.key) is ref:  # not a newer entry under a reused id
+        _VIEWS.pop(ref.key, None)
+
+
+def message_view(message: BaseMessage) -> Message:
+    """:func:`message_to_view`, converted once per message object while it stays unchanged.
+
+    Several middleware read the same new messages on each call, and a message stays in the
+    transcript for the rest of the run. A view is reused only for the very same object whose
+    fields are the same objects (or equal ones) as when it was read, so assigning a new
+    content, id, name, metadata, tool calls or status converts it again; like every memo of a
+    transcript, it takes a message changed *inside* a field (a content list appended to in
+    place) for unchanged.
+    """
+    key = id(message)
+    ref = _VIEWS.get(key)
+    fields = _read_fields(message)
+    if ref is not None and ref() is message and ref.fields == fields:
+        return ref.view
+    view = message_to_view(message)
+    if len(_VIEWS) >= _MAX_VIEWS:
+        _VIEWS.clear()
+    try:
+        ref = _Remembered(message, _forget)
+    except TypeError:  # a message class without weak references: not remembered
+        return view
+    ref.fields, ref.key, ref.view = fields, key, view
+    _VIEWS[key] = ref
+    return view
 
 
 def to_view(messages: Iterable[BaseMessage]) -> list[Message]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Annotated, Any
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
@@ -43,9 +43,9 @@ from tokenlean.langchain.adapter import apply_edit, apply_edits
 from tokenlean.langchain.helpers import PrefixMemo, thread_scope, tool_schemas, view_from
 from tokenlean.tokens import (
     EstimateCounter,
-    MemoCounter,
     TokenCounter,
     count_request,
+    memoized,
 )
 
 logger = logging.getLogger(__name__)
@@ -78,6 +78,17 @@ class ContextEditorState(AgentState[Any]):
 class _Prepared:
     request: ModelRequest[Any]
     update: dict[str, ClearedRecord] | None  # the new cleared set when it grew
+
+
+@dataclass(frozen=True, slots=True)
+class _Fixed:
+    """The tokens of a system prompt and tool list, and the tools' schemas."""
+
+    key: tuple[object, ...]  # the system prompt and the tools' ids
+    tokens: int
+    tools: list[Any]  # held, so the ids in ``key`` are never another tool's
+    schemas: list[dict[str, Any]] | None
+    mutable: bool = False  # a tool is a mapping, whose schema is read again on each call
 
 
 @dataclass(slots=True)
@@ -178,7 +189,7 @@ class ContextEditorMiddleware(AgentMiddleware[ContextEditorState, Any, Any]):
         self.counter, self.estimate, self._incremental = _estimators(token_estimator)
         self.on_edit = on_edit
         self._threads: PrefixMemo[_Thread] = PrefixMemo()
-        self._fixed_memo: tuple[Any, int, list[Any]] | None = None
+        self._fixed_memo: _Fixed | None = None
 
     def wrap_model_call(
         self,
@@ -216,15 +227,16 @@ class ContextEditorMiddleware(AgentMiddleware[ContextEditorState, Any, Any]):
         new = view_from(messages, start)
         ledger.extend(new)
         thread.sent.extend(apply_edits(messages[start:], clearing_edits(new, ledger.cleared)))
-        tools = tool_schemas(request.tools)
+        system = request.system_prompt
+        fixed = self._fixed(system, request.tools)
         plan = plan_ledger(
             ledger,
             config=self.config,
             previous=previous,
-            system=request.system_prompt,
-            tools=tools,
+            system=system,
+            tools=fixed.schemas if fixed.schemas is not None else tool_schemas(request.tools),
             estimate=None if self._incremental else self.estimate,
-            fixed=self._fixed(request.system_prompt, request.tools, tools),
+            fixed=fixed.tokens,
         )
         for index in sorted(ledger.dirty):  # the messages the cleared set changed
             edits = clearing_edits([ledger.view[index]], ledger.cleared, offset=index)
@@ -241,13 +253,20 @@ class ContextEditorMiddleware(AgentMiddleware[ContextEditorState, Any, Any]):
         thread.grew(plan.cleared, added, known + len(added))
         return _Prepared(edited, {k: _record(v) for k, v in added.items()})
 
-    def _fixed(self, system: str | None, raw_tools: Sequence[Any], tools: Sequence[Any]) -> int:
-        """Tokens of the system prompt and tool schemas, counted once per distinct pair."""
+    def _fixed(self, system: str | None, raw_tools: Sequence[Any]) -> _Fixed:
+        """The system prompt and tool schemas: their tokens and the schemas, worked out once
+        per distinct pair (the tools compared by identity, as :func:`tool_schemas` remembers
+        them). A tool given as a schema mapping may change in place: with one, the schemas are
+        read again on each call (``schemas`` is ``None``), while the count is kept as before."""
         key = (system, tuple(map(id, raw_tools)))
-        if self._fixed_memo is None or self._fixed_memo[0] != key:
-            counted = count_request((), self.counter, system=system, tools=tools)
-            self._fixed_memo = (key, counted, list(raw_tools))  # holding the tools keeps ids
-        return self._fixed_memo[1]
+        memo = self._fixed_memo
+        if memo is None or memo.key != key:
+            schemas = tool_schemas(raw_tools)
+            counted = count_request((), self.counter, system=system, tools=schemas)
+            mutable = any(isinstance(tool, Mapping) for tool in raw_tools)
+            memo = self._fixed_memo = _Fixed(key, counted, list(raw_tools), schemas, mutable)
+            return memo  # this call's schemas, whatever the tools
+        return memo if not memo.mutable else replace(memo, schemas=None)
 
     def _report(self, edit: ContextEdit) -> None:
         if self.on_edit is None:
@@ -264,10 +283,10 @@ def _estimators(
     """The counter for single results, the request estimator, and whether the estimate is the
     counter's sum over messages (so it can be carried from call to call)."""
     if estimator is None or isinstance(estimator, TokenCounter):
-        counter = MemoCounter(estimator if estimator is not None else EstimateCounter())
+        counter = memoized(estimator if estimator is not None else EstimateCounter())
         return counter, request_estimator(counter), True
     if callable(estimator):
-        return MemoCounter(EstimateCounter()), estimator, False
+        return memoized(EstimateCounter()), estimator, False
     raise checks.ArgumentTypeError(
         "token_estimator must be a TokenCounter or a function of a RequestView, got "
         + checks.described(estimator)

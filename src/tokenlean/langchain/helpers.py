@@ -21,7 +21,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.config import get_config
 
-from tokenlean.langchain.adapter import message_to_view
+from tokenlean.langchain.adapter import message_view
 from tokenlean.loop_guard.steps import StepScan
 from tokenlean.tokens import TokenCounter, message_tokens
 from tokenlean.transcript import Message
@@ -130,8 +130,9 @@ def last_ai_index(messages: Sequence[BaseMessage]) -> int:
 def view_from(
     messages: Sequence[BaseMessage], start: int, stop: int | None = None
 ) -> list[Message]:
-    """The neutral view of ``messages[start:stop]`` (only the part a call has not read before)."""
-    return [message_to_view(m) for m in messages[start:stop]]
+    """The neutral view of ``messages[start:stop]`` (only the part a call has not read before;
+    each message is converted once, whichever middleware reads it first)."""
+    return [message_view(m) for m in messages[start:stop]]
 
 
 @dataclass(slots=True)
@@ -169,11 +170,17 @@ class PrefixMemo(Generic[T]):
         if held is None or len(messages) < held.n:
             return None
         start = messages[: held.n]
+        start = start if isinstance(start, list) else list(start)
         # List equality runs in C and takes an object for equal to itself without calling its
         # ``__eq__``: a transcript that starts with the very same objects costs a pointer
         # comparison each (several times faster than ``is`` called from Python per message).
         # An object that was replaced by an equal copy reads the same, so its work still holds.
-        return held if (start if isinstance(start, list) else list(start)) == held.keep else None
+        if start != held.keep:
+            return None
+        # Hold the objects just compared: after a checkpoint is loaded (a new user turn) every
+        # message is an equal copy, and the next calls then compare pointers, not contents.
+        held.keep = start
+        return held
 
     def put(
         self, scope: str | None, messages: Sequence[Any], n: int, value: T, *, reuse: Held[T] | None
@@ -198,13 +205,15 @@ class _Scanned:
     settled: StepScan  # the steps of the messages before the newest AI message
     tail: list[BaseMessage]  # the messages from there on, as read last call
     views: list[Message]  # and their neutral views
+    read: StepScan | None = None  # ``settled`` continued over ``tail``: what last call returned
 
 
 class StepMemo:
     """The agent's steps so far, per thread; those before the newest AI message are complete
     (their results came in) and are carried from call to call instead of being rebuilt. The
     newest turn is read again each call (its results may still be coming in), but a message
-    already read then is not converted again."""
+    already read then is not converted again, and once a newer turn comes the steps read from
+    it are kept as they are (the same objects, so what was worked out about them still holds)."""
 
     def __init__(self) -> None:
         self._memo: PrefixMemo[_Scanned] = PrefixMemo()
@@ -216,13 +225,23 @@ class StepMemo:
         if hit is None or hit.n > boundary:
             hit = None
         start, known = (hit.n, hit.value) if hit is not None else (0, _Scanned(StepScan(), [], []))
-        views = _reusing(known, messages, start)
-        settled = known.settled.extend(views[: boundary - start])
-        tail = views[boundary - start :]
+        if known.read is not None and list(messages[start:boundary]) == known.tail:
+            # The turn read last call is now settled, its results all in: keep its steps.
+            settled = known.settled.settle(known.read)
+            views = view_from(messages, boundary)
+        else:
+            views = _reusing(known, messages, start)
+            settled = known.settled.extend(views[: boundary - start])
+            views = views[boundary - start :]
+        read = settled.extend(views, settled=False)
         self._memo.put(
-            scope, messages, boundary, _Scanned(settled, list(messages[boundary:]), tail), reuse=hit
+            scope,
+            messages,
+            boundary,
+            _Scanned(settled, list(messages[boundary:]), views, read),
+            reuse=hit,
         )
-        return settled.extend(tail, settled=False)
+        return read
 
 
 def _reusing(known: _Scanned, messages: Sequence[BaseMessage], start: int) -> list[Message]:
@@ -232,7 +251,7 @@ def _reusing(known: _Scanned, messages: Sequence[BaseMessage], start: int) -> li
         if offset < len(known.tail) and known.tail[offset] is message:
             views.append(known.views[offset])
         else:
-            views.append(message_to_view(message))
+            views.append(message_view(message))
     return views
 
 

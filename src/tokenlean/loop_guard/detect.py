@@ -40,7 +40,15 @@ from typing import Literal
 
 from tokenlean import checks
 from tokenlean.loop_guard.signals import diversity_loss, hedge_score, streak_score
-from tokenlean.loop_guard.steps import Step, canonical_action, canonical_text, is_failure, step_key
+from tokenlean.loop_guard.steps import (
+    Step,
+    StepList,
+    canonical_text,
+    is_failure,
+    step_action_key,
+    step_key,
+    step_observation_key,
+)
 
 Pattern = Literal["repeat", "failing", "talking", "alternating", "cycle"]
 PATTERNS: tuple[Pattern, ...] = ("repeat", "failing", "talking", "alternating", "cycle")
@@ -116,12 +124,19 @@ class LoopDetector:
         """
         checks.sequence(steps, "steps", of="Step dicts (see build_steps)")
         kept: list[Step] = []
-        for index in range(len(steps) - 1, max(0, start) - 1, -1):
-            if len(kept) == self._horizon:
-                break
-            _check_step(steps, index)
-            if not self._exempt(steps[index]):
-                kept.append(steps[index])
+        start, end = max(0, start), len(steps)
+        sliced = isinstance(steps, (list, tuple, StepList))  # slices that copy in C
+        # Read back in slices just long enough to fill the horizon (more only when steps are
+        # exempt), so exactly the steps the check needs are read, and each only once.
+        while end > start and len(kept) < self._horizon:
+            low = max(start, end - (self._horizon - len(kept)))
+            chunk = list(steps[low:end] if sliced else (steps[i] for i in range(low, end)))
+            if not isinstance(steps, StepList):  # a scan's steps were built as Steps
+                _check_steps(chunk, low)
+            if not self.exempt_tools and self.exempt_if is None:
+                return chunk  # nothing to leave out: the chunk fills the horizon
+            kept.extend(step for step in reversed(chunk) if not self._exempt(step))
+            end = low
         kept.reverse()
         return kept
 
@@ -191,11 +206,19 @@ class LoopDetector:
         }
 
 
-def _check_step(steps: Sequence[Step], index: int) -> None:
-    """Refuse a step that is not a :class:`Step` (only the steps a check reads are checked)."""
-    step = steps[index]
+def _check_steps(chunk: Sequence[object], first: int) -> None:
+    """Refuse the last step of ``chunk`` (``steps[first:]``) that is not a :class:`Step` (only
+    the steps a check reads are checked)."""
+    if all(type(step) is dict and step.keys() >= _STEP_KEYS for step in chunk):
+        return  # the common case: plain dicts, checked without the ABC or building a set
+    for offset in range(len(chunk) - 1, -1, -1):
+        _check_step(chunk[offset], first + offset)
+
+
+def _check_step(step: object, index: int) -> None:
+    """Refuse ``steps[index]`` when it is not a :class:`Step`."""
     if isinstance(step, Mapping) and step.keys() >= _STEP_KEYS:
-        return  # the common case, checked without building a set
+        return
     raise checks.ArgumentTypeError(
         f"steps[{index}] must be a Step dict with {sorted(_STEP_KEYS)} (see build_steps), "
         f"got {checks.described(step)}"
@@ -244,8 +267,8 @@ def _failing(tail: Sequence[Step]) -> Detection | None:
     last = tail[-1]
     if not last["action"] or not is_failure(last):
         return None
-    action = canonical_action(last)
-    length = _run_length(tail, lambda s: canonical_action(s) == action and is_failure(s))
+    action = step_action_key(last)  # canonical_action, remembered per step
+    length = _run_length(tail, lambda s: step_action_key(s) == action and is_failure(s))
     return _detection("failing", tail, length, 1, length - 1)
 
 
@@ -253,42 +276,69 @@ def _periodic(
     tail: Sequence[Step], max_period: int, enabled: Collection[Pattern]
 ) -> list[Detection]:
     """Trailing repetitions with period 1 (``repeat``), 2 (``alternating``) or more (``cycle``)."""
-    acting = _run_length(tail, lambda s: bool(s["action"]))
+    acting = 0  # the latest steps that call a tool
+    for step in reversed(tail):
+        if not step["action"]:
+            break
+        acting += 1
     steps = tail[len(tail) - acting :]
     keys = _Keys(steps)
-    recent = [keys[i] for i in range(max(0, len(keys) - max_period), len(keys))]
+    newest = len(keys) - 1
     found: list[Detection] = []
     for period in range(1, max_period + 1):
         pattern: Pattern = "repeat" if period == 1 else "alternating" if period == 2 else "cycle"
         if pattern not in enabled or len(keys) <= period:
             continue
-        if _minimal_period(recent[-period:]) != period:
-            continue  # A,A is a repeat, not an alternation
-        matched = _run_length_keys(keys, period)
+        if keys.action(newest) != keys.action(newest - period):
+            matched = 0  # the usual case, told from the actions alone
+        else:
+            matched = _run_length_keys(keys, period)
         if period > 1 and matched < period:
             continue  # a cycle counts once it has come round at least once
+        # (checked second: most periods have not come round, and a block of one is minimal)
+        if period > 1 and _minimal_period(keys.last(period)) != period:
+            continue  # A,A is a repeat, not an alternation
         found.append(_detection(pattern, steps, matched + period, period, matched))
     return found
 
 
 class _Keys:
-    """The steps' keys (:func:`step_key`), each worked out when first read: the checks read
+    """The steps' keys (:func:`step_key`), each half worked out when first read: the checks read
     from the end and mostly stop after a few steps, so most keys of a long tail are never
-    needed."""
+    needed, and a step's observation only matters when its action matches."""
 
-    __slots__ = ("_known", "_steps")
+    __slots__ = ("_actions", "_observations", "_steps")
 
     def __init__(self, steps: Sequence[Step]) -> None:
         self._steps = steps
-        self._known: dict[int, tuple[str, str]] = {}
+        self._actions: dict[int, str] = {}
+        self._observations: dict[int, str] = {}
 
     def __len__(self) -> int:
         return len(self._steps)
 
     def __getitem__(self, index: int) -> tuple[str, str]:
-        key = self._known.get(index)
+        return self.action(index), self._observation(index)
+
+    def last(self, count: int) -> list[tuple[str, str]]:
+        """The keys of the last ``count`` steps, in order."""
+        return [self[i] for i in range(len(self) - count, len(self))]
+
+    def same(self, i: int, j: int) -> bool:
+        """``self[i] == self[j]``, reading the observations only when the actions match."""
+        return self.action(i) == self.action(j) and self._observation(i) == self._observation(j)
+
+    def action(self, index: int) -> str:
+        """The first half of the key of step ``index``."""
+        key = self._actions.get(index)
         if key is None:
-            key = self._known[index] = step_key(self._steps[index])
+            key = self._actions[index] = step_action_key(self._steps[index])
+        return key
+
+    def _observation(self, index: int) -> str:
+        key = self._observations.get(index)
+        if key is None:
+            key = self._observations[index] = step_observation_key(self._steps[index])
         return key
 
 
@@ -296,7 +346,7 @@ def _run_length_keys(keys: _Keys, period: int) -> int:
     """How many of the last keys equal the key ``period`` positions earlier."""
     n = 0
     for i in range(len(keys) - 1, period - 1, -1):
-        if keys[i] != keys[i - period]:
+        if not keys.same(i, i - period):
             break
         n += 1
     return n

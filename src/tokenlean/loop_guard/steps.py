@@ -70,6 +70,8 @@ def build_steps(messages: Sequence[Message], *, first_index: int = 0) -> list[St
 class StepList(Sequence[Step]):
     """The first ``n`` steps of an append-only list shared by successive scans, then a tail.
 
+    It holds steps made by :func:`build_steps` only (a detector does not check them again).
+
     A scan continued over new messages appends them to the list it was built on when nothing
     was appended past its own end (the common case: each call continues the previous one), so
     continuing a scan costs what is new instead of a copy of every step so far. The steps a
@@ -92,7 +94,14 @@ class StepList(Sequence[Step]):
 
     def __getitem__(self, index: int | slice) -> Step | list[Step]:
         if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
+            start, stop, stride = index.indices(len(self))
+            if stride != 1:
+                return [self[i] for i in range(start, stop, stride)]
+            # Two C-level slices: a detector reads the latest steps on every call.
+            head = self._base[start : min(stop, self._n)] if start < self._n else []
+            if stop > self._n:
+                head.extend(self._tail[max(0, start - self._n) : stop - self._n])
+            return head
         if index < 0:
             index += len(self)
         if not 0 <= index < len(self):
@@ -164,6 +173,17 @@ class StepScan:
                 if text != request:
                     since, request = count, text
         return StepScan(_steps_of(self.steps).then(steps, settled=settled), since, request, turns)
+
+    def settle(self, read: StepScan) -> StepScan:
+        """``read``, this scan continued with ``settled=False``, as if continued with
+        ``settled=True``: the same steps (the very objects), now shared with later scans.
+
+        For a turn read while its results were coming in and found complete on a later call:
+        equal to continuing this scan over the same messages again, without building them.
+        """
+        steps = read.steps[len(self.steps) :]
+        shared = _steps_of(self.steps).then(steps, settled=True)
+        return StepScan(shared, read.since, read.request, read.turns)
 
 
 def _steps_of(steps: Sequence[Step]) -> StepList:
@@ -307,21 +327,48 @@ def step_key(step: Step) -> tuple[str, str]:
     Remembered per step object (a detector looks at the same latest steps on every call), and
     worked out again if the step's action, input or observation was replaced since.
     """
+    return step_action_key(step), step_observation_key(step)
+
+
+def step_action_key(step: Step) -> str:
+    """The first half of :func:`step_key` (remembered the same way): two steps whose actions
+    differ differ, whatever they observed, so the observation need not be read."""
+    return _keys_of(step).action
+
+
+def step_observation_key(step: Step) -> str:
+    """The second half of :func:`step_key` (remembered the same way): the canonical
+    observation, worked out only when first asked for (an output can be long)."""
+    keys = _keys_of(step)
+    if keys.observation is None:
+        keys.observation = canonical_text(step["observation"])
+    return keys.observation
+
+
+@dataclass(slots=True)
+class _StepKeys:
+    action: str
+    observation: str | None = None  # worked out when first asked for
+
+
+def _keys_of(step: Step) -> _StepKeys:
+    """The step's remembered keys, worked out again if its action, input or observation was
+    replaced since."""
     seen = (step["action"], id(step["action_input"]), step["observation"])
     with _KEYS_LOCK:
         hit = _KEYS.get(id(step))
     if hit is not None and hit[0] is step and hit[1] == seen:
         return hit[2]
-    key = canonical_action(step), canonical_text(step["observation"])
+    keys = _StepKeys(canonical_action(step))
     with _KEYS_LOCK:
-        _KEYS[id(step)] = (step, seen, key)  # holding the step keeps its id from being reused
+        _KEYS[id(step)] = (step, seen, keys)  # holding the step keeps its id from being reused
         if len(_KEYS) > _MAX_KEYS:
             _KEYS.popitem(last=False)
-    return key
+    return keys
 
 
 _MAX_KEYS = 4096
-_KEYS: OrderedDict[int, tuple[Step, tuple[str, int, str], tuple[str, str]]] = OrderedDict()
+_KEYS: OrderedDict[int, tuple[Step, tuple[str, int, str], _StepKeys]] = OrderedDict()
 _KEYS_LOCK = threading.Lock()
 
 
