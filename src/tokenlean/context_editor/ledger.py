@@ -50,6 +50,8 @@ class RequestLedger:
     elsewhere: set[str] = field(default_factory=set)  # cleared by LangChain's own editor
     dirty: set[int] = field(default_factory=set)  # messages whose sent form changed
     previous: Mapping[str, Clearing] | None = None  # the cleared set last planned from
+    # the planner's last scan of ``open`` (see ``plan._candidates``); None when it must rescan
+    scan: object | None = None
     _sums: list[int] = field(default_factory=lambda: [0])  # _sums[i]: tokens before message i
 
     def extend(self, messages: Iterable[Message]) -> None:
@@ -63,10 +65,14 @@ class RequestLedger:
             if message.role == "assistant":
                 self.replies.append(index)
                 for call in message.tool_calls:
+                    if call.id in self.call_at:  # pairings may change: judge everything again
+                        self.scan = None
                     self.call_at.setdefault(call.id, []).append(index)
             elif message.role == "tool":
                 self.results.append(index)
                 self.open.append(index)
+                if (message.tool_call_id or "") in self.result_at:
+                    self.scan = None
                 self.result_at.setdefault(message.tool_call_id or "", []).append(index)
                 marker = message.metadata.get("context_editing")
                 if isinstance(marker, Mapping) and marker.get("cleared"):
@@ -96,6 +102,7 @@ class RequestLedger:
             self.tokens[index] = count
         self.dirty.update(changed)
         if changed:
+            self.scan = None
             del self._sums[changed[0] + 1 :]
             cleared_now = self.cleared
             self.open = [i for i in self.open if self.view[i].tool_call_id not in cleared_now]

@@ -7,6 +7,7 @@ one for a single request. Both grow the cleared set the same way.
 
 from __future__ import annotations
 
+import bisect
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -116,6 +117,24 @@ def _tool_names(tools: Sequence[Mapping[str, object]]) -> set[str]:
     return names
 
 
+@dataclass(slots=True)
+class _Scan:
+    """What :func:`_candidates` found last call, so the next call looks only at what is new.
+
+    ``pending`` holds the open results that were not candidates (kept whole, unpaired, skipped):
+    they are looked at again on every call. A candidate stays one until the ledger changes its
+    pairings or its cleared set (which drops the scan), or the skip set or retrieval flag
+    changes.
+    """
+
+    config: ContextEditorConfig
+    retrieval: bool
+    skip: frozenset[str]
+    found: list[tuple[int, Judged]]
+    pending: list[int]
+    seen: int  # how much of ``ledger.open`` was looked at
+
+
 def _candidates(
     ledger: RequestLedger, config: ContextEditorConfig, skip: frozenset[str], retrieval: bool
 ) -> list[tuple[int, Judged]]:
@@ -128,24 +147,45 @@ def _candidates(
     if ledger.parked and not retrieval:  # the shorter placeholder again: look at them anew
         ledger.open = sorted(ledger.open + ledger.parked)
         ledger.parked = []
+        ledger.scan = None
+    scan = ledger.scan
+    if not (
+        isinstance(scan, _Scan)
+        and scan.config is config
+        and scan.retrieval == retrieval
+        and scan.skip == skip
+    ):
+        scan = _Scan(config, retrieval, skip, [], [], 0)
     results = ledger.results
     kept = set(results[max(0, len(results) - config.keep) :]) if config.keep else set()
+    examine = scan.pending + ledger.open[scan.seen :]
     found: list[tuple[int, Judged]] = []
-    still_open: list[int] = []
-    for index in ledger.open:
+    pending: list[int] = []
+    gone: set[int] = set()
+    for index in examine:
         call = ledger.call_of(index)
         if index in kept or call is None or call.id in skip:
-            still_open.append(index)  # may become a candidate later
+            pending.append(index)  # may become a candidate later
             continue
         judged = _judged(ledger, index, call, config, retrieval)
         if judged is not None:
             found.append((index, judged))
-            still_open.append(index)
+            continue
+        gone.add(index)
         # the placeholder that names no tool is the shortest: too small even then is for good
-        elif retrieval and _judged(ledger, index, call, config, False) is not None:
+        if retrieval and _judged(ledger, index, call, config, False) is not None:
             ledger.parked.append(index)  # never a candidate while ``retrieval`` holds
-    ledger.open = still_open
-    return found
+    for index in sorted(gone, reverse=True):  # ``open`` is sorted; these sit near its end
+        del ledger.open[bisect.bisect_left(ledger.open, index)]
+    if gone:
+        ledger.parked.sort()
+    if found and scan.found and found[0][0] < scan.found[-1][0]:
+        scan.found = sorted(scan.found + found, key=lambda item: item[0])
+    else:
+        scan.found.extend(found)
+    scan.pending, scan.seen = pending, len(ledger.open)
+    ledger.scan = scan
+    return list(scan.found)
 
 
 def _judged(
