@@ -68,6 +68,23 @@ def test_equal_copies_keep_the_work_and_are_held_from_then_on() -> None:
     assert memo.take("t", changed) is None  # a changed message starts over
 
 
+def test_a_memo_is_taken_only_when_the_transcript_starts_with_its_messages() -> None:
+    messages = _run(4)
+    changed = [messages[0], messages[1].model_copy(update={"content": "other"}), *messages[2:]]
+    for transcript, kept in [
+        (messages, True),
+        (messages + _run(1), True),  # a longer transcript
+        (tuple(messages), True),  # any sequence
+        (changed, False),  # a message in the middle changed
+        (changed[:3] + messages[3:4], False),
+        (messages[:-1], False),  # shorter than what was remembered
+        (messages[1:] + messages[:1], False),
+    ]:
+        memo: PrefixMemo[int] = PrefixMemo()
+        memo.put("t", messages, len(messages), 1, reuse=None)
+        assert (memo.take("t", transcript) is not None) is kept
+
+
 def _same(a: StepScan, b: StepScan) -> None:
     assert list(a.steps) == list(b.steps)
     assert (a.since, a.request, a.turns) == (b.since, b.request, b.turns)

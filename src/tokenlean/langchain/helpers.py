@@ -167,19 +167,12 @@ class PrefixMemo(Generic[T]):
         """The work remembered for ``scope`` when ``messages`` starts with its messages."""
         with self._lock:
             held = self._entries.pop(scope, None)
-        if held is None or len(messages) < held.n:
+        if held is None or len(messages) < held.n or not _starts_with(messages, held.keep):
             return None
-        start = messages[: held.n]
-        start = start if isinstance(start, list) else list(start)
-        # List equality runs in C and takes an object for equal to itself without calling its
-        # ``__eq__``: a transcript that starts with the very same objects costs a pointer
-        # comparison each (several times faster than ``is`` called from Python per message).
-        # An object that was replaced by an equal copy reads the same, so its work still holds.
-        if start != held.keep:
-            return None
-        # Hold the objects just compared: after a checkpoint is loaded (a new user turn) every
-        # message is an equal copy, and the next calls then compare pointers, not contents.
-        held.keep = start
+        if held.keep and held.keep[-1] is not messages[held.n - 1]:
+            # Equal copies (after a checkpoint is loaded, every message is one): hold these
+            # objects, so the next calls compare pointers, not contents.
+            held.keep = list(messages[: held.n])
         return held
 
     def put(
@@ -198,6 +191,25 @@ class PrefixMemo(Generic[T]):
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+
+
+def _starts_with(messages: Sequence[Any], keep: list[Any]) -> bool:
+    """Whether ``messages`` starts with the items of ``keep``: the same objects or equal copies.
+
+    List comparison runs in C and takes an object for equal to itself without calling its
+    ``__eq__``, so a transcript that starts with the very same objects costs a pointer
+    comparison each. ``keep <= messages`` does that without copying the prefix (a copy touches
+    every message object, which late in a long run costs more than the comparison): it is true
+    when every kept item equals its counterpart and ``messages`` is at least as long, and raises
+    ``TypeError`` at the first pair that differs, since messages have no order.
+    """
+    if type(messages) is list and keep and isinstance(keep[-1], BaseMessage):
+        try:
+            return keep <= messages
+        except TypeError:
+            return False
+    start = messages[: len(keep)]
+    return (start if isinstance(start, list) else list(start)) == keep
 
 
 @dataclass(slots=True)
