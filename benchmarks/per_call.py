@@ -12,7 +12,9 @@ environment) run it through a real ``create_agent`` with a scripted model, one f
 run. The time spent inside middleware hooks is read at every model call (model and tool time
 excluded; the CPU time of the thread running the hook, so other work on a shared machine does
 not count), and the table compares the mean over the first 100 calls with the mean over the last
-100: work proportional to what is new keeps that ratio near 1. Figures are medians over
+100: work proportional to what is new keeps that ratio near 1. A second run per middleware starts
+with the tool outputs of the long run's last 100 calls, so that their cost can be compared with
+what the same outputs cost at the start of a run. Figures are medians over
 ``--repeats`` runs; the machine is shared, so only ratios from one run are quoted.
 """
 
@@ -128,9 +130,10 @@ def _fixed_work() -> Any:
     return FixedWork()
 
 
-def _run(name: str, turns: int) -> list[tuple[float, float]]:
-    """Middleware milliseconds spent between consecutive model calls of one long run, and the
-    part of them the garbage collector took."""
+def _run(name: str, turns: int, offset: int = 0) -> list[tuple[float, float]]:
+    """Middleware milliseconds spent between consecutive model calls of one run, and the part
+    of them the garbage collector took. The run's tool outputs are the real ones from
+    ``offset`` on."""
     from langchain.agents import create_agent
     from langchain_core.messages import AIMessage, HumanMessage
     from langgraph.checkpoint.memory import InMemorySaver
@@ -139,7 +142,7 @@ def _run(name: str, turns: int) -> list[tuple[float, float]]:
     from tokenlean.testing import ScriptedChatModel
 
     outputs = _outputs()
-    picked = [outputs[i % len(outputs)] for i in range(turns)]
+    picked = [outputs[(offset + i) % len(outputs)] for i in range(turns)]
     clock = _HookClock()
     watch = Stopwatch(clock)
     marks: list[tuple[float, float]] = []
@@ -196,11 +199,12 @@ def _recorded_tool(results: dict[str, str]) -> Any:
     )
 
 
-def _child(args: tuple[str, int]) -> list[tuple[float, float]]:
+def _child(args: tuple[str, int, int]) -> list[tuple[float, float]]:
     return _run(*args)
 
 
-Row = tuple[float, float, float, float, float]  # first, last, all; first and last w/o collector
+# first, last, all; first and last without the collector; the same-outputs run's first
+Row = tuple[float, float, float, float, float, float]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -216,8 +220,11 @@ def main(argv: list[str] | None = None) -> int:
     for repeat in range(args.repeats):
         for name in names:
             with context.Pool(1) as pool:
-                laps = pool.apply(_child, ((name, args.turns),))
-            rows[name].append(_summary(laps))
+                laps = pool.apply(_child, ((name, args.turns, 0),))
+            # The same tool outputs as the last calls, at the start of a run of their own.
+            with context.Pool(1) as pool:
+                same = pool.apply(_child, ((name, WINDOW, args.turns - WINDOW),))
+            rows[name].append(_summary(laps, same))
             shown = ", ".join(f"{x:.3f}" for x in rows[name][-1])
             print(f"[{repeat + 1}/{args.repeats}] {name}: {shown}", file=sys.stderr)
     elapsed = time.perf_counter() - start
@@ -228,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _summary(laps: list[tuple[float, float]]) -> Row:
+def _summary(laps: list[tuple[float, float]], same: list[tuple[float, float]]) -> Row:
     first, last = laps[:WINDOW], laps[-WINDOW:]
     return (
         statistics.fmean(t for t, _ in first),
@@ -236,6 +243,7 @@ def _summary(laps: list[tuple[float, float]]) -> Row:
         statistics.fmean(t for t, _ in laps),
         statistics.fmean(t - c for t, c in first),
         statistics.fmean(t - c for t, c in last),
+        statistics.fmean(t for t, _ in same[:WINDOW]),
     )
 
 
@@ -250,6 +258,7 @@ def _table(rows: dict[str, list[Row]]) -> list[list[str]]:
         last = statistics.median(r[1] for r in runs)
         mean = statistics.median(r[2] for r in runs)
         ratio = statistics.median(_ratio(r[1], r[0]) for r in runs)
+        matched = statistics.median(_ratio(r[1], r[5]) for r in runs)
         own = statistics.median(_ratio(r[4], r[3]) for r in runs)
         share = statistics.median(1 - r[4] / r[1] if r[1] else float("nan") for r in runs)
         out.append(
@@ -258,6 +267,7 @@ def _table(rows: dict[str, list[Row]]) -> list[list[str]]:
                 f"{first:.3f}",
                 f"{last:.3f}",
                 f"{ratio:.2f}",
+                f"{matched:.2f}",
                 f"{100 * share:.0f}%",
                 f"{own:.2f}",
                 f"{mean:.3f}",
@@ -272,6 +282,7 @@ def _report(table: list[list[str]], args: argparse.Namespace, elapsed: float) ->
         f"ms/call, first {WINDOW}",
         f"ms/call, last {WINDOW}",
         "last / first",
+        f"last / first {WINDOW}, same outputs",
         "collector, last",
         "last / first without collector",
         "ms/call, all",
@@ -291,7 +302,12 @@ def _report(table: list[list[str]], args: argparse.Namespace, elapsed: float) ->
         "collection walks the young objects of the whole process, and the framework copies the "
         "growing message list at every step, so a hook pays more per object it allocates late "
         "in a run. *fixed work* is a hook doing the same allocations on every call: how much "
-        "that alone grows on this machine.\n\n" + "\n".join(lines) + "\n"
+        "that alone grows on this machine. The long run's tool outputs differ from call to "
+        "call, so its first and last 100 calls do different work on what is new; *same "
+        "outputs* divides the last 100 calls by the first 100 of a second, fresh run whose tool "
+        "outputs are those of the last 100 calls: only the transcript before them differs.\n\n"
+        + "\n".join(lines)
+        + "\n"
     )
 
 
