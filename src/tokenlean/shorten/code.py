@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Container, Sequence
+from itertools import compress, repeat
+from operator import gt, or_
 
 from tokenlean.shorten.lines import MUST, NEAR, PROSE, REST, Selection
 from tokenlean.shorten.logs import _around, _assign, _ends, distances, dropped_lines
@@ -97,6 +99,7 @@ _LOG_HINTS = (
     " DEBUG ",
     " WARN",
 )
+_LOG_HINT = re.compile("|".join(map(re.escape, _LOG_HINTS)))  # one literal alternation: linear
 _TRACE_START = (
     "+ ",
     "++ ",
@@ -135,26 +138,30 @@ def number_prefix(line: str) -> tuple[int, int] | None:
 def looks_like_code(items: Sequence[str], sample: int = 400) -> bool:
     """True when most non-blank lines of the first ``sample`` read as source code."""
     body = [strip_number(line) for line in items[:sample] if line.strip()]
-    if len(body) < 8:
-        return False
-    code = keywords = logs = indented = prose = 0
-    commented = prose_lines(body)
-    for k, line in enumerate(body):
-        stripped = line.strip()
-        if not commented[k] and not stripped.startswith(_COMMENTS) and is_sentence(stripped):
-            prose += 1  # prose outside comments: a document that happens to be indented
-        inner = line[:1] in (" ", "\t")
-        indented += inner
-        if stripped.startswith(_OUTLINE + _CODE_START):
-            code += 1
-            keywords += 1
-        elif inner and (stripped.endswith(_CODE_END) or " = " in stripped):
-            code += 1
-        if line.startswith(_TRACE_START) or any(hint in line for hint in _LOG_HINTS):
-            logs += 1
     n = len(body)
-    shaped = indented >= 0.2 * n or keywords >= 0.5 * n
-    return code >= 0.45 * n and shaped and logs <= 0.05 * n and prose < 0.25 * n
+    if n < 8:
+        return False
+    # the tests run cheapest first, each a C-level pass over the lines, and stop at the first
+    # that fails: most outputs are not code and never reach the costly prose test
+    stripped = list(map(str.strip, body))
+    opens = list(map(str.startswith, stripped, repeat(_OUTLINE + _CODE_START)))
+    inner = list(map(str.startswith, body, repeat((" ", "\t"))))
+    keywords = sum(opens)
+    shaped = sum(inner) >= 0.2 * n or keywords >= 0.5 * n
+    plain = compress(stripped, map(gt, inner, opens))  # indented, opening with no keyword
+    code = keywords + sum(1 for line in plain if line.endswith(_CODE_END) or " = " in line)
+    if code < 0.45 * n or not shaped:
+        return False
+    hinted = map(bool, map(_LOG_HINT.search, body))
+    if sum(map(or_, map(str.startswith, body, repeat(_TRACE_START)), hinted)) > 0.05 * n:
+        return False
+    # prose outside comments: a document that happens to be indented
+    uncommented = [k for k, line in enumerate(stripped) if not line.startswith(_COMMENTS)]
+    sentences = [k for k in uncommented if is_sentence(stripped[k])]
+    if len(sentences) < 0.25 * n:  # too few even before comments and docstrings are told apart
+        return True
+    commented = prose_lines(body)
+    return sum(1 for k in sentences if not commented[k]) < 0.25 * n
 
 
 def outline_lines(items: Sequence[str]) -> set[int]:
