@@ -9,9 +9,9 @@ context are kept; the rest of each body goes first. Line-number prefixes (``cat 
 from __future__ import annotations
 
 import re
-from collections.abc import Container, Sequence
-from itertools import compress, repeat
-from operator import gt, or_
+from collections.abc import Container, Iterable, Sequence
+from itertools import compress, count, repeat
+from operator import and_, gt, le, not_, or_
 
 from tokenlean.shorten.lines import MUST, NEAR, PROSE, REST, Selection
 from tokenlean.shorten.logs import _around, _assign, _ends, distances, dropped_lines
@@ -118,6 +118,10 @@ _TRACE_START = (
 )
 
 
+#: ``_strip_number("", line, 1)`` is :func:`strip_number` as one C-level call.
+_strip_number = re.compile(rf"\A(?:{_NUMBERED.pattern})").sub
+
+
 def strip_number(line: str) -> str:
     """``line`` without a leading line-number prefix."""
     match = _NUMBERED.match(line)
@@ -137,7 +141,7 @@ def number_prefix(line: str) -> tuple[int, int] | None:
 
 def looks_like_code(items: Sequence[str], sample: int = 400) -> bool:
     """True when most non-blank lines of the first ``sample`` read as source code."""
-    body = [strip_number(line) for line in items[:sample] if line.strip()]
+    body = list(map(_strip_number, repeat(""), filter(str.strip, items[:sample]), repeat(1)))
     n = len(body)
     if n < 8:
         return False
@@ -152,12 +156,19 @@ def looks_like_code(items: Sequence[str], sample: int = 400) -> bool:
     code = keywords + sum(1 for line in plain if line.endswith(_CODE_END) or " = " in line)
     if code < 0.45 * n or not shaped:
         return False
-    hinted = map(bool, map(_LOG_HINT.search, body))
-    if sum(map(or_, map(str.startswith, body, repeat(_TRACE_START)), hinted)) > 0.05 * n:
+    traced = map(str.startswith, body, repeat(_TRACE_START))
+    hinted: Iterable[bool] = repeat(False)
+    if any(map("\n".join(body).__contains__, _LOG_HINTS)):  # rare in code: then line by line
+        hinted = map(bool, map(_LOG_HINT.search, body))
+    if sum(map(or_, traced, hinted)) > 0.05 * n:
         return False
-    # prose outside comments: a document that happens to be indented
-    uncommented = [k for k, line in enumerate(stripped) if not line.startswith(_COMMENTS)]
-    sentences = [k for k in uncommented if is_sentence(stripped[k])]
+    # prose outside comments: a document that happens to be indented (a sentence has at least
+    # six spaces, so only such lines are read)
+    uncommented = map(not_, map(str.startswith, stripped, repeat(_COMMENTS)))
+    spaced = map(le, repeat(6), map(str.count, stripped, repeat(" ")))
+    sentences = [
+        k for k in compress(count(), map(and_, uncommented, spaced)) if is_sentence(stripped[k])
+    ]
     if len(sentences) < 0.25 * n:  # too few even before comments and docstrings are told apart
         return True
     commented = prose_lines(body)
