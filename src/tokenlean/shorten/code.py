@@ -9,7 +9,9 @@ context are kept; the rest of each body goes first. Line-number prefixes (``cat 
 from __future__ import annotations
 
 import re
-from collections.abc import Container, Sequence
+from collections.abc import Container, Iterable, Sequence
+from itertools import compress, count, repeat
+from operator import and_, gt, le, not_, or_
 
 from tokenlean.shorten.lines import MUST, NEAR, PROSE, REST, Selection
 from tokenlean.shorten.logs import _around, _assign, _ends, distances, dropped_lines
@@ -97,6 +99,7 @@ _LOG_HINTS = (
     " DEBUG ",
     " WARN",
 )
+_LOG_HINT = re.compile("|".join(map(re.escape, _LOG_HINTS)))  # one literal alternation: linear
 _TRACE_START = (
     "+ ",
     "++ ",
@@ -113,6 +116,10 @@ _TRACE_START = (
     "[ERROR]",
     "[WARN",
 )
+
+
+#: ``_strip_number("", line, 1)`` is :func:`strip_number` as one C-level call.
+_strip_number = re.compile(rf"\A(?:{_NUMBERED.pattern})").sub
 
 
 def strip_number(line: str) -> str:
@@ -134,27 +141,38 @@ def number_prefix(line: str) -> tuple[int, int] | None:
 
 def looks_like_code(items: Sequence[str], sample: int = 400) -> bool:
     """True when most non-blank lines of the first ``sample`` read as source code."""
-    body = [strip_number(line) for line in items[:sample] if line.strip()]
-    if len(body) < 8:
-        return False
-    code = keywords = logs = indented = prose = 0
-    commented = prose_lines(body)
-    for k, line in enumerate(body):
-        stripped = line.strip()
-        if not commented[k] and not stripped.startswith(_COMMENTS) and is_sentence(stripped):
-            prose += 1  # prose outside comments: a document that happens to be indented
-        inner = line[:1] in (" ", "\t")
-        indented += inner
-        if stripped.startswith(_OUTLINE + _CODE_START):
-            code += 1
-            keywords += 1
-        elif inner and (stripped.endswith(_CODE_END) or " = " in stripped):
-            code += 1
-        if line.startswith(_TRACE_START) or any(hint in line for hint in _LOG_HINTS):
-            logs += 1
+    body = list(map(_strip_number, repeat(""), filter(str.strip, items[:sample]), repeat(1)))
     n = len(body)
-    shaped = indented >= 0.2 * n or keywords >= 0.5 * n
-    return code >= 0.45 * n and shaped and logs <= 0.05 * n and prose < 0.25 * n
+    if n < 8:
+        return False
+    # the tests run cheapest first, each a C-level pass over the lines, and stop at the first
+    # that fails: most outputs are not code and never reach the costly prose test
+    stripped = list(map(str.strip, body))
+    opens = list(map(str.startswith, stripped, repeat(_OUTLINE + _CODE_START)))
+    inner = list(map(str.startswith, body, repeat((" ", "\t"))))
+    keywords = sum(opens)
+    shaped = sum(inner) >= 0.2 * n or keywords >= 0.5 * n
+    plain = compress(stripped, map(gt, inner, opens))  # indented, opening with no keyword
+    code = keywords + sum(1 for line in plain if line.endswith(_CODE_END) or " = " in line)
+    if code < 0.45 * n or not shaped:
+        return False
+    traced = map(str.startswith, body, repeat(_TRACE_START))
+    hinted: Iterable[bool] = repeat(False)
+    if any(map("\n".join(body).__contains__, _LOG_HINTS)):  # rare in code: then line by line
+        hinted = map(bool, map(_LOG_HINT.search, body))
+    if sum(map(or_, traced, hinted)) > 0.05 * n:
+        return False
+    # prose outside comments: a document that happens to be indented (a sentence has at least
+    # six spaces, so only such lines are read)
+    uncommented = map(not_, map(str.startswith, stripped, repeat(_COMMENTS)))
+    spaced = map(le, repeat(6), map(str.count, stripped, repeat(" ")))
+    sentences = [
+        k for k in compress(count(), map(and_, uncommented, spaced)) if is_sentence(stripped[k])
+    ]
+    if len(sentences) < 0.25 * n:  # too few even before comments and docstrings are told apart
+        return True
+    commented = prose_lines(body)
+    return sum(1 for k in sentences if not commented[k]) < 0.25 * n
 
 
 def outline_lines(items: Sequence[str]) -> set[int]:

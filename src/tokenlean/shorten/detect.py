@@ -13,6 +13,8 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import compress, count, repeat
+from operator import itemgetter, not_
 from typing import Any
 
 from tokenlean.shorten.code import looks_like_code, number_prefix
@@ -93,16 +95,16 @@ def numbered_view(items: Sequence[str]) -> list[int] | None:
     Most non-blank lines must carry a number, and the numbers must mostly go up: a log whose
     lines start with counts does not qualify.
     """
-    sample = items[:SAMPLE_LINES]
+    filled = [line for line in items[:SAMPLE_LINES] if line.strip()]
     numbered = rising = other = 0
     previous = -1
-    for line in sample:
-        if not line.strip():
-            continue
+    for line in filled:
         found = number_prefix(line)
         if found is None:
             if not line.lstrip().startswith(_VIEW_DECOR):
                 other += 1
+                if 5 * other > len(filled):  # the rest cannot number four times as many
+                    return None
             continue
         number, _ = found
         numbered += 1
@@ -123,6 +125,7 @@ def strip_view(items: Sequence[str], prefixes: Sequence[int]) -> list[str]:
 _UNDERLINE = frozenset("=-")
 _PROSE_LINES = 30  # a few sentence lines: a snippet or a paragraph, not a log
 _PARAGRAPH = 120  # mean characters per line of text written in paragraphs
+_BULLETS = ("- ", "* ", "> ")
 
 
 def is_heading(line: str, below: str = "") -> bool:
@@ -145,21 +148,33 @@ def looks_like_document(items: Sequence[str]) -> bool:
     sample = [line for line in items[:SAMPLE_LINES] if line.strip()]
     if len(sample) < 3:
         return is_prose(sample)
-    marked = sum(
-        1
-        for i, line in enumerate(sample)
-        if is_table_row(line)
-        or is_heading(line, sample[i + 1] if i + 1 < len(sample) else "")
-        or line.lstrip().startswith(("- ", "* ", "> "))
-    )
-    return marked >= 0.15 * len(sample) or is_prose(sample)
+    return _marked(sample) >= 0.15 * len(sample) or is_prose(sample)
+
+
+def _marked(sample: Sequence[str]) -> int:
+    """How many of the (non-blank) lines are table rows, headings or bullets. C-level passes
+    pick the few lines that can be (starting with ``#``, ``|`` or a bullet, or above a line of
+    ``=``/``-``); each of those is then checked."""
+    stripped = list(map(str.strip, sample))
+    bullets = map(str.startswith, map(str.lstrip, sample), repeat(_BULLETS))
+    rules = map(not_, map(str.strip, stripped, repeat("=-")))  # lines of ``=`` and ``-`` only
+    candidates = set(compress(count(), map(str.startswith, stripped, repeat(("#", "|")))))
+    candidates.update(compress(count(), bullets))
+    candidates.update(i - 1 for i in compress(count(), rules) if i)
+    return sum(1 for i in candidates if _is_marked(sample, i))
+
+
+def _is_marked(sample: Sequence[str], i: int) -> bool:
+    line = sample[i]
+    below = sample[i + 1] if i + 1 < len(sample) else ""
+    return is_table_row(line) or is_heading(line, below) or line.lstrip().startswith(_BULLETS)
 
 
 def is_prose(items: Sequence[str]) -> bool:
     """Mostly sentences in paragraphs (a search snippet, an article), whatever error words it
     holds. Many short sentence-like lines are more likely a log (``worker 3: fetched ...``)."""
     sample = [line for line in items[:SAMPLE_LINES] if line.strip()]
-    if not sample or sum(1 for line in sample if is_sentence(line)) < 0.6 * len(sample):
+    if not sample or sum(map(is_sentence, sample)) < 0.6 * len(sample):
         return False
     return len(sample) <= _PROSE_LINES or sum(map(len, sample)) >= _PARAGRAPH * len(sample)
 
@@ -247,15 +262,16 @@ def runs_own_script(query: str | Mapping[str, Any] | None) -> bool:
         command = query or ""
     if not isinstance(command, str) or not command:
         return False
-    words = [w.strip("\"'") for w in _SHELL_SPLIT.split(command[:2000]) if w]
-    if any(w.rsplit("/", 1)[-1] in _RUNNERS for w in words):
+    # C-level passes pick the few words that matter (a heredoc can hold hundreds)
+    words = list(map(str.strip, filter(None, _SHELL_SPLIT.split(command[:2000])), repeat("\"'")))
+    names = list(map(itemgetter(2), map(str.rpartition, words, repeat("/"))))  # no folder
+    if not _RUNNERS.isdisjoint(names):
         return False
-    for k, word in enumerate(words):
-        after = words[k + 1] if k + 1 < len(words) else ""
-        if word.rsplit("/", 1)[-1] in _INTERPRETERS and (
-            after.endswith(_SCRIPT_ENDS) or after == "-c"
-        ):
+    after = [*words[1:], ""]
+    for k in compress(count(), map(_INTERPRETERS.__contains__, names)):
+        if after[k].endswith(_SCRIPT_ENDS) or after[k] == "-c":
             return True
-        if word.startswith("./") and len(word) > 2 and (k == 0 or words[k - 1] not in ("cd",)):
+    for k in compress(count(), map(str.startswith, words, repeat("./"))):
+        if len(words[k]) > 2 and (k == 0 or words[k - 1] != "cd"):
             return True
     return False

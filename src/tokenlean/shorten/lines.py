@@ -85,17 +85,19 @@ class _Fill:
 
     def add(self, i: int) -> bool:
         """Keep line ``i`` (and the line tied to it) if it fits; MUST lines always fit."""
-        if self.keep[i]:
+        keep, costs = self.keep, self.costs
+        if keep[i]:
             return True
         tied = self.sel.ties.get(i)
-        group = [i] if tied is None or tied in self.sel.forced or self.keep[tied] else [i, tied]
-        added = sum(self.costs[j] for j in group)
-        delta = _group_delta(self.keep, group)
+        if tied is None or tied in self.sel.forced or keep[tied]:
+            tied, lo, hi, added = i, i, i, costs[i]
+        else:  # a line and the one tied to it (adjacent) come together
+            lo, hi, added = min(i, tied), max(i, tied), costs[i] + costs[tied]
+        delta = _group_delta(keep, lo, hi)
         total = self.spent + added + (self.gaps + delta) * self.marker_cost
         if total > self.budget and self.sel.tiers[i] != MUST:
             return False
-        for j in group:
-            self.keep[j] = True
+        keep[i] = keep[tied] = True
         self.spent += added
         self.gaps += delta
         return True
@@ -111,9 +113,8 @@ class _Fill:
                     return
 
 
-def _group_delta(keep: list[bool], group: list[int]) -> int:
-    """How the number of gaps changes when the lines of ``group`` (adjacent) are kept."""
-    lo, hi = min(group), max(group)
+def _group_delta(keep: list[bool], lo: int, hi: int) -> int:
+    """How the number of gaps changes when lines ``lo``..``hi`` are kept."""
     left = lo == 0 or keep[lo - 1]
     right = hi == len(keep) - 1 or keep[hi + 1]
     return -1 if left and right else (1 if not left and not right else 0)

@@ -70,10 +70,12 @@ def query_terms(
     checks.flag(code_only, "code_only")
     terms: list[str] = []
     seen: set[str] = set()
+    done: set[str] = set()  # a chunk met before adds no new term
     for match in _CHUNK.finditer(query_text(query)):
         chunk = match.group().strip(".:-/")
-        if code_only and not _code_like(chunk):
+        if chunk in done or (code_only and not _code_like(chunk)):
             continue
+        done.add(chunk)
         for term in _terms_of(chunk):
             low = term.lower()
             if low not in seen and low not in _STOP:
@@ -85,9 +87,11 @@ def query_terms(
 
 
 def _code_like(chunk: str) -> bool:
-    if any(ch in chunk for ch in "_./") or any(ch.isdigit() for ch in chunk):
+    if chunk.isalpha() and chunk[1:].islower():  # a plain word, most of prose: decided at once
+        return False
+    if any(map(chunk.__contains__, "_./")) or any(map(str.isdigit, chunk)):
         return len(chunk) >= 3
-    return any(ch.isupper() for ch in chunk[1:]) and any(ch.islower() for ch in chunk)
+    return any(map(str.isupper, chunk[1:])) and any(map(str.islower, chunk))
 
 
 def _terms_of(chunk: str) -> list[str]:
@@ -106,7 +110,7 @@ def _terms_of(chunk: str) -> list[str]:
         out.append(chunk)
         out.extend(p for p in chunk.split(".") if len(p) >= 4 and not p.isdigit())
         return out
-    if any(ch.isalpha() for ch in chunk) and (len(chunk) >= 4 or not chunk.isalpha()):
+    if any(map(str.isalpha, chunk)) and (len(chunk) >= 4 or not chunk.isalpha()):
         out.append(chunk)
     return out
 
