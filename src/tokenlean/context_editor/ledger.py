@@ -11,6 +11,8 @@ take the very same decisions.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -84,12 +86,25 @@ class RequestLedger:
         keys = cleared.keys() | self.cleared.keys()
         changed_ids = {k for k in keys if cleared.get(k) != self.cleared.get(k)}
         self.cleared = dict(cleared)
-        return self._recount(changed_ids)
+        changed = self._recount(changed_ids)
+        if changed:  # any open result may be cleared now (one sharing an id too): look at all
+            self.open = [i for i in self.open if self.view[i].tool_call_id not in self.cleared]
+            self.parked = [i for i in self.parked if self.view[i].tool_call_id not in self.cleared]
+        return changed
 
     def add_cleared(self, new: Mapping[str, Clearing]) -> list[int]:
-        """:meth:`set_cleared` for a cleared set that only grows by ``new`` (no full compare)."""
+        """:meth:`set_cleared` for a cleared set that only grows by ``new`` (no full compare).
+
+        Only the results of ``new`` leave the open lists: a result that shares an id with
+        another may stay in them, but it pairs with no call, so it is never a candidate.
+        """
         self.cleared = {**self.cleared, **new}
-        return self._recount(set(new))
+        changed = self._recount(set(new))
+        for key in new:
+            for index in self.result_at.get(key, ()):
+                _discard(self.open, index)
+                _discard(self.parked, index)
+        return changed
 
     def _recount(self, changed_ids: set[str]) -> list[int]:
         changed = sorted(
@@ -104,16 +119,15 @@ class RequestLedger:
         if changed:
             self.scan = None
             del self._sums[changed[0] + 1 :]
-            cleared_now = self.cleared
-            self.open = [i for i in self.open if self.view[i].tool_call_id not in cleared_now]
-            self.parked = [i for i in self.parked if self.view[i].tool_call_id not in cleared_now]
         return changed
 
     def before(self, index: int) -> int:
         """Tokens of the messages before ``index``, as sent."""
-        while len(self._sums) <= index:
-            self._sums.append(self._sums[-1] + self.tokens[len(self._sums) - 1])
-        return self._sums[index]
+        sums = self._sums
+        if len(sums) <= index:  # summed in C: a clearing deep in the prompt cuts the sums short
+            last = len(sums) - 1
+            sums[last:] = itertools.accumulate(self.tokens[last:index], initial=sums[last])
+        return sums[index]
 
     def unique(self, call_id: str) -> bool:
         """Whether exactly one call and one result use ``call_id`` (so they pair unambiguously)."""
@@ -136,3 +150,10 @@ class RequestLedger:
         if not self.cleared:
             return message
         return apply_clearing((message,), self.cleared)[0]
+
+
+def _discard(indices: list[int], index: int) -> None:
+    """Remove ``index`` from the sorted ``indices`` if it is there."""
+    at = bisect.bisect_left(indices, index)
+    if at < len(indices) and indices[at] == index:
+        del indices[at]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import bisect
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from tokenlean.context_editor.cache import CacheModel
 from tokenlean.context_editor.clearing import apply_clearing
@@ -24,7 +24,7 @@ from tokenlean.context_editor.config import (
 )
 from tokenlean.context_editor.ledger import Judged, RequestLedger
 from tokenlean.shorten.firstsight import CAPABILITY as SHORTENED
-from tokenlean.tokens import EstimateCounter, TokenCounter, count_request, message_tokens
+from tokenlean.tokens import EstimateCounter, TokenCounter, count_request
 from tokenlean.transcript import ToolCall, mark_of
 
 
@@ -96,11 +96,12 @@ def plan_ledger(
     if before <= config.trigger_tokens:
         return ClearingPlan(cleared)
     retrieval = config.retrieval_tool is not None and config.retrieval_tool in _tool_names(tools)
-    candidates = _candidates(ledger, config, skip | ledger.elsewhere, retrieval)
-    chosen, net = _choose(ledger, fixed, candidates, config)
+    scan = _candidates(ledger, config, skip | ledger.elsewhere, retrieval)
+    picked, net = _choose(ledger, fixed, scan.found, config)
+    chosen = scan.found[picked]
     if not chosen:
         return ClearingPlan(cleared)
-    ledger.add_cleared({r.call.id: r.clearing for _, r in chosen})
+    _clear(ledger, scan, picked)
     grown = ledger.previous = ledger.cleared
     report = tuple(ClearedToolResult(r.call.name, r.length, r.call.id, r.saved) for _, r in chosen)
     edit = ContextEdit(report, len(chosen) // config.batch, before, size(), len(grown), net)
@@ -123,8 +124,8 @@ class _Scan:
 
     ``pending`` holds the open results that were not candidates (kept whole, unpaired, skipped):
     they are looked at again on every call. A candidate stays one until the ledger changes its
-    pairings or its cleared set (which drops the scan), or the skip set or retrieval flag
-    changes.
+    pairings or its cleared set other than by :func:`_clear` (either drops the scan), or the skip
+    set or retrieval flag changes.
     """
 
     config: ContextEditorConfig
@@ -137,8 +138,9 @@ class _Scan:
 
 def _candidates(
     ledger: RequestLedger, config: ContextEditorConfig, skip: frozenset[str], retrieval: bool
-) -> list[tuple[int, Judged]]:
-    """The results that may be cleared now, oldest first: all but the newest ``keep``.
+) -> _Scan:
+    """The results that may be cleared now (its ``found``), oldest first: all but the newest
+    ``keep``.
 
     A result that can never be cleared (not text, an excluded tool, too small to pay) leaves the
     ledger's open list for good, so later calls do not look at it again. One too small only
@@ -157,14 +159,15 @@ def _candidates(
     ):
         scan = _Scan(config, retrieval, skip, [], [], 0)
     results = ledger.results
-    kept = set(results[max(0, len(results) - config.keep) :]) if config.keep else set()
+    keep = config.keep  # the newest ``keep`` results, those from index ``kept`` on, stay
+    kept = results[-keep] if 0 < keep <= len(results) else (0 if keep else len(ledger.view))
     examine = scan.pending + ledger.open[scan.seen :]
     found: list[tuple[int, Judged]] = []
     pending: list[int] = []
     gone: set[int] = set()
     for index in examine:
-        call = ledger.call_of(index)
-        if index in kept or call is None or call.id in skip:
+        call = None if index >= kept else ledger.call_of(index)
+        if call is None or call.id in skip:
             pending.append(index)  # may become a candidate later
             continue
         judged = _judged(ledger, index, call, config, retrieval)
@@ -185,7 +188,20 @@ def _candidates(
         scan.found.extend(found)
     scan.pending, scan.seen = pending, len(ledger.open)
     ledger.scan = scan
-    return list(scan.found)
+    return scan
+
+
+def _clear(ledger: RequestLedger, scan: _Scan, picked: slice) -> None:
+    """Clear the candidates ``picked``, keeping the scan that found them.
+
+    Clearing changes no other candidate (a result is judged as recorded, not as sent) and only
+    removes the cleared ones from ``open``, so the rest of the scan still holds: the next call
+    need not look at every open result again.
+    """
+    ledger.add_cleared({r.call.id: r.clearing for _, r in scan.found[picked]})
+    del scan.found[picked]
+    scan.seen = len(ledger.open)
+    ledger.scan = scan
 
 
 def _judged(
@@ -225,9 +241,8 @@ def _saved(
     ledger: RequestLedger, index: int, call: ToolCall, placeholder: str, config: ContextEditorConfig
 ) -> int:
     message, counter = ledger.view[index], ledger.counter
-    saved = message_tokens(message, counter) - message_tokens(
-        replace(message, content=placeholder), counter
-    )
+    # as sent, the result differs only in its text, so the rest of its tokens cancel out
+    saved = counter.count(message.text) - counter.count(placeholder)
     if config.clear_tool_inputs and call.args:
         saved += counter.count(json.dumps(call.args, ensure_ascii=False, default=str)) - 1
     return saved
@@ -238,28 +253,29 @@ def _choose(
     fixed: int,
     candidates: Sequence[tuple[int, Judged]],
     config: ContextEditorConfig,
-) -> tuple[list[tuple[int, Judged]], float | None]:
-    """Plain: every whole batch, oldest first. Cache-aware: the newest ``k`` that pay the most.
+) -> tuple[slice, float | None]:
+    """The candidates to clear. Plain: every whole batch, oldest first. Cache-aware: the newest
+    ``k`` that pay the most.
 
     Clearing the newest ``k`` batches puts the edit point at the oldest of them, so a small ``k``
     is a cheap re-write near the end of the prompt and a large one saves more; the model picks the
     ``k`` with the largest expected net saving, or nothing when none is positive.
     """
     size = config.batch
-    usable = list(candidates[: len(candidates) - len(candidates) % size])
+    usable = len(candidates) - len(candidates) % size
     if config.mode == "plain" or not usable:
-        return usable, None
+        return slice(0, usable), None
     model = CacheModel.of(ledger, fixed, config)
-    best = 0
+    best = usable  # the chosen run starts here: none chosen yet
     best_net = 0.0
     saved = 0
-    for k in range(1, len(usable) // size + 1):
-        batch = usable[len(usable) - k * size : len(usable) - (k - 1) * size]
-        saved += sum(r.saved for _, r in batch)
-        net = model.net(edit_point=batch[0][0], saved=saved)
-        if net > best_net:
-            best, best_net = k, net
-    return usable[len(usable) - best * size :] if best else [], (best_net if best else None)
+    for at in range(usable - 1, -1, -1):  # newest first, so the smallest ``k`` wins a tie
+        saved += candidates[at][1].saved
+        if at % size == 0:  # ``at`` starts the newest ``k`` whole batches
+            net = model.net(edit_point=candidates[at][0], saved=saved)
+            if net > best_net:
+                best, best_net = at, net
+    return slice(best, usable), (best_net if best < usable else None)
 
 
 __all__ = ["ClearingPlan", "apply_clearing", "plan_clearing", "plan_ledger"]
