@@ -19,7 +19,7 @@ from tokenlean.context_editor import (
 )
 from tokenlean.context_editor.config import DEFAULT_RETRIEVAL_TOOL
 from tokenlean.cost import PRICING
-from tokenlean.tokens import EstimateCounter
+from tokenlean.tokens import EstimateCounter, message_tokens
 from tokenlean.transcript import Message, ToolCall
 
 RETRIEVAL = ({"name": DEFAULT_RETRIEVAL_TOOL, "description": "read a cleared result"},)
@@ -79,6 +79,11 @@ def _plan_both_ways(turns: Any, config: ContextEditorConfig) -> RequestLedger:
         )
         assert kept == fresh
         previous = kept.cleared
+        # what it holds is what a recount gives: each message as sent, and the sums before each
+        assert ledger.tokens == [message_tokens(m, counter) for m in ledger.sent()]
+        assert [ledger.before(i) for i in range(len(ledger.view) + 1)] == [
+            sum(ledger.tokens[:i]) for i in range(len(ledger.view) + 1)
+        ]
     return ledger
 
 
