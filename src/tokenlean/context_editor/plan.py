@@ -8,6 +8,7 @@ one for a single request. Both grow the cleared set the same way.
 from __future__ import annotations
 
 import bisect
+import itertools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -97,7 +98,7 @@ def plan_ledger(
         return ClearingPlan(cleared)
     retrieval = config.retrieval_tool is not None and config.retrieval_tool in _tool_names(tools)
     scan = _candidates(ledger, config, skip | ledger.elsewhere, retrieval)
-    picked, net = _choose(ledger, fixed, scan.found, config)
+    picked, net = _choose(ledger, fixed, scan, config)
     chosen = scan.found[picked]
     if not chosen:
         return ClearingPlan(cleared)
@@ -134,6 +135,13 @@ class _Scan:
     found: list[tuple[int, Judged]]
     pending: list[int]
     seen: int  # how much of ``ledger.open`` was looked at
+    # sums[i]: tokens the first i of ``found`` save (so a run of them is summed in one step)
+    sums: list[int] = field(default_factory=lambda: [0])
+
+    def resum(self, start: int) -> None:
+        """Bring :attr:`sums` up to date after ``found`` changed from position ``start`` on."""
+        saved = (judged.saved for _, judged in self.found[start:])
+        self.sums[start:] = itertools.accumulate(saved, initial=self.sums[start])
 
 
 def _candidates(
@@ -182,10 +190,13 @@ def _candidates(
         del ledger.open[bisect.bisect_left(ledger.open, index)]
     if gone:
         ledger.parked.sort()
+    start = len(scan.found)
     if found and scan.found and found[0][0] < scan.found[-1][0]:
         scan.found = sorted(scan.found + found, key=lambda item: item[0])
+        start = 0
     else:
         scan.found.extend(found)
+    scan.resum(start)
     scan.pending, scan.seen = pending, len(ledger.open)
     ledger.scan = scan
     return scan
@@ -200,6 +211,7 @@ def _clear(ledger: RequestLedger, scan: _Scan, picked: slice) -> None:
     """
     ledger.add_cleared({r.call.id: r.clearing for _, r in scan.found[picked]})
     del scan.found[picked]
+    scan.resum(picked.start)
     scan.seen = len(ledger.open)
     ledger.scan = scan
 
@@ -249,32 +261,26 @@ def _saved(
 
 
 def _choose(
-    ledger: RequestLedger,
-    fixed: int,
-    candidates: Sequence[tuple[int, Judged]],
-    config: ContextEditorConfig,
+    ledger: RequestLedger, fixed: int, scan: _Scan, config: ContextEditorConfig
 ) -> tuple[slice, float | None]:
-    """The candidates to clear. Plain: every whole batch, oldest first. Cache-aware: the newest
-    ``k`` that pay the most.
+    """The candidates to clear (of ``scan.found``). Plain: every whole batch, oldest first.
+    Cache-aware: the newest ``k`` that pay the most.
 
     Clearing the newest ``k`` batches puts the edit point at the oldest of them, so a small ``k``
     is a cheap re-write near the end of the prompt and a large one saves more; the model picks the
     ``k`` with the largest expected net saving, or nothing when none is positive.
     """
-    size = config.batch
-    usable = len(candidates) - len(candidates) % size
+    size, found, sums = config.batch, scan.found, scan.sums
+    usable = len(found) - len(found) % size
     if config.mode == "plain" or not usable:
         return slice(0, usable), None
     model = CacheModel.of(ledger, fixed, config)
     best = usable  # the chosen run starts here: none chosen yet
     best_net = 0.0
-    saved = 0
-    for at in range(usable - 1, -1, -1):  # newest first, so the smallest ``k`` wins a tie
-        saved += candidates[at][1].saved
-        if at % size == 0:  # ``at`` starts the newest ``k`` whole batches
-            net = model.net(edit_point=candidates[at][0], saved=saved)
-            if net > best_net:
-                best, best_net = at, net
+    for at in range(usable - size, -1, -size):  # k = 1, 2, ...: the smallest ``k`` wins a tie
+        net = model.net(edit_point=found[at][0], saved=sums[usable] - sums[at])
+        if net > best_net:
+            best, best_net = at, net
     return slice(best, usable), (best_net if best < usable else None)
 
 
