@@ -83,10 +83,11 @@ class RequestLedger:
     def set_cleared(self, cleared: Mapping[str, Clearing]) -> list[int]:
         """Send the messages under ``cleared`` from now on; the indices whose form changed
         (also added to :attr:`dirty`)."""
-        keys = cleared.keys() | self.cleared.keys()
-        changed_ids = {k for k in keys if cleared.get(k) != self.cleared.get(k)}
+        old, keys = self.cleared, cleared.keys() | self.cleared.keys()
+        changed_ids = {k for k in keys if cleared.get(k) != old.get(k)}
         self.cleared = dict(cleared)
-        changed = self._recount(changed_ids)
+        inputs = {k for k in changed_ids if _clears_inputs(cleared.get(k), old.get(k))}
+        changed = self._recount(changed_ids, inputs)
         if changed:  # any open result may be cleared now (one sharing an id too): look at all
             self.open = [i for i in self.open if self.view[i].tool_call_id not in self.cleared]
             self.parked = [i for i in self.parked if self.view[i].tool_call_id not in self.cleared]
@@ -98,18 +99,20 @@ class RequestLedger:
         Only the results of ``new`` leave the open lists: a result that shares an id with
         another may stay in them, but it pairs with no call, so it is never a candidate.
         """
-        self.cleared = {**self.cleared, **new}
-        changed = self._recount(set(new))
+        old = self.cleared
+        self.cleared = {**old, **new}
+        changed = self._recount(new, {k for k, c in new.items() if _clears_inputs(c, old.get(k))})
         for key in new:
             for index in self.result_at.get(key, ()):
                 _discard(self.open, index)
                 _discard(self.parked, index)
         return changed
 
-    def _recount(self, changed_ids: set[str]) -> list[int]:
+    def _recount(self, results: Iterable[str], inputs: Iterable[str]) -> list[int]:
+        """Count again the results of the ids ``results`` and the calls of the ids ``inputs``."""
         changed = sorted(
-            {i for key in changed_ids for i in self.result_at.get(key, ())}
-            | {i for key in changed_ids for i in self.call_at.get(key, ())}
+            {i for key in results for i in self.result_at.get(key, ())}
+            | {i for key in inputs for i in self.call_at.get(key, ())}
         )
         for index in changed:
             count = message_tokens(self._as_sent(self.view[index]), self.counter)
@@ -150,6 +153,12 @@ class RequestLedger:
         if not self.cleared:
             return message
         return apply_clearing((message,), self.cleared)[0]
+
+
+def _clears_inputs(*entries: Clearing | None) -> bool:
+    """Whether any of ``entries`` clears its call's arguments (the call is sent differently
+    only then: otherwise clearing a result leaves its call's tokens as they are)."""
+    return any(entry is not None and entry.clear_inputs for entry in entries)
 
 
 def _discard(indices: list[int], index: int) -> None:
