@@ -11,6 +11,8 @@ take the very same decisions.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -81,20 +83,36 @@ class RequestLedger:
     def set_cleared(self, cleared: Mapping[str, Clearing]) -> list[int]:
         """Send the messages under ``cleared`` from now on; the indices whose form changed
         (also added to :attr:`dirty`)."""
-        keys = cleared.keys() | self.cleared.keys()
-        changed_ids = {k for k in keys if cleared.get(k) != self.cleared.get(k)}
+        old, keys = self.cleared, cleared.keys() | self.cleared.keys()
+        changed_ids = {k for k in keys if cleared.get(k) != old.get(k)}
         self.cleared = dict(cleared)
-        return self._recount(changed_ids)
+        inputs = {k for k in changed_ids if _clears_inputs(cleared.get(k), old.get(k))}
+        changed = self._recount(changed_ids, inputs)
+        if changed:  # any open result may be cleared now (one sharing an id too): look at all
+            self.open = [i for i in self.open if self.view[i].tool_call_id not in self.cleared]
+            self.parked = [i for i in self.parked if self.view[i].tool_call_id not in self.cleared]
+        return changed
 
     def add_cleared(self, new: Mapping[str, Clearing]) -> list[int]:
-        """:meth:`set_cleared` for a cleared set that only grows by ``new`` (no full compare)."""
-        self.cleared = {**self.cleared, **new}
-        return self._recount(set(new))
+        """:meth:`set_cleared` for a cleared set that only grows by ``new`` (no full compare).
 
-    def _recount(self, changed_ids: set[str]) -> list[int]:
+        Only the results of ``new`` leave the open lists: a result that shares an id with
+        another may stay in them, but it pairs with no call, so it is never a candidate.
+        """
+        old = self.cleared
+        self.cleared = {**old, **new}
+        changed = self._recount(new, {k for k, c in new.items() if _clears_inputs(c, old.get(k))})
+        for key in new:
+            for index in self.result_at.get(key, ()):
+                _discard(self.open, index)
+                _discard(self.parked, index)
+        return changed
+
+    def _recount(self, results: Iterable[str], inputs: Iterable[str]) -> list[int]:
+        """Count again the results of the ids ``results`` and the calls of the ids ``inputs``."""
         changed = sorted(
-            {i for key in changed_ids for i in self.result_at.get(key, ())}
-            | {i for key in changed_ids for i in self.call_at.get(key, ())}
+            {i for key in results for i in self.result_at.get(key, ())}
+            | {i for key in inputs for i in self.call_at.get(key, ())}
         )
         for index in changed:
             count = message_tokens(self._as_sent(self.view[index]), self.counter)
@@ -104,16 +122,15 @@ class RequestLedger:
         if changed:
             self.scan = None
             del self._sums[changed[0] + 1 :]
-            cleared_now = self.cleared
-            self.open = [i for i in self.open if self.view[i].tool_call_id not in cleared_now]
-            self.parked = [i for i in self.parked if self.view[i].tool_call_id not in cleared_now]
         return changed
 
     def before(self, index: int) -> int:
         """Tokens of the messages before ``index``, as sent."""
-        while len(self._sums) <= index:
-            self._sums.append(self._sums[-1] + self.tokens[len(self._sums) - 1])
-        return self._sums[index]
+        sums = self._sums
+        if len(sums) <= index:  # summed in C: a clearing deep in the prompt cuts the sums short
+            last = len(sums) - 1
+            sums[last:] = itertools.accumulate(self.tokens[last:index], initial=sums[last])
+        return sums[index]
 
     def unique(self, call_id: str) -> bool:
         """Whether exactly one call and one result use ``call_id`` (so they pair unambiguously)."""
@@ -136,3 +153,16 @@ class RequestLedger:
         if not self.cleared:
             return message
         return apply_clearing((message,), self.cleared)[0]
+
+
+def _clears_inputs(*entries: Clearing | None) -> bool:
+    """Whether any of ``entries`` clears its call's arguments (the call is sent differently
+    only then: otherwise clearing a result leaves its call's tokens as they are)."""
+    return any(entry is not None and entry.clear_inputs for entry in entries)
+
+
+def _discard(indices: list[int], index: int) -> None:
+    """Remove ``index`` from the sorted ``indices`` if it is there."""
+    at = bisect.bisect_left(indices, index)
+    if at < len(indices) and indices[at] == index:
+        del indices[at]

@@ -8,9 +8,10 @@ one for a single request. Both grow the cleared set the same way.
 from __future__ import annotations
 
 import bisect
+import itertools
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from tokenlean.context_editor.cache import CacheModel
 from tokenlean.context_editor.clearing import apply_clearing
@@ -24,7 +25,7 @@ from tokenlean.context_editor.config import (
 )
 from tokenlean.context_editor.ledger import Judged, RequestLedger
 from tokenlean.shorten.firstsight import CAPABILITY as SHORTENED
-from tokenlean.tokens import EstimateCounter, TokenCounter, count_request, message_tokens
+from tokenlean.tokens import EstimateCounter, TokenCounter, count_request
 from tokenlean.transcript import ToolCall, mark_of
 
 
@@ -96,11 +97,12 @@ def plan_ledger(
     if before <= config.trigger_tokens:
         return ClearingPlan(cleared)
     retrieval = config.retrieval_tool is not None and config.retrieval_tool in _tool_names(tools)
-    candidates = _candidates(ledger, config, skip | ledger.elsewhere, retrieval)
-    chosen, net = _choose(ledger, fixed, candidates, config)
+    scan = _candidates(ledger, config, skip | ledger.elsewhere, retrieval)
+    picked, net = _choose(ledger, fixed, scan, config)
+    chosen = scan.found[picked]
     if not chosen:
         return ClearingPlan(cleared)
-    ledger.add_cleared({r.call.id: r.clearing for _, r in chosen})
+    _clear(ledger, scan, picked)
     grown = ledger.previous = ledger.cleared
     report = tuple(ClearedToolResult(r.call.name, r.length, r.call.id, r.saved) for _, r in chosen)
     edit = ContextEdit(report, len(chosen) // config.batch, before, size(), len(grown), net)
@@ -123,8 +125,8 @@ class _Scan:
 
     ``pending`` holds the open results that were not candidates (kept whole, unpaired, skipped):
     they are looked at again on every call. A candidate stays one until the ledger changes its
-    pairings or its cleared set (which drops the scan), or the skip set or retrieval flag
-    changes.
+    pairings or its cleared set other than by :func:`_clear` (either drops the scan), or the skip
+    set or retrieval flag changes.
     """
 
     config: ContextEditorConfig
@@ -133,12 +135,20 @@ class _Scan:
     found: list[tuple[int, Judged]]
     pending: list[int]
     seen: int  # how much of ``ledger.open`` was looked at
+    # sums[i]: tokens the first i of ``found`` save (so a run of them is summed in one step)
+    sums: list[int] = field(default_factory=lambda: [0])
+
+    def resum(self, start: int) -> None:
+        """Bring :attr:`sums` up to date after ``found`` changed from position ``start`` on."""
+        saved = (judged.saved for _, judged in self.found[start:])
+        self.sums[start:] = itertools.accumulate(saved, initial=self.sums[start])
 
 
 def _candidates(
     ledger: RequestLedger, config: ContextEditorConfig, skip: frozenset[str], retrieval: bool
-) -> list[tuple[int, Judged]]:
-    """The results that may be cleared now, oldest first: all but the newest ``keep``.
+) -> _Scan:
+    """The results that may be cleared now (its ``found``), oldest first: all but the newest
+    ``keep``.
 
     A result that can never be cleared (not text, an excluded tool, too small to pay) leaves the
     ledger's open list for good, so later calls do not look at it again. One too small only
@@ -157,14 +167,15 @@ def _candidates(
     ):
         scan = _Scan(config, retrieval, skip, [], [], 0)
     results = ledger.results
-    kept = set(results[max(0, len(results) - config.keep) :]) if config.keep else set()
+    keep = config.keep  # the newest ``keep`` results, those from index ``kept`` on, stay
+    kept = results[-keep] if 0 < keep <= len(results) else (0 if keep else len(ledger.view))
     examine = scan.pending + ledger.open[scan.seen :]
     found: list[tuple[int, Judged]] = []
     pending: list[int] = []
     gone: set[int] = set()
     for index in examine:
-        call = ledger.call_of(index)
-        if index in kept or call is None or call.id in skip:
+        call = None if index >= kept else ledger.call_of(index)
+        if call is None or call.id in skip:
             pending.append(index)  # may become a candidate later
             continue
         judged = _judged(ledger, index, call, config, retrieval)
@@ -179,13 +190,30 @@ def _candidates(
         del ledger.open[bisect.bisect_left(ledger.open, index)]
     if gone:
         ledger.parked.sort()
+    start = len(scan.found)
     if found and scan.found and found[0][0] < scan.found[-1][0]:
         scan.found = sorted(scan.found + found, key=lambda item: item[0])
+        start = 0
     else:
         scan.found.extend(found)
+    scan.resum(start)
     scan.pending, scan.seen = pending, len(ledger.open)
     ledger.scan = scan
-    return list(scan.found)
+    return scan
+
+
+def _clear(ledger: RequestLedger, scan: _Scan, picked: slice) -> None:
+    """Clear the candidates ``picked``, keeping the scan that found them.
+
+    Clearing changes no other candidate (a result is judged as recorded, not as sent) and only
+    removes the cleared ones from ``open``, so the rest of the scan still holds: the next call
+    need not look at every open result again.
+    """
+    ledger.add_cleared({r.call.id: r.clearing for _, r in scan.found[picked]})
+    del scan.found[picked]
+    scan.resum(picked.start)
+    scan.seen = len(ledger.open)
+    ledger.scan = scan
 
 
 def _judged(
@@ -225,41 +253,35 @@ def _saved(
     ledger: RequestLedger, index: int, call: ToolCall, placeholder: str, config: ContextEditorConfig
 ) -> int:
     message, counter = ledger.view[index], ledger.counter
-    saved = message_tokens(message, counter) - message_tokens(
-        replace(message, content=placeholder), counter
-    )
+    # as sent, the result differs only in its text, so the rest of its tokens cancel out
+    saved = counter.count(message.text) - counter.count(placeholder)
     if config.clear_tool_inputs and call.args:
         saved += counter.count(json.dumps(call.args, ensure_ascii=False, default=str)) - 1
     return saved
 
 
 def _choose(
-    ledger: RequestLedger,
-    fixed: int,
-    candidates: Sequence[tuple[int, Judged]],
-    config: ContextEditorConfig,
-) -> tuple[list[tuple[int, Judged]], float | None]:
-    """Plain: every whole batch, oldest first. Cache-aware: the newest ``k`` that pay the most.
+    ledger: RequestLedger, fixed: int, scan: _Scan, config: ContextEditorConfig
+) -> tuple[slice, float | None]:
+    """The candidates to clear (of ``scan.found``). Plain: every whole batch, oldest first.
+    Cache-aware: the newest ``k`` that pay the most.
 
     Clearing the newest ``k`` batches puts the edit point at the oldest of them, so a small ``k``
     is a cheap re-write near the end of the prompt and a large one saves more; the model picks the
     ``k`` with the largest expected net saving, or nothing when none is positive.
     """
-    size = config.batch
-    usable = list(candidates[: len(candidates) - len(candidates) % size])
+    size, found, sums = config.batch, scan.found, scan.sums
+    usable = len(found) - len(found) % size
     if config.mode == "plain" or not usable:
-        return usable, None
+        return slice(0, usable), None
     model = CacheModel.of(ledger, fixed, config)
-    best = 0
+    best = usable  # the chosen run starts here: none chosen yet
     best_net = 0.0
-    saved = 0
-    for k in range(1, len(usable) // size + 1):
-        batch = usable[len(usable) - k * size : len(usable) - (k - 1) * size]
-        saved += sum(r.saved for _, r in batch)
-        net = model.net(edit_point=batch[0][0], saved=saved)
+    for at in range(usable - size, -1, -size):  # k = 1, 2, ...: the smallest ``k`` wins a tie
+        net = model.net(edit_point=found[at][0], saved=sums[usable] - sums[at])
         if net > best_net:
-            best, best_net = k, net
-    return usable[len(usable) - best * size :] if best else [], (best_net if best else None)
+            best, best_net = at, net
+    return slice(best, usable), (best_net if best < usable else None)
 
 
 __all__ = ["ClearingPlan", "apply_clearing", "plan_clearing", "plan_ledger"]
