@@ -9,13 +9,15 @@ the bundled samples without it): ``--turns`` assistant turns, each calling a too
 output comes back, so the transcript ends with over ``2 * turns`` messages. Each tokenlean
 middleware alone, the recommended stack, and ``llmslim`` (when installed, as in ``make bench``'s
 environment) run it through a real ``create_agent`` with a scripted model, one fresh process per
-run. The time spent inside middleware hooks is read at every model call (model and tool time
-excluded; the CPU time of the thread running the hook, so other work on a shared machine does
-not count), and the table compares the mean over the first 100 calls with the mean over the last
-100: work proportional to what is new keeps that ratio near 1. A second run per middleware starts
-with the tool outputs of the long run's last 100 calls, so that their cost can be compared with
-what the same outputs cost at the start of a run. Figures are medians over
-``--repeats`` runs; the machine is shared, so only ratios from one run are quoted.
+run, with no checkpointer unless ``--checkpointer`` (LangGraph's ``InMemorySaver`` keeps every
+version of the message list, so the process grows to gigabytes and every hook slows late in the
+run, whatever it does). The time spent inside middleware hooks is read at every model call
+(model and tool time excluded; the CPU time of the thread running the hook, so other work on a
+shared machine does not count), and the table compares the mean over the first 100 calls with
+the mean over the last 100: work proportional to what is new keeps that ratio near 1. A second
+run per middleware starts with the tool outputs of the long run's last 100 calls, so that their
+cost can be compared with what the same outputs cost at the start of a run. Figures are medians
+over ``--repeats`` runs; the machine is shared, so only ratios from one run are quoted.
 """
 
 from __future__ import annotations
@@ -130,10 +132,12 @@ def _fixed_work() -> Any:
     return FixedWork()
 
 
-def _run(name: str, turns: int, offset: int = 0) -> list[tuple[float, float]]:
+def _run(
+    name: str, turns: int, offset: int = 0, checkpointer: bool = False
+) -> list[tuple[float, float]]:
     """Middleware milliseconds spent between consecutive model calls of one run, and the part
     of them the garbage collector took. The run's tool outputs are the real ones from
-    ``offset`` on."""
+    ``offset`` on; ``checkpointer`` gives the agent LangGraph's ``InMemorySaver``."""
     from langchain.agents import create_agent
     from langchain_core.messages import AIMessage, HumanMessage
     from langgraph.checkpoint.memory import InMemorySaver
@@ -163,7 +167,7 @@ def _run(name: str, turns: int, offset: int = 0) -> list[tuple[float, float]]:
         model,
         tools=[_recorded_tool(results)],
         middleware=[timed(m, watch) for m in _stacks()[name]()],
-        checkpointer=InMemorySaver(),
+        checkpointer=InMemorySaver() if checkpointer else None,
     )
     config: Any = {"configurable": {"thread_id": "t"}, "recursion_limit": 10 * turns + 100}
     agent.invoke({"messages": [HumanMessage("fix the failing tests", id="h0")]}, config)
@@ -199,7 +203,7 @@ def _recorded_tool(results: dict[str, str]) -> Any:
     )
 
 
-def _child(args: tuple[str, int, int]) -> list[tuple[float, float]]:
+def _child(args: tuple[str, int, int, bool]) -> list[tuple[float, float]]:
     return _run(*args)
 
 
@@ -212,6 +216,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--markdown", type=Path, default=HERE / "per_call.md")
+    parser.add_argument(
+        "--checkpointer",
+        action="store_true",
+        help="give the agent LangGraph's InMemorySaver (it keeps every version of the message "
+        "list in memory, which slows all work late in a long run)",
+    )
     args = parser.parse_args(argv)
     names = list(_stacks())
     rows: dict[str, list[Row]] = {n: [] for n in names}
@@ -220,10 +230,10 @@ def main(argv: list[str] | None = None) -> int:
     for repeat in range(args.repeats):
         for name in names:
             with context.Pool(1) as pool:
-                laps = pool.apply(_child, ((name, args.turns, 0),))
+                laps = pool.apply(_child, ((name, args.turns, 0, args.checkpointer),))
             # The same tool outputs as the last calls, at the start of a run of their own.
             with context.Pool(1) as pool:
-                same = pool.apply(_child, ((name, WINDOW, args.turns - WINDOW),))
+                same = pool.apply(_child, ((name, WINDOW, args.turns - WINDOW, args.checkpointer),))
             rows[name].append(_summary(laps, same))
             shown = ", ".join(f"{x:.3f}" for x in rows[name][-1])
             print(f"[{repeat + 1}/{args.repeats}] {name}: {shown}", file=sys.stderr)
@@ -294,9 +304,18 @@ def _report(table: list[list[str]], args: argparse.Namespace, elapsed: float) ->
         f"One run of {args.turns} tool calls ({2 * args.turns + 2} messages at the end) built from "
         "real tool outputs, per middleware, in a fresh process; medians over "
         f"{args.repeats} repeats. Produced by `python -m benchmarks.per_call --turns {args.turns} "
-        f"--repeats {args.repeats}` on {platform.machine()} with Python "
+        f"--repeats {args.repeats}{' --checkpointer' if args.checkpointer else ''}` on "
+        f"{platform.machine()} with Python "
         f"{platform.python_version()} in {elapsed:.0f} s (a 2-core machine shared with other work: "
-        "compare rows of one run only).\n\n"
+        "compare rows of one run only), "
+        + (
+            "with LangGraph's `InMemorySaver` as the agent's checkpointer"
+            if args.checkpointer
+            else "with no checkpointer: `InMemorySaver` keeps every version of the message list "
+            "(the process ends near 1.8 GB), and that alone slows all work late in the run "
+            "(`--checkpointer` shows it)"
+        )
+        + ".\n\n"
         "Times are the CPU time of the thread running the hooks. *collector, last* is the share "
         "of the last 100 calls' time that Python's garbage collector took while a hook ran: a "
         "collection walks the young objects of the whole process, and the framework copies the "
