@@ -240,36 +240,92 @@ def _pytest_dirs(text: str) -> str:
     return "".join(parts) + text[done:] if parts else text
 
 
+def _when(may_match: Callable[[str], bool], replace: Callable[[str], str]) -> Callable[[str], str]:
+    """``replace``, skipped when ``may_match`` (a C-level test) says its pattern cannot match:
+    ``re`` tries a pattern that starts with a class at every position, which costs more than
+    the whole test."""
+    return lambda text: replace(text) if may_match(text) else text
+
+
+# ASCII text with every digit (or hex digit) written "0": a pattern needing "\d{4}-\d{2}" can
+# only match where this holds "0000-00". Only for ASCII text: ``\d`` and ``re.I`` also match
+# other characters (Arabic digits, the long s for "s"), so other text is always handed to the regex.
+_DIGIT_SHAPE = bytes.maketrans(b"123456789", b"0" * 9)
+_HEX_SHAPE = bytes.maketrans(b"123456789abcdefABCDEF", b"0" * 21)
+
+
+def _shape_has(table: bytes, *needles: bytes) -> Callable[[str], bool]:
+    def may_match(text: str) -> bool:
+        if not text.isascii():
+            return True
+        shape = text.encode("ascii").translate(table)
+        return any(needle in shape for needle in needles)
+
+    return may_match
+
+
+def _ascii_words(*words: str) -> Callable[[str], bool]:
+    """Whether ``text`` may hold one of ``words`` in any case (always, if it is not ASCII)."""
+
+    def may_match(text: str) -> bool:
+        if not text.isascii():
+            return True
+        lower = text.lower()
+        return any(word in lower for word in words)
+
+    return may_match
+
+
+def _has(literal: str) -> Callable[[str], bool]:
+    return lambda text: literal in text
+
+
 # Order matters: UUIDs and temp names before bare hex, full timestamps before their time of day.
 # Every step is linear (tests/test_worst_case.py feeds each its worst inputs). ``\bX`` is written
 # ``X(?<!\wX)`` (X's first character, then "not a word character before it"): the same matches,
 # but a pattern that starts with a literal or a class lets ``re`` skip ahead to the positions
 # where it can start, several times faster on large outputs. Between optional spaces, an optional
 # separator is ``\s*(?:[=:#]\s*)?``, not ``\s*[=:#]?\s*`` (which tries every way of splitting a
-# long run of spaces between its two halves: quadratic).
+# long run of spaces between its two halves: quadratic). A pattern that starts with a class is
+# guarded by what any match of it must contain (see ``_when``).
 _VOLATILE: tuple[Callable[[str], str], ...] = (
     _uuids,
-    _sub(r"/(?:private/var|var)/folders/[^/\s]+/[^/\s]+/T/", "<tmpdir>/"),
+    _when(_has("/folders/"), _sub(r"/(?:private/var|var)/folders/[^/\s]+/[^/\s]+/T/", "<tmpdir>/")),
     _pytest_dirs,
-    _sub(r"tmp(?<!\wtmp)[._]?(?=[A-Za-z_]*\d)[A-Za-z0-9_]{6,}", "tmp<id>"),  # random: a digit
-    _sub(
-        r"\d(?<!\w\d)\d{3}-\d{2}-\d{2}(?:[T ]\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?)?"
-        r"(?:\s?(?:Z|UTC|[+-]\d{2}:?\d{2}))?",
-        "<time>",
+    _when(_has("tmp"), _sub(r"tmp(?<!\wtmp)[._]?(?=[A-Za-z_]*\d)[A-Za-z0-9_]{6,}", "tmp<id>")),
+    _when(
+        _shape_has(_DIGIT_SHAPE, b"0000-00-00"),
+        _sub(
+            r"\d(?<!\w\d)\d{3}-\d{2}-\d{2}(?:[T ]\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?)?"
+            r"(?:\s?(?:Z|UTC|[+-]\d{2}:?\d{2}))?",
+            "<time>",
+        ),
     ),
     _sub(rf"{_MONTH}(?<!\w{_MONTH})[a-z]*\s+\d{{1,2}}\s+(?:\d{{1,2}}:\d{{2}}|\d{{4}})\b", "<time>"),
-    _sub(r"\d(?<!\w\d)\d?:\d{2}:\d{2}(?:[.,]\d+)?\b", "<time>"),
-    _sub(r"1(?<!\w1)[5-9]\d{8}(?:\.\d+|\d{3})?\b", "<time>"),  # unix epochs, 2017-2033
+    _when(
+        _shape_has(_DIGIT_SHAPE, b"0:00:00"),
+        _sub(r"\d(?<!\w\d)\d?:\d{2}:\d{2}(?:[.,]\d+)?\b", "<time>"),
+    ),
+    _when(  # unix epochs, 2017-2033
+        _shape_has(_DIGIT_SHAPE, b"0" * 10),
+        _sub(r"1(?<!\w1)[5-9]\d{8}(?:\.\d+|\d{3})?\b", "<time>"),
+    ),
     _sub(r"\d(?<!\w\d)\d*(?:\.\d+)?\s?(?:ms|us|µs|ns|s|secs?|seconds?)\b", "<duration>"),
-    _sub(r"(?=[pt])\b(pid|process|thread)(\s*(?:[=:#]\s*)?)\d+", r"\1\2<pid>", re.I),
+    _when(
+        _ascii_words("pid", "process", "thread"),
+        _sub(r"(?=[pt])\b(pid|process|thread)(\s*(?:[=:#]\s*)?)\d+", r"\1\2<pid>", re.I),
+    ),
     _sub(r"/proc/\d+", "/proc/<pid>"),
-    _sub(r"^\[\d+\]\s+\d+$", "[<job>] <pid>", re.M),
+    _when(_has("["), _sub(r"^\[\d+\]\s+\d+$", "[<job>] <pid>", re.M)),
     _sub(r"0(?<!\w0)x[0-9a-f]+\b", "0x<hex>", re.I),
-    _sub(  # 7+ hex digits holding a digit and a letter: the first is one, the rest has the other
-        r"[0-9a-f](?<!\w[0-9a-f])(?:(?<=\d)(?=[0-9a-f]*[a-f])|(?<!\d)(?=[0-9a-f]*\d))"
-        r"[0-9a-f]{6,}\b",
-        "<hex>",
-        re.I,
+    _when(
+        _shape_has(_HEX_SHAPE, b"0" * 7),
+        _sub(  # 7+ hex digits holding a digit and a letter: the first is one, the rest the other
+            r"[0-9a-f](?<!\w[0-9a-f])(?:(?<=\d)(?=[0-9a-f]*[a-f])|(?<!\d)(?=[0-9a-f]*\d))"
+            r"[0-9a-f]{6,}\b",
+            "<hex>",
+            re.I,
+        ),
     ),
 )
 
