@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter, truth
 from typing import Literal
 
 from tokenlean import checks
@@ -276,23 +277,19 @@ def _periodic(
     tail: Sequence[Step], max_period: int, enabled: Collection[Pattern]
 ) -> list[Detection]:
     """Trailing repetitions with period 1 (``repeat``), 2 (``alternating``) or more (``cycle``)."""
-    acting = 0  # the latest steps that call a tool
-    for step in reversed(tail):
-        if not step["action"]:
-            break
-        acting += 1
-    steps = tail[len(tail) - acting :]
+    steps = tail[len(tail) - _acting(tail) :]
+    # The actions of the latest steps, compared with the newest's in C: at most periods the
+    # actions differ, which rules the period out without reading an observation.
+    reach = min(len(steps), max_period + 1)
+    actions = [step_action_key(step) for step in steps[len(steps) - reach :]]
     keys = _Keys(steps)
-    newest = len(keys) - 1
     found: list[Detection] = []
-    for period in range(1, max_period + 1):
+    for period in range(1, reach):
         pattern: Pattern = "repeat" if period == 1 else "alternating" if period == 2 else "cycle"
-        if pattern not in enabled or len(keys) <= period:
+        if pattern not in enabled:
             continue
-        if keys.action(newest) != keys.action(newest - period):
-            matched = 0  # the usual case, told from the actions alone
-        else:
-            matched = _run_length_keys(keys, period)
+        same = actions[-1 - period] == actions[-1]  # usually not: told from the actions alone
+        matched = _run_length_keys(keys, period) if same else 0
         if period > 1 and matched < period:
             continue  # a cycle counts once it has come round at least once
         # (checked second: most periods have not come round, and a block of one is minimal)
@@ -300,6 +297,13 @@ def _periodic(
             continue  # A,A is a repeat, not an alternation
         found.append(_detection(pattern, steps, matched + period, period, matched))
     return found
+
+
+def _acting(tail: Sequence[Step]) -> int:
+    """How many of the latest steps call a tool (a C-level pass: ``tail`` is up to a few
+    dozen steps, read on every call)."""
+    called = list(map(truth, map(itemgetter("action"), reversed(tail))))
+    return called.index(False) if False in called else len(called)
 
 
 class _Keys:

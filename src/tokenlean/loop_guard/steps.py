@@ -389,42 +389,56 @@ def step_key(step: Step) -> tuple[str, str]:
 def step_action_key(step: Step) -> str:
     """The first half of :func:`step_key` (remembered the same way): two steps whose actions
     differ differ, whatever they observed, so the observation need not be read."""
-    return _keys_of(step).action
+    return _keys_of(step).action_key
 
 
 def step_observation_key(step: Step) -> str:
     """The second half of :func:`step_key` (remembered the same way): the canonical
     observation, worked out only when first asked for (an output can be long)."""
     keys = _keys_of(step)
-    if keys.observation is None:
-        keys.observation = canonical_text(step["observation"])
-    return keys.observation
+    if keys.observation_key is None:
+        keys.observation_key = canonical_text(step["observation"])
+    return keys.observation_key
 
 
 @dataclass(slots=True)
 class _StepKeys:
+    """A step's keys, and the parts of the step they were worked out from."""
+
+    step: Step  # held, so that its id is not reused while the keys are remembered
     action: str
-    observation: str | None = None  # worked out when first asked for
+    action_input: object
+    observation: str
+    action_key: str
+    observation_key: str | None = None  # worked out when first asked for
 
 
 def _keys_of(step: Step) -> _StepKeys:
     """The step's remembered keys, worked out again if its action, input or observation was
     replaced since."""
-    seen = (step["action"], id(step["action_input"]), step["observation"])
+    # Read without the lock (a dict lookup is atomic; writes hold it): a detector reads the
+    # keys of the latest steps on every call.
+    keys = _KEYS.get(id(step))
+    if (
+        keys is not None
+        and keys.step is step
+        and keys.action_input is step["action_input"]
+        and keys.action == step["action"]
+        and keys.observation == step["observation"]
+    ):
+        return keys
+    keys = _StepKeys(
+        step, step["action"], step["action_input"], step["observation"], canonical_action(step)
+    )
     with _KEYS_LOCK:
-        hit = _KEYS.get(id(step))
-    if hit is not None and hit[0] is step and hit[1] == seen:
-        return hit[2]
-    keys = _StepKeys(canonical_action(step))
-    with _KEYS_LOCK:
-        _KEYS[id(step)] = (step, seen, keys)  # holding the step keeps its id from being reused
+        _KEYS[id(step)] = keys
         if len(_KEYS) > _MAX_KEYS:
             _KEYS.popitem(last=False)
     return keys
 
 
 _MAX_KEYS = 4096
-_KEYS: OrderedDict[int, tuple[Step, tuple[str, int, str], _StepKeys]] = OrderedDict()
+_KEYS: OrderedDict[int, _StepKeys] = OrderedDict()
 _KEYS_LOCK = threading.Lock()
 
 
