@@ -40,11 +40,11 @@ from operator import itemgetter, truth
 from typing import Literal
 
 from tokenlean import checks
+from tokenlean.loop_guard.canonical import canonical_text
 from tokenlean.loop_guard.signals import diversity_loss, hedge_score, streak_score
 from tokenlean.loop_guard.steps import (
     Step,
     StepList,
-    canonical_text,
     is_failure,
     step_action_key,
     step_key,
