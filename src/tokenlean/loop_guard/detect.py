@@ -123,7 +123,7 @@ class LoopDetector:
         Read from the end (no slice of the history is copied), so a long run costs no more to
         check than a short one.
         """
-        checks.sequence(steps, "steps", of="Step dicts (see build_steps)")
+        _check_sequence(steps)
         kept: list[Step] = []
         start, end = max(0, start), len(steps)
         sliced = isinstance(steps, (list, tuple, StepList))  # slices that copy in C
@@ -155,9 +155,9 @@ class LoopDetector:
         ``None`` means the caller does not know where user messages came (steps alone): every
         step is evidence, but ``talking`` is not claimed (see the module docstring).
         """
-        checks.sequence(steps, "steps", of="Step dicts (see build_steps)")
-        if since is not None:
-            checks.integer(since, "since", at_least=0)
+        _check_sequence(steps)
+        if since is not None and (type(since) is not int or since < 0):
+            checks.integer(since, "since", at_least=0)  # refuses it
         tail = self.active(steps, start=since or 0)
         if not tail:
             return []
@@ -205,6 +205,13 @@ class LoopDetector:
             "hedge": hedge_score([s["thought"] for s in tail], self.hedge_window),
             "diversity": diversity_loss(keys, self.signal_window),
         }
+
+
+def _check_sequence(steps: object) -> None:
+    """Refuse ``steps`` when it is not a sequence (a check runs on every model call: the plain
+    types are told by their type, without the ABC checks)."""
+    if type(steps) not in (list, tuple, StepList):
+        checks.sequence(steps, "steps", of="Step dicts (see build_steps)")
 
 
 def _check_steps(chunk: Sequence[object], first: int) -> None:

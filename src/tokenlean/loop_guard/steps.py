@@ -44,8 +44,11 @@ def build_steps(messages: Sequence[Message], *, first_index: int = 0) -> list[St
 
     ``first_index`` is the ``step_index`` of the first step (for steps that continue others).
     """
-    checks.messages(messages)
-    checks.integer(first_index, "first_index", at_least=0)
+    # Checked on every model call: messages made by the adapter are told by their type alone.
+    if type(messages) is not list or not all(type(m) is Message for m in messages):
+        checks.messages(messages)
+    if type(first_index) is not int or first_index < 0:
+        checks.integer(first_index, "first_index", at_least=0)  # refuses it
     results = {m.tool_call_id: m for m in messages if m.role == "tool" and m.tool_call_id}
     steps: list[Step] = []
     for message in messages:
