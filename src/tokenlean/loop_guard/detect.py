@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from operator import itemgetter, truth
+from operator import itemgetter
 from typing import Literal
 
 from tokenlean import checks
@@ -285,20 +285,22 @@ def _periodic(
 ) -> list[Detection]:
     """Trailing repetitions with period 1 (``repeat``), 2 (``alternating``) or more (``cycle``)."""
     steps = tail[len(tail) - _acting(tail) :]
-    # The actions of the latest steps, compared with the newest's in C: at most periods the
-    # actions differ, which rules the period out without reading an observation.
+    # The actions of the latest steps, each compared with the newest's: at most periods they
+    # differ, which rules the period out without reading an observation.
     reach = min(len(steps), max_period + 1)
     actions = [step_action_key(step) for step in steps[len(steps) - reach :]]
     keys = _Keys(steps)
     found: list[Detection] = []
     for period in range(1, reach):
+        same = actions[-1 - period] == actions[-1]
+        if period > 1 and not same:
+            continue  # a cycle counts once it has come round at least once
         pattern: Pattern = "repeat" if period == 1 else "alternating" if period == 2 else "cycle"
         if pattern not in enabled:
             continue
-        same = actions[-1 - period] == actions[-1]  # usually not: told from the actions alone
         matched = _run_length_keys(keys, period) if same else 0
         if period > 1 and matched < period:
-            continue  # a cycle counts once it has come round at least once
+            continue
         # (checked second: most periods have not come round, and a block of one is minimal)
         if period > 1 and _minimal_period(keys.last(period)) != period:
             continue  # A,A is a repeat, not an alternation
@@ -307,10 +309,12 @@ def _periodic(
 
 
 def _acting(tail: Sequence[Step]) -> int:
-    """How many of the latest steps call a tool (a C-level pass: ``tail`` is up to a few
-    dozen steps, read on every call)."""
-    called = list(map(truth, map(itemgetter("action"), reversed(tail))))
-    return called.index(False) if False in called else len(called)
+    """How many of the latest steps call a tool (read on every call: in a run of tool calls,
+    every step of ``tail`` does, which a C-level pass tells)."""
+    called = list(map(itemgetter("action"), tail))
+    if all(called):
+        return len(called)
+    return next(i for i, action in enumerate(reversed(called)) if not action)
 
 
 class _Keys:

@@ -203,10 +203,13 @@ def _canonical_value(value: object) -> object:
     return value
 
 
+# ``json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)``, its encoder made once
+_ACTION_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str)
+
+
 def canonical_action(step: Step) -> str:
     """The tool name and its arguments, keys sorted and string values canonicalised."""
-    args = _canonical_value(step["action_input"])
-    body = json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)
+    body = _ACTION_JSON.encode(_canonical_value(step["action_input"]))
     return f"{step['action']}{body}"
 
 
