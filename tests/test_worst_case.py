@@ -361,6 +361,7 @@ _VOLATILE_PIECES = [
     "000", "12", "1", "3", "ms", "s", "seconds", " ", "\n", "\t", "pid", "PID", "process",
     "thread", "=", ":", "#", "/proc/77", "[1]", "0x", "0X7f", "3f9c2ab", "deadbeef", "a1",
     "İ", "ſ", "٣", "\r", "\x0b", "\n[", "PROCESS", "Thread", "DEADBEEF1", "1712733082123",
+    "\x1c", "µs", "Subprocess",
 ]  # fmt: skip
 _volatile_text = st.lists(st.sampled_from(_VOLATILE_PIECES), max_size=30).map("".join)
 

@@ -62,41 +62,62 @@ def _pytest_dirs(text: str) -> str:
 class _Probe:
     """What the guards of :data:`_VOLATILE` ask about one text, each worked out once.
 
-    A guard is a C-level test of what any match of its pattern must contain; ``re`` tries a
-    pattern that starts with a class at every position, which costs more than the test. The
-    shapes are the ASCII text with every digit (or hex digit) written "0": a pattern needing
-    ``\\d{4}-\\d{2}`` can only match where the shape holds "0000-00". Only for ASCII text:
-    ``\\d`` and ``re.I`` also match other characters (Arabic digits, the long s for "s"), so
-    the guards let any other text through to the regex.
+    A guard is a C-level test of what any match of its pattern must contain: ``re`` tries a
+    pattern that starts with a class (``\\d``, ``[0-9a-f]``, or any letter under ``re.I``) at
+    every position, which costs more than the test. Most guards read a *shape* of the text, its
+    bytes with every digit (or hex digit) written "0" and every space " ": a pattern needing
+    ``\\d{4}-\\d{2}`` can only match where the shape holds "0000-00". The searches are for
+    literals, or patterns starting with one, which ``re`` and ``in`` find fast.
     """
 
-    __slots__ = ("_lower", "_shapes", "text")
+    __slots__ = ("_lower", "_shapes", "ascii", "text")
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self._shapes: dict[bytes, bytes | None] = {}
+        # Outside ASCII, ``\d``, ``\s`` and ``re.I`` match more characters (Arabic digits,
+        # the long s for "s"): a guard that depends on them lets such a text through.
+        self.ascii = text.isascii()
+        self._shapes: dict[bytes, bytes] = {}
         self._lower: str | None = None
 
-    def shape_has(self, table: bytes, needle: bytes) -> bool:
-        """Whether the text may hold ``needle`` once written with ``table``."""
+    def shape(self, table: bytes) -> bytes:
+        """The text's bytes written with ``table`` (a character outside ASCII as "?")."""
         if table not in self._shapes:
-            text = self.text
-            self._shapes[table] = text.encode("ascii").translate(table) if text.isascii() else None
-        shape = self._shapes[table]
-        return shape is None or needle in shape
+            self._shapes[table] = self.text.encode("ascii", "replace").translate(table)
+        return self._shapes[table]
 
-    def has_word(self, *words: str) -> bool:
-        """Whether the text may hold one of ``words`` (lower case) in any case."""
-        if not self.text.isascii():
-            return True
+    def lower(self) -> str:
         if self._lower is None:
             self._lower = self.text.lower()
-        return any(word in self._lower for word in words)
+        return self._lower
 
 
-_DIGITS = bytes.maketrans(b"123456789", b"0" * 9)
+_SPACES = b" \t\n\r\v\f\x1c\x1d\x1e\x1f"  # what ``\s`` matches in ASCII text
+_DIGITS = bytes.maketrans(b"123456789" + _SPACES, b"0" * 9 + b" " * len(_SPACES))
 _HEX = bytes.maketrans(b"123456789abcdefABCDEF", b"0" * 21)
+_DURATION_END = re.compile(rb"0 ?[muns]")  # a digit, maybe a space, a unit's first letter
 Guard = Callable[[_Probe], bool]
+
+
+def _digits_have(needle: bytes) -> Guard:
+    return lambda probe: not probe.ascii or needle in probe.shape(_DIGITS)
+
+
+def _may_have_duration(probe: _Probe) -> bool:
+    return not probe.ascii or _DURATION_END.search(probe.shape(_DIGITS)) is not None
+
+
+def _may_have_pid(probe: _Probe) -> bool:
+    if not probe.ascii:
+        return True
+    lower = probe.lower()
+    return "pid" in lower or "process" in lower or "thread" in lower
+
+
+def _may_have_hex_id(probe: _Probe) -> bool:
+    # Any text: [0-9a-f] under re.I matches no character outside ASCII (a test checks).
+    return b"0000000" in probe.shape(_HEX)
+
 
 # Order matters: UUIDs and temp names before bare hex, full timestamps before their time of day.
 # Every step is linear (tests/test_worst_case.py feeds each its worst inputs). ``\bX`` is written
@@ -118,7 +139,7 @@ _VOLATILE: tuple[tuple[Guard | None, Callable[[str], str]], ...] = (
         _sub(r"tmp(?<!\wtmp)[._]?(?=[A-Za-z_]*\d)[A-Za-z0-9_]{6,}", "tmp<id>"),  # random: a digit
     ),
     (
-        lambda p: p.shape_has(_DIGITS, b"0000-00-00"),
+        _digits_have(b"0000-00-00"),
         _sub(
             r"\d(?<!\w\d)\d{3}-\d{2}-\d{2}(?:[T ]\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?)?"
             r"(?:\s?(?:Z|UTC|[+-]\d{2}:?\d{2}))?",
@@ -133,7 +154,7 @@ _VOLATILE: tuple[tuple[Guard | None, Callable[[str], str]], ...] = (
         ),
     ),
     (
-        lambda p: p.shape_has(_DIGITS, b"0:00:00"),
+        _digits_have(b"0:00:00"),
         _sub(r"\d(?<!\w\d)\d?:\d{2}:\d{2}(?:[.,]\d+)?\b", "<time>"),
     ),
     (  # unix epochs, 2017-2033
@@ -141,11 +162,11 @@ _VOLATILE: tuple[tuple[Guard | None, Callable[[str], str]], ...] = (
         _sub(r"1(?<!\w1)[5-9]\d{8}(?:\.\d+|\d{3})?\b", "<time>"),
     ),
     (
-        None,
+        _may_have_duration,
         _sub(r"\d(?<!\w\d)\d*(?:\.\d+)?\s?(?:ms|us|µs|ns|s|secs?|seconds?)\b", "<duration>"),
     ),
     (
-        lambda p: p.has_word("pid", "process", "thread"),
+        _may_have_pid,
         _sub(r"(?=[pt])\b(pid|process|thread)(\s*(?:[=:#]\s*)?)\d+", r"\1\2<pid>", re.I),
     ),
     (None, _sub(r"/proc/\d+", "/proc/<pid>")),
@@ -155,7 +176,7 @@ _VOLATILE: tuple[tuple[Guard | None, Callable[[str], str]], ...] = (
     ),
     (None, _sub(r"0(?<!\w0)x[0-9a-f]+\b", "0x<hex>", re.I)),
     (
-        lambda p: p.shape_has(_HEX, b"0" * 7),
+        _may_have_hex_id,
         _sub(  # 7+ hex digits holding a digit and a letter: the first is one, the rest the other
             r"[0-9a-f](?<!\w[0-9a-f])(?:(?<=\d)(?=[0-9a-f]*[a-f])|(?<!\d)(?=[0-9a-f]*\d))"
             r"[0-9a-f]{6,}\b",
