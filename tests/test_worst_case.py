@@ -360,7 +360,8 @@ _VOLATILE_PIECES = [
     "+02:00", "Oct", "October", " 24", "  2024", " 07:11", "10:15:03", "1712733082", ".5",
     "000", "12", "1", "3", "ms", "s", "seconds", " ", "\n", "\t", "pid", "PID", "process",
     "thread", "=", ":", "#", "/proc/77", "[1]", "0x", "0X7f", "3f9c2ab", "deadbeef", "a1",
-    "İ", "ſ", "٣",
+    "İ", "ſ", "٣", "\r", "\x0b", "\n[", "PROCESS", "Thread", "DEADBEEF1", "1712733082123",
+    "\x1c", "µs", "Subprocess",
 ]  # fmt: skip
 _volatile_text = st.lists(st.sampled_from(_VOLATILE_PIECES), max_size=30).map("".join)
 
@@ -376,7 +377,7 @@ def test_canonical_text_matches_the_original_patterns(text: str) -> None:
 
 @given(_volatile_text)
 def test_pytest_dirs_and_uuids_match_their_regexes(text: str) -> None:
-    from tokenlean.loop_guard.steps import _pytest_dirs, _uuids
+    from tokenlean.loop_guard.canonical import _pytest_dirs, _uuids
 
     pytest_of, _, pytest_repl = _OLD_VOLATILE[2]
     assert _pytest_dirs(text) == re.sub(pytest_of, pytest_repl, text)

@@ -1,10 +1,10 @@
 """The loop guard's core: agent steps, stuck patterns, and loop signals.
 
 Framework-free pieces of :class:`tokenlean.langchain.LoopGuardMiddleware` (and of the reference
-``signals_fn`` of :class:`~tokenlean.langchain.TokenSavingMiddleware`): steps and the canonical
-forms they are compared by (:mod:`~tokenlean.loop_guard.steps`), the stuck patterns
-(:mod:`~tokenlean.loop_guard.detect`) and the three loop-likelihood signals
-(:mod:`~tokenlean.loop_guard.signals`).
+``signals_fn`` of :class:`~tokenlean.langchain.TokenSavingMiddleware`): steps
+(:mod:`~tokenlean.loop_guard.steps`) and the canonical forms they are compared by
+(:mod:`~tokenlean.loop_guard.canonical`), the stuck patterns (:mod:`~tokenlean.loop_guard.detect`)
+and the three loop-likelihood signals (:mod:`~tokenlean.loop_guard.signals`).
 """
 
 from __future__ import annotations

@@ -36,14 +36,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Literal
 
 from tokenlean import checks
+from tokenlean.loop_guard.canonical import canonical_text
 from tokenlean.loop_guard.signals import diversity_loss, hedge_score, streak_score
 from tokenlean.loop_guard.steps import (
     Step,
     StepList,
-    canonical_text,
     is_failure,
     step_action_key,
     step_key,
@@ -122,7 +123,7 @@ class LoopDetector:
         Read from the end (no slice of the history is copied), so a long run costs no more to
         check than a short one.
         """
-        checks.sequence(steps, "steps", of="Step dicts (see build_steps)")
+        _check_sequence(steps)
         kept: list[Step] = []
         start, end = max(0, start), len(steps)
         sliced = isinstance(steps, (list, tuple, StepList))  # slices that copy in C
@@ -154,9 +155,9 @@ class LoopDetector:
         ``None`` means the caller does not know where user messages came (steps alone): every
         step is evidence, but ``talking`` is not claimed (see the module docstring).
         """
-        checks.sequence(steps, "steps", of="Step dicts (see build_steps)")
-        if since is not None:
-            checks.integer(since, "since", at_least=0)
+        _check_sequence(steps)
+        if since is not None and (type(since) is not int or since < 0):
+            checks.integer(since, "since", at_least=0)  # refuses it
         tail = self.active(steps, start=since or 0)
         if not tail:
             return []
@@ -204,6 +205,13 @@ class LoopDetector:
             "hedge": hedge_score([s["thought"] for s in tail], self.hedge_window),
             "diversity": diversity_loss(keys, self.signal_window),
         }
+
+
+def _check_sequence(steps: object) -> None:
+    """Refuse ``steps`` when it is not a sequence (a check runs on every model call: the plain
+    types are told by their type, without the ABC checks)."""
+    if type(steps) not in (list, tuple, StepList):
+        checks.sequence(steps, "steps", of="Step dicts (see build_steps)")
 
 
 def _check_steps(chunk: Sequence[object], first: int) -> None:
@@ -276,30 +284,37 @@ def _periodic(
     tail: Sequence[Step], max_period: int, enabled: Collection[Pattern]
 ) -> list[Detection]:
     """Trailing repetitions with period 1 (``repeat``), 2 (``alternating``) or more (``cycle``)."""
-    acting = 0  # the latest steps that call a tool
-    for step in reversed(tail):
-        if not step["action"]:
-            break
-        acting += 1
-    steps = tail[len(tail) - acting :]
+    steps = tail[len(tail) - _acting(tail) :]
+    # The actions of the latest steps, each compared with the newest's: at most periods they
+    # differ, which rules the period out without reading an observation.
+    reach = min(len(steps), max_period + 1)
+    actions = [step_action_key(step) for step in steps[len(steps) - reach :]]
     keys = _Keys(steps)
-    newest = len(keys) - 1
     found: list[Detection] = []
-    for period in range(1, max_period + 1):
-        pattern: Pattern = "repeat" if period == 1 else "alternating" if period == 2 else "cycle"
-        if pattern not in enabled or len(keys) <= period:
-            continue
-        if keys.action(newest) != keys.action(newest - period):
-            matched = 0  # the usual case, told from the actions alone
-        else:
-            matched = _run_length_keys(keys, period)
-        if period > 1 and matched < period:
+    for period in range(1, reach):
+        same = actions[-1 - period] == actions[-1]
+        if period > 1 and not same:
             continue  # a cycle counts once it has come round at least once
+        pattern: Pattern = "repeat" if period == 1 else "alternating" if period == 2 else "cycle"
+        if pattern not in enabled:
+            continue
+        matched = _run_length_keys(keys, period) if same else 0
+        if period > 1 and matched < period:
+            continue
         # (checked second: most periods have not come round, and a block of one is minimal)
         if period > 1 and _minimal_period(keys.last(period)) != period:
             continue  # A,A is a repeat, not an alternation
         found.append(_detection(pattern, steps, matched + period, period, matched))
     return found
+
+
+def _acting(tail: Sequence[Step]) -> int:
+    """How many of the latest steps call a tool (read on every call: in a run of tool calls,
+    every step of ``tail`` does, which a C-level pass tells)."""
+    called = list(map(itemgetter("action"), tail))
+    if all(called):
+        return len(called)
+    return next(i for i, action in enumerate(reversed(called)) if not action)
 
 
 class _Keys:

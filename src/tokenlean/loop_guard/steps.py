@@ -6,27 +6,27 @@ A *step* is the dict a ``signals_fn`` receives (the reference ``TokenSavingMiddl
 ``is_error``. An assistant turn with several tool calls gives one step per call.
 
 Two steps are "the same" for loop detection when their canonical forms are equal:
-:func:`canonical_text` removes what changes between two runs of the very same command
-(whitespace, timestamps and durations, process ids, hex ids and addresses, random temp-file
-names), :func:`canonical_action` also sorts argument keys. :func:`is_failure` says whether a
-step failed, from its error status or from the exit code or error line its output opens with.
+:func:`~tokenlean.loop_guard.canonical.canonical_text` removes what changes between two runs of
+the very same command (whitespace, timestamps and durations, process ids, hex ids and addresses,
+random temp-file names), :func:`canonical_action` also sorts argument keys. :func:`is_failure`
+says whether a step failed, from its error status or from the exit code or error line its output
+opens with.
 """
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import itertools
 import json
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, TypedDict, overload
 
 from tokenlean import checks
+from tokenlean.loop_guard.canonical import CANONICAL_SPAN as CANONICAL_SPAN  # re-exported
+from tokenlean.loop_guard.canonical import canonical_text as canonical_text  # re-exported
 from tokenlean.transcript import Message, is_injected
 
 
@@ -44,8 +44,11 @@ def build_steps(messages: Sequence[Message], *, first_index: int = 0) -> list[St
 
     ``first_index`` is the ``step_index`` of the first step (for steps that continue others).
     """
-    checks.messages(messages)
-    checks.integer(first_index, "first_index", at_least=0)
+    # Checked on every model call: messages made by the adapter are told by their type alone.
+    if type(messages) is not list or not all(type(m) is Message for m in messages):
+        checks.messages(messages)
+    if type(first_index) is not int or first_index < 0:
+        checks.integer(first_index, "first_index", at_least=0)  # refuses it
     results = {m.tool_call_id: m for m in messages if m.role == "tool" and m.tool_call_id}
     steps: list[Step] = []
     for message in messages:
@@ -190,120 +193,6 @@ def _steps_of(steps: Sequence[Step]) -> StepList:
     return steps if isinstance(steps, StepList) else StepList(list(steps), len(steps))
 
 
-_MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
-_PYTEST_OF = "pytest-of-"
-_PATH_PART = re.compile(r"[^/\s]*")
-_PYTEST_N = re.compile(r"/pytest-\d+")
-# A UUID from its first hyphen on (the 8 hex digits before it are checked by the lookbehind):
-# starting at a literal lets ``re`` jump from hyphen to hyphen instead of trying every position.
-_UUID_TAIL = re.compile(
-    r"-(?<=\b[0-9a-f]{8}-)[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I
-)
-
-
-def _sub(pattern: str, replacement: str, flags: int = 0) -> Callable[[str], str]:
-    return functools.partial(re.compile(pattern, flags).sub, replacement)
-
-
-def _uuids(text: str) -> str:
-    r"""``re.sub(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", "<uuid>",
-    text, flags=re.I)``, seven times faster on logs (two UUIDs can never overlap)."""
-    parts: list[str] = []
-    done = 0
-    for match in _UUID_TAIL.finditer(text):
-        parts += [text[done : match.start() - 8], "<uuid>"]
-        done = match.end()
-    return "".join(parts) + text[done:] if parts else text
-
-
-def _pytest_dirs(text: str) -> str:
-    r"""``re.sub(r"pytest-of-[^/\s]+/pytest-\d+", "pytest-of-<user>/pytest-<n>", text)``, linear.
-
-    The regex restarts at every ``pytest-of-`` and rescans the rest of the path part each time,
-    so a long part repeating ``pytest-of-`` costs quadratic time. Every start inside one part
-    reaches the same end, so each part is scanned once here.
-    """
-    parts: list[str] = []
-    done, part_end = 0, -1
-    start = text.find(_PYTEST_OF)
-    while start >= 0:
-        name = start + len(_PYTEST_OF)
-        if name >= part_end:  # outside the part scanned last: find where this one ends
-            part_end = _PATH_PART.match(text, name).end()  # type: ignore[union-attr]  # matches ""
-        tail = _PYTEST_N.match(text, part_end) if part_end > name else None
-        if tail is None:
-            start = text.find(_PYTEST_OF, start + 1)
-            continue
-        parts += [text[done:start], "pytest-of-<user>/pytest-<n>"]
-        done = tail.end()
-        start = text.find(_PYTEST_OF, done)
-    return "".join(parts) + text[done:] if parts else text
-
-
-# Order matters: UUIDs and temp names before bare hex, full timestamps before their time of day.
-# Every step is linear (tests/test_worst_case.py feeds each its worst inputs). ``\bX`` is written
-# ``X(?<!\wX)`` (X's first character, then "not a word character before it"): the same matches,
-# but a pattern that starts with a literal or a class lets ``re`` skip ahead to the positions
-# where it can start, several times faster on large outputs. Between optional spaces, an optional
-# separator is ``\s*(?:[=:#]\s*)?``, not ``\s*[=:#]?\s*`` (which tries every way of splitting a
-# long run of spaces between its two halves: quadratic).
-_VOLATILE: tuple[Callable[[str], str], ...] = (
-    _uuids,
-    _sub(r"/(?:private/var|var)/folders/[^/\s]+/[^/\s]+/T/", "<tmpdir>/"),
-    _pytest_dirs,
-    _sub(r"tmp(?<!\wtmp)[._]?(?=[A-Za-z_]*\d)[A-Za-z0-9_]{6,}", "tmp<id>"),  # random: a digit
-    _sub(
-        r"\d(?<!\w\d)\d{3}-\d{2}-\d{2}(?:[T ]\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?)?"
-        r"(?:\s?(?:Z|UTC|[+-]\d{2}:?\d{2}))?",
-        "<time>",
-    ),
-    _sub(rf"{_MONTH}(?<!\w{_MONTH})[a-z]*\s+\d{{1,2}}\s+(?:\d{{1,2}}:\d{{2}}|\d{{4}})\b", "<time>"),
-    _sub(r"\d(?<!\w\d)\d?:\d{2}:\d{2}(?:[.,]\d+)?\b", "<time>"),
-    _sub(r"1(?<!\w1)[5-9]\d{8}(?:\.\d+|\d{3})?\b", "<time>"),  # unix epochs, 2017-2033
-    _sub(r"\d(?<!\w\d)\d*(?:\.\d+)?\s?(?:ms|us|µs|ns|s|secs?|seconds?)\b", "<duration>"),
-    _sub(r"(?=[pt])\b(pid|process|thread)(\s*(?:[=:#]\s*)?)\d+", r"\1\2<pid>", re.I),
-    _sub(r"/proc/\d+", "/proc/<pid>"),
-    _sub(r"^\[\d+\]\s+\d+$", "[<job>] <pid>", re.M),
-    _sub(r"0(?<!\w0)x[0-9a-f]+\b", "0x<hex>", re.I),
-    _sub(  # 7+ hex digits holding a digit and a letter: the first is one, the rest has the other
-        r"[0-9a-f](?<!\w[0-9a-f])(?:(?<=\d)(?=[0-9a-f]*[a-f])|(?<!\d)(?=[0-9a-f]*\d))"
-        r"[0-9a-f]{6,}\b",
-        "<hex>",
-        re.I,
-    ),
-)
-
-
-#: Longer texts are compared by their canonical head and tail and the exact bytes between.
-CANONICAL_SPAN = 64_000
-
-
-@lru_cache(maxsize=2048)
-def canonical_text(text: str) -> str:
-    """``text`` with volatile parts replaced by placeholders and whitespace collapsed.
-
-    Replaced: UUIDs; ISO dates and timestamps, ``ls``-style dates, times of day, unix epochs and
-    durations (``0.12s``); process and thread ids (``pid 123``, ``/proc/123``, ``[1] 4242``);
-    ``0x`` addresses and hex ids of 7+ characters mixing digits and letters (git hashes); macOS
-    temp dirs, pytest temp dirs and random ``tmpXXXXXX`` names (with a digit in them). Every
-    whitespace run becomes one space. Two outputs of the same command that differ only in these
-    parts compare equal.
-
-    A text over ``2 * CANONICAL_SPAN`` characters is canonicalised in its first and last
-    :data:`CANONICAL_SPAN` characters only, with a digest of the exact text between: two huge
-    outputs compare equal only when their middles are byte for byte the same (when in doubt, a
-    step is not a repeat), and the work and the memory stay bounded.
-    """
-    if len(text) > 2 * CANONICAL_SPAN:
-        middle = text[CANONICAL_SPAN:-CANONICAL_SPAN].encode("utf-8", "surrogatepass")
-        digest = hashlib.sha256(middle).hexdigest()[:16]
-        head, tail = text[:CANONICAL_SPAN], text[-CANONICAL_SPAN:]
-        return f"{canonical_text(head)} <{len(middle)} bytes {digest}> {canonical_text(tail)}"
-    for replace in _VOLATILE:
-        text = replace(text)
-    return " ".join(text.split())
-
-
 def _canonical_value(value: object) -> object:
     if isinstance(value, str):
         return canonical_text(value)
@@ -314,10 +203,13 @@ def _canonical_value(value: object) -> object:
     return value
 
 
+# ``json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)``, its encoder made once
+_ACTION_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str)
+
+
 def canonical_action(step: Step) -> str:
     """The tool name and its arguments, keys sorted and string values canonicalised."""
-    args = _canonical_value(step["action_input"])
-    body = json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)
+    body = _ACTION_JSON.encode(_canonical_value(step["action_input"]))
     return f"{step['action']}{body}"
 
 
@@ -333,42 +225,56 @@ def step_key(step: Step) -> tuple[str, str]:
 def step_action_key(step: Step) -> str:
     """The first half of :func:`step_key` (remembered the same way): two steps whose actions
     differ differ, whatever they observed, so the observation need not be read."""
-    return _keys_of(step).action
+    return _keys_of(step).action_key
 
 
 def step_observation_key(step: Step) -> str:
     """The second half of :func:`step_key` (remembered the same way): the canonical
     observation, worked out only when first asked for (an output can be long)."""
     keys = _keys_of(step)
-    if keys.observation is None:
-        keys.observation = canonical_text(step["observation"])
-    return keys.observation
+    if keys.observation_key is None:
+        keys.observation_key = canonical_text(step["observation"])
+    return keys.observation_key
 
 
 @dataclass(slots=True)
 class _StepKeys:
+    """A step's keys, and the parts of the step they were worked out from."""
+
+    step: Step  # held, so that its id is not reused while the keys are remembered
     action: str
-    observation: str | None = None  # worked out when first asked for
+    action_input: object
+    observation: str
+    action_key: str
+    observation_key: str | None = None  # worked out when first asked for
 
 
 def _keys_of(step: Step) -> _StepKeys:
     """The step's remembered keys, worked out again if its action, input or observation was
     replaced since."""
-    seen = (step["action"], id(step["action_input"]), step["observation"])
+    # Read without the lock (a dict lookup is atomic; writes hold it): a detector reads the
+    # keys of the latest steps on every call.
+    keys = _KEYS.get(id(step))
+    if (
+        keys is not None
+        and keys.step is step
+        and keys.action_input is step["action_input"]
+        and keys.action == step["action"]
+        and keys.observation == step["observation"]
+    ):
+        return keys
+    keys = _StepKeys(
+        step, step["action"], step["action_input"], step["observation"], canonical_action(step)
+    )
     with _KEYS_LOCK:
-        hit = _KEYS.get(id(step))
-    if hit is not None and hit[0] is step and hit[1] == seen:
-        return hit[2]
-    keys = _StepKeys(canonical_action(step))
-    with _KEYS_LOCK:
-        _KEYS[id(step)] = (step, seen, keys)  # holding the step keeps its id from being reused
+        _KEYS[id(step)] = keys
         if len(_KEYS) > _MAX_KEYS:
             _KEYS.popitem(last=False)
     return keys
 
 
 _MAX_KEYS = 4096
-_KEYS: OrderedDict[int, tuple[Step, tuple[str, int, str], _StepKeys]] = OrderedDict()
+_KEYS: OrderedDict[int, _StepKeys] = OrderedDict()
 _KEYS_LOCK = threading.Lock()
 
 
