@@ -62,15 +62,28 @@ def _bounds(
     return " and ".join(p for p in parts if p)
 
 
+def _wanted(
+    kind: str,
+    at_least: float | None,
+    at_most: float | None,
+    above: float | None,
+    below: float | None,
+) -> str:
+    """What a check wanted, for its error message: ``kind`` and its bounds."""
+    return " ".join(p for p in (kind, _bounds(at_least, at_most, above, below)) if p)
+
+
 def integer(
     value: object, name: str, *, at_least: int | None = None, at_most: int | None = None
 ) -> int:
     """``value`` if it is an int (not a bool) within the bounds."""
-    wanted = " ".join(p for p in ("an int", _bounds(at_least, at_most, None, None)) if p)
     if isinstance(value, bool) or not isinstance(value, int):
+        wanted = _wanted("an int", at_least, at_most, None, None)
         raise ArgumentTypeError(f"{name} must be {wanted}, got {described(value)}")
     if (at_least is not None and value < at_least) or (at_most is not None and value > at_most):
-        raise ValueError(f"{name} must be {wanted}, got {value!r}")
+        raise ValueError(
+            f"{name} must be {_wanted('an int', at_least, at_most, None, None)}, got {value!r}"
+        )
     return value
 
 
@@ -84,8 +97,9 @@ def number(
     below: float | None = None,
 ) -> float:
     """``value`` as a float if it is a finite int or float (not a bool) within the bounds."""
-    wanted = " ".join(p for p in ("a finite number", _bounds(at_least, at_most, above, below)) if p)
+    wanted = "a finite number"  # with its bounds, worked out only for an error message
     if isinstance(value, bool) or not isinstance(value, (int, float)):
+        wanted = _wanted(wanted, at_least, at_most, above, below)
         raise ArgumentTypeError(f"{name} must be {wanted}, got {described(value)}")
     x = float(value)
     if (
@@ -95,6 +109,7 @@ def number(
         or (above is not None and x <= above)
         or (below is not None and x >= below)
     ):
+        wanted = _wanted(wanted, at_least, at_most, above, below)
         raise ValueError(f"{name} must be {wanted}, got {value!r}")
     return x
 
