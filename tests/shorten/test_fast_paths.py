@@ -24,6 +24,7 @@ from tokenlean.shorten.code import (
     _strip_number,
     looks_like_code,
     number_prefix,
+    outline_lines,
     prose_lines,
     strip_number,
 )
@@ -35,6 +36,7 @@ from tokenlean.shorten.detect import (
     numbered_view,
     runs_own_script,
 )
+from tokenlean.shorten.seen import _lines_of
 from tokenlean.shorten.text import is_sentence, letter_count
 
 _LINES = [
@@ -257,3 +259,52 @@ def test_command_and_query_readers_match_their_plain_forms(
     query = " ".join(chunks)
     for code_only in (False, True):
         assert query_terms(query, code_only=code_only) == _terms_reference(query, code_only)
+
+
+def _prose_lines(items: Sequence[str]) -> list[bool]:
+    """The earlier walk over every line."""
+    out = [False] * len(items)
+    quote: str | None = None
+    for i, line in enumerate(items):
+        stripped = strip_number(line).strip()
+        opens = [q for q in ('"' * 3, "'" * 3) if stripped.count(q) % 2 == 1]
+        if quote is not None:
+            out[i] = True
+            if quote in opens:
+                quote = None
+        elif opens:
+            out[i] = stripped.startswith((opens[0], "r" + opens[0], "f" + opens[0]))
+            quote = opens[0] if out[i] else None
+        else:
+            out[i] = stripped.startswith(("#", "//", "/*", "* ", "*/"))
+    return out
+
+
+_DOC_LINES = [
+    '"' * 3,
+    "'" * 3,
+    '    """Opens a docstring',
+    "    r'''raw docstring opens",
+    '    f"""x""" and """ again',
+    'x = """',
+    "  12\t'''",
+    "closes it '''",
+    'ends """',
+    "* a bullet or a comment",
+    "*/",
+    "// c comment",
+    "    def f(x):",
+    "async def g():",
+    "  7:class K:",
+]
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(_DOC_LINES + _LINES), st.text(max_size=40)), max_size=60))
+def test_code_line_readers_match_their_plain_forms(items: list[str]) -> None:
+    assert prose_lines(items) == _prose_lines(items)
+    plain = {i for i, line in enumerate(items) if strip_number(line).lstrip().startswith(_OUTLINE)}
+    assert outline_lines(items) == plain
+    for min_chars in (0, 8):
+        kept = frozenset(s for s in (line.strip() for line in "\n".join(items).split("\n")))
+        assert _lines_of("\n".join(items), min_chars) == {s for s in kept if len(s) >= min_chars}

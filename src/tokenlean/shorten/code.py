@@ -85,6 +85,8 @@ _CODE_START = (
     "case ",
     '"""',
 )
+_TRIPLES = ('"' * 3, "'" * 3)
+_COMMENT_OPENS = ("#", "//", "/*", "* ", "*/")  # a comment line outside docstrings
 _COMMENTS = ("#", "//", "/*", "*", '"' * 3, "'" * 3, "--", ";", "<!--")
 _CODE_END = (":", "{", "}", ";", ",", "(", ")", "[", "]", '"""')
 _LOG_HINTS = (
@@ -176,30 +178,32 @@ def looks_like_code(items: Sequence[str], sample: int = 400) -> bool:
 
 
 def outline_lines(items: Sequence[str]) -> set[int]:
-    out: set[int] = set()
-    for i, line in enumerate(items):
-        stripped = strip_number(line).lstrip()
-        if stripped.startswith(_OUTLINE):
-            out.add(i)
-    return out
+    """The lines opening a definition (C-level passes over the lines)."""
+    stripped = map(str.lstrip, map(_strip_number, repeat(""), items, repeat(1)))
+    return set(compress(count(), map(str.startswith, stripped, repeat(_OUTLINE))))
 
 
 def prose_lines(items: Sequence[str]) -> list[bool]:
     """Which lines are comments or docstring text (read last when the budget is tight)."""
-    out = [False] * len(items)
+    stripped = list(map(str.strip, map(_strip_number, repeat(""), items, repeat(1))))
+    # outside docstrings a line is prose when it opens as a comment (one C-level pass); only
+    # the lines holding triple quotes are walked, to find where docstrings open and close
+    out = list(map(str.startswith, stripped, repeat(_COMMENT_OPENS)))
+    triples = map(or_, *(map(str.__contains__, stripped, repeat(q)) for q in _TRIPLES))
     quote: str | None = None
-    for i, line in enumerate(items):
-        stripped = strip_number(line).strip()
-        opens = [q for q in ('"""', "'''") if stripped.count(q) % 2 == 1]
+    start = 0  # the first line inside the open docstring
+    for i in compress(count(), triples):
+        line = stripped[i]
+        opens = [q for q in _TRIPLES if line.count(q) % 2 == 1]
         if quote is not None:
-            out[i] = True
-            if quote in opens:
+            if quote in opens:  # it closes here: every line from its first is prose
+                out[start : i + 1] = repeat(True, i + 1 - start)
                 quote = None
         elif opens:
-            out[i] = stripped.startswith((opens[0], "r" + opens[0], "f" + opens[0]))
-            quote = opens[0] if out[i] else None
-        else:
-            out[i] = stripped.startswith(("#", "//", "/*", "* ", "*/"))
+            out[i] = line.startswith((opens[0], "r" + opens[0], "f" + opens[0]))
+            quote, start = (opens[0], i + 1) if out[i] else (None, start)
+    if quote is not None:  # never closed: prose to the end
+        out[start:] = repeat(True, len(out) - start)
     return out
 
 

@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any, Literal
 
 from tokenlean import checks
+from tokenlean.shorten.classify import classify
 from tokenlean.shorten.code import code_selection, looks_like_code
 from tokenlean.shorten.detect import (
     is_listing,
@@ -22,7 +23,7 @@ from tokenlean.shorten.docs import doc_selection
 from tokenlean.shorten.huge import windowed
 from tokenlean.shorten.jsonc import crush_json
 from tokenlean.shorten.lines import MUST, Selection, render
-from tokenlean.shorten.logs import dropped_lines, log_selection
+from tokenlean.shorten.logs import dropped_lines, log_kind, log_selection
 from tokenlean.shorten.markers import Retrieval
 from tokenlean.shorten.options import DEFAULT_OPTIONS, ShortenOptions
 from tokenlean.shorten.pages import page_selection
@@ -220,10 +221,13 @@ def _text_or_log(
     collapse = not listing or lines.total > opts.listing_keep_lines
     if kind == "log" or (kind == "auto" and not view and not listing):
         document = kind == "auto" and looks_like_document(items)
-        selection, found = log_selection(
-            lines, terms, seen, opts, script=script, collapse=collapse, document=document
-        )
+        marks = classify(lines)
+        found = log_kind(lines, marks, document=document)
         if kind == "log" or found in ("log", "diff") or (script and not document):
+            # a log's selection only once it is known to be one (most text is not)
+            selection = log_selection(
+                lines, marks, terms, seen, opts, script=script, collapse=collapse
+            )
             if found == "diff":
                 budget = _code_budget(budget, size, opts, view=False)
             elif script:

@@ -255,20 +255,23 @@ def plan_first_sight(
             done = i
         message = window[i]
         call, note = calls.get(message.tool_call_id or "", (None, None))
-        handle = make_handle("o", message.tool_call_id or message.id or "", message.text)
-        retrieval = Retrieval(handle, retrieval_tool)
         options = policy.options_for((backoff or {}).get(message.name or "", 0))
         if options is None:
             continue
-        report = _repeat(message, policy, seen) or _shorten_one(
-            message, policy, options, call, note, seen, retrieval, keep_originals
-        )
+        text = message.text
+        # the handle (a hash of the whole text) only once the result may be cut
+        report, handle = _repeat(message, text, policy, seen), None
+        if report is None and policy.count(text) > policy.min_tokens:
+            handle = _handle(message, text)
+            retrieval = Retrieval(handle, retrieval_tool) if keep_originals else Retrieval()
+            report = _shorten_one(message, policy, options, call, note, seen, retrieval)
         if report is None:
             continue
+        handle = handle or _handle(message, text)
         content = report.text if isinstance(message.content, str) else _text_block(report.text)
         current[i] = replace(message, content=content)
         edits.append(_edit(offset + i, message, content, handle, report))
-        originals.append(Original(handle, message.text, message.name, message.tool_call_id))
+        originals.append(Original(handle, text, message.name, message.tool_call_id))
         reports.append(report)
     return FirstSightPlan(tuple(edits), tuple(originals), tuple(reports), log)
 
@@ -286,6 +289,10 @@ def _calls(messages: Sequence[Message]) -> dict[str, tuple[ToolCall, str | None]
     return out
 
 
+def _handle(message: Message, text: str) -> str:
+    return make_handle("o", message.tool_call_id or message.id or "", text)
+
+
 def _shorten_one(
     message: Message,
     policy: OutputShorteningPolicy,
@@ -294,17 +301,15 @@ def _shorten_one(
     note: str | None,
     seen: Seen | None,
     retrieval: Retrieval,
-    keep_originals: bool,
 ) -> ShortenReport | None:
-    text = message.text
-    if policy.count(text) <= policy.min_tokens:
-        return None
+    """The result shortened, when that saves at least ``min_saving`` of it (the caller checked
+    it is over ``min_tokens``)."""
     report = shorten(
-        text,
+        message.text,
         query=call.args if call is not None else None,
         context=note,
         seen=seen,
-        retrieval=retrieval if keep_originals else Retrieval(),
+        retrieval=retrieval,
         counter=policy.counter,
         options=options,
     )
@@ -314,20 +319,21 @@ def _shorten_one(
 
 
 def _repeat(
-    message: Message, policy: OutputShorteningPolicy, seen: Seen | None
+    message: Message, text: str, policy: OutputShorteningPolicy, seen: Seen | None
 ) -> ShortenReport | None:
-    """A pointer to an earlier result of the same tool with exactly this text, when the model was
-    shown that one whole and the pointer costs at most half of the result."""
-    if seen is None or not message.text:
+    """A pointer to an earlier result of the same tool with exactly this ``text`` (the
+    message's), when the model was shown that one whole and the pointer costs at most half of
+    the result."""
+    if seen is None or not text:
         return None
-    earlier = seen.result(result_digest(message.name or "", message.text))
+    earlier = seen.result(result_digest(message.name or "", text))
     if earlier is None or earlier == message.tool_call_id:
         return None
     pointer = repeat_marker(message.name or "tool", earlier)
-    before, after = policy.count(message.text), policy.count(pointer)
+    before, after = policy.count(text), policy.count(pointer)
     if 2 * after > before:
         return None
-    lines = message.text.count("\n") + 1
+    lines = text.count("\n") + 1
     return ShortenReport(pointer, "repeat", before, after, (Omission("seen", lines, 1, lines),))
 
 

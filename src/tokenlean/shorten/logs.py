@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Container, Iterable, Sequence
 from itertools import chain, compress, filterfalse, pairwise
 
-from tokenlean.shorten.classify import classify, value_lines
+from tokenlean.shorten.classify import LogMarks, value_lines
 from tokenlean.shorten.lines import EDGE, MUST, NEAR, REST, Selection
 from tokenlean.shorten.options import ShortenOptions
 from tokenlean.shorten.query import matching_lines
@@ -17,24 +17,36 @@ _MIN_CARETS = 3
 _DOC_SIGNALS = 0.1  # a document may mention errors on this share of its lines and stay one
 
 
+def log_kind(lines: Lines, marks: LogMarks, *, document: bool = False) -> Kind:
+    """What the log with these ``marks`` is: ``"log"`` when it reports errors, summaries,
+    warnings or tracebacks, ``"diff"`` when it is mostly one, else ``"text"``. A ``document``
+    (markdown, prose) with few error lines and no traceback stays ``"text"``."""
+    signals = marks.errors | marks.summaries | marks.warnings
+    kind: Kind = "log" if signals or marks.ties else "text"
+    if document and not marks.ties and len(signals) <= _DOC_SIGNALS * lines.total:
+        kind = "text"
+    if marks.diff_changes and marks.diff_lines >= 0.5 * lines.count:
+        kind = "diff"
+    return kind
+
+
 def log_selection(
     lines: Lines,
+    marks: LogMarks,
     terms: Sequence[str],
     seen: Container[str] | None,
     options: ShortenOptions,
     *,
     script: bool = False,
     collapse: bool = True,
-    document: bool = False,
-) -> tuple[Selection, Kind]:
-    """Tiers for a log: errors, summaries, key traceback frames and query matches are kept.
+) -> Selection:
+    """Tiers for a log (``marks``: its :func:`classify`): errors, summaries, key traceback
+    frames and query matches are kept.
 
     With ``script`` (the output of a script the agent wrote and ran) lines reporting values go
-    right after them; without ``collapse`` similar lines never merge (a listing of paths). A
-    ``document`` (markdown, prose) with few error lines and no traceback stays ``"text"``.
+    right after them; without ``collapse`` similar lines never merge (a listing of paths).
     Frames that repeat an earlier traceback's frames line for line go, with a pointer to them.
     """
-    marks = classify(lines)
     query = matching_lines(lines, terms)
     must = marks.errors | marks.summaries | marks.key_frames | query | _ends(lines.items)
     must |= marks.diff_heads | marks.flags
@@ -64,14 +76,7 @@ def log_selection(
     _assign(tiers, edge_lines(lines.count, options), EDGE)
     _assign(tiers, near, NEAR)
     _assign(tiers, must, MUST)
-    signals = marks.errors | marks.summaries | marks.warnings
-    kind: Kind = "log" if signals or marks.ties else "text"
-    if document and not marks.ties and len(signals) <= _DOC_SIGNALS * lines.total:
-        kind = "text"
-    if marks.diff_changes and marks.diff_lines >= 0.5 * lines.count:
-        kind = "diff"
-    selection = Selection(tiers, distances(must, lines.count), forced, marks.ties, marks.repeats)
-    return selection, kind
+    return Selection(tiers, distances(must, lines.count), forced, marks.ties, marks.repeats)
 
 
 def dropped_lines(

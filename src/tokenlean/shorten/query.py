@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import repeat
 from typing import Any
 
 from tokenlean import checks
@@ -70,12 +71,11 @@ def query_terms(
     checks.flag(code_only, "code_only")
     terms: list[str] = []
     seen: set[str] = set()
-    done: set[str] = set()  # a chunk met before adds no new term
-    for match in _CHUNK.finditer(query_text(query)):
-        chunk = match.group().strip(".:-/")
-        if chunk in done or (code_only and not _code_like(chunk)):
-            continue
-        done.add(chunk)
+    # each distinct chunk once, in order of first appearance (a chunk met before adds no new
+    # term): found, trimmed and deduplicated in C-level passes, as a long note has thousands
+    found = _CHUNK.findall(query_text(query))
+    chunks: Iterable[str] = dict.fromkeys(map(str.strip, found, repeat(".:-/")))
+    for chunk in filter(_code_like, chunks) if code_only else chunks:
         for term in _terms_of(chunk):
             low = term.lower()
             if low not in seen and low not in _STOP:

@@ -7,13 +7,16 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from functools import lru_cache
+from itertools import compress
 
 
 @lru_cache(maxsize=4096)
 def _lines_of(text: str, min_chars: int) -> frozenset[str]:
     """The stripped lines of ``text`` worth matching (memoized: a transcript is re-read on
     every model call, and its messages rarely change)."""
-    return frozenset(s for s in (line.strip() for line in text.split("\n")) if len(s) >= min_chars)
+    stripped = list(map(str.strip, text.split("\n")))
+    # C-level passes, no Python step per line: keep the lines at least ``min_chars`` long
+    return frozenset(compress(stripped, map(min_chars.__le__, map(len, stripped))))
 
 
 class Seen:

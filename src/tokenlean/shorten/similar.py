@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Container
 from dataclasses import dataclass
+from itertools import compress
 
 from tokenlean.shorten.seen import Seen
 
@@ -95,7 +96,7 @@ def seen_runs(
             return 1 if len(line) <= 3 else 0
         return 0
 
-    starts = [i for i, line in enumerate(stripped) if line in shown]
+    starts = list(compress(range(len(stripped)), map(shown.__contains__, stripped)))
     return _runs_of(len(items), state, min_run, starts)
 
 
