@@ -41,6 +41,7 @@ from tokenlean.langchain.helpers import (
     tool_schemas,
     view_from,
 )
+from tokenlean.shorten.wrapped import readable
 from tokenlean.store import (
     RETRIEVAL_TOOL,
     EvictingStore,
@@ -207,7 +208,9 @@ def _answer(
         return _missing(store, _messages(state), tool, handle, scope or ""), {}
     read_back = {"read_back": found.tool or ""}
     try:
-        return excerpt(found.text, lines=lines or None, pattern=pattern or None), read_back
+        # lines are counted as the markers count them: inside a JSON envelope, its text's
+        text = readable(found.text)
+        return excerpt(text, lines=lines or None, pattern=pattern or None), read_back
     except ValueError as exc:
         return str(exc), read_back
 

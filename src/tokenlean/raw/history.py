@@ -41,6 +41,7 @@ from tokenlean.shorten.inputs import ArgumentPolicy, InputPlan, marker, plan_inp
 from tokenlean.shorten.options import ShortenOptions
 from tokenlean.shorten.seen import Seen
 from tokenlean.shorten.text import estimate_tokens
+from tokenlean.shorten.wrapped import readable
 from tokenlean.tokens import EstimateCounter, TokenCounter, message_tokens
 from tokenlean.transcript import Edit, Message, ToolCall
 
@@ -212,9 +213,9 @@ def _output_edit(edit: Edit, handle: str, original: str, policy: HistoryPolicy) 
     path = original_path(policy.originals_dir, original)
     short = point_to_file(text, handle, str(path))
     after = _count_of(policy).count(short)
-    return HistoryEdit(
-        edit.index, "output", short, {}, edit.tokens_before, after, (Kept(path, original),)
-    )
+    # the file holds the lines the markers count (a JSON envelope's text, unescaped)
+    kept = Kept(path, readable(original))
+    return HistoryEdit(edit.index, "output", short, {}, edit.tokens_before, after, (kept,))
 
 
 def _text(content: object) -> str:

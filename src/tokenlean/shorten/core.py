@@ -15,6 +15,7 @@ from tokenlean.shorten.detect import (
     looks_like_page,
     numbered_view,
     parse_json,
+    reads_file,
     runs_own_script,
     split_envelope,
     strip_view,
@@ -30,6 +31,7 @@ from tokenlean.shorten.pages import page_selection
 from tokenlean.shorten.query import query_terms, query_text
 from tokenlean.shorten.report import Kind, Omission, ShortenReport
 from tokenlean.shorten.text import Lines, estimate_tokens
+from tokenlean.shorten.wrapped import NESTING, unwrap
 from tokenlean.tokens import TokenCounter
 
 KindChoice = Literal["auto", "log", "code", "json", "text"]
@@ -58,13 +60,19 @@ def shorten(
       the middle of long uniform arrays (items with errors, rare statuses or query matches
       stay; the marker names the identifiers dropped) and the bodies of long strings (a
       markdown string is shortened as a document).
-    - File views with line numbers (``cat -n``, ``grep -n``, a Read tool, SWE-agent's ``open``)
-      stay whole up to ``view_keep_tokens``; longer ones keep the region the query names.
+    - File views with line numbers (``cat -n``, ``grep -n``, a Read tool, SWE-agent's ``open``),
+      and files or stretches of them a command printed as they are (``cat f``,
+      ``sed -n '1,200p' f``, ``head f``), stay whole up to ``view_keep_tokens``; longer views
+      keep the region the query names.
     - Source code keeps its outline and the parts the query is about.
     - Plain text, documents and listings (search results, lookups, articles, ``find``) stay
       whole up to ``text_keep_tokens``; longer documents keep headings, table rows,
       conclusions and query lines, ``text_keep_percent`` of themselves.
     - Accessibility trees and HTML pages keep every element the agent can act on.
+    - An output wrapped in JSON (Codex's ``{"output": ..., "metadata": ...}``, an MCP result's
+      ``content``, a harness's ``stdout``; a short header before it is fine) is shortened by the
+      kind of the text inside, and the rest of the envelope stays as it was
+      (:mod:`tokenlean.shorten.wrapped`); markers count the lines of the text inside.
     - A text over ``window_above_chars`` (a 50 MB log) is first cut to windows: its first and
       last lines and those around its first and last errors and query matches
       (:mod:`tokenlean.shorten.huge`), so the cost stays bounded; markers count the whole text.
@@ -94,10 +102,21 @@ def shorten(
     where = retrieval or Retrieval()
     budget = opts.max_tokens - estimate_tokens(envelope.head + envelope.tail)
     script = runs_own_script(query)
+    read = reads_file(query)
     # the body's estimate is the whole text's when there is no envelope (saves a pass)
     known = before if counter is None and envelope.body is text else None
     body, found, omissions = _shorten_body(
-        envelope.body, kind, terms, script, seen, where, opts, budget, envelope.body_line, known
+        envelope.body,
+        kind,
+        terms,
+        script,
+        seen,
+        where,
+        opts,
+        budget,
+        envelope.body_line,
+        known,
+        read=read,
     )
     new_text = envelope.head + body + envelope.tail
     after = count(new_text) if omissions else before
@@ -148,8 +167,29 @@ def _shorten_body(
     budget: float,
     line_offset: int,
     known: int | None = None,
+    depth: int = 0,
+    *,
+    read: bool = False,
 ) -> tuple[str, Kind, list[Omission]]:
-    """``known``: :func:`estimate_tokens` of ``body``, when the caller has it."""
+    """``known``: :func:`estimate_tokens` of ``body``, when the caller has it; ``depth``: the
+    JSON envelopes ``body`` was taken out of; ``read``: the call printed a file or some of its
+    lines (``cat``, ``sed -n``, ``head``), so the text is what the agent asked for."""
+    wrapped = unwrap(body) if kind != "json" and depth < NESTING else None
+    if wrapped is not None:  # the text inside, as if it came alone; the envelope kept
+        inner, found, omissions = _shorten_body(
+            wrapped.body,
+            kind,
+            terms,
+            script,
+            seen,
+            retrieval,
+            opts,
+            budget,
+            line_offset + wrapped.body_line,
+            depth=depth + 1,
+            read=read,
+        )
+        return (wrapped.wrap(inner) if omissions else body), found, omissions
     if kind in ("auto", "json"):
         ok, parsed = parse_json(body)
         if ok:
@@ -165,7 +205,7 @@ def _shorten_body(
     page = kind == "auto" and prefixes is None and looks_like_page(items)
     code = kind == "code" or (kind == "auto" and not page and looks_like_code(items))
     found: Kind
-    if prefixes is not None and size <= opts.view_keep_tokens:
+    if (prefixes is not None or read) and size <= opts.view_keep_tokens:
         # the agent asked for exactly these lines and edits them next: only repeats go
         selection, found = _whole(lines, seen, opts), "code" if code else "text"
     elif code:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import json
 import re
+import shlex
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -256,11 +257,8 @@ def runs_own_script(query: str | Mapping[str, Any] | None) -> bool:
     """Whether the call ran a script of the agent's own (``python reproduce.py``,
     ``python -c ...``, ``./exploit``) rather than a test runner or a build: its output is the
     result the agent is after. Judged on the command's words (the first 2,000 characters)."""
-    if isinstance(query, Mapping):
-        command = query.get("command") or query.get("cmd") or ""
-    else:
-        command = query or ""
-    if not isinstance(command, str) or not command:
+    command = command_of(query)
+    if not command:
         return False
     # C-level passes pick the few words that matter (a heredoc can hold hundreds)
     words = list(map(str.strip, filter(None, _SHELL_SPLIT.split(command[:2000])), repeat("\"'")))
@@ -275,3 +273,85 @@ def runs_own_script(query: str | Mapping[str, Any] | None) -> bool:
         if len(words[k]) > 2 and (k == 0 or words[k - 1] != "cd"):
             return True
     return False
+
+
+def command_of(query: str | Mapping[str, Any] | None) -> str:
+    """The shell command a call ran: its ``command`` (or ``cmd``) argument, a list of words
+    joined (Codex's ``["bash", "-lc", "..."]``), or the query text itself."""
+    command = query.get("command") or query.get("cmd") if isinstance(query, Mapping) else query
+    if isinstance(command, (list, tuple)) and all(isinstance(word, str) for word in command):
+        command = " ".join(command)
+    return command if isinstance(command, str) else ""
+
+
+#: Programs that print a file, or some of its lines, as they are.
+_READERS = frozenset(
+    {"cat", "nl", "head", "tail", "sed", "bat", "batcat", "type", "get-content", "gc"}
+)
+#: What a read may be piped through and stay a read of those lines.
+_LINE_FILTERS = frozenset({"cat", "nl", "head", "tail", "sed"})
+#: Shells a command is handed to (``bash -lc "cat f"``): their script is what ran.
+_SHELLS = frozenset({"bash", "sh", "zsh", "powershell", "powershell.exe", "pwsh", "cmd"})
+_READ_MAX_CHARS = 400
+_SEPARATORS = frozenset({"&&", "||", ";", "&"})
+
+
+def reads_file(query: str | Mapping[str, Any] | None) -> bool:
+    """Whether the call printed a file or a stretch of one (``cat f``, ``sed -n '1,200p' f``,
+    ``nl -ba f | sed -n '40,90p'``, ``head -n 80 f``, ``Get-Content f``), perhaps after a
+    ``cd``: the agent asked for exactly that text, as it does with a file view's line numbers."""
+    words = _words(command_of(query))
+    while words and words[0].rpartition("/")[2].lower() in _SHELLS:  # bash -lc "..."
+        words = words[1:]
+        while words and words[0].startswith("-"):
+            words = words[1:]
+        if len(words) == 1:
+            words = _words(words[0])
+    reads = 0
+    for statement in _split(words, _SEPARATORS):
+        stages = _split(statement, frozenset({"|"}))
+        program = stages[0][0].lower() if stages[0] else ""
+        if program == "cd" and len(stages) == 1:
+            continue
+        if not all(stage and stage[0].lower() in _LINE_FILTERS for stage in stages[1:]):
+            return False
+        if program not in _READERS or not _names_a_file(stages[0]):
+            return False
+        reads += 1
+    return reads > 0
+
+
+def _words(command: str) -> list[str]:
+    """Shell words with ``|``, ``&&`` and ``;`` apart (quotes removed); a command that is too
+    long, unbalanced, or holds a heredoc or redirection has none."""
+    if not command or len(command) > _READ_MAX_CHARS:
+        return []
+    command = command.replace("2>/dev/null", " ").replace("2>&1", " ")  # no output redirected
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        words = list(lexer)
+    except ValueError:
+        return []
+    return [] if any(word[:1] in ("<", ">") for word in words) else words
+
+
+def _split(words: Sequence[str], separators: frozenset[str]) -> list[list[str]]:
+    out: list[list[str]] = [[]]
+    for word in words:
+        if word in separators:
+            out.append([])
+        else:
+            out[-1].append(word)
+    return out
+
+
+def _names_a_file(words: Sequence[str]) -> bool:
+    """A reader's words name something to read, and it changes nothing (no ``sed -i``): a word
+    after the program that is no option, line count or ``sed`` script."""
+    if words[0].lower() == "sed" and any(word.startswith("-i") for word in words):
+        return False
+    rest = [word for word in words[1:] if not word.startswith("-") and not word.isdigit()]
+    if words[0].lower() == "sed":
+        rest = rest[1:]  # the script ('1,200p') comes first
+    return bool(rest)

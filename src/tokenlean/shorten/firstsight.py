@@ -29,6 +29,7 @@ from tokenlean.shorten.options import DEFAULT_OPTIONS, ShortenOptions
 from tokenlean.shorten.report import Omission, ShortenReport
 from tokenlean.shorten.seen import Seen, result_digest
 from tokenlean.shorten.text import estimate_tokens
+from tokenlean.shorten.wrapped import readable
 from tokenlean.store import RETRIEVAL_TOOL, Original, make_handle
 from tokenlean.tokens import TokenCounter
 from tokenlean.transcript import Edit, Message, ToolCall, mark, mark_of
@@ -185,9 +186,10 @@ def last_assistant(view: Sequence[Message]) -> int:
 
 def add_visible(seen: Seen, messages: Iterable[Message]) -> None:
     """Add the messages' text and tool-call arguments, as the model saw them, to ``seen``, and
-    each whole text-only tool result under its call's id."""
+    each whole text-only tool result under its call's id (a result wrapped in JSON adds the
+    lines of the text inside)."""
     for message in messages:
-        seen.add(message.text)
+        seen.add(readable(message.text) if message.role == "tool" else message.text)
         for call in message.tool_calls:
             seen.add_all(_strings(call.args))
         if message.role == "tool" and message.tool_call_id and message.is_text_only:
