@@ -10,12 +10,13 @@ from tokenlean import checks
 from tokenlean.shorten.classify import classify
 from tokenlean.shorten.code import code_selection, looks_like_code
 from tokenlean.shorten.detect import (
+    FileRead,
+    file_read,
     is_listing,
     looks_like_document,
     looks_like_page,
     numbered_view,
     parse_json,
-    reads_file,
     runs_own_script,
     split_envelope,
     strip_view,
@@ -60,10 +61,10 @@ def shorten(
       the middle of long uniform arrays (items with errors, rare statuses or query matches
       stay; the marker names the identifiers dropped) and the bodies of long strings (a
       markdown string is shortened as a document).
-    - File views with line numbers (``cat -n``, ``grep -n``, a Read tool, SWE-agent's ``open``),
-      and files or stretches of them a command printed as they are (``cat f``,
-      ``sed -n '1,200p' f``, ``head f``), stay whole up to ``view_keep_tokens``; longer views
-      keep the region the query names.
+    - File views with line numbers (``cat -n``, ``grep -n``, a Read tool, SWE-agent's ``open``)
+      stay whole up to ``view_keep_tokens``; longer ones keep the region the query names. So
+      do a stretch of a file a command printed as it is (``sed -n '1,200p' f``, ``head f``)
+      and a whole file that is not source code (``cat spec.md``).
     - Source code keeps its outline and the parts the query is about.
     - Plain text, documents and listings (search results, lookups, articles, ``find``) stay
       whole up to ``text_keep_tokens``; longer documents keep headings, table rows,
@@ -102,7 +103,7 @@ def shorten(
     where = retrieval or Retrieval()
     budget = opts.max_tokens - estimate_tokens(envelope.head + envelope.tail)
     script = runs_own_script(query)
-    read = reads_file(query)
+    read = file_read(query)
     # the body's estimate is the whole text's when there is no envelope (saves a pass)
     known = before if counter is None and envelope.body is text else None
     body, found, omissions = _shorten_body(
@@ -169,11 +170,11 @@ def _shorten_body(
     known: int | None = None,
     depth: int = 0,
     *,
-    read: bool = False,
+    read: FileRead | None = None,
 ) -> tuple[str, Kind, list[Omission]]:
     """``known``: :func:`estimate_tokens` of ``body``, when the caller has it; ``depth``: the
-    JSON envelopes ``body`` was taken out of; ``read``: the call printed a file or some of its
-    lines (``cat``, ``sed -n``, ``head``), so the text is what the agent asked for."""
+    JSON envelopes ``body`` was taken out of; ``read``: the call printed a file, or a stretch of
+    one (:func:`~tokenlean.shorten.detect.file_read`)."""
     wrapped = unwrap(body) if kind != "json" and depth < NESTING else None
     if wrapped is not None:  # the text inside, as if it came alone; the envelope kept
         inner, found, omissions = _shorten_body(
@@ -205,8 +206,11 @@ def _shorten_body(
     page = kind == "auto" and prefixes is None and looks_like_page(items)
     code = kind == "code" or (kind == "auto" and not page and looks_like_code(items))
     found: Kind
-    if (prefixes is not None or read) and size <= opts.view_keep_tokens:
-        # the agent asked for exactly these lines and edits them next: only repeats go
+    # the agent asked for exactly these lines (a view, a stretch it printed, a document it
+    # printed; a whole source file keeps its outline and the parts the query names, which on
+    # the dev coding sources kept what agents used) and edits them next: only repeats go
+    asked = prefixes is not None or read == "range" or (read == "file" and not code)
+    if asked and size <= opts.view_keep_tokens:
         selection, found = _whole(lines, seen, opts), "code" if code else "text"
     elif code:
         selection = code_selection(lines, terms, seen, opts, view=prefixes is not None)

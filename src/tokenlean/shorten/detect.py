@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import compress, count, repeat
 from operator import itemgetter, not_
-from typing import Any
+from typing import Any, Literal
 
 from tokenlean.shorten.code import looks_like_code, number_prefix
 from tokenlean.shorten.text import is_sentence
@@ -296,10 +296,16 @@ _READ_MAX_CHARS = 400
 _SEPARATORS = frozenset({"&&", "||", ";", "&"})
 
 
-def reads_file(query: str | Mapping[str, Any] | None) -> bool:
-    """Whether the call printed a file or a stretch of one (``cat f``, ``sed -n '1,200p' f``,
-    ``nl -ba f | sed -n '40,90p'``, ``head -n 80 f``, ``Get-Content f``), perhaps after a
-    ``cd``: the agent asked for exactly that text, as it does with a file view's line numbers."""
+#: Readers that print a stretch of a file rather than all of it.
+_RANGE_READERS = frozenset({"sed", "head", "tail"})
+FileRead = Literal["range", "file"]
+
+
+def file_read(query: str | Mapping[str, Any] | None) -> FileRead | None:
+    """Whether the call printed a file as it is (``"file"``: ``cat f``, ``nl -ba f``,
+    ``Get-Content f``) or a stretch of one (``"range"``: ``sed -n '1,200p' f``, ``head -n 80 f``,
+    ``nl -ba f | sed -n '40,90p'``), perhaps after a ``cd``; ``None`` for anything else. The
+    agent asked for exactly that text, as it does with a file view's line numbers."""
     words = _words(command_of(query))
     while words and words[0].rpartition("/")[2].lower() in _SHELLS:  # bash -lc "..."
         words = words[1:]
@@ -307,18 +313,20 @@ def reads_file(query: str | Mapping[str, Any] | None) -> bool:
             words = words[1:]
         if len(words) == 1:
             words = _words(words[0])
-    reads = 0
+    programs: set[str] = set()
     for statement in _split(words, _SEPARATORS):
         stages = _split(statement, frozenset({"|"}))
-        program = stages[0][0].lower() if stages[0] else ""
-        if program == "cd" and len(stages) == 1:
+        names = [stage[0].lower() if stage else "" for stage in stages]
+        if names == ["cd"]:
             continue
-        if not all(stage and stage[0].lower() in _LINE_FILTERS for stage in stages[1:]):
-            return False
-        if program not in _READERS or not _names_a_file(stages[0]):
-            return False
-        reads += 1
-    return reads > 0
+        if names[0] not in _READERS or not _names_a_file(stages[0]):
+            return None
+        if not _LINE_FILTERS.issuperset(names[1:]):
+            return None
+        programs.update(names)
+    if not programs:
+        return None
+    return "range" if programs & _RANGE_READERS else "file"
 
 
 def _words(command: str) -> list[str]:
