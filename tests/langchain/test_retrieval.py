@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -159,3 +160,50 @@ def test_a_result_is_shortened_before_the_tool_pays_and_its_handle_still_reads_b
     )
     # the marker's handle works even before the tool is offered (a model may call it anyway)
     assert "FAILED tests/test_api.py::test_login" in str(answer.content)
+
+
+@tool
+def shell(command: list[str]) -> str:
+    """Run a command (answers as Codex CLI does: the output inside a JSON envelope)."""
+    return json.dumps({"output": LOG.replace("\n", "\r\n"), "metadata": {"exit_code": 1}})
+
+
+SPAN = re.compile(r'read_original\(\\"(o\d+)\\", \\"(\d+)-(\d+)\\"\)')
+
+
+def test_an_envelope_is_shortened_inside_and_its_markers_read_back_those_lines() -> None:
+    asked: list[tuple[int, int]] = []
+
+    def read_back(messages: list[Any]) -> AIMessage:
+        sent = str(messages[-1].content)
+        match = SPAN.search(sent)
+        assert match is not None, sent[:300]
+        asked.append((int(match[2]), int(match[3])))
+        return _call("read_original", {"handle": match[1], "lines": f"{match[2]}-{match[3]}"}, "r1")
+
+    agent, model = scripted_agent(
+        [
+            _call("shell", {"command": ["bash", "-lc", "pytest -q"]}, "c1"),
+            read_back,
+            AIMessage("ok"),
+        ],
+        tools=[shell],
+        middleware=[ToolOutputShorteningMiddleware(offer_tool="always")],
+    )
+    state = _invoke(agent)
+    assert_prefix_kept(model)
+    result = next(
+        m for m in state["messages"] if isinstance(m, ToolMessage) and m.tool_call_id == "c1"
+    )
+    envelope = json.loads(str(result.content))  # still the envelope, valid JSON
+    assert envelope["metadata"] == {"exit_code": 1}
+    assert "FAILED tests/test_api.py::test_login" in envelope["output"]
+    assert len(envelope["output"]) < len(LOG)
+    answer = next(
+        m for m in state["messages"] if isinstance(m, ToolMessage) and m.tool_call_id == "r1"
+    )
+    first, last = asked[0]
+    lines = LOG.split("\n")
+    got = str(answer.content).split("\n")
+    # numbered as the marker counts them, the envelope's \r\n line ends read as lines
+    assert (got[0], got[-1]) == (f"{first}: {lines[first - 1]}", f"{last}: {lines[last - 1]}")

@@ -310,3 +310,84 @@ def test_a_repeated_result_points_to_the_first_the_same_way_warm_or_cold(
     clear_memo()
     cold = rewrite_request("anthropic", build_body("anthropic", messages), settings=settings)
     assert cold is not None and cold.body == last.body
+
+
+# -- outputs wrapped in JSON ------------------------------------------------------------------
+
+ENVELOPE_TEXT = long_log(300)
+CODEX_OLD = json.dumps(
+    {
+        "output": ENVELOPE_TEXT.replace("\n", "\r\n"),
+        "metadata": {"exit_code": 0, "duration_seconds": 0.4},
+    }
+)
+CODEX_NEW = "Script completed\nWall time 0.4 seconds\nOutput:\n\n" + json.dumps(
+    {"chunk_id": "a1", "wall_time_seconds": 0.4, "exit_code": 0, "output": ENVELOPE_TEXT},
+    separators=(",", ":"),
+)
+MCP = json.dumps({"content": [{"type": "text", "text": ENVELOPE_TEXT}], "isError": False})
+
+
+def _responses_with(output: str) -> dict[str, Any]:
+    arguments = json.dumps({"command": ["bash", "-lc", "./run-batch"]})
+    call = {"type": "function_call", "call_id": "c1", "name": "shell", "arguments": arguments}
+    return {
+        "model": "gpt-5-codex",
+        "input": [
+            {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "Why did the batch fail?"}],
+            },
+            call,
+            {"type": "function_call_output", "call_id": "c1", "output": output},
+        ],
+    }
+
+
+def _anthropic_with(output: str) -> dict[str, Any]:
+    return build_body("anthropic", _conversation(output))
+
+
+@pytest.mark.parametrize(
+    "output", [CODEX_OLD, CODEX_NEW, MCP], ids=["codex-old", "codex-new", "mcp"]
+)
+@pytest.mark.parametrize("api", ["openai_responses", "anthropic"])
+def test_an_envelope_is_shortened_inside_and_its_file_holds_the_lines_its_markers_name(
+    api: str, output: str, tmp_path: Path
+) -> None:
+    settings = RawSettings(originals_dir=tmp_path)
+    request = _responses_with(output) if api == "openai_responses" else _anthropic_with(output)
+    out = rewrite_request(api, request, settings=settings)  # type: ignore[arg-type]
+    assert out is not None and out.results_shortened == 1
+    sent = _result_text(api, out.body)
+    header = output[: output.index("{")]
+    assert sent.startswith(header)  # the header as it was
+    wrapped, before = json.loads(sent[len(header) :]), json.loads(output[len(header) :])
+    body_key = "content" if "content" in before else "output"
+    assert {k: v for k, v in wrapped.items() if k != body_key} == {
+        k: v for k, v in before.items() if k != body_key
+    }
+    inner = wrapped["output"] if body_key == "output" else wrapped["content"][0]["text"]
+    assert "ERROR disk quota exceeded on /var/data" in inner
+    # the marker names a file and lines; those lines of that file are the lines left out
+    match = re.search(r"full output: (\S+) lines (\d+)-(\d+)", inner)
+    assert match is not None, inner[:400]
+    kept = Path(match[1]).read_text(encoding="utf-8").split("\n")
+    first, last = int(match[2]), int(match[3])
+    offset = header.count("\n")
+    assert kept[first - 1 : last] == ENVELOPE_TEXT.split("\n")[first - 1 - offset : last - offset]
+    # sent again, the history is rewritten to the same bytes (nothing already sent changes)
+    again = rewrite_request(api, request, settings=settings)  # type: ignore[arg-type]
+    assert again is not None and _result_text(api, again.body) == sent
+
+
+def _result_text(api: str, body: dict[str, Any]) -> str:
+    if api == "openai_responses":
+        return str(body["input"][-1]["output"])
+    for message in reversed(body["messages"]):
+        for block in message["content"] if isinstance(message["content"], list) else ():
+            if block.get("type") == "tool_result":
+                content = block["content"]
+                return content if isinstance(content, str) else content[0]["text"]
+    raise AssertionError("no tool result")

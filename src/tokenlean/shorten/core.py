@@ -177,7 +177,7 @@ def _shorten_body(
     one (:func:`~tokenlean.shorten.detect.file_read`)."""
     wrapped = unwrap(body) if kind != "json" and depth < NESTING else None
     if wrapped is not None:  # the text inside, as if it came alone; the envelope kept
-        inner, found, omissions = _shorten_body(
+        inner, inner_kind, omissions = _shorten_body(
             wrapped.body,
             kind,
             terms,
@@ -190,7 +190,7 @@ def _shorten_body(
             depth=depth + 1,
             read=read,
         )
-        return (wrapped.wrap(inner) if omissions else body), found, omissions
+        return (wrapped.wrap(inner) if omissions else body), inner_kind, omissions
     if kind in ("auto", "json"):
         ok, parsed = parse_json(body)
         if ok:

@@ -305,7 +305,11 @@ def file_read(query: str | Mapping[str, Any] | None) -> FileRead | None:
     """Whether the call printed a file as it is (``"file"``: ``cat f``, ``nl -ba f``,
     ``Get-Content f``) or a stretch of one (``"range"``: ``sed -n '1,200p' f``, ``head -n 80 f``,
     ``nl -ba f | sed -n '40,90p'``), perhaps after a ``cd``; ``None`` for anything else. The
-    agent asked for exactly that text, as it does with a file view's line numbers."""
+    agent asked for exactly that text, as it does with a file view's line numbers. A file tool's
+    call (its arguments one file path, perhaps a line range: an MCP ``read_file``, Pi's ``read``)
+    reads the same way."""
+    if isinstance(query, Mapping) and not command_of(query):
+        return _read_tool(query)
     words = _words(command_of(query))
     while words and words[0].rpartition("/")[2].lower() in _SHELLS:  # bash -lc "..."
         words = words[1:]
@@ -327,6 +331,31 @@ def file_read(query: str | Mapping[str, Any] | None) -> FileRead | None:
     if not programs:
         return None
     return "range" if programs & _RANGE_READERS else "file"
+
+
+#: A file tool's arguments: one of these names the file (compared in lower case, so
+#: ``filePath`` too), the others say which lines.
+_PATH_ARGS = frozenset({"path", "file_path", "filepath", "filename", "file", "target_file"})
+_RANGE_ARGS = frozenset(
+    {"offset", "limit", "head", "tail", "start_line", "end_line", "line_start", "line_end"}
+)
+_OTHER_READ_ARGS = frozenset({"encoding"})
+
+
+def _read_tool(args: Mapping[str, Any]) -> FileRead | None:
+    """``"file"`` or ``"range"`` when ``args`` are a file tool's: one path with a file name
+    extension (a folder is listed, not read), line bounds and nothing else."""
+    keys = {str(key).lower(): value for key, value in args.items()}
+    paths = [value for key, value in keys.items() if key in _PATH_ARGS]
+    if len(paths) != 1 or not isinstance(paths[0], str) or not _READ_ARGS.issuperset(keys):
+        return None
+    name = paths[0].rstrip().rpartition("/")[2]
+    if "." not in name.strip("."):
+        return None
+    return "range" if _RANGE_ARGS.intersection(keys) else "file"
+
+
+_READ_ARGS = _PATH_ARGS | _RANGE_ARGS | _OTHER_READ_ARGS
 
 
 def _words(command: str) -> list[str]:
