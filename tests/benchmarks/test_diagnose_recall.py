@@ -12,7 +12,7 @@ from tokenlean.replay.formats import load_trajectory
 from tokenlean.replay.runner import run_replay, shared_measurer
 from tokenlean.shorten import Retrieval, shorten
 
-SAMPLE = "chat_test__django__django-14155"  # a bundled run where shortening still loses a few
+SAMPLE = "reasoner_dev__sqlfluff__sqlfluff-1763"  # a bundled run where shortening still loses a few
 
 
 def test_every_kind_of_marker_is_counted() -> None:

@@ -180,6 +180,7 @@ LOG = "\n".join(f"step {i}: processed item_{i} in {i % 7} ms" for i in range(400
         json.dumps({"items": [{"id": i, "name": f"n{i}\nx"} for i in range(200)]}),  # no body
         '{"output": "' + "a\\nb" * 10 + '"} trailing words',
         "{" * 5000 + "}" * 5000,  # deep: no envelope, no error
+        json.dumps({"id": "d-4", "body": LOG, "issues": [1, 2]}),  # a record's own text field
         '{"output": "broken \\n',
         "Output:\n" + "\n" * 20 + json.dumps({"output": LOG}),  # header too long
         json.dumps({"output": LOG + "\nsrc/app.py"}).replace("/", "\\/"),  # escaped "/"

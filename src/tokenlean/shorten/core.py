@@ -175,7 +175,10 @@ def _shorten_body(
     """``known``: :func:`estimate_tokens` of ``body``, when the caller has it; ``depth``: the
     JSON envelopes ``body`` was taken out of; ``read``: the call printed a file, or a stretch of
     one (:func:`~tokenlean.shorten.detect.file_read`)."""
-    wrapped = unwrap(body) if kind != "json" and depth < NESTING else None
+    ok, parsed = parse_json(body) if kind in ("auto", "json") else (False, None)
+    wrapped = None
+    if kind != "json" and depth < NESTING:
+        wrapped = unwrap(body, [parsed]) if ok else unwrap(body)
     if wrapped is not None:  # the text inside, as if it came alone; the envelope kept
         inner, inner_kind, omissions = _shorten_body(
             wrapped.body,
@@ -192,7 +195,6 @@ def _shorten_body(
         )
         return (wrapped.wrap(inner) if omissions else body), inner_kind, omissions
     if kind in ("auto", "json"):
-        ok, parsed = parse_json(body)
         if ok:
             size = estimate_tokens(body) if known is None else known
             return _shorten_json(body, parsed, terms, retrieval, opts, size)

@@ -22,11 +22,11 @@ own lines): markers name those lines and :func:`readable` is what a line range i
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tokenlean.shorten.detect import split_envelope
+from tokenlean.shorten.detect import PAUSE_GC_ABOVE, collector_paused, split_envelope
 
 __all__ = ["NESTING", "Wrapped", "readable", "unwrap"]
 
@@ -40,6 +40,14 @@ MAX_DEPTH = 4
 MAX_NODES = 2_000
 #: Envelopes opened one inside the other (a JSON record printed by a command Codex ran).
 NESTING = 2
+#: The names under which an envelope carries the real output (Codex, MCP ``content`` blocks,
+#: harnesses and sandboxes), compared in lower case.
+OUTPUT_KEYS = frozenset(
+    {
+        "output", "stdout", "stderr", "text", "content", "result", "results", "observation",
+        "aggregated_output", "formatted_output", "combined_output", "response", "logs", "log",
+    }
+)  # fmt: skip
 #: The body's share of the JSON text, at least.
 BODY_SHARE = 0.5
 _STARTS = ("{", "[", '"')
@@ -78,8 +86,14 @@ class Wrapped:
         return self.header + literal.join(self.parts)
 
 
-def unwrap(text: str) -> Wrapped | None:
-    """The envelope around ``text``'s real output, when it has one (see the module's notes)."""
+def unwrap(text: str, parsed: Sequence[Any] | None = None) -> Wrapped | None:
+    """The envelope around ``text``'s real output, when it has one (see the module's notes).
+
+    ``parsed``: the caller already read ``text`` as these JSON values from its first non-blank
+    character on (so a large record is parsed once)."""
+    if parsed is not None:
+        start = len(text) - len(text.lstrip())
+        return _envelope(text, start, parsed) if _may_be_wrapped(text) else None
     for start in _json_starts(text):
         values = _values(text, start)
         if values is None:
@@ -108,7 +122,8 @@ def readable(text: str) -> str:
 
 def _may_be_wrapped(text: str) -> bool:
     """A cheap test first: an envelope's body has lines, so its literal has ``\\n`` escapes."""
-    return "\\n" in text and any(c in text[:HEADER_CHARS] for c in _STARTS)
+    head = text[:HEADER_CHARS]
+    return any(c in head for c in _STARTS) and "\\n" in text
 
 
 def _json_starts(text: str) -> Iterator[int]:
@@ -135,21 +150,23 @@ def _values(text: str, start: int) -> list[Any] | None:
     ``None`` when anything else is there."""
     values: list[Any] = []
     at, end = start, len(text.rstrip())
-    while at < end and len(values) < MAX_VALUES:
-        try:
-            value, at = _DECODER.raw_decode(text, at)
-        except (ValueError, RecursionError):
-            return None
-        values.append(value)
-        while at < end and text[at] in " \t\r\n":
-            at += 1
+    with collector_paused(end - start > PAUSE_GC_ABOVE):
+        while at < end and len(values) < MAX_VALUES:
+            try:
+                value, at = _DECODER.raw_decode(text, at)
+            except (ValueError, RecursionError):
+                return None
+            values.append(value)
+            while at < end and text[at] in " \t\r\n":
+                at += 1
     return values if at >= end and values else None
 
 
-def _envelope(text: str, start: int, values: list[Any]) -> Wrapped | None:
-    """The envelope whose body is the longest multi-line string in ``values``, when its
-    literal makes up at least :data:`BODY_SHARE` of the JSON text."""
-    body = max(_strings(values), key=len, default="")
+def _envelope(text: str, start: int, values: Sequence[Any]) -> Wrapped | None:
+    """The envelope whose body is the longest multi-line output string in ``values`` (a value
+    itself, or one under an output's name), when its literal makes up at least
+    :data:`BODY_SHARE` of the JSON text."""
+    body = max(_outputs(values), key=len, default="")
     if "\n" not in body:
         return None
     source = text[start:]
@@ -167,17 +184,25 @@ def _envelope(text: str, start: int, values: list[Any]) -> Wrapped | None:
     return Wrapped(text[:start], tuple(parts), inner, ascii_only, crlf)
 
 
-def _strings(values: list[Any]) -> Iterator[str]:
-    """The strings in ``values``, at most :data:`MAX_DEPTH` deep and :data:`MAX_NODES` of
-    them looked at (an envelope is shallow; a deep or wide document is no envelope)."""
+def _outputs(values: Sequence[Any]) -> Iterator[str]:
+    """The strings in ``values`` that may be an output: a value that is a string, or a string
+    under one of :data:`OUTPUT_KEYS`, at most :data:`MAX_DEPTH` deep and :data:`MAX_NODES`
+    values looked at (an envelope is shallow; a deep or wide document is no envelope). A
+    record's own text fields (an issue's ``body``) are the record's: JSON crushing reads them."""
+    yield from (value for value in values if isinstance(value, str))
     stack: list[tuple[Any, int]] = [(value, 0) for value in values]
     seen = 0
     while stack and seen < MAX_NODES:
         value, depth = stack.pop()
         seen += 1
-        if isinstance(value, str):
-            yield value
-        elif depth < MAX_DEPTH and isinstance(value, dict):
-            stack.extend((item, depth + 1) for item in value.values())
-        elif depth < MAX_DEPTH and isinstance(value, list):
-            stack.extend((item, depth + 1) for item in value)
+        if depth >= MAX_DEPTH:
+            continue
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if isinstance(item, str):
+                    if str(key).lower() in OUTPUT_KEYS:
+                        yield item
+                else:
+                    stack.append((item, depth + 1))
+        elif isinstance(value, list):
+            stack.extend((item, depth + 1) for item in value if not isinstance(item, str))
