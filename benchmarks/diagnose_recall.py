@@ -42,6 +42,7 @@ from tokenlean.replay.metrics import Prompt, PromptMeasurer, relative
 from tokenlean.replay.refs import extract_refs, learned_references, message_refs
 from tokenlean.replay.runner import ReplayReport, shared_measurer
 from tokenlean.shorten.report import ShortenReport
+from tokenlean.shorten.wrapped import readable
 from tokenlean.tokens import tool_schema_text
 from tokenlean.transcript import Message
 
@@ -225,7 +226,7 @@ def _explain(
         (m for m in call.messages if getattr(m, "tool_call_id", None) == origin.tool_call_id),
         None,
     )
-    text = origin.text
+    text = readable(origin.text)  # the lines the markers count (inside a JSON envelope)
     line_no, line = _line_of(text, ref)
     lost = Lost(
         trajectory.source_name, trajectory.id, name, number, ref, tool, "absent", "", "",

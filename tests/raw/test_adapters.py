@@ -116,6 +116,8 @@ def test_a_text_block_result_becomes_one_block_that_keeps_the_breakpoint(
     settings: RawSettings,
 ) -> None:
     body = anthropic_body()
+    # a command's log (a file tool's read of a log would stay whole, as a file view does)
+    body["messages"][4]["content"][0] |= {"name": "Bash", "input": {"command": "./nightly -v"}}
     last = body["messages"][5]["content"][0]
     last["content"] = [
         {"type": "text", "text": LONG[: len(LONG) // 2]},
