@@ -36,9 +36,10 @@ from .conftest import sample_trajectories
 RUNS = sample_trajectories(per_source=1, min_calls=4)
 needs_shared = pytest.mark.skipif(not RUNS, reason="needs ../shared/data/trajectories")
 # Where a marker says the original is: the middleware names its tool and a handle, the raw
-# rewrite a file and lines. Both become W[span] (W for an input) to compare the rest.
+# rewrite a file and lines. Both become W[span] (W for an input) to compare the rest (a path
+# ends before the "; its headings" or "]" of a JSON string marker).
 MW_OUTPUT = re.compile(r'read_original\(\\?"o\d+\\?"(?:, \\?"(\d+(?:-\d+)?)\\?")?\)')
-RAW_OUTPUT = re.compile(r"full output(?:: [^\s\"\\;]+)?(?: lines? (\d+(?:-\d+)?))?")
+RAW_OUTPUT = re.compile(r"full output(?:: [^\s\"\\;\]]+)?(?: lines? (\d+(?:-\d+)?))?")
 MW_INPUT = re.compile(r'read_original\(\\?"i\d+\\?"\) shows them')
 RAW_INPUT = re.compile(r"full input: \S+ lines \d+-\d+")
 
