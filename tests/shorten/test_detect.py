@@ -24,6 +24,14 @@ from tokenlean.shorten.detect import file_read, runs_own_script
             "file",
         ),
         ("cat notes.txt", "file"),
+        # Codex's code mode: the command is a string inside the custom tool's code
+        (
+            {"input": 'text(await tools.exec_command({cmd:"cat r.md",max_output_tokens:4000}));'},
+            "file",
+        ),
+        ({"input": 'text(await tools.exec_command({"cmd": "sed -n \'1,80p\' a.py"}));'}, "range"),
+        ({"input": 'a({cmd: "ls"}); b({cmd: "cat x.md"})'}, None),  # two commands: not one read
+        ({"input": "*** Begin Patch\n*** End Patch"}, None),
         ({"path": "docs/guide.md"}, "file"),  # a file tool (MCP read_file, Pi's read)
         ({"filePath": "/src/app.tsx", "offset": 40, "limit": 80}, "range"),
         ({"path": "src/"}, None),  # a folder is listed, not read

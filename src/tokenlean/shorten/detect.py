@@ -281,7 +281,27 @@ def command_of(query: str | Mapping[str, Any] | None) -> str:
     command = query.get("command") or query.get("cmd") if isinstance(query, Mapping) else query
     if isinstance(command, (list, tuple)) and all(isinstance(word, str) for word in command):
         command = " ".join(command)
+    if not command and isinstance(query, Mapping) and isinstance(query.get("input"), str):
+        command = _embedded_command(query["input"])
     return command if isinstance(command, str) else ""
+
+
+#: A command passed as a string argument inside a custom tool's code (Codex's code mode:
+#: ``text(await tools.exec_command({cmd: "cat spec.md", max_output_tokens: 4000}))``).
+_EMBEDDED = re.compile(r"""["']?\b(?:cmd|command)["']?\s*:\s*("(?:[^"\\\n]|\\.)*")""")
+
+
+def _embedded_command(code: str) -> str:
+    """The one command string a tool's code passes to a command tool; ``""`` when there is
+    none, or more than one (the first 2,000 characters are read)."""
+    found = _EMBEDDED.findall(code[:2000])
+    if len(found) != 1:
+        return ""
+    try:
+        value = json.loads(found[0])
+    except ValueError:
+        return ""
+    return value if isinstance(value, str) else ""
 
 
 #: Programs that print a file, or some of its lines, as they are.
