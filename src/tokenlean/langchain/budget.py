@@ -38,6 +38,7 @@ from langgraph.types import Command
 from typing_extensions import NotRequired, TypedDict
 
 from tokenlean import checks
+from tokenlean._failopen import FailOpen, fail_open
 from tokenlean.budget import Budget, BudgetWeights, Ledger, Usage, usage_from_metadata
 from tokenlean.langchain.adapter import message_to_view
 from tokenlean.langchain.helpers import TokenMemo, no_tool_choice, tool_schemas
@@ -216,19 +217,17 @@ class TokenBudgetMiddleware(AgentMiddleware[TokenBudgetState[ResponseT], Context
 
     def _start_reply(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
         """A fresh ledger when this invoke brought a new human message; else keep the old one."""
-        try:
+        with self._fail_open("starting a reply"):
             reply = _reply_key(state.get("messages") or [])
             record = state.get(STATE_KEY)
             if isinstance(record, Mapping) and record.get("reply") == reply:
                 return None
             return {STATE_KEY: _record(reply, Ledger())}
-        except Exception:
-            self._failed("starting a reply")
-            return None
+        return None
 
     def _notice(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
         """Append the hint (budget spent) or the warning, each at most once per reply."""
-        try:
+        with self._fail_open("appending a budget notice"):
             record = state.get(STATE_KEY)
             ledger = Ledger.from_dict(record)
             if self.budget.due_hint(ledger):
@@ -245,13 +244,11 @@ class TokenBudgetMiddleware(AgentMiddleware[TokenBudgetState[ResponseT], Context
             )
             self._count(**{f"{kind}s": 1})
             return {"messages": [notice], STATE_KEY: _record(reply, ledger)}
-        except Exception:
-            self._failed("appending a budget notice")
-            return None
+        return None
 
     def _prepare(self, request: ModelRequest[ContextT]) -> ModelRequest[ContextT]:
         """The request itself, or a wrap-up request when the reply's budget is spent."""
-        try:
+        with self._fail_open("preparing the wrap-up request"):
             ledger = Ledger.from_dict(request.state.get(STATE_KEY))
             if not self.force_no_tools or not self.budget.exhausted(ledger):
                 return request
@@ -263,15 +260,13 @@ class TokenBudgetMiddleware(AgentMiddleware[TokenBudgetState[ResponseT], Context
             return request.override(
                 tool_choice=no_tool_choice(request.model, self.wrap_up_tool_choice)
             )
-        except Exception:
-            self._failed("preparing the wrap-up request")
-            return request
+        return request
 
     def _settle(
         self, request: ModelRequest[ContextT], response: ModelResponse[ResponseT]
     ) -> ModelResponse[ResponseT] | ExtendedModelResponse[ResponseT]:
         """Charge the call to the ledger through a state update riding on the response."""
-        try:
+        with self._fail_open("charging a model call"):
             ai = next((m for m in response.result if isinstance(m, AIMessage)), None)
             usage = usage_from_metadata(ai.usage_metadata if ai is not None else None)
             if usage is None:
@@ -283,9 +278,7 @@ class TokenBudgetMiddleware(AgentMiddleware[TokenBudgetState[ResponseT], Context
             self._count(calls=1, estimated_calls=int(usage.estimated))
             update = {STATE_KEY: _record(_stored_reply(record), ledger)}
             return ExtendedModelResponse(model_response=response, command=Command(update=update))
-        except Exception:
-            self._failed("charging a model call")
-            return response
+        return response
 
     def _estimate(self, request: ModelRequest[ContextT], ai: AIMessage | None) -> Usage:
         """Count a call locally (no cache information, so every input token is uncached)."""
@@ -295,9 +288,14 @@ class TokenBudgetMiddleware(AgentMiddleware[TokenBudgetState[ResponseT], Context
         output = message_tokens(message_to_view(ai), self._memo) if ai else 0
         return Usage(input_tokens=prompt, output_tokens=output, estimated=True)
 
-    def _failed(self, what: str) -> None:
-        logger.exception("TokenBudgetMiddleware failed %s; continuing without it", what)
-        self._count(errors=1)
+    def _fail_open(self, what: str) -> FailOpen:
+        """A failure while ``what`` is logged and counted; the agent goes on without a budget."""
+        return fail_open(
+            logger,
+            "TokenBudgetMiddleware failed %s; continuing without it",
+            what,
+            on_error=lambda: self._count(errors=1),
+        )
 
 
 def _reply_key(messages: Sequence[AnyMessage | BaseMessage]) -> str:

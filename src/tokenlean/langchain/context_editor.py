@@ -26,6 +26,7 @@ from langgraph.types import Command
 from typing_extensions import NotRequired, TypedDict
 
 from tokenlean import checks
+from tokenlean._failopen import fail_open
 from tokenlean.context_editor import (
     Clearing,
     ContextEdit,
@@ -209,11 +210,9 @@ class ContextEditorMiddleware(AgentMiddleware[ContextEditorState, Any, Any]):
 
     def _prepare(self, request: ModelRequest[Any]) -> _Prepared:
         """The request to send and the state update; on any failure, the request unchanged."""
-        try:
+        with fail_open(logger, "context editor failed; sending the request unchanged"):
             return self._edit(request)
-        except Exception:  # never break the agent over an optimisation
-            logger.exception("context editor failed; sending the request unchanged")
-            return _Prepared(request, None)
+        return _Prepared(request, None)
 
     def _edit(self, request: ModelRequest[Any]) -> _Prepared:
         messages = request.messages
@@ -271,10 +270,8 @@ class ContextEditorMiddleware(AgentMiddleware[ContextEditorState, Any, Any]):
     def _report(self, edit: ContextEdit) -> None:
         if self.on_edit is None:
             return
-        try:
+        with fail_open(logger, "context editor on_edit callback failed"):
             self.on_edit(edit)
-        except Exception:
-            logger.exception("context editor on_edit callback failed")
 
 
 def _estimators(

@@ -45,6 +45,7 @@ from langgraph.runtime import Runtime
 from typing_extensions import NotRequired, TypedDict
 
 from tokenlean import checks
+from tokenlean._failopen import FailOpen, fail_open
 from tokenlean.langchain.helpers import StepMemo, no_tool_choice
 from tokenlean.loop_guard.detect import Detection, LoopDetector
 from tokenlean.loop_guard.steps import Step
@@ -211,14 +212,12 @@ class LoopGuardMiddleware(AgentMiddleware[LoopGuardState[ResponseT], ContextT, R
     # -- helpers ---------------------------------------------------------------------------
 
     def _check(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
-        try:
+        with self._fail_open("checking for loops"):
             scan = self._steps.scan(state.get("messages") or [])
             record = _record(state.get(STATE_KEY))
             self._tally.add(checks=1)
             return self._respond(scan.steps, scan.since, record)
-        except Exception:
-            self._failed("checking for loops")
-            return None
+        return None
 
     def _respond(
         self, steps: Sequence[Step], since: int, record: LoopGuardRecord
@@ -263,16 +262,14 @@ class LoopGuardMiddleware(AgentMiddleware[LoopGuardState[ResponseT], ContextT, R
 
     def _prepare(self, request: ModelRequest[ContextT]) -> ModelRequest[ContextT]:
         """The forced-answer request right after the ``final`` rung; else the request itself."""
-        try:
+        with self._fail_open("forcing a final answer"):
             record = _record(request.state.get(STATE_KEY))
             if record["final_at"] < 0 or record["final_at"] != _step_count(request.messages):
                 return request
             return request.override(
                 tool_choice=no_tool_choice(request.model, self.final_tool_choice)
             )
-        except Exception:
-            self._failed("forcing a final answer")
-            return request
+        return request
 
     def _record_event(
         self, rung: Response, trigger: str, n: int, detection: Detection | None
@@ -283,9 +280,14 @@ class LoopGuardMiddleware(AgentMiddleware[LoopGuardState[ResponseT], ContextT, R
             self._patterns[trigger] += 1
             self._events.append(LoopEvent(rung, trigger, n, detail))
 
-    def _failed(self, what: str) -> None:
-        logger.exception("LoopGuardMiddleware failed %s; continuing without it", what)
-        self._tally.add(errors=1)
+    def _fail_open(self, what: str) -> FailOpen:
+        """A failure while ``what`` is logged and counted; the agent goes on without the guard."""
+        return fail_open(
+            logger,
+            "LoopGuardMiddleware failed %s; continuing without it",
+            what,
+            on_error=lambda: self._tally.add(errors=1),
+        )
 
 
 def _ladder(responses: Sequence[Response]) -> tuple[Response, ...]:

@@ -55,6 +55,7 @@ from langgraph.runtime import Runtime
 from typing_extensions import NotRequired
 
 from tokenlean import checks
+from tokenlean._failopen import fail_open
 from tokenlean.cost import CachePricing
 from tokenlean.langchain.adapter import apply_edit, apply_edits, to_view
 from tokenlean.langchain.helpers import PrefixMemo, StepMemo, thread_scope, view_from
@@ -267,7 +268,11 @@ class TokenSavingMiddleware(AgentMiddleware[TokenSavingState[ResponseT], Context
         if not self._compressing:
             return {}
         scope = thread_scope()
-        try:
+        with fail_open(
+            logger,
+            "token saving: compression failed; messages left as they are",
+            level=logging.WARNING,
+        ) as guard:
             hit = self._settled.take(scope, messages)
             start, settled = (hit.n, hit.value) if hit else (0, _Settled(0, []))
             view = view_from(messages, start)
@@ -283,10 +288,7 @@ class TokenSavingMiddleware(AgentMiddleware[TokenSavingState[ResponseT], Context
                 settled.sent[edit.index] = apply_edit(messages[edit.index], edit)
             settled.tokens += sent_tokens(done, merged, self._counter)
             self._settled.put(scope, messages, start + plan.settled, settled, reuse=hit)
-        except Exception:
-            logger.warning(
-                "token saving: compression failed; messages left as they are", exc_info=True
-            )
+        if guard.failed:
             return {}
         if any(plan.stats.values()):
             self._tally.add(**plan.stats)
@@ -295,13 +297,14 @@ class TokenSavingMiddleware(AgentMiddleware[TokenSavingState[ResponseT], Context
     def _nudge(self, messages: list[AnyMessage]) -> HumanMessage | None:
         if not self.enable_early_exit or self.signals_fn is None:
             return None
-        try:
+        with fail_open(
+            logger, "token saving: signals_fn failed; no nudge", level=logging.WARNING
+        ) as guard:
             scan = self._steps.scan(messages)
             if scan.turns < self.early_exit_min_call_index:
                 return None
             signals = self.signals_fn(list(scan.steps))
-        except Exception:
-            logger.warning("token saving: signals_fn failed; no nudge", exc_info=True)
+        if guard.failed:
             return None
         if not loop_detected(signals):
             return None
@@ -311,15 +314,13 @@ class TokenSavingMiddleware(AgentMiddleware[TokenSavingState[ResponseT], Context
         )
 
     def _rewrite(self, request: ModelRequest[ContextT]) -> ModelRequest[ContextT]:
-        try:
+        with fail_open(logger, "token saving: could not apply compressions", level=logging.WARNING):
             state: Any = request.state
             entries = state.get(COMPRESSED_KEY) if isinstance(state, Mapping) else None
             if not isinstance(entries, Mapping) or not entries:
                 return request
             return request.override(messages=self._sent(request.messages, entries))
-        except Exception:
-            logger.warning("token saving: could not apply compressions", exc_info=True)
-            return request
+        return request
 
     def _sent(
         self, messages: list[AnyMessage], entries: Mapping[str, CompressedEntry]

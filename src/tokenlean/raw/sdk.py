@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from tokenlean._failopen import fail_open
 from tokenlean.raw import Api, RawSettings, rewrite_request
 
 logger = logging.getLogger("tokenlean.raw")
@@ -109,12 +110,13 @@ def rewrite_kwargs(
         return kwargs
     items = value if isinstance(value, list) else list(value)  # an iterator reads only once
     out = {**kwargs, key: items}
-    try:
+    with fail_open(
+        logger, "tokenlean could not rewrite a %s request; sent unchanged", api
+    ) as guard:
         plain = plain_json(items)
         out[key] = plain
         result = rewrite_request(api, {key: plain}, settings=settings)
-    except Exception:  # never break the agent: send what the caller gave
-        logger.exception("tokenlean could not rewrite a %s request; sent unchanged", api)
+    if guard.failed:  # never break the agent: send what the caller gave
         return out
     if result is not None:
         out[key] = result.body[key]

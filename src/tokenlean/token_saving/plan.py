@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
+from tokenlean._failopen import fail_open
 from tokenlean.cost import expected_net_saving
 from tokenlean.token_saving.head_tail import compress_tool_output, content_digest, text_parts
 from tokenlean.token_saving.policy import CompressionPolicy, Stage
@@ -88,13 +89,12 @@ def plan_compressions(
     for index, (message, (tools_after, calls_ago)) in enumerate(zip(view, ages, strict=True)):
         if message.id is None or message.role not in ("tool", "assistant"):
             continue
-        try:
+        with fail_open(
+            logger, "could not compress message %s; left as is", message.id, level=logging.WARNING
+        ) as guard:
             stage = policy.stage(message.role, tools_after, calls_ago)
             entry = _plan_one(message, stage, stored.get(message.id), policy, counter, plan)
-        except Exception:
-            logger.warning("could not compress message %s; left as is", message.id, exc_info=True)
-            continue
-        if entry is not None:
+        if not guard.failed and entry is not None:
             current[index] = entry
     if policy.compress_once:
         _release(view, current, policy, plan, counter, before)

@@ -19,6 +19,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from tokenlean._failopen import fail_open
+
 logger = logging.getLogger(__name__)
 
 WordClassifier = Callable[[list[str]], list[bool]]
@@ -177,13 +179,14 @@ def _classify_window(
     classifier: WordClassifier, words: list[str], keep_ratio: float, pass_ratio: bool
 ) -> list[bool]:
     """The classifier's flags for one window; all ``True`` if it fails or breaks the contract."""
-    try:
+    with fail_open(
+        logger, "word classifier failed; keeping the window", level=logging.WARNING
+    ) as guard:
         if pass_ratio:
             flags: object = classifier(words, keep_ratio=keep_ratio)  # type: ignore[call-arg]  # checked by accepts_keep_ratio
         else:
             flags = classifier(words)
-    except Exception:
-        logger.warning("word classifier failed; keeping the window", exc_info=True)
+    if guard.failed:
         return [True] * len(words)
     if not isinstance(flags, list) or len(flags) != len(words):
         logger.warning(
