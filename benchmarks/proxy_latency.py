@@ -5,7 +5,7 @@ Usage (from the repository root)::
     python -m benchmarks.proxy_latency [--requests 300] [--history-tokens 200000]
         [--modes rewrite forward] [--pauses 0.2 0.0]
 
-A fake Anthropic upstream (``tokenlean.proxy.testing``) and ``tokenlean proxy`` each run in their
+A fake Anthropic upstream (``tokenlean.testing.upstream``) and ``tokenlean proxy`` each run in their
 own process on 127.0.0.1; this process sends every request twice over keep-alive connections,
 direct and through the proxy, in alternating order, and reports p50 and p99 of each and of the
 per-pair difference (the added latency). Each mode starts its own proxy: ``rewrite`` (the default
@@ -41,8 +41,8 @@ from typing import Any
 
 import httpx
 
-from tokenlean.proxy.conversations import anthropic_requests
 from tokenlean.replay.formats import load_trajectory
+from tokenlean.testing.bodies import anthropic_requests
 from tokenlean.tokens import TiktokenCounter
 from tokenlean.transcript import Message
 
@@ -58,7 +58,7 @@ HEADERS = {
 
 UPSTREAM_SERVER = """
 import sys, time
-from tokenlean.proxy.testing import FakeUpstream
+from tokenlean.testing.upstream import FakeUpstream
 with FakeUpstream() as upstream:
     print(upstream.url, flush=True)
     sys.stdin.read()

@@ -25,10 +25,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tokenlean.raw import RawSettings, rewrite_request
-from tokenlean.raw.build import body, call_points, mark_newest
 from tokenlean.raw.history import clear_memo
 from tokenlean.replay.formats import load_trajectory
 from tokenlean.shorten.text import estimate_tokens
+from tokenlean.testing.bodies import body, call_points, mark_newest
 from tokenlean.transcript import Message
 
 HERE = Path(__file__).parent

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tokenlean.proxy import BackgroundProxy, ProxySettings, Rewriter, create_app
-from tokenlean.proxy.testing import FakeUpstream
+from tokenlean.testing.upstream import FakeUpstream
 
 from .proxy_support import ProxyFactory
 

@@ -33,7 +33,7 @@ from typing import Any
 import pytest
 
 from tokenlean.proxy import BackgroundProxy, ProxySettings, create_app, default_rewriter
-from tokenlean.proxy.testing import (
+from tokenlean.testing.upstream import (
     FakeUpstream,
     Recorded,
     Reply,

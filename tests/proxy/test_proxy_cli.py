@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from tokenlean.cli import main
-from tokenlean.proxy.testing import FakeUpstream
+from tokenlean.testing.upstream import FakeUpstream
 
 GENEROUS = 30.0
 

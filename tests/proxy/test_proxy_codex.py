@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tokenlean.cli import main
-from tokenlean.proxy.testing import (
+from tokenlean.testing.upstream import (
     FakeUpstream,
     Recorded,
     Reply,

@@ -21,9 +21,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tokenlean.proxy.conversations import anthropic_requests
-from tokenlean.proxy.testing import FakeUpstream
 from tokenlean.replay.formats import load_trajectory
+from tokenlean.testing.bodies import anthropic_requests
+from tokenlean.testing.upstream import FakeUpstream
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = Path(os.environ.get("TOKENLEAN_SHARED", ROOT.parent / "shared"))

@@ -9,7 +9,7 @@ import anthropic
 import openai
 import pytest
 
-from tokenlean.proxy.testing import FakeUpstream
+from tokenlean.testing.upstream import FakeUpstream
 
 from .proxy_support import MARKER, ProxyFactory, marker_rewriter
 

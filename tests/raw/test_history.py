@@ -12,12 +12,12 @@ import pytest
 
 from tests.data import TOOL_OUTPUTS, shared_params
 from tokenlean.raw import RawSettings, rewrite_request
-from tokenlean.raw.build import body as build_body
-from tokenlean.raw.build import call_points
 from tokenlean.raw.history import clear_memo, point_to_file
 from tokenlean.raw.originals import default_originals_dir, original_path
 from tokenlean.shorten import firstsight
 from tokenlean.shorten.text import estimate_tokens
+from tokenlean.testing.bodies import body as build_body
+from tokenlean.testing.bodies import call_points
 from tokenlean.transcript import Message, ToolCall
 
 from .bodies import SCRIPT

@@ -18,10 +18,10 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from tokenlean.raw import Api, RawSettings, rewrite_request
-from tokenlean.raw.build import body, call_points, mark_newest, strip_cache_control
 from tokenlean.raw.history import clear_memo
 from tokenlean.replay.formats import Trajectory
 from tokenlean.shorten.options import ShortenOptions
+from tokenlean.testing.bodies import body, call_points, mark_newest, strip_cache_control
 
 from .conftest import sample_trajectories
 

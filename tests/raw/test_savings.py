@@ -23,12 +23,12 @@ from tokenlean.langchain.output_shortening import ToolOutputShorteningMiddleware
 from tokenlean.langchain.recommended import INPUT_HEAD_LINES, INPUT_MIN_TOKENS, INPUT_TAIL_LINES
 from tokenlean.raw import RawSettings, rewrite_request
 from tokenlean.raw import anthropic as anthropic_view
-from tokenlean.raw.build import body
-from tokenlean.raw.replay import measure_bodies
 from tokenlean.replay.engine import Replay, replay
 from tokenlean.replay.formats import Trajectory
 from tokenlean.replay.metrics import PromptMeasurer, RunMetrics, pool
+from tokenlean.replay.raw import measure_bodies
 from tokenlean.store import InMemoryOriginalStore
+from tokenlean.testing.bodies import body
 from tokenlean.tokens import EstimateCounter
 
 from .conftest import sample_trajectories

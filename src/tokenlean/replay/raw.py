@@ -1,7 +1,7 @@
 """The raw-body rewrite measured on recorded runs, in the replay's own numbers.
 
 A replay with no middleware gives the prompts an agent would have sent; each becomes a request
-body (as a client speaking the API directly would send it, see :mod:`tokenlean.raw.build`),
+body (as a client speaking the API directly would send it, see :mod:`tokenlean.testing.bodies`),
 goes through :func:`~tokenlean.raw.rewrite_request`, and is read back as the model would read
 it. Every prompt, rewritten or not, is measured after that same round trip, so the raw rewrite,
 no middleware and any middleware replay compare in one form (tokens sent, cache-aware billed
@@ -22,14 +22,16 @@ from tokenlean.raw import (
     openai_responses,
     rewrite_request,
 )
-from tokenlean.raw.build import body
 from tokenlean.replay.engine import Replay, turn_messages
 from tokenlean.replay.formats import Trajectory
 from tokenlean.replay.metrics import Prompt, PromptMeasurer, RunMetrics, measure_calls
 from tokenlean.replay.refs import learned_references
 from tokenlean.testing import RecordedCall
+from tokenlean.testing.bodies import body
 from tokenlean.tokens import tool_schema_text
 from tokenlean.transcript import Message
+
+__all__ = ["measure_bodies"]
 
 _READ = {
     "anthropic": anthropic.read,

@@ -1,17 +1,10 @@
-"""What you need to test your own agent stack with tokenlean (needs the ``langchain`` extra).
+"""The scripted LangChain agent of :mod:`tokenlean.testing` (needs the ``langchain`` extra).
 
 - :class:`ScriptedChatModel`: a chat model that replays given assistant turns and records exactly
   what it was sent (messages, bound tools, ``tool_choice``) — no mocks, no network;
 - :func:`scripted_agent`: a real ``create_agent`` graph around one, with your middleware;
 - :func:`prefix_breaks` and :func:`assert_prefix_kept`: which calls, if any, changed bytes the
   model had already been sent (each such call re-writes the provider's prompt cache).
-
-::
-
-    agent, model = scripted_agent([AIMessage("", tool_calls=[...]), AIMessage("done")],
-                                  tools=[my_tool], middleware=recommended_middleware())
-    agent.invoke({"messages": [HumanMessage("go")]}, {"configurable": {"thread_id": "t"}})
-    assert_prefix_kept(model)          # no call rewrote what an earlier call sent
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""A fake provider for testing agents through the proxy: a real HTTP server on 127.0.0.1 that
-records every request and answers from a script (JSON, server-sent events, errors).
+"""A fake provider for testing agents, the proxy or the SDK wrappers: a real HTTP server on
+127.0.0.1 that records every request and answers from a script (JSON, server-sent events, errors).
 
-Standard library only, so it can stand in for Anthropic or OpenAI behind the proxy, or in front
-of an SDK directly when a benchmark compares the two::
+Standard library only (no extra, not even the proxy's), so it can stand in for Anthropic or
+OpenAI behind the proxy, or in front of an SDK directly when a benchmark compares the two::
 
     with FakeUpstream() as upstream:            # answers each API with a canned reply
         app = create_app(ProxySettings(upstream=upstream.url))
@@ -23,6 +23,23 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
+
+__all__ = [
+    "FakeUpstream",
+    "Recorded",
+    "Reply",
+    "Script",
+    "anthropic_events",
+    "anthropic_message",
+    "canned",
+    "chat_completion",
+    "chat_events",
+    "json_reply",
+    "response_events",
+    "response_object",
+    "sse_event",
+    "sse_reply",
+]
 
 
 @dataclass(frozen=True)
