@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from tokenlean import checks
+from tokenlean import _checks as checks
 
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[Role, ...] = ("system", "user", "assistant", "tool")
