@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Literal
 
 from tokenlean import checks
 
@@ -68,6 +69,8 @@ NO_CACHE = CachePricing("none", cached_read=1.0, uncached=1.0)
 PRICING: Mapping[str, CachePricing] = MappingProxyType(
     {p.name: p for p in (ANTHROPIC, OPENAI, NO_CACHE)}
 )
+#: The name of a preset of :data:`PRICING`, where a pricing may be given by name.
+PricingName = Literal["anthropic", "openai", "none"]
 
 
 def resolve_pricing(value: object, *, name: str = "pricing") -> CachePricing:

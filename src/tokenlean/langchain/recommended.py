@@ -4,40 +4,39 @@
 
     agent = create_agent(model, tools, middleware=recommended_middleware("anthropic"))
 
-What it returns, in order, and why (figures from ``benchmarks/results.md``, a replay of the 56
-real trajectories in ``shared/data`` against no middleware):
+What it returns, in order, and why each piece is there. What the stack and each piece save, at
+what reference recall, source by source, is in ``benchmarks/results.md`` (a replay of the real
+trajectories in ``shared/data`` against no middleware, rerun by ``make bench``); this docstring
+quotes no figure, so that it cannot go stale.
 
 1. :class:`ToolInputShorteningMiddleware` — cuts the long inputs of calls that have already run
    (scripts written into ``python -c`` or heredocs) to their head and tail before the model first
    sees the turn again. Inputs over ``INPUT_MIN_TOKENS`` keep ``INPUT_HEAD_LINES`` and
-   ``INPUT_TAIL_LINES`` lines: in the tuning runs (``benchmarks/tune_recommended.py``), cutting
-   at 150 tokens to 6+3 lines kept the same recall as 300 tokens to 12+6 lines and billed less;
-   we keep a little more than that floor. It comes first so that the output shortener never
+   ``INPUT_TAIL_LINES`` lines: a little more than the smallest cut that kept recall in the tuning
+   runs (``benchmarks/tune_recommended.py``). It comes first so that the output shortener never
    points at input lines (a tool echoing its script) that the model will no longer see.
 2. :class:`ToolOutputShorteningMiddleware` — shortens each long tool result before the model
-   first sees it (errors, tracebacks and lines related to the call survive), so nothing already
-   sent ever changes and the prompt cache keeps hitting. Alone it bills about 0.84 of no
-   middleware at reference recall 0.98, with zero prefix breaks. Both shorteners share one
-   store, so its ``read_original`` tool returns either kind of original.
+   first sees it (errors, tracebacks and lines related to the call survive), so what it changes
+   was never sent and the prompt cache keeps hitting. Both shorteners share one store, so its
+   ``read_original`` tool returns either kind of original.
 3. :class:`ContextEditorMiddleware` in cache-aware mode with the provider's cache pricing, at a
-   high trigger (``EDITOR_TRIGGER_TOKENS``). After shortening, clearing old results at 20-30k
-   tokens bought almost nothing and cost recall in the tuning runs, so the editor is a safety
-   net for runs that grow past what the replay data reaches; its pricing is why the stack
-   depends on the provider (clearing costs a cache re-write on Anthropic and OpenAI, nothing
-   without a cache).
+   high trigger (``EDITOR_TRIGGER_TOKENS``). After shortening, clearing old results at lower
+   triggers bought little and cost recall in the tuning runs, so the editor is a safety net for
+   runs that grow past what the replay data reaches; its pricing is why the stack depends on the
+   provider (clearing costs a cache re-write on Anthropic and OpenAI, nothing without a cache).
 4. :class:`LoopGuardMiddleware` — nudges, then forces an answer, then ends a run stuck in a
-   loop; it fired on no resolved run and on every looping variant in ``benchmarks/loops.md``.
+   loop; ``benchmarks/loops.md`` measures how often it fires on resolved runs and on looping ones.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware
 
 from tokenlean import checks
 from tokenlean.context_editor import Mode
-from tokenlean.cost import CachePricing, resolve_pricing
+from tokenlean.cost import CachePricing, PricingName, resolve_pricing
 from tokenlean.langchain.context_editor import ContextEditorMiddleware
 from tokenlean.langchain.input_shortening import ToolInputShorteningMiddleware
 from tokenlean.langchain.loop_guard import LoopGuardMiddleware
@@ -46,7 +45,7 @@ from tokenlean.langchain.retrieval import shared_choice
 from tokenlean.shorten.inputs import RECOMMENDED_INPUTS
 from tokenlean.store import OriginalStore, StoreChoice
 
-Provider = Literal["anthropic", "openai", "none"]
+Provider = PricingName  # the names of the pricing presets, under the name this module gave them
 
 INPUT_MIN_TOKENS = RECOMMENDED_INPUTS.min_tokens
 INPUT_HEAD_LINES = RECOMMENDED_INPUTS.head_lines
