@@ -25,7 +25,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tokenlean.raw import RawSettings, rewrite_request
-from tokenlean.raw.history import clear_memo
 from tokenlean.replay.formats import load_trajectory
 from tokenlean.shorten.text import estimate_tokens
 from tokenlean.testing.bodies import body, call_points, mark_newest
@@ -81,10 +80,13 @@ def main(argv: list[str] | None = None) -> int:
 
     size = sum(estimate_tokens(m.text) for m in messages[: points[-1]])
     print(f"history: {points[-1]} messages, ~{size:,} tokens (estimate)")
-    print("cold (new process)  ", _times(timed(last, prepare=clear_memo), max(3, args.repeat // 4)))
+    print(
+        "cold (new process)  ",
+        _times(timed(last, prepare=settings.planner.forget), max(3, args.repeat // 4)),
+    )
 
     def after_previous() -> None:
-        clear_memo()
+        settings.planner.forget()
         rewrite_request("anthropic", before, settings=settings)
 
     print("next turn           ", _times(timed(last, prepare=after_previous), args.repeat))

@@ -17,8 +17,9 @@ import pytest
 
 import tokenlean
 from tokenlean import checks
+from tokenlean.langchain.store import LangGraphOriginalStore
 from tokenlean.shorten import Retrieval, ShortenOptions, error_lines, query_terms, query_text
-from tokenlean.store import InMemoryOriginalStore, LangGraphOriginalStore, excerpt
+from tokenlean.store import InMemoryOriginalStore, excerpt
 from tokenlean.transcript import Message, ToolCall
 
 NOT_A_COUNTER = object()

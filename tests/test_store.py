@@ -8,16 +8,17 @@ from typing import Any
 import pytest
 from langgraph.store.memory import InMemoryStore
 
+from tokenlean.langchain.store import LangGraphOriginalStore, StoreChoice
 from tokenlean.store import (
     MEMORY_MAX_BYTES,
     MEMORY_MAX_BYTES_PER_THREAD,
     STORE_NAMESPACE,
+    FolderOriginalStore,
     InMemoryOriginalStore,
-    LangGraphOriginalStore,
     Original,
     OriginalStore,
-    StoreChoice,
     excerpt,
+    make_handle,
     parse_lines,
 )
 
@@ -26,6 +27,17 @@ TEXT = "\n".join(f"line {i} of the log" for i in range(1, 101))
 
 def _stores() -> list[OriginalStore]:
     return [InMemoryOriginalStore(), LangGraphOriginalStore(InMemoryStore())]
+
+
+def test_a_folder_store_keeps_files_named_by_handle(tmp_path: Any) -> None:
+    store = FolderOriginalStore(tmp_path / "originals")
+    original = Original(make_handle("o", TEXT), TEXT)
+    store.put("any thread", original)
+    store.put("another thread", original)  # written once; the name is the content's
+    assert [p.name for p in (tmp_path / "originals").iterdir()] == [f"{original.handle}.txt"]
+    assert store.get("", original.handle) == Original(original.handle, TEXT)
+    assert store.get("", make_handle("o", "never kept")) is None
+    assert store.get("", "../../etc/passwd") is None  # only handles name files
 
 
 @pytest.mark.parametrize("store", _stores(), ids=["memory", "langgraph"])

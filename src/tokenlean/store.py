@@ -1,11 +1,11 @@
 """Originals of shortened tool results, kept so the agent can read them back.
 
 Every original lives under a *scope* (the conversation thread) and a *handle* (a short id that
-shortened text names in its omission markers). A :class:`LangGraphOriginalStore` puts them in a
-LangGraph ``BaseStore`` (the agent's own, ``create_agent(..., store=...)``, unless another is
-given), so they last as long as that store does and every worker sees them; without one,
-:class:`InMemoryOriginalStore` keeps them in this process, bounded in bytes per thread and in
-total. :class:`StoreChoice` is that rule in one place. A lookup names its own scope, so one
+shortened text names in its omission markers). :class:`OriginalStore` is the one protocol every
+store follows: :class:`InMemoryOriginalStore` keeps them in this process, bounded in bytes per
+thread and in total; :class:`FolderOriginalStore` keeps them as files an agent can open; the
+LangChain adapter adds a store over a LangGraph ``BaseStore``
+(:class:`tokenlean.langchain.store.LangGraphOriginalStore`). A lookup names its own scope, so one
 thread never reads another thread's originals. :func:`excerpt` cuts the part an agent asks for:
 a line range or the lines containing a pattern.
 """
@@ -13,18 +13,17 @@ a line range or the lines containing a pattern.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
-import sys
+import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
 
 from tokenlean import checks
-
-if TYPE_CHECKING:
-    from langgraph.store.base import BaseStore
 
 #: The tool through which an agent reads originals back (every marker and placeholder names it).
 RETRIEVAL_TOOL = "read_original"
@@ -234,106 +233,63 @@ class InMemoryOriginalStore:
             self._evicted.popitem(last=False)
 
 
-class LangGraphOriginalStore:
-    """Originals in a LangGraph ``BaseStore`` under ``(*namespace, scope)``, keyed by handle.
+class FolderOriginalStore:
+    """Originals as files in ``directory``, ``<handle>.txt`` each, private to the user.
 
-    They last as long as the store does (a ``SqliteStore`` or ``PostgresStore`` survives
-    restarts) and every worker on the same store sees them.
+    For agents that read files (behind the proxy or an SDK wrapper): the handle is the file's
+    name, so a marker names a path the agent's own file tools open. The scope is not part of the
+    name: a handle made from the text alone (:class:`~tokenlean.readback.FileReadBack`) lets any
+    number of processes and conversations share one folder and write (and name) the same file.
     """
 
-    def __init__(self, store: BaseStore, *, namespace: tuple[str, ...] = STORE_NAMESPACE) -> None:
-        methods = ("put", "get", "aput", "aget")
-        missing = [m for m in methods if not callable(getattr(store, m, None))]
-        if missing:
-            raise checks.ArgumentTypeError(
-                "store must be a LangGraph BaseStore (put, get, aput, aget by namespace and "
-                f"key), got {type(store).__name__} without {', '.join(missing)}"
-            )
-        if (
-            not isinstance(namespace, (tuple, list))
-            or not namespace
-            or not all(isinstance(part, str) and part for part in namespace)
-        ):
-            raise ValueError(f"namespace must be non-empty strings, got {namespace!r}")
-        self.store = store
-        self.namespace = tuple(namespace)
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
 
-    def _ns(self, scope: str) -> tuple[str, ...]:
-        # Store labels may not contain "." (nor be empty): escape injectively.
-        label = scope.replace("%", "%25").replace(".", "%2E")
-        return (*self.namespace, label or "%")
+    def path(self, handle: str) -> Path:
+        return self.directory / f"{handle}.txt"
 
     def put(self, scope: str, original: Original) -> None:
-        self.store.put(self._ns(scope), original.handle, original.to_dict(), index=False)
+        """Write the text unless it is already there; atomic, private to the user.
+
+        Tool output may hold secrets, so the directory is created ``0700`` and files ``0600``.
+        The text is written to a temporary file beside the target and renamed over it, so a
+        reader never sees half a file and concurrent writers of the same (identical) content
+        cannot clash.
+        """
+        path = self.path(original.handle)
+        if path.exists():
+            return
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".txt")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", errors="replace", newline="") as out:
+                out.write(original.text)
+            Path(tmp).replace(path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
 
     def get(self, scope: str, handle: str) -> Original | None:
-        item = self.store.get(self._ns(scope), handle)
-        return Original.from_dict(item.value) if item is not None else None
+        if not looks_like_handle(handle):
+            return None
+        try:
+            text = self.path(handle).read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            return None
+        return Original(handle, text)
 
     async def aput(self, scope: str, original: Original) -> None:
-        await self.store.aput(self._ns(scope), original.handle, original.to_dict(), index=False)
+        self.put(scope, original)
 
     async def aget(self, scope: str, handle: str) -> Original | None:
-        item = await self.store.aget(self._ns(scope), handle)
-        return Original.from_dict(item.value) if item is not None else None
+        return self.get(scope, handle)
 
 
-def _is_langgraph_store(value: object) -> bool:
-    # Only a loaded LangGraph can have made a BaseStore: the core never imports it itself.
-    base = sys.modules.get("langgraph.store.base")
-    return base is not None and isinstance(value, base.BaseStore)
-
-
-def as_original_store(value: object, *, name: str = "store") -> OriginalStore:
-    """``value`` as an :class:`OriginalStore`: a LangGraph ``BaseStore`` is wrapped in a
-    :class:`LangGraphOriginalStore`; anything else must have ``put``/``get``/``aput``/``aget``
-    by scope and original (else ``TypeError`` naming ``name``)."""
-    if _is_langgraph_store(value):
-        return LangGraphOriginalStore(value)  # type: ignore[arg-type]  # checked just above
-    if not isinstance(value, OriginalStore) or isinstance(value, (str, bytes, Mapping)):
-        raise checks.ArgumentTypeError(
-            f"{name} must be an OriginalStore (put/get/aput/aget by scope and Original, e.g. "
-            f"InMemoryOriginalStore) or a LangGraph BaseStore, got {type(value).__name__}"
-        )
-    return value
-
-
-class StoreChoice:
-    """Where a middleware keeps originals, and where ``read_original`` looks for them.
-
-    The store the user gave, when one was given; else the agent's own LangGraph store
-    (``create_agent(..., store=...)``, read from the runtime on every call) under
-    :data:`STORE_NAMESPACE`, so originals survive whatever the agent's store survives; else
-    :attr:`memory`, this process's :class:`InMemoryOriginalStore`. Middleware that share one
-    choice (as :func:`~tokenlean.langchain.recommended_middleware` does) share their originals.
-    """
-
-    def __init__(self, given: object = None) -> None:
-        self.given: OriginalStore | None = (
-            None if given is None else as_original_store(given, name="store")
-        )
-        self.memory = InMemoryOriginalStore()
-        self._wrapped: tuple[object, LangGraphOriginalStore] | None = None
-
-    @classmethod
-    def of(cls, store: object) -> StoreChoice:
-        """``store`` itself when it is a choice already, else a choice around it."""
-        return store if isinstance(store, StoreChoice) else cls(store)
-
-    @property
-    def default(self) -> OriginalStore:
-        """The store used when the agent has none: the one given, else :attr:`memory`."""
-        return self.given if self.given is not None else self.memory
-
-    def pick(self, agent_store: object | None) -> OriginalStore:
-        """The store for a call of an agent whose own store is ``agent_store`` (or ``None``)."""
-        if self.given is not None or agent_store is None:
-            return self.default
-        wrapped = self._wrapped
-        if wrapped is None or wrapped[0] is not agent_store:
-            wrapped = (agent_store, LangGraphOriginalStore(agent_store))  # type: ignore[arg-type]
-            self._wrapped = wrapped
-        return wrapped[1]
+def default_originals_dir() -> Path:
+    """``$XDG_CACHE_HOME/tokenlean/originals``, else ``~/.cache/tokenlean/originals``."""
+    base = os.environ.get("XDG_CACHE_HOME") or ""
+    root = Path(base) if Path(base).is_absolute() else Path.home() / ".cache"
+    return (root / "tokenlean" / "originals").absolute()
 
 
 def parse_lines(spec: str, total: int) -> tuple[int, int]:

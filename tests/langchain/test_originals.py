@@ -23,7 +23,8 @@ from langgraph.store.memory import InMemoryStore
 from tests.data import ROOT
 from tokenlean.langchain import ToolOutputShorteningMiddleware, recommended_middleware
 from tokenlean.langchain.retrieval import make_retrieval_tool
-from tokenlean.store import STORE_NAMESPACE, InMemoryOriginalStore, Original, StoreChoice
+from tokenlean.langchain.store import StoreChoice
+from tokenlean.store import STORE_NAMESPACE, InMemoryOriginalStore, Original
 from tokenlean.testing import scripted_agent
 
 LOG = "\n".join(

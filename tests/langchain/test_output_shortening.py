@@ -17,7 +17,8 @@ from langgraph.store.memory import InMemoryStore
 
 from tokenlean.langchain import ToolOutputShorteningMiddleware
 from tokenlean.langchain.adapter import message_to_view
-from tokenlean.store import InMemoryOriginalStore, LangGraphOriginalStore, Original
+from tokenlean.langchain.store import LangGraphOriginalStore
+from tokenlean.store import InMemoryOriginalStore, Original
 from tokenlean.testing import scripted_agent
 from tokenlean.transcript import canonical, mark_of
 

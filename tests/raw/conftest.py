@@ -19,7 +19,6 @@ import pytest
 
 from tests.data import trajectory_paths
 from tokenlean.raw import RawSettings
-from tokenlean.raw.history import clear_memo
 from tokenlean.replay.formats import Trajectory, load_trajectory
 
 TEXT = "done"
@@ -199,13 +198,6 @@ def _server() -> Iterator[Upstream]:
 def upstream(_server: Upstream) -> Upstream:
     _server.requests.clear()
     return _server
-
-
-@pytest.fixture(autouse=True)
-def _cold_memo() -> Iterator[None]:
-    clear_memo()  # every test starts (and leaves) a cold process
-    yield
-    clear_memo()
 
 
 @pytest.fixture

@@ -12,16 +12,22 @@ import pytest
 
 from tests.data import TOOL_OUTPUTS, shared_params
 from tokenlean.raw import RawSettings, rewrite_request
-from tokenlean.raw.history import clear_memo, point_to_file
-from tokenlean.raw.originals import default_originals_dir, original_path
+from tokenlean.readback import point_to_file
 from tokenlean.shorten import firstsight
 from tokenlean.shorten.text import estimate_tokens
+from tokenlean.store import FolderOriginalStore, default_originals_dir, make_handle
 from tokenlean.testing.bodies import body as build_body
 from tokenlean.testing.bodies import call_points
 from tokenlean.transcript import Message, ToolCall
 
 from .bodies import SCRIPT
 from .conftest import long_log, sample_trajectories
+
+
+def original_path(directory: Path, text: str) -> Path:
+    """Where the raw rewrite keeps ``text`` (a file named by its content)."""
+    return FolderOriginalStore(directory).path(make_handle("o", text))
+
 
 MARKER = re.compile(
     r"^\s*\[\.\.\. (\d+) .*omitted; full output:? ?(\S*) lines (\d+)-(\d+) \.\.\.\]$"
@@ -247,7 +253,7 @@ def test_each_request_only_shortens_what_is_new(
     repeats = _repeat_pointers(warm[-1].body if warm[-1] else build_body("anthropic", sent))
     long = [m for m in long if m.tool_call_id not in repeats]  # a repeat needs no shortening
     assert len(calls) == len(long)  # each long result was shortened once, not once per request
-    clear_memo()
+    settings.planner.forget()
     calls.clear()
     last = build_body("anthropic", trajectory.messages[: points[-1]])
     cold = rewrite_request("anthropic", last, settings=settings)
@@ -259,7 +265,7 @@ def test_a_resent_history_rebuilds_no_message(
 ) -> None:
     """A client re-sends its whole history every turn: once planned, none of it is planned or
     copied again (only the new part is), so a long history costs reading, not shortening."""
-    from tokenlean.raw import history
+    from tokenlean import pipeline as history
 
     messages = [
         *_conversation(long_log(), args={"command": "run-job"}),
@@ -307,7 +313,7 @@ def test_a_repeated_result_points_to_the_first_the_same_way_warm_or_cold(
     ]
     pointer = "[Same output as the earlier `bash` call call_1, word for word; not repeated.]"
     assert texts == [status, pointer]
-    clear_memo()
+    settings.planner.forget()
     cold = rewrite_request("anthropic", build_body("anthropic", messages), settings=settings)
     assert cold is not None and cold.body == last.body
 

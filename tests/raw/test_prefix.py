@@ -18,7 +18,6 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from tokenlean.raw import Api, RawSettings, rewrite_request
-from tokenlean.raw.history import clear_memo
 from tokenlean.replay.formats import Trajectory
 from tokenlean.shorten.options import ShortenOptions
 from tokenlean.testing.bodies import body, call_points, mark_newest, strip_cache_control
@@ -85,11 +84,11 @@ def test_zero_drift_and_cold_equals_warm(
     api: Api, run: Trajectory, options: dict[str, Any], probe: float, tmp_path: Path
 ) -> None:
     settings = RawSettings(originals_dir=tmp_path, **options)
-    clear_memo()
+    settings.planner.forget()
     warm = _requests(api, run, settings)
     _assert_no_drift(warm)
     # a cold process (another proxy behind the load balancer) sends the same bytes
-    clear_memo()
+    settings.planner.forget()
     k = min(int(probe * len(warm)), len(warm) - 1)
     point = call_points(run.messages)[k]
     request = mark_newest(api, body(api, run.messages[:point]))

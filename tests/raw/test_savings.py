@@ -1,10 +1,10 @@
 """Same savings as the middleware: the raw rewrite makes the middleware's decisions.
 
-On real runs (one per source), the prompts a no-middleware replay sends, rewritten as raw
-Anthropic bodies, are compared with the prompts of a replay through
-``ToolInputShorteningMiddleware`` + ``ToolOutputShorteningMiddleware``: call by call they are
-the same text but for where the markers say the original is (a file and lines instead of
-``read_original("o1a2b3", "5-9")``), and the billed input agrees within 0.01.
+On real runs (one per source), the prompts a no-middleware replay sends, planned by the raw
+rewrite's planner, are compared with the prompts of a replay through
+``ToolInputShorteningMiddleware`` + ``ToolOutputShorteningMiddleware``: given the same
+read-back they are the same bytes, call by call; behind a proxy the markers name files, and the
+billed input agrees within 0.01.
 ``benchmarks/raw_savings.py`` runs every trajectory.
 """
 
@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,32 +23,22 @@ from tokenlean.langchain.adapter import to_view
 from tokenlean.langchain.input_shortening import ToolInputShorteningMiddleware
 from tokenlean.langchain.output_shortening import ToolOutputShorteningMiddleware
 from tokenlean.langchain.recommended import INPUT_HEAD_LINES, INPUT_MIN_TOKENS, INPUT_TAIL_LINES
+from tokenlean.pipeline import HistoryPlan, Planner
 from tokenlean.raw import RawSettings, rewrite_request
-from tokenlean.raw import anthropic as anthropic_view
+from tokenlean.readback import ToolReadBack
 from tokenlean.replay.engine import Replay, replay
 from tokenlean.replay.formats import Trajectory
 from tokenlean.replay.metrics import PromptMeasurer, RunMetrics, pool
 from tokenlean.replay.raw import measure_bodies
-from tokenlean.store import InMemoryOriginalStore
+from tokenlean.store import RETRIEVAL_TOOL, InMemoryOriginalStore
 from tokenlean.testing.bodies import body
 from tokenlean.tokens import EstimateCounter
+from tokenlean.transcript import Message, ToolCall
 
 from .conftest import sample_trajectories
 
 RUNS = sample_trajectories(per_source=1, min_calls=4)
 needs_shared = pytest.mark.skipif(not RUNS, reason="needs ../shared/data/trajectories")
-# Where a marker says the original is: the middleware names its tool and a handle, the raw
-# rewrite a file and lines. Both become W[span] (W for an input) to compare the rest (a path
-# ends before the "; its headings" or "]" of a JSON string marker).
-MW_OUTPUT = re.compile(r'read_original\(\\?"o\d+\\?"(?:, \\?"(\d+(?:-\d+)?)\\?")?\)')
-RAW_OUTPUT = re.compile(r"full output(?:: [^\s\"\\;\]]+)?(?: lines? (\d+(?:-\d+)?))?")
-MW_INPUT = re.compile(r'read_original\(\\?"i\d+\\?"\) shows them')
-RAW_INPUT = re.compile(r"full input: \S+ lines \d+-\d+")
-
-
-def _where(text: str) -> str:
-    text = MW_INPUT.sub("W", RAW_INPUT.sub("W", text))
-    return MW_OUTPUT.sub(r"W[\1]", RAW_OUTPUT.sub(r"W[\1]", text))
 
 
 def _stack() -> list[Any]:
@@ -72,20 +64,35 @@ def _replays(run: Trajectory) -> tuple[Replay, Replay]:
     return REPLAYS[run.id]
 
 
-def _texts(request: dict[str, Any]) -> list[tuple[str, str]]:
-    view = anthropic_view.read(request)
-    assert view is not None
+def _texts(messages: Sequence[Message]) -> list[tuple[str, str]]:
     return [
-        (m.role, _where(m.text + "".join(json.dumps(dict(c.args)) for c in m.tool_calls)))
-        for m in view.messages
+        (m.role, m.text + "".join(json.dumps(dict(c.args)) for c in m.tool_calls)) for m in messages
     ]
+
+
+def _planned(view: Sequence[Message], plan: HistoryPlan) -> list[Message]:
+    out = list(view)
+    for edit in plan.edits:
+        message = out[edit.index]
+        if edit.text is not None:
+            out[edit.index] = replace(message, content=edit.text)
+        else:
+            calls = tuple(
+                ToolCall(c.id, c.name, edit.args.get(c.id, c.args)) for c in message.tool_calls
+            )
+            out[edit.index] = replace(message, tool_calls=calls)
+    return out
 
 
 @needs_shared
 @pytest.mark.parametrize("run", RUNS, ids=lambda r: r.id[:50])
 def test_same_decisions_as_the_middleware(run: Trajectory, tmp_path: Path) -> None:
+    """The raw rewrite's planner, given the read-back the middleware uses (its
+    ``read_original`` tool), sends the middleware's prompts byte for byte: both run
+    :func:`tokenlean.pipeline.plan_turn`. Only the read-back differs behind a proxy."""
     plain, shortened = _replays(run)
     settings = RawSettings(originals_dir=tmp_path)
+    planner = Planner(replace(settings.policy(), read_back=ToolReadBack(RETRIEVAL_TOOL)))
     pairs = list(
         zip(
             [c for c in plain.calls if c.scripted],
@@ -94,11 +101,23 @@ def test_same_decisions_as_the_middleware(run: Trajectory, tmp_path: Path) -> No
         )
     )
     for k, (before, after) in enumerate(pairs):
-        request = body("anthropic", to_view(before.messages))
+        view = to_view(before.messages)
+        assert _texts(_planned(view, planner.plan(view))) == _texts(to_view(after.messages)), k
+
+
+@needs_shared
+@pytest.mark.parametrize("run", RUNS, ids=lambda r: r.id[:50])
+def test_raw_markers_name_files(run: Trajectory, tmp_path: Path) -> None:
+    """Behind a proxy every hint names a file the agent can open, and the file is there."""
+    plain, _ = _replays(run)
+    settings = RawSettings(originals_dir=tmp_path)
+    for call in (c for c in plain.calls if c.scripted):
+        request = body("anthropic", to_view(call.messages))
         result = rewrite_request("anthropic", request, settings=settings)
-        sent = result.body if result is not None else request
-        assert "read_original(" not in str(sent["messages"])  # every hint became a path
-        assert _texts(sent) == _texts(body("anthropic", to_view(after.messages))), f"call {k}"
+        sent = json.dumps(result.body if result is not None else request)
+        assert "read_original(" not in sent
+        for name in re.findall(r"full (?:output|input): \S*?/(o\d{12}\.txt)", sent):
+            assert (tmp_path / name).is_file()
 
 
 @needs_shared

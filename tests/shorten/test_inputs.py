@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tokenlean.readback import ToolReadBack
 from tokenlean.shorten.inputs import (
     ArgumentPolicy,
     argument_handle,
@@ -43,7 +44,9 @@ def test_short_arguments_are_returned_as_they_are() -> None:
 
 def test_a_long_multiline_string_keeps_exactly_head_marker_and_tail() -> None:
     args = {"command": SCRIPT}
-    out, cuts = shorten_arguments("c1", args, policy=POLICY, retrieval_tool="read_original")
+    out, cuts = shorten_arguments(
+        "c1", args, policy=POLICY, read_back=ToolReadBack("read_original")
+    )
     lines, kept = SCRIPT.split("\n"), out["command"].split("\n")
     assert len(kept) == 4 + 1 + 2
     assert kept[:4] == lines[:4] and kept[-2:] == lines[-2:]
@@ -143,8 +146,10 @@ def test_marker_names_the_tool_and_the_count() -> None:
 
 
 def test_cutting_is_deterministic() -> None:
-    first = shorten_arguments("c1", {"command": SCRIPT}, policy=POLICY, retrieval_tool="r")
-    assert first == shorten_arguments("c1", {"command": SCRIPT}, policy=POLICY, retrieval_tool="r")
+    first = shorten_arguments("c1", {"command": SCRIPT}, policy=POLICY, read_back=ToolReadBack("r"))
+    assert first == shorten_arguments(
+        "c1", {"command": SCRIPT}, policy=POLICY, read_back=ToolReadBack("r")
+    )
 
 
 def test_exact_counter_sees_fewer_tokens_too(o200k: Any) -> None:
@@ -200,9 +205,11 @@ def test_property_never_longer_and_deterministic(
     call_id: str, args: dict[str, Any], policy: ArgumentPolicy, tool: str | None
 ) -> None:
     before = copy.deepcopy(args)
-    out, cuts = shorten_arguments(call_id, args, policy=policy, retrieval_tool=tool)
+    out, cuts = shorten_arguments(call_id, args, policy=policy, read_back=ToolReadBack(tool))
     assert args == before  # never mutated
-    assert (out, cuts) == shorten_arguments(call_id, args, policy=policy, retrieval_tool=tool)
+    assert (out, cuts) == shorten_arguments(
+        call_id, args, policy=policy, read_back=ToolReadBack(tool)
+    )
     assert out.keys() == args.keys()
     for key, value in args.items():
         if isinstance(value, str):
@@ -221,7 +228,7 @@ def test_property_never_longer_and_deterministic(
 def test_property_head_and_tail_lines_are_kept_verbatim(
     text: str, policy: ArgumentPolicy, tool: str | None
 ) -> None:
-    out, cuts = shorten_arguments("c", {"k": text}, policy=policy, retrieval_tool=tool)
+    out, cuts = shorten_arguments("c", {"k": text}, policy=policy, read_back=ToolReadBack(tool))
     if not cuts:
         assert out["k"] == text
         return

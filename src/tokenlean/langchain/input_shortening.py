@@ -4,7 +4,7 @@ An assistant turn is first sent back to the model on the call after the one that
 Before that call, :class:`ToolInputShorteningMiddleware` cuts each long string argument of the
 turn's tool calls to its head and tail lines and writes the turn back under the same id, so the
 model only ever sees the short form and every later request repeats its bytes: no prompt-cache
-break. The decisions are the core's (:func:`tokenlean.shorten.inputs.plan_inputs`); only the
+break. The decisions are the core's (:func:`tokenlean.pipeline.plan_turn`); only the
 newest turn and what follows it are read. Originals go to the same store as
 :class:`~tokenlean.langchain.output_shortening.ToolOutputShorteningMiddleware` uses, so its
 ``read_original`` tool can show them. List this middleware *before* that one: the output
@@ -25,6 +25,7 @@ from langgraph.runtime import Runtime
 from typing_extensions import NotRequired
 
 from tokenlean import checks
+from tokenlean._failopen import fail_open
 from tokenlean.cost import CachePricing, resolve_pricing
 from tokenlean.langchain.adapter import apply_edit
 from tokenlean.langchain.helpers import last_ai_index, middleware_name, thread_scope, view_from
@@ -35,13 +36,18 @@ from tokenlean.langchain.retrieval import (
     shared_choice,
 )
 from tokenlean.langchain.retrieval import retrieval_tool as retrieval_tool_for
+from tokenlean.langchain.store import StoreChoice
+from tokenlean.pipeline import plan_turn
+from tokenlean.readback import ToolReadBack
 from tokenlean.shorten.firstsight import OFFER_TOOL, OfferTool, OutputShorteningPolicy
-from tokenlean.shorten.inputs import ArgumentPolicy, InputPlan, plan_inputs
+from tokenlean.shorten.inputs import ArgumentPolicy, InputPlan
 from tokenlean.stats import Tally
-from tokenlean.store import RETRIEVAL_TOOL, OriginalStore, StoreChoice
+from tokenlean.store import RETRIEVAL_TOOL, OriginalStore
 from tokenlean.tokens import EstimateCounter
 
 logger = logging.getLogger(__name__)
+
+_KEEP_FAILED = "could not keep original tool inputs; inputs left as they are"
 
 _DEFAULTS = ArgumentPolicy()
 _OUTPUTS = OutputShorteningPolicy()  # the retrieval tool's settings are the output shortener's
@@ -130,7 +136,7 @@ class ToolInputShorteningMiddleware(AgentMiddleware[InputShorteningState, Any, A
         tool = retrieval_tool_for(self.stores, name=tool_name)
         self.tools = [tool] if retrieval_tool else []
         readable = retrieval_tool or store is not None or tool_name != RETRIEVAL_TOOL
-        self._marker_tool = tool_name if readable else None
+        self._read_back = ToolReadBack(tool_name if readable else None)
         self._gate = RetrievalGate(
             tool,
             pricing=resolve_pricing(pricing),
@@ -159,14 +165,11 @@ class ToolInputShorteningMiddleware(AgentMiddleware[InputShorteningState, Any, A
         planned = self._prepare(state)
         if planned is None:
             return None
-        try:
+        with fail_open(logger, _KEEP_FAILED) as guard:
             store = self.stores.pick(getattr(runtime, "store", None))
             for original in planned.plan.originals:
                 store.put(planned.scope, original)
-        except Exception:  # never break the agent: send the inputs as they were
-            logger.exception("could not keep original tool inputs; inputs left as they are")
-            return None
-        return self._commit(planned)
+        return None if guard.failed else self._commit(planned)
 
     async def abefore_model(
         self, state: AgentState[Any], runtime: Runtime[Any]
@@ -174,14 +177,11 @@ class ToolInputShorteningMiddleware(AgentMiddleware[InputShorteningState, Any, A
         planned = self._prepare(state)
         if planned is None:
             return None
-        try:
+        with fail_open(logger, _KEEP_FAILED) as guard:
             store = self.stores.pick(getattr(runtime, "store", None))
             for original in planned.plan.originals:
                 await store.aput(planned.scope, original)
-        except Exception:  # never break the agent: send the inputs as they were
-            logger.exception("could not keep original tool inputs; inputs left as they are")
-            return None
-        return self._commit(planned)
+        return None if guard.failed else self._commit(planned)
 
     def wrap_model_call(
         self,
@@ -198,11 +198,9 @@ class ToolInputShorteningMiddleware(AgentMiddleware[InputShorteningState, Any, A
         return await handler(self._gate.hide(request))
 
     def _prepare(self, state: AgentState[Any]) -> _Planned | None:
-        try:
+        with fail_open(logger, "tool-input shortening failed; inputs left as they are"):
             return self._plan(state, state.get("messages") or [])
-        except Exception:  # never break the agent
-            logger.exception("tool-input shortening failed; inputs left as they are")
-            return None
+        return None
 
     def _plan(self, state: Mapping[str, Any], messages: Sequence[AnyMessage]) -> _Planned | None:
         scope = thread_scope()
@@ -212,9 +210,9 @@ class ToolInputShorteningMiddleware(AgentMiddleware[InputShorteningState, Any, A
         turn = messages[start]
         if not turn.id:
             return None
-        plan = plan_inputs(
-            view_from(messages, start), self.policy, offset=start, retrieval_tool=self._marker_tool
-        )
+        plan = plan_turn(
+            view_from(messages, start), offset=start, inputs=self.policy, read_back=self._read_back
+        ).inputs
         if not plan.edits:
             return None
         saved = sum(c.tokens_before - c.tokens_after for c in plan.cuts)

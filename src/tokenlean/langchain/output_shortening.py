@@ -2,7 +2,7 @@
 
 In ``before_model`` it takes the tool results the model has not been sent yet (those after the
 last AI message), shortens the long ones with the first-sight core
-(:func:`tokenlean.shorten.firstsight.plan_first_sight`: the tool call's arguments and the calling
+(:func:`tokenlean.pipeline.plan_turn`: the tool call's arguments and the calling
 turn's words are the query; lines the model was already shown are pointed to instead of
 repeated), and writes each back into agent state under the same message id, so the reducer
 replaces it and every later call re-sends the same bytes: the provider's prompt cache keeps
@@ -16,8 +16,9 @@ model was shown before it are carried from call to call per thread
 at hand (a restart, another worker), with the same result.
 
 Originals are kept per thread (in memory by default, or in a LangGraph store via
-:class:`~tokenlean.store.LangGraphOriginalStore`), and the middleware adds a ``read_original``
-tool so the agent can fetch an original by handle, whole, by line range or by pattern. Without
+:class:`~tokenlean.langchain.store.LangGraphOriginalStore`), and the middleware adds a
+``read_original`` tool so the agent can fetch an original by handle, whole, by line range or by
+pattern. Without
 a ``thread_id`` nothing is kept and the markers give line numbers only.
 """
 
@@ -41,6 +42,7 @@ from langgraph.runtime import Runtime
 from typing_extensions import NotRequired, TypedDict
 
 from tokenlean import checks
+from tokenlean._failopen import fail_open
 from tokenlean.cost import CachePricing
 from tokenlean.langchain.adapter import apply_edit
 from tokenlean.langchain.helpers import (
@@ -59,20 +61,19 @@ from tokenlean.langchain.retrieval import (
     shared_choice,
 )
 from tokenlean.langchain.retrieval import retrieval_tool as retrieval_tool_for
-from tokenlean.shorten.firstsight import (
-    FirstSightPlan,
-    OfferTool,
-    OutputShorteningPolicy,
-    SeenLog,
-    plan_first_sight,
-)
+from tokenlean.langchain.store import StoreChoice
+from tokenlean.pipeline import plan_turn
+from tokenlean.readback import ToolReadBack
+from tokenlean.shorten.firstsight import FirstSightPlan, OfferTool, OutputShorteningPolicy, SeenLog
 from tokenlean.shorten.options import ShortenOptions
 from tokenlean.stats import Tally
-from tokenlean.store import OriginalStore, StoreChoice
+from tokenlean.store import OriginalStore
 from tokenlean.tokens import EstimateCounter, TokenCounter
 from tokenlean.transcript import Edit
 
 logger = logging.getLogger(__name__)
+
+_KEEP_FAILED = "could not keep originals; tool results left as they are"
 
 STATE_KEY = "tokenlean_output_shortening"
 BACKOFF_KEY = "tokenlean_output_shortening_backoff"
@@ -150,7 +151,7 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
         store: Where originals are kept (a LangGraph ``BaseStore`` is wrapped). Default: the
             agent's own store (``create_agent(..., store=...)``) when it has one, else this
             process's memory, shared by every shortener given no store
-            (:class:`~tokenlean.store.StoreChoice`).
+            (:class:`~tokenlean.langchain.store.StoreChoice`).
         retrieval_tool: Add the tool that reads originals back, named ``tool_name`` (offered
             to a thread once something was kept for it; one tool per store).
         dedupe: Point to lines the model was already shown instead of repeating them.
@@ -214,7 +215,7 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
         self.store: OriginalStore = self.stores.default
         tool = retrieval_tool_for(self.stores, name=tool_name)
         self.tools = [tool] if retrieval_tool else []
-        self._marker_tool = tool_name if retrieval_tool else None
+        self._read_back = ToolReadBack(tool_name if retrieval_tool else None)
         self._gate = RetrievalGate(
             tool,
             pricing=self.policy.pricing,
@@ -248,14 +249,11 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
         update = self._prepare(state)
         if update is None:
             return None
-        try:
+        with fail_open(logger, _KEEP_FAILED) as guard:
             store = self.stores.pick(getattr(runtime, "store", None))
             for original in update.plan.originals if update.scope is not None else ():
                 store.put(update.scope or "", original)
-        except Exception:  # never break the agent: send the results unshortened instead
-            logger.exception("could not keep originals; tool results left as they are")
-            return None
-        return self._commit(update)
+        return None if guard.failed else self._commit(update)
 
     async def abefore_model(
         self, state: ShorteningState, runtime: Runtime[Any]
@@ -263,14 +261,11 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
         update = self._prepare(state)
         if update is None:
             return None
-        try:
+        with fail_open(logger, _KEEP_FAILED) as guard:
             store = self.stores.pick(getattr(runtime, "store", None))
             for original in update.plan.originals if update.scope is not None else ():
                 await store.aput(update.scope or "", original)
-        except Exception:  # never break the agent: send the results unshortened instead
-            logger.exception("could not keep originals; tool results left as they are")
-            return None
-        return self._commit(update)
+        return None if guard.failed else self._commit(update)
 
     def wrap_model_call(
         self,
@@ -289,11 +284,9 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
     # -- internals -----------------------------------------------------------------------
 
     def _prepare(self, state: ShorteningState) -> _Update | None:
-        try:
+        with fail_open(logger, "tool-output shortening failed; results left as they are"):
             return self._plan(state, state.get("messages") or ())
-        except Exception:  # never break the agent
-            logger.exception("tool-output shortening failed; results left as they are")
-            return None
+        return None
 
     def _plan(self, state: Mapping[str, Any], messages: Sequence[AnyMessage]) -> _Update | None:
         scope = thread_scope()
@@ -302,15 +295,14 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
         start = min(hit.value.upto, last_ai) if hit else 0 if self.policy.dedupe else last_ai
         read = Counter(read_back(messages[last_ai:], self.policy.tool_name))
         levels = _add_levels(state.get(BACKOFF_KEY), dict(read))
-        plan = plan_first_sight(
+        plan = plan_turn(
             view_from(messages, start),
-            self.policy,
             offset=start,
+            outputs=self.policy,
             log=hit.value if hit else None,
-            keep_originals=scope is not None,
-            retrieval_tool=self._marker_tool,
+            read_back=self._read_back if scope is not None else None,  # kept per thread
             backoff=levels,
-        )
+        ).outputs
         update = _Update({BACKOFF_KEY: dict(read)} if read else {}, plan, scope, messages, hit)
         saved = sum(e.tokens_before - e.tokens_after for e in plan.edits)
         updated = [apply_edit(messages[e.index], e) for e in plan.edits]

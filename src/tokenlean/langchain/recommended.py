@@ -42,8 +42,9 @@ from tokenlean.langchain.input_shortening import ToolInputShorteningMiddleware
 from tokenlean.langchain.loop_guard import LoopGuardMiddleware
 from tokenlean.langchain.output_shortening import ToolOutputShorteningMiddleware
 from tokenlean.langchain.retrieval import shared_choice
+from tokenlean.langchain.store import StoreChoice
 from tokenlean.shorten.inputs import RECOMMENDED_INPUTS
-from tokenlean.store import OriginalStore, StoreChoice
+from tokenlean.store import OriginalStore
 
 Provider = PricingName  # the names of the pricing presets, under the name this module gave them
 

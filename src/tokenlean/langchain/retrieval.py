@@ -2,16 +2,18 @@
 
 A handle names an original kept in an :class:`~tokenlean.store.OriginalStore` (a shortened
 tool result or tool input), always in the calling thread's scope, and in the store the
-middleware that kept it chose (:class:`~tokenlean.store.StoreChoice`: the one given, else the
-agent's own store, which LangGraph hands the tool through its ``ToolRuntime``, else memory). A
+middleware that kept it chose (:class:`~tokenlean.langchain.store.StoreChoice`: the one given,
+else the agent's own store, which LangGraph hands the tool through its ``ToolRuntime``, else
+memory). A
 tool call id names a result that :class:`~tokenlean.langchain.ContextEditorMiddleware` cleared
 from the request: the agent's state still holds it whole, so the tool reads it from there. A
 handle that is not found gets one of three answers: it was evicted from memory, it was kept once
 (the conversation names it) but is gone (a restart of a process that held it in memory), or
 there is no such handle.
 
-Shorteners share it: middleware given no store share one :class:`~tokenlean.store.StoreChoice`
-(:func:`shared_choice`) and :func:`retrieval_tool` gives one tool per choice, so an agent built
+Shorteners share it: middleware given no store share one
+:class:`~tokenlean.langchain.store.StoreChoice` (:func:`shared_choice`) and
+:func:`retrieval_tool` gives one tool per choice, so an agent built
 with several shorteners offers one ``read_original`` that reads every original.
 
 The tool costs its schema on every call. A thread is only offered it once something was kept
@@ -41,13 +43,13 @@ from tokenlean.langchain.helpers import (
     tool_schemas,
     view_from,
 )
+from tokenlean.langchain.store import StoreChoice
 from tokenlean.shorten.wrapped import readable
 from tokenlean.store import (
     RETRIEVAL_TOOL,
     EvictingStore,
     Original,
     OriginalStore,
-    StoreChoice,
     excerpt,
     looks_like_handle,
 )

@@ -21,18 +21,20 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from tokenlean._failopen import fail_open
+from tokenlean.pipeline import HistoryEdit, HistoryPolicy, Planner
 from tokenlean.raw import anthropic, openai_chat, openai_responses
-from tokenlean.raw.history import HistoryEdit, HistoryPolicy, plan_history
-from tokenlean.raw.originals import default_originals_dir, keep
 from tokenlean.raw.view import RawView, Write, apply
+from tokenlean.readback import FileReadBack
 from tokenlean.shorten.firstsight import OutputShorteningPolicy
 from tokenlean.shorten.inputs import RECOMMENDED_INPUTS, ArgumentPolicy
 from tokenlean.shorten.options import ShortenOptions
 from tokenlean.shorten.text import estimate_tokens
+from tokenlean.store import FolderOriginalStore, default_originals_dir
 from tokenlean.tokens import TokenCounter
 
 __all__ = ["Api", "RawSettings", "RewriteResult", "rewrite_request"]
@@ -98,6 +100,7 @@ class RawSettings:
     inputs: ArgumentPolicy = RECOMMENDED_INPUTS
     never_inputs: Collection[str] = frozenset()
     counter: TokenCounter | None = _OUTPUTS.counter
+    planner: Planner = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for name in ("keep_originals", "dedupe", "shorten_inputs"):
@@ -127,20 +130,34 @@ class RawSettings:
         # Resolved once: the path is part of every marker, so it must not move mid-session.
         resolved = Path(directory).expanduser() if directory is not None else None
         object.__setattr__(self, "originals_dir", (resolved or default_originals_dir()).absolute())
+        # The planner (and its memo of histories already planned) belongs to these settings.
+        object.__setattr__(self, "planner", Planner(self.policy()))
+
+    @property
+    def store(self) -> FolderOriginalStore:
+        """Where originals are written (markers name files in it)."""
+        assert self.originals_dir is not None  # resolved in __post_init__
+        return FolderOriginalStore(self.originals_dir)
 
     def policy(self) -> HistoryPolicy:
         """The core's view of these settings."""
         only = self.only
-        return HistoryPolicy(
+        outputs = OutputShorteningPolicy(
             min_tokens=self.min_tokens,
             options=self.options,
-            dedupe=self.dedupe,
-            min_saving=float(self.min_saving),
             only=frozenset(only) if only is not None else None,
             never=frozenset(self.never),
-            inputs=self.inputs if self.shorten_inputs else None,
-            never_inputs=frozenset(self.never_inputs),
-            originals_dir=self.originals_dir if self.keep_originals else None,
+            dedupe=self.dedupe,
+            min_saving=float(self.min_saving),
+            counter=self.counter,
+            orphans=True,  # a provider API can keep the calls server-side
+        )
+        inputs = replace(self.inputs, never=self.inputs.never | frozenset(self.never_inputs))
+        read_back = FileReadBack(self.store) if self.keep_originals else None
+        return HistoryPolicy(
+            outputs=outputs,
+            inputs=inputs if self.shorten_inputs else None,
+            read_back=read_back,
             counter=self.counter,
         )
 
@@ -158,11 +175,9 @@ def rewrite_request(
         raise ValueError(f"settings must be a RawSettings, got {settings!r}")
     if not isinstance(body, Mapping):
         return None
-    try:
+    with fail_open(logger, "tokenlean could not rewrite a %s request; sent unchanged", api):
         return _rewrite(reader, body, settings)
-    except Exception:  # never break the agent: the body goes upstream as it came
-        logger.exception("tokenlean could not rewrite a %s request; sent unchanged", api)
-        return None
+    return None  # the body goes upstream as it came
 
 
 def _rewrite(
@@ -173,14 +188,15 @@ def _rewrite(
     view = reader(body)
     if view is None:
         return None
-    plan = plan_history(view.messages, settings.policy())
+    plan = settings.planner.plan(view.messages)
     # Adapters give a slot to exactly what the core may edit; this guards that promise.
     edits = [e for e in plan.edits if _writable(e, view)]
     if not edits:
         return None
+    store = settings.store
     for edit in edits:  # before the body points at them (a failure sends it unchanged)
         for original in edit.originals:
-            keep(original.path, original.text)
+            store.put("", original)
     new_body = apply(body, view, _writes(edits))
     extra = _other_tokens(body, settings.counter)
     written = {id(e) for e in edits}

@@ -23,6 +23,7 @@ from typing import Any, Literal, get_args
 
 from tokenlean import checks
 from tokenlean.cost import ANTHROPIC, CachePricing, resolve_pricing
+from tokenlean.readback import TOOL_READ_BACK, ReadBack
 from tokenlean.shorten.core import shorten
 from tokenlean.shorten.markers import Retrieval, repeat_marker
 from tokenlean.shorten.options import DEFAULT_OPTIONS, ShortenOptions
@@ -213,21 +214,20 @@ def plan_first_sight(
     *,
     offset: int = 0,
     log: SeenLog | None = None,
-    keep_originals: bool = True,
-    retrieval_tool: str | None = RETRIEVAL_TOOL,
+    read_back: ReadBack | None = TOOL_READ_BACK,
     backoff: Mapping[str, int] | None = None,
 ) -> FirstSightPlan:
     """The first-sight shortenings of the unseen tool results in ``window``.
 
     ``window`` holds the transcript from position ``offset`` on, the last assistant turn
     included; ``log`` holds the lines of the first ``log.upto`` messages (``offset <= log.upto``;
-    ``None``: start from nothing, which needs ``offset == 0`` unless dedupe is off). With
-    ``keep_originals`` the markers name each original's handle, and ``retrieval_tool`` when the
-    agent has it. Each result is shortened against everything before it as the model will see
-    it, earlier shortenings included. The returned plan's ``log`` covers every message before
-    the unseen results, ready for the next call. ``backoff`` counts, per tool, how often the agent
-    read an original of that tool back: its results are shortened less (see
-    :meth:`OutputShorteningPolicy.options_for`).
+    ``None``: start from nothing, which needs ``offset == 0`` unless dedupe is off).
+    ``read_back`` names each original's handle and says how markers point to it (``None``:
+    nothing is kept, markers give line numbers only). Each result is shortened against
+    everything before it as the model will see it, earlier shortenings included. The returned
+    plan's ``log`` covers every message before the unseen results, ready for the next call.
+    ``backoff`` counts, per tool, how often the agent read an original of that tool back: its
+    results are shortened less (see :meth:`OutputShorteningPolicy.options_for`).
     """
     first = last_assistant(window) + 1
     if policy.dedupe:
@@ -264,12 +264,12 @@ def plan_first_sight(
         # the handle (a hash of the whole text) only once the result may be cut
         report, handle = _repeat(message, text, policy, seen), None
         if report is None and policy.count(text) > policy.min_tokens:
-            handle = _handle(message, text)
-            retrieval = Retrieval(handle, retrieval_tool) if keep_originals else Retrieval()
+            handle = _handle(message, text, read_back)
+            retrieval = Retrieval(handle, read_back.tool) if read_back else Retrieval()
             report = _shorten_one(message, policy, options, call, note, seen, retrieval)
         if report is None:
             continue
-        handle = handle or _handle(message, text)
+        handle = handle or _handle(message, text, read_back)
         content = report.text if isinstance(message.content, str) else _text_block(report.text)
         current[i] = replace(message, content=content)
         edits.append(_edit(offset + i, message, content, handle, report))
@@ -291,8 +291,9 @@ def _calls(messages: Sequence[Message]) -> dict[str, tuple[ToolCall, str | None]
     return out
 
 
-def _handle(message: Message, text: str) -> str:
-    return make_handle("o", message.tool_call_id or message.id or "", text)
+def _handle(message: Message, text: str, read_back: ReadBack | None) -> str:
+    name = message.tool_call_id or message.id or ""
+    return read_back.handle("o", text, name) if read_back else make_handle("o", name, text)
 
 
 def _shorten_one(

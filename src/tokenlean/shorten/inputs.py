@@ -16,8 +16,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tokenlean.readback import NO_TOOL_READ_BACK, TOOL_READ_BACK, ReadBack, ToolReadBack
 from tokenlean.shorten.firstsight import last_assistant, tool_names
-from tokenlean.store import RETRIEVAL_TOOL, Original, make_handle
+from tokenlean.store import Original, make_handle
 from tokenlean.tokens import EstimateCounter, TokenCounter
 from tokenlean.transcript import Edit, Message, mark, mark_of
 
@@ -72,8 +73,7 @@ def argument_handle(call_id: str, key: str, text: str) -> str:
 
 def marker(omitted: int, handle: str, tool: str | None) -> str:
     """The line that stands for the ``omitted`` middle lines (names ``tool`` when there is one)."""
-    how = f'{tool}("{handle}")' if tool else f'kept as "{handle}"'
-    return f"[... {omitted} lines of this input omitted after the call ran; {how} shows them ...]"
+    return ToolReadBack(tool).input_marker(omitted, 0, handle, "")
 
 
 def shorten_arguments(
@@ -81,12 +81,13 @@ def shorten_arguments(
     args: Mapping[str, Any],
     *,
     policy: ArgumentPolicy,
-    retrieval_tool: str | None = None,
+    read_back: ReadBack = NO_TOOL_READ_BACK,
     counter: TokenCounter = _COUNTER,
 ) -> tuple[dict[str, Any], list[CutArgument]]:
     """``args`` with long string values cut to head and tail lines, and what was cut.
 
-    Non-string values and short strings are returned as they are; the input is never mutated.
+    The marker says how to read the cut lines back (``read_back``). Non-string values and
+    short strings are returned as they are; the input is never mutated.
     """
     out = dict(args)
     cuts: list[CutArgument] = []
@@ -100,16 +101,17 @@ def shorten_arguments(
         before = counter.count(value)
         if before <= policy.min_tokens:
             continue
-        handle = argument_handle(call_id, key, value)
+        handle = read_back.handle("i", value, call_id, key)
         omitted = len(lines) - keep
         tail = lines[len(lines) - policy.tail_lines :] if policy.tail_lines else []
-        text = "\n".join(
-            [*lines[: policy.head_lines], marker(omitted, handle, retrieval_tool), *tail]
+        head = lines[: policy.head_lines]
+        where = (omitted, policy.head_lines + 1, handle, value)
+        after = counter.count(
+            "\n".join([*head, read_back.input_marker(*where, final=False), *tail])
         )
-        after = counter.count(text)
         if after >= before:
             continue
-        out[key] = text
+        out[key] = "\n".join([*head, read_back.input_marker(*where), *tail])
         cuts.append(CutArgument(key, handle, value, before, after))
     return out, cuts
 
@@ -129,13 +131,13 @@ def plan_inputs(
     policy: ArgumentPolicy,
     *,
     offset: int = 0,
-    retrieval_tool: str | None = RETRIEVAL_TOOL,
+    read_back: ReadBack = TOOL_READ_BACK,
 ) -> InputPlan:
     """Cut the long inputs of the newest assistant turn's calls that have results.
 
     ``window`` is the end of the transcript (from position ``offset`` on) holding that turn. A
     turn already cut, without calls, or whose call ids repeat (results could not be told
-    apart) is left alone. Markers name ``retrieval_tool`` when the agent can read originals.
+    apart) is left alone. Markers say how to read the originals back (``read_back``).
     """
     index = last_assistant(window)
     if index < 0:
@@ -151,9 +153,7 @@ def plan_inputs(
     for call in turn.tool_calls:
         if call.name in policy.never or call.id not in answered:
             continue
-        args, cut = shorten_arguments(
-            call.id, call.args, policy=policy, retrieval_tool=retrieval_tool
-        )
+        args, cut = shorten_arguments(call.id, call.args, policy=policy, read_back=read_back)
         if cut:
             new_args[call.id] = args
             originals += [Original(c.handle, c.original, call.name, call.id) for c in cut]

@@ -1,4 +1,4 @@
-"""The memo behind :func:`tokenlean.raw.history.plan_history`: checkpoints of planned histories.
+"""The memo behind :class:`tokenlean.pipeline.Planner`: checkpoints of planned histories.
 
 A checkpoint records what planning one request's new messages added (edits, lines shown, whole
 results shown) and links to the checkpoint it resumed from, so a chain of them is one

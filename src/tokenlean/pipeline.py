@@ -1,0 +1,321 @@
+"""The planner of a turn, which every way in calls: the one place that decides what is sent.
+
+The LangChain middleware, the rewrite of raw provider request bodies (behind the proxy and the
+SDK wrappers) and the replay translate their messages to the neutral view
+(:class:`~tokenlean.transcript.Message`), call :func:`plan_turn`, and translate the edits back.
+A *turn* is an assistant message with what came since the turn before it and the tool results
+that answer it. :func:`plan_turn` first cuts the turn's answered inputs
+(:func:`~tokenlean.shorten.inputs.plan_inputs`), then shortens its new results against
+everything before them (:func:`~tokenlean.shorten.firstsight.plan_first_sight`): in that order,
+so the output shortener never points at lines of an input that the model will no longer see. A
+:class:`~tokenlean.readback.ReadBack` names the originals' handles and says how markers point
+to them; a :class:`~tokenlean.shorten.firstsight.SeenLog` carries the lines already shown.
+
+A client that re-sends its whole history on every request is planned by :class:`Planner`, as a
+pure function of that history: message *i* from messages ``0..i`` and the policy alone, one
+turn at a time (a past call's inputs also look at whether the results that follow it answer
+it). Every tool result is shortened as at first sight and every answered call's long inputs are
+cut before the turn is first sent back: the decisions the middleware makes, without any state.
+Requests grow by a few messages at a time, so the walk is memoised by content
+(:mod:`tokenlean.checkpoints`): a request resumes from the longest history it shares with an
+earlier one, whichever way it came in. The memo is only a cache: a cold process plans the same
+bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from tokenlean.checkpoints import Checkpoint, Memo, prefix_digests
+from tokenlean.readback import ReadBack
+from tokenlean.shorten.firstsight import (
+    FirstSightPlan,
+    OutputShorteningPolicy,
+    SeenLog,
+    add_visible,
+    plan_first_sight,
+)
+from tokenlean.shorten.inputs import ArgumentPolicy, InputPlan, plan_inputs
+from tokenlean.shorten.seen import Seen
+from tokenlean.shorten.text import estimate_tokens
+from tokenlean.store import Original
+from tokenlean.tokens import EstimateCounter, TokenCounter, message_tokens
+from tokenlean.transcript import Edit, Message, ToolCall
+
+__all__ = [
+    "HistoryEdit",
+    "HistoryPlan",
+    "HistoryPolicy",
+    "Planner",
+    "TurnPlan",
+    "plan_turn",
+]
+
+#: Checkpoints a planner keeps (each holds only what its requests added).
+MEMO_ENTRIES = 256
+
+
+@dataclass(frozen=True, slots=True)
+class TurnPlan:
+    """What :func:`plan_turn` decided: the turn's inputs cut, then its new results shortened
+    (their markers in their final words)."""
+
+    inputs: InputPlan = field(default_factory=InputPlan)
+    outputs: FirstSightPlan = field(default_factory=FirstSightPlan)
+
+
+def plan_turn(
+    window: Sequence[Message],
+    *,
+    offset: int = 0,
+    inputs: ArgumentPolicy | None = None,
+    outputs: OutputShorteningPolicy | None = None,
+    log: SeenLog | None = None,
+    read_back: ReadBack | None = None,
+    backoff: Mapping[str, int] | None = None,
+) -> TurnPlan:
+    """Plan the newest turn of ``window`` (the transcript from position ``offset`` on).
+
+    ``inputs`` cuts the turn's answered inputs (only with a ``read_back``: nothing could show
+    them otherwise); ``outputs`` then shortens the results that follow it, seeing the inputs as
+    cut. ``log``, ``backoff`` and the window's bounds are as for
+    :func:`~tokenlean.shorten.firstsight.plan_first_sight`.
+    """
+    current = list(window)
+    cut = InputPlan()
+    if inputs is not None and read_back is not None:
+        cut = plan_inputs(current, inputs, offset=offset, read_back=read_back)
+        for edit in cut.edits:
+            current[edit.index - offset] = _with_args(current[edit.index - offset], edit)
+    if outputs is None:
+        return TurnPlan(cut)
+    shown = plan_first_sight(
+        current, outputs, offset=offset, log=log, read_back=read_back, backoff=backoff
+    )
+    if read_back is not None:
+        shown = _finished(shown, read_back, outputs)
+    return TurnPlan(cut, shown)
+
+
+def _with_args(message: Message, edit: Edit) -> Message:
+    calls = tuple(
+        ToolCall(c.id, c.name, edit.tool_args[c.id]) if c.id in edit.tool_args else c
+        for c in message.tool_calls
+    )
+    return replace(message, tool_calls=calls)
+
+
+def _finished(
+    plan: FirstSightPlan, read_back: ReadBack, policy: OutputShorteningPolicy
+) -> FirstSightPlan:
+    """``plan`` with each shortened text's markers in the read-back's final words."""
+    edits: list[Edit] = []
+    for edit, original, report in zip(plan.edits, plan.originals, plan.reports, strict=True):
+        text = read_back.finish(report.text, original)
+        if text != report.text:
+            content = text if isinstance(edit.new_content, str) else _blocks(text)
+            edit = replace(edit, new_content=content, tokens_after=policy.count(text))
+        edits.append(edit)
+    return replace(plan, edits=tuple(edits))
+
+
+def _blocks(text: str) -> tuple[Mapping[str, Any], ...]:
+    return ({"type": "text", "text": text},)
+
+
+# -- a whole history -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryPolicy:
+    """How a :class:`Planner` shortens a history (every field is set by the caller's settings).
+
+    ``inputs`` ``None`` leaves past inputs alone; ``read_back`` ``None`` keeps no originals
+    (markers then give line numbers only, and inputs are not cut: nothing could show them).
+    """
+
+    outputs: OutputShorteningPolicy
+    inputs: ArgumentPolicy | None
+    read_back: ReadBack | None
+    counter: TokenCounter | None
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEdit:
+    """One message's rewrite: a tool result's new ``text`` (``kind="output"``), or an assistant
+    turn's calls with new arguments, by call id (``kind="input"``), and the originals to keep
+    before the body names them."""
+
+    index: int
+    kind: Literal["output", "input"]
+    text: str | None
+    args: Mapping[str, Mapping[str, Any]]
+    tokens_before: int
+    tokens_after: int
+    originals: tuple[Original, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryPlan:
+    """Every edit for a history, and the tokens of its messages before and after them."""
+
+    edits: tuple[HistoryEdit, ...]
+    tokens_before: int
+    tokens_after: int
+
+
+@dataclass
+class Planner:
+    """Plans whole histories under one policy, memoised by content (see the module docstring).
+
+    The memo belongs to the planner: whoever holds the planner (the proxy's settings, an SDK
+    wrapper's) shares its work across requests; :meth:`forget` empties it.
+    """
+
+    policy: HistoryPolicy
+    entries: int = MEMO_ENTRIES
+    _memo: Memo[HistoryPolicy, HistoryEdit, str] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._memo = Memo(self.entries)
+
+    def forget(self) -> None:
+        """Drop every checkpoint (a cold plan equals a warm one; tests and benchmarks show it)."""
+        self._memo.clear()
+
+    def plan(self, view: Sequence[Message]) -> HistoryPlan:
+        """The edits that shorten ``view`` (tool results and answered calls' inputs), in order."""
+        policy = self.policy
+        dedupe = policy.outputs.dedupe
+        answered = _answered(view)
+        digests = prefix_digests(view, answered)
+        start, base = self._memo.resume(policy, digests)
+        shown = Seen(min_chars=policy.outputs.options.seen_min_chars)
+        for earlier in base.chain() if base is not None else ():
+            shown.lines |= earlier.lines
+            for digest, call_id in earlier.results.items():
+                shown.add_result(digest, call_id)
+        log = SeenLog(Seen(min_chars=shown.min_chars, parent=shown), start)  # new lines apart
+        current = _named(view, start)
+        edits = [e for turn in _turns(current, start) for e in self._turn(current, turn, log)]
+        add_visible(log.seen, current[log.upto :])
+        count = policy.counter or _ESTIMATE
+        node: Checkpoint[HistoryEdit, str] = Checkpoint(
+            parent=base,
+            end=len(view),
+            edits=tuple(edits),
+            lines=frozenset(log.seen.lines) if dedupe else frozenset(),
+            results=dict(log.seen.results) if dedupe else {},
+            tokens_before=sum(message_tokens(m, count) for m in view[start:]),
+            tokens_after=sum(message_tokens(m, count) for m in current[start:]),
+        )
+        if start < len(view):
+            self._memo.put(policy, digests[-1], node)
+        chain = node.chain()
+        return HistoryPlan(
+            edits=tuple(edit for n in chain for edit in n.edits),
+            tokens_before=sum(n.tokens_before for n in chain),
+            tokens_after=sum(n.tokens_after for n in chain),
+        )
+
+    def _turn(
+        self, current: list[Message], turn: tuple[int, int, int], log: SeenLog
+    ) -> list[HistoryEdit]:
+        """Plan one turn and write its edits into ``current``."""
+        first, _, end = turn
+        policy = self.policy
+        plan = plan_turn(
+            current[first:end],
+            offset=first,
+            inputs=policy.inputs,
+            outputs=policy.outputs,
+            log=log if policy.outputs.dedupe else None,
+            read_back=policy.read_back,
+        )
+        out: list[HistoryEdit] = []
+        if plan.inputs.edits:
+            edit = _input_edit(plan.inputs, policy.counter, policy.read_back)
+            current[edit.index] = _with_args(current[edit.index], plan.inputs.edits[0])
+            out.append(edit)
+        read_back = policy.read_back
+        for shortened, original in zip(plan.outputs.edits, plan.outputs.originals, strict=True):
+            text = _text(shortened.new_content)
+            kept = (read_back.keep(original, "o"),) if read_back is not None else ()
+            before, after = shortened.tokens_before, shortened.tokens_after
+            out.append(HistoryEdit(shortened.index, "output", text, {}, before, after, kept))
+            current[shortened.index] = replace(current[shortened.index], content=text)
+        return out
+
+
+def _text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    blocks = content if isinstance(content, tuple) else ()
+    return "\n".join(str(b.get("text", "")) for b in blocks if isinstance(b, Mapping))
+
+
+def _input_edit(
+    plan: InputPlan, counter: TokenCounter | None, read_back: ReadBack | None
+) -> HistoryEdit:
+    """The turn's cut inputs as a history edit (with the originals the markers point to)."""
+    edit = plan.edits[0]
+    count = counter or _INPUT_COUNTER
+    after = sum(
+        count.count(edit.tool_args[o.tool_call_id or ""][cut.key])
+        for o, cut in zip(plan.originals, plan.cuts, strict=True)
+    )
+    before = sum(cut.tokens_before for cut in plan.cuts)
+    kept = tuple(read_back.keep(o, "i") for o in plan.originals) if read_back else ()
+    return HistoryEdit(edit.index, "input", None, edit.tool_args, before, after, kept)
+
+
+def _named(view: Sequence[Message], start: int) -> list[Message]:
+    """The view with each tool result from ``start`` on named after its call (provider bodies
+    do not name them). Planning reads nothing before ``start``, and naming every result of a
+    long history again on each request would cost more than planning its new part."""
+    names = {call.id: call.name for m in view for call in m.tool_calls}
+    return [
+        replace(m, name=names[m.tool_call_id])
+        if i >= start and m.role == "tool" and not m.name and m.tool_call_id in names
+        else m
+        for i, m in enumerate(view)
+    ]
+
+
+def _turns(view: Sequence[Message], start: int) -> list[tuple[int, int, int]]:
+    """``(window start, assistant turn, window end)`` for each turn from ``start`` on: a window
+    holds what came since the previous turn, the turn, and the results that answer it."""
+    turns = [i for i in range(start, len(view)) if view[i].role == "assistant"]
+    if not turns:  # results whose calls the provider keeps (a Responses continuation)
+        return [(start, -1, len(view))]
+    starts = [start, *(a + 1 for a in turns[:-1])]
+    ends = [*turns[1:], len(view)]
+    return list(zip(starts, turns, ends, strict=True))
+
+
+def _answered(view: Sequence[Message]) -> list[frozenset[str]]:
+    """For each assistant turn, the ids of the tool results that follow it (before the next
+    turn); empty for every other message."""
+    out: list[frozenset[str]] = [frozenset()] * len(view)
+    run: set[str] = set()
+    for i in range(len(view) - 1, -1, -1):
+        message = view[i]
+        if message.role == "assistant":
+            out[i] = frozenset(run)
+            run = set()
+        elif message.role == "tool" and message.tool_call_id:
+            run.add(message.tool_call_id)
+    return out
+
+
+class _Estimate:
+    """The shortener's own fast estimate as a :class:`~tokenlean.tokens.TokenCounter`."""
+
+    def count(self, text: str) -> int:
+        return estimate_tokens(text)
+
+
+_ESTIMATE = _Estimate()
+_INPUT_COUNTER = EstimateCounter()  # what the input-shortening middleware counts with
