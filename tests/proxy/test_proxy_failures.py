@@ -12,7 +12,10 @@ from typing import Any
 import anthropic
 import httpx
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
+from tokenlean.proxy.scan import scan_body
 from tokenlean.proxy.settings import MAX_BODY_BYTES
 from tokenlean.testing.upstream import (
     FakeUpstream,
@@ -133,6 +136,7 @@ def test_hanging_connect_gives_502_after_the_connect_timeout(
         b"\xff\xfe not json at all",
         b'{"model": "m", "messages": [ {"role":"user","content":"tl-marker"} ',  # truncated
         b'["tl-marker"]',  # JSON, but not an object
+        b'{"model":"m","messages":[{"role":"user","content":"tl-marker"}],}',  # trailing comma
         b'{"model":  "m" ,\n "messages":[{"role":"user","content":"kept as sent"}]}',
     ],
 )
@@ -142,6 +146,71 @@ def test_bodies_the_rewrite_does_not_change_go_byte_identical(
     proxy = make_proxy(rewriter=marker_rewriter())
     _post(proxy.url, body)
     assert upstream.requests[-1].body == body
+
+
+def _nested(depth: int) -> bytes:
+    return b"[" * depth + b"]" * depth
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"model":"m","messages":[{"role":"user","content":"tl-marker"}],"deep":'
+        + _nested(5000)
+        + b"}",
+        b'{"model":"m","messages":[{"role":"user","content":[' + _nested(5000) + b"]}]}",
+    ],
+    ids=["beside the messages", "inside a message"],
+)
+def test_a_body_nested_too_deeply_to_parse_goes_upstream_unchanged(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, body: bytes
+):
+    """Python's JSON parser gives up at about a thousand levels (RecursionError); the provider
+    judges such a body, the proxy neither answers 500 nor rewrites it."""
+    upstream.script = lambda r: json_reply({"type": "message", "content": []})
+    proxy = make_proxy(rewriter=marker_rewriter())
+    reply = _post(proxy.url, body)
+    assert reply.status_code == 200
+    assert upstream.requests[-1].body == body
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@given(
+    body=st.dictionaries(st.sampled_from(["model", "messages", "input", "x", ""]), _JSON),
+    spaced=st.booleans(),
+    ascii_only=st.booleans(),
+    encoding=st.sampled_from(["utf-8", "utf-8-sig", "utf-16", "utf-32"]),
+    cut=st.integers(min_value=0, max_value=3),
+)
+@settings(deadline=None)  # the machine's load is no failure of the parse
+@example(body={"messages": [1]}, spaced=False, ascii_only=True, encoding="utf-8", cut=2)
+@example(body={"messages": ["\ud800"]}, spaced=False, ascii_only=False, encoding="utf-8", cut=0)
+def test_the_one_parse_reads_what_json_loads_reads(
+    body: dict[str, Any], spaced: bool, ascii_only: bool, encoding: str, cut: int
+):
+    """The rewrite used to read ``json.loads(raw)``; it now reads the scanner's values, so the
+    two must agree on every body (read or refused alike), or forwarded bytes would change."""
+    text = json.dumps(body, ensure_ascii=ascii_only, indent=1 if spaced else None)
+    # some bodies broken: truncated, a trailing comma, data after the object
+    text = [text, text[:-1], text[:-1] + ",}", text + " 1"][cut]
+    data = text.encode(encoding, "surrogatepass")
+    try:
+        expected = json.loads(data)
+    except ValueError:
+        expected = None
+    for key in ("messages", "input"):
+        scanned = scan_body(data, key)
+        if isinstance(expected, dict):
+            assert scanned is not None and scanned.values == expected
+            assert list(scanned.values) == list(expected)
+        else:
+            assert scanned is None
 
 
 def test_a_failing_rewriter_forwards_the_original(make_proxy: ProxyFactory, upstream: FakeUpstream):

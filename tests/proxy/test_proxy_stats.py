@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tokenlean.cost import ANTHROPIC, OPENAI
 from tokenlean.proxy import Prepared, StatsBook, default_rewriter, summary_lines
-from tokenlean.proxy.sessions import session_key
+from tokenlean.proxy import rewrite as rewrite_module
+from tokenlean.proxy import stats as stats_module
+from tokenlean.proxy.rewrite import prepare
+from tokenlean.proxy.scan import scan_body
+from tokenlean.proxy.sessions import BlockCounter, session_key
 from tokenlean.proxy.stats import log_line
+from tokenlean.raw import RawSettings, rewrite_request
 
 from .proxy_support import Outcome
 
@@ -52,6 +57,13 @@ def _unchanged(body: dict[str, Any]) -> Prepared:
     return Prepared(raw, raw)
 
 
+def _book() -> StatsBook:
+    return StatsBook({"anthropic": ANTHROPIC, "openai_chat": OPENAI, "openai_responses": OPENAI})
+
+
+LOG = "".join(f"test_{i} PASSED in 0.0{i % 10}s\n" for i in range(300))
+
+
 def test_a_moved_cache_breakpoint_still_counts_as_a_cached_prefix():
     book = StatsBook({"anthropic": ANTHROPIC, "openai_chat": OPENAI, "openai_responses": OPENAI})
     first = book.record("anthropic", {}, _unchanged(_body(_turns(3, "ok\n" * 50))), 200)
@@ -64,8 +76,10 @@ def test_a_moved_cache_breakpoint_still_counts_as_a_cached_prefix():
     assert second.totals.billed_in == pytest.approx(0.1 * cached + 1.25 * new)
 
 
-def test_savings_are_the_difference_between_what_came_in_and_what_went_out():
-    book = StatsBook({"anthropic": ANTHROPIC, "openai_chat": OPENAI, "openai_responses": OPENAI})
+def test_a_rewritten_request_counts_the_rewrites_own_figures():
+    """The rewrite has counted the request before and after; the statistics take its figures
+    (they used to recount both bodies with their own estimate)."""
+    book = _book()
     original = _body(_turns(2, "same log line\n" * 300))
     shortened = _body(_turns(2, "same log line (x300)"))
     outcome = Outcome(shortened, 1000, 10, results_shortened=2)
@@ -73,8 +87,8 @@ def test_savings_are_the_difference_between_what_came_in_and_what_went_out():
     record = book.record("anthropic", {}, prepared, 200)
     assert record is not None
     t = record.totals
-    assert t.tokens_sent < t.tokens_in
-    assert t.billed_saved == pytest.approx(1.25 * (t.tokens_in - t.tokens_sent))
+    assert (t.tokens_in, t.tokens_sent) == (1000, 10)
+    assert (t.billed_in, t.billed_sent) == (1.25 * 1000, 1.25 * 10)  # nothing cached yet
     assert "2 results + 0 inputs shortened" in log_line("POST", "/v1/messages", record)
     snapshot = book.snapshot()
     assert snapshot["total"]["results_shortened"] == 2
@@ -99,6 +113,77 @@ def test_session_key_prefers_explicit_then_client_then_first_message():
     assert session_key("openai_chat", {}, {"messages": body["messages"]})[0] != by_message[0]
 
 
-def test_the_default_rewriter_is_tokenlean_raw_when_it_is_there():
-    present = importlib.util.find_spec("tokenlean.raw") is not None
-    assert (default_rewriter(None) is not None) == present
+def test_the_default_rewriter_is_tokenlean_raw(tmp_path: Path):
+    body = _body(_turns(2, LOG))
+    expected = rewrite_request("anthropic", body, settings=RawSettings(originals_dir=tmp_path))
+    got = default_rewriter(tmp_path)("anthropic", body)
+    assert expected is not None and got is not None
+    assert got.body == expected.body
+
+
+def _prepared(tmp_path: Path, turns: int) -> Prepared:
+    body = _body(_turns(turns, LOG))
+    prepared = prepare(default_rewriter(tmp_path), "anthropic", json.dumps(body).encode())
+    assert prepared.outcome is not None and prepared.parsed
+    return prepared
+
+
+def test_the_rewrites_figures_and_its_cached_share(tmp_path: Path):
+    """Each request's tokens are the rewrite's; its billed estimate applies the share of its
+    blocks that an earlier request of the session had (identical blocks, after the rewrite on
+    the sent side: the rewrite keeps what it sent, so the sent prefix stays cached)."""
+    book = _book()
+    records = [book.record("anthropic", {}, _prepared(tmp_path, n), 200) for n in (2, 3)]
+    first, second = (r.totals for r in records if r is not None)
+    outcome = _prepared(tmp_path, 3).outcome
+    assert outcome is not None
+    assert (second.tokens_in, second.tokens_sent) == (outcome.tokens_before, outcome.tokens_after)
+    assert second.results_shortened == outcome.results_shortened == 3
+    assert first.billed_sent == 1.25 * first.tokens_sent  # nothing cached yet
+    # the second request re-sends the first one's blocks, on both sides of the rewrite
+    assert 0.1 * second.tokens_sent < second.billed_sent < 0.6 * 1.25 * second.tokens_sent
+    assert 0.1 * second.tokens_in < second.billed_in < 0.6 * 1.25 * second.tokens_in
+
+
+def test_an_unrewritten_request_is_counted_from_its_blocks(tmp_path: Path):
+    """With no figures from a rewrite, in and sent are the same estimate of the blocks."""
+    body = _body(_turns(1, "ok"))
+    prepared = prepare(default_rewriter(tmp_path), "anthropic", json.dumps(body).encode())
+    assert prepared.outcome is None and prepared.body is not None
+    record = _book().record("anthropic", {}, prepared, 200)
+    assert record is not None
+    blocks = BlockCounter().blocks("anthropic", prepared.body)
+    assert record.totals.tokens_in == record.totals.tokens_sent == sum(t for _, t in blocks)
+
+
+@pytest.mark.parametrize("turns", [1, 3])
+def test_the_sent_blocks_are_those_of_the_forwarded_bytes(tmp_path: Path, turns: int):
+    """The statistics read the rewritten body's values instead of parsing what was sent; the
+    blocks (fingerprints and tokens) are the same either way."""
+    prepared = _prepared(tmp_path, turns)
+    assert prepared.body is not None and prepared.outcome is not None
+    counter = BlockCounter()
+    blocks_in = counter.blocks("anthropic", prepared.body)
+    sent = counter.rewritten("anthropic", prepared.body, blocks_in, prepared.outcome.body)
+    forwarded = scan_body(prepared.content, "messages")
+    assert forwarded is not None
+    assert sent == BlockCounter().blocks("anthropic", forwarded)
+    assert sent[0] == blocks_in[0] and sent != blocks_in  # the head kept, a result shortened
+
+
+def test_a_body_is_parsed_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    parses: list[bytes] = []
+
+    def counted(data: bytes, list_key: str) -> Any:
+        parses.append(data)
+        return scan_body(data, list_key)
+
+    monkeypatch.setattr(rewrite_module, "scan_body", counted)
+    monkeypatch.setattr(stats_module, "scan_body", counted)
+    prepared = _prepared(tmp_path, 2)
+    assert _book().record("anthropic", {}, prepared, 200) is not None
+    assert parses == [prepared.raw]
+    # forwarded without a rewrite, the body is parsed after the answer, once
+    parses.clear()
+    assert _book().record("anthropic", {}, Prepared(prepared.raw, prepared.raw), 200)
+    assert parses == [prepared.raw]

@@ -78,14 +78,7 @@ def build_app(args: argparse.Namespace, command: str) -> Starlette | None:
     except ValueError as exc:
         print(f"tokenlean {command}: {exc}", file=sys.stderr)
         return None
-    app = proxy.create_app(settings, rewriter=None if args.no_rewrite else "default")
-    if not args.no_rewrite and not app.state.rewriting:
-        print(
-            f"tokenlean {command}: request rewriting is not available in this install "
-            "(tokenlean.raw missing); forwarding bodies unchanged",
-            file=sys.stderr,
-        )
-    return app
+    return proxy.create_app(settings, rewriter=None if args.no_rewrite else "default")
 
 
 def print_summary(app: Starlette) -> None:

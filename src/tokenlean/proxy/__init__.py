@@ -17,10 +17,10 @@ _EXTRA_MODULES = frozenset({"anyio", "httpx", "starlette", "uvicorn"})
 try:
     from tokenlean.proxy.app import create_app
     from tokenlean.proxy.rewrite import Prepared, RewriteOutcome, Rewriter, default_rewriter
-    from tokenlean.proxy.routing import Api
     from tokenlean.proxy.server import BackgroundProxy, serve
     from tokenlean.proxy.settings import ProxySettings, default_originals_dir
     from tokenlean.proxy.stats import StatsBook, summary_lines
+    from tokenlean.raw import Api
 except ImportError as _exc:
     if (_exc.name or "").split(".")[0] in _EXTRA_MODULES:
         raise ImportError(MISSING_EXTRA, name=_exc.name) from _exc

@@ -9,7 +9,6 @@ upstream's status and headers. What the proxy adds is bounded: it reads at most
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Literal
@@ -25,16 +24,16 @@ from starlette.types import Receive, Scope, Send
 
 from tokenlean.proxy.rewrite import Prepared, Rewriter, default_rewriter, prepare
 from tokenlean.proxy.routing import (
-    Api,
     api_for,
     forward_headers,
-    provider_for,
     response_headers,
     upstream_base,
     upstream_url,
+    vendor_for,
 )
 from tokenlean.proxy.settings import ProxySettings
 from tokenlean.proxy.stats import CountingThread, StatsBook
+from tokenlean.raw import Api
 
 log = logging.getLogger("tokenlean.proxy")
 
@@ -119,12 +118,14 @@ class Proxy:
         self.stats = stats
         self.client: httpx.AsyncClient | None = None
         self.counting: CountingThread | None = None
-        self._rewrite_lock = threading.Lock()
+        self.rewrites: anyio.CapacityLimiter | None = None
 
     def open(self) -> httpx.AsyncClient:
+        """The upstream client and the rewrite threads' limiter (made on the app's event loop)."""
         s = self.settings
         timeout = httpx.Timeout(s.read_timeout, connect=s.connect_timeout, pool=s.connect_timeout)
         self.client = httpx.AsyncClient(timeout=timeout, follow_redirects=False)
+        self.rewrites = anyio.CapacityLimiter(s.rewrite_threads)
         return self.client
 
     async def handle(self, request: Request) -> Response:
@@ -136,7 +137,7 @@ class Proxy:
         api = api_for(request.method, path)
         prepared = None if api is None else await self._prepare(api, raw)
         content = raw if prepared is None else prepared.content
-        base = upstream_base(self.settings, provider_for(path, request.headers))
+        base = upstream_base(self.settings, vendor_for(path, request.headers))
         raw_path = request.scope.get("raw_path", path.encode()).decode("latin-1")
         url = upstream_url(base, raw_path, request.url.query)
         try:
@@ -149,9 +150,12 @@ class Proxy:
 
     async def _prepare(self, api: Api, raw: bytes) -> Prepared:
         if self.rewriter is None:  # nothing to do on the request's path
-            return prepare(None, api, raw, self._rewrite_lock)
-        # Off the event loop: parsing and rewriting a long history must not stall other streams.
-        return await anyio.to_thread.run_sync(prepare, self.rewriter, api, raw, self._rewrite_lock)
+            return prepare(None, api, raw)
+        # Off the event loop, so parsing and rewriting a long history stalls no other stream;
+        # several at once, so a small request never waits for a large one's rewrite to end.
+        return await anyio.to_thread.run_sync(
+            prepare, self.rewriter, api, raw, limiter=self.rewrites
+        )
 
     async def _send(self, request: Request, url: str, content: bytes) -> httpx.Response:
         assert self.client is not None, "the app's lifespan opens the client"
@@ -199,8 +203,9 @@ def create_app(
     *,
     rewriter: Rewriter | Literal["default"] | None = "default",
 ) -> Starlette:
-    """The proxy app. ``rewriter``: the default is ``tokenlean.raw``'s rewrite when installed;
-    None forwards every body unchanged; a callable replaces it (tests, embedders).
+    """The proxy app. ``rewriter``: the default is ``tokenlean.raw``'s rewrite; None forwards
+    every body unchanged; a callable replaces it (tests, embedders; it must be thread-safe, as
+    up to ``settings.rewrite_threads`` requests are rewritten at once).
 
     ``app.state.stats`` is the :class:`StatsBook` behind ``GET /tokenlean/stats``.
     """

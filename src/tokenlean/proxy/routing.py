@@ -6,9 +6,10 @@ from collections.abc import Iterable, Mapping
 from typing import Literal
 
 from tokenlean.proxy.settings import ProxySettings
+from tokenlean.raw import Api
 
-Api = Literal["anthropic", "openai_chat", "openai_responses"]
-Provider = Literal["anthropic", "openai"]
+#: Whose API a request goes to: it picks the upstream when no single ``upstream`` is set.
+Vendor = Literal["anthropic", "openai"]
 
 #: The request bodies the proxy rewrites; any other path is forwarded untouched.
 REWRITTEN_PATHS: Mapping[str, Api] = {
@@ -43,7 +44,12 @@ def api_for(method: str, path: str) -> Api | None:
     return REWRITTEN_PATHS.get(path.rstrip("/"))
 
 
-def provider_for(path: str, headers: Mapping[str, str]) -> Provider:
+def list_key(api: Api) -> str:
+    """The body's list of conversation items."""
+    return "input" if api == "openai_responses" else "messages"
+
+
+def vendor_for(path: str, headers: Mapping[str, str]) -> Vendor:
     """Anthropic for its paths or when the client speaks its protocol; OpenAI otherwise.
 
     Paths such as ``/v1/models`` exist at both providers, so the ``anthropic-version`` header,
@@ -54,9 +60,9 @@ def provider_for(path: str, headers: Mapping[str, str]) -> Provider:
     return "openai"
 
 
-def upstream_base(settings: ProxySettings, provider: Provider) -> str:
+def upstream_base(settings: ProxySettings, vendor: Vendor) -> str:
     base = settings.upstream or (
-        settings.anthropic_upstream if provider == "anthropic" else settings.openai_upstream
+        settings.anthropic_upstream if vendor == "anthropic" else settings.openai_upstream
     )
     return base.rstrip("/")
 

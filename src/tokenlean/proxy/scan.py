@@ -1,15 +1,20 @@
-"""Reading a request body as the client wrote it: top-level values, and each message with the
-exact JSON text it was sent as.
+"""Reading a request body once, as the client wrote it: top-level values, and each message with
+the exact JSON text it was sent as.
 
-The statistics fingerprint every message on every request; the client's own text of a message
-is the cheap thing to hash (re-serialising a 200k-token history costs tens of milliseconds, and
-holds the interpreter while it runs). ``json``'s C scanner does the parsing, one value at a time.
+The proxy parses a body once (:func:`scan_body`): the rewrite reads its values, the statistics
+its texts. They fingerprint every message on every request, and the client's own text of a
+message is the cheap thing to hash (re-serialising a 200k-token history costs tens of
+milliseconds, and holds the interpreter while it runs). ``json``'s C scanner does the parsing,
+one value at a time, so a long history is also no single step that holds the interpreter.
+The values are the ones ``json.loads`` gives for the same bytes, so the rewrite reads what it
+always read.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,6 +78,8 @@ def _pairs(text: str, list_key: str) -> ScannedBody:
         at = _skip(text, at)
         if text[at] == ",":
             at = _skip(text, at + 1)
+            if text[at] == "}":  # json.loads refuses a trailing comma, so the scanner does
+                raise ValueError(f"expected a key at {at}")
         elif text[at] != "}":
             raise ValueError(f"expected ',' or '}}' at {at}")
     if text[_skip(text, at + 1) :]:
@@ -82,8 +89,60 @@ def _pairs(text: str, list_key: str) -> ScannedBody:
 
 def scan_body(data: bytes, list_key: str) -> ScannedBody | None:
     """``data`` as a JSON object whose ``list_key`` list is split into items; None when it is
-    not a JSON object."""
+    not a JSON object, or too deeply nested to read."""
     try:
-        return _pairs(data.decode("utf-8"), list_key)
-    except (ValueError, IndexError):  # includes UnicodeDecodeError and JSONDecodeError
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    try:
+        if text is None or text.startswith("\ufeff"):
+            return _loaded(data, list_key)
+        return _pairs(text, list_key)
+    except (ValueError, IndexError, RecursionError):  # includes JSONDecodeError
         return None
+
+
+def _loaded(data: bytes, list_key: str) -> ScannedBody | None:
+    """What ``json.loads`` also reads and the scanner does not (a byte-order mark, UTF-16 or 32,
+    encoded surrogates), with texts rebuilt: they only name the values to the statistics."""
+    body = json.loads(data)
+    if not isinstance(body, dict):
+        return None
+    texts = {key: _compact(value) for key, value in body.items()}
+    listed = body.get(list_key)
+    items = [(v, _compact(v)) for v in listed] if isinstance(listed, list) else []
+    return ScannedBody(body, texts, items)
+
+
+def _compact(value: Any) -> str:
+    """A value's JSON text as the proxy sends a rewritten body."""
+    return json.dumps(value, separators=(",", ":"))
+
+
+def rewritten_body(original: ScannedBody, body: Mapping[str, Any], list_key: str) -> ScannedBody:
+    """``body``, a rewrite of ``original``, read without parsing the bytes sent for it.
+
+    A rewrite copies only what it changes, so a value that is the very object ``original`` holds
+    keeps its text; the others get the text the proxy sends for them (:func:`_compact`). A long
+    history with a few shortened results costs the serialisation of those results, not another
+    parse. Texts name values to the statistics: equal texts, equal values.
+    """
+    values = dict(body)
+    listed = values.get(list_key)
+    if listed is original.values.get(list_key) or not isinstance(listed, list):
+        texts = {k: _text_of(k, v, original) for k, v in values.items()}
+        kept = listed is original.values.get(list_key)
+        return ScannedBody(values, texts, original.items if kept else [])
+    texts = {k: _text_of(k, v, original) for k, v in values.items() if k != list_key}
+    old = original.items
+    items = [
+        old[i] if i < len(old) and value is old[i][0] else (value, _compact(value))
+        for i, value in enumerate(listed)
+    ]
+    texts[list_key] = "[" + ",".join(text for _, text in items) + "]"
+    return ScannedBody(values, texts, items)
+
+
+def _text_of(key: str, value: Any, original: ScannedBody) -> str:
+    kept = key in original.values and original.values[key] is value
+    return original.texts[key] if kept else _compact(value)

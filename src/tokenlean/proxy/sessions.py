@@ -26,8 +26,9 @@ from collections import OrderedDict, deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tokenlean.proxy.routing import Api
-from tokenlean.proxy.scan import ScannedBody
+from tokenlean.proxy.routing import list_key
+from tokenlean.proxy.scan import ScannedBody, rewritten_body
+from tokenlean.raw import Api
 from tokenlean.tokens import EstimateCounter
 
 #: Values that cost no prompt tokens as text (opaque signatures, base64 payloads).
@@ -107,11 +108,6 @@ def _text_tokens(value: Any) -> int:
 _HEAD_KEYS = ("model", "tools", "system", "instructions")
 
 
-def list_key(api: Api) -> str:
-    """The body's list of conversation items."""
-    return "input" if api == "openai_responses" else "messages"
-
-
 def prompt_blocks(api: Api, body: ScannedBody) -> list[tuple[Any, str]]:
     """The body as cache-ordered blocks, each (value, the client's JSON text of it): model,
     tools and system first, then each message."""
@@ -139,6 +135,18 @@ class BlockCounter:
 
     def blocks(self, api: Api, body: ScannedBody) -> list[Block]:
         return [self._block(value, text) for value, text in prompt_blocks(api, body)]
+
+    def rewritten(
+        self, api: Api, received: ScannedBody, blocks: Sequence[Block], sent: Mapping[str, Any]
+    ) -> list[Block]:
+        """The blocks of ``sent``, the rewrite of ``received`` (whose ``blocks`` are known): a
+        block the rewrite left as it was is the received one, no parse and no hash needed."""
+        old = prompt_blocks(api, received)
+        new = prompt_blocks(api, rewritten_body(received, sent, list_key(api)))
+        return [
+            blocks[i] if i < len(old) and old[i][1] == text else self._block(value, text)
+            for i, (value, text) in enumerate(new)
+        ]
 
     def _block(self, value: Any, text: str) -> Block:
         key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -20,6 +21,16 @@ def default_originals_dir() -> Path:
     """Where originals go by default: the user's cache directory, as XDG lays it out (the same
     folder the SDK wrappers use, so both name the same files)."""
     return raw_originals_dir()
+
+
+def default_rewrite_threads() -> int:
+    """How many bodies are rewritten at once by default: one per CPU this process may use, and
+    at least two, so that one long rewrite never holds up every other request."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on every platform
+        cpus = os.cpu_count() or 1
+    return max(2, cpus)
 
 
 def _check_url(name: str, url: str | None) -> None:
@@ -43,6 +54,10 @@ class ProxySettings:
     ``connect_timeout`` bounds how long an unreachable upstream can hold a request before the
     client gets a 502; ``read_timeout`` is the longest silence allowed while waiting for upstream
     bytes (a long non-streamed answer can take minutes, so it matches the SDKs' 10 minutes).
+
+    ``rewrite_threads`` bounds how many request bodies are parsed and rewritten at once (each on
+    a worker thread, off the event loop); it bounds the memory and CPU that rewrites take, and
+    a small request waits for a large one only when that many are under way.
     """
 
     upstream: str | None = None
@@ -52,6 +67,7 @@ class ProxySettings:
     max_body_bytes: int = MAX_BODY_BYTES
     connect_timeout: float = 5.0
     read_timeout: float = 600.0
+    rewrite_threads: int = field(default_factory=default_rewrite_threads)
     anthropic_pricing: CachePricing = ANTHROPIC
     openai_pricing: CachePricing = OPENAI
 
@@ -65,3 +81,6 @@ class ProxySettings:
             raise ValueError("connect_timeout must be positive")
         if self.read_timeout <= 0:
             raise ValueError("read_timeout must be positive")
+        threads = self.rewrite_threads
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise ValueError(f"rewrite_threads must be a positive int, got {threads!r}")

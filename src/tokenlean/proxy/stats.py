@@ -1,11 +1,16 @@
 """What the proxy saved: per request (a log line), per session (``GET /tokenlean/stats``), and
 in total (the summary printed when it stops).
 
-Token counts are estimates (:class:`tokenlean.tokens.EstimateCounter`) of the prompt as the
-client sent it ("in") and as the proxy forwarded it ("sent"), counted the same way, so their
-difference is what the rewrite removed. "Billed" applies the provider's cache pricing from
-:mod:`tokenlean.cost` (see :mod:`tokenlean.proxy.sessions` for the cached-prefix rule), in units
-of one uncached input token: multiply by the model's input price for money.
+Token counts are estimates. For a body the rewrite changed, "in" and "sent" are the rewrite's
+own figures (``tokens_before`` and ``tokens_after`` of its result, over the whole request), as
+are the results and inputs shortened; for any other body, nothing was removed and both are the
+estimate (:class:`tokenlean.tokens.EstimateCounter`) of its blocks. "Billed" applies the
+provider's cache pricing from :mod:`tokenlean.cost` to the share of a request's block estimates
+that is a cached prefix (see :mod:`tokenlean.proxy.sessions` for the rule), in units of one
+uncached input token: multiply by the model's input price for money.
+
+Nothing here parses a body the proxy already parsed: the statistics read the parse that
+travels with :class:`~tokenlean.proxy.rewrite.Prepared`, and the rewritten body's own values.
 """
 
 from __future__ import annotations
@@ -20,9 +25,10 @@ from typing import Any
 
 from tokenlean.cost import CachePricing
 from tokenlean.proxy.rewrite import Prepared
-from tokenlean.proxy.routing import Api
-from tokenlean.proxy.scan import scan_body
-from tokenlean.proxy.sessions import BlockCounter, PrefixHistory, list_key, session_key
+from tokenlean.proxy.routing import list_key
+from tokenlean.proxy.scan import ScannedBody, scan_body
+from tokenlean.proxy.sessions import Block, BlockCounter, PrefixHistory, session_key
+from tokenlean.raw import Api
 
 log = logging.getLogger("tokenlean.proxy")
 
@@ -87,6 +93,12 @@ def _ratio(part: float, whole: float) -> float:
     return part / whole if whole else 0.0
 
 
+def _received(api: Api, prepared: Prepared) -> ScannedBody | None:
+    """The client's body as the rewrite parsed it; parsed here, once, when no rewrite ran (so
+    forwarding alone parses nothing on the request's path)."""
+    return prepared.body if prepared.parsed else scan_body(prepared.raw, list_key(api))
+
+
 class StatsBook:
     """Per-session sums; thread-safe, since requests are counted off the event loop."""
 
@@ -101,43 +113,45 @@ class StatsBook:
     ) -> RequestRecord | None:
         """Count one request; None when its body was not a JSON object (nothing to count)."""
         start = time.thread_time()  # CPU time: what counting costs, however busy the machine
-        key = list_key(api)
-        received = scan_body(prepared.raw, key)
+        received = _received(api, prepared)
         if received is None:
-            return None
-        same = prepared.content is prepared.raw
-        sent = received if same else scan_body(prepared.content, key)
-        if sent is None:
             return None
         label, source = session_key(api, headers, received.values)
         blocks_in = self._counter.blocks(api, received)
-        blocks_sent = blocks_in if same else self._counter.blocks(api, sent)
         outcome = prepared.outcome
+        blocks_sent = (
+            blocks_in
+            if outcome is None
+            else self._counter.rewritten(api, received, blocks_in, outcome.body)
+        )
+        counted = sum(t for _, t in blocks_in)
         with self._lock:
             session = self._sessions.setdefault(label, Session(api, source))
-            pricing = self._pricing[api]
             one = Totals(
                 requests=1,
                 rewritten=int(outcome is not None),
                 rewrite_failures=int(prepared.failure is not None),
                 upstream_errors=int(status >= 400),
-                tokens_in=sum(t for _, t in blocks_in),
-                tokens_sent=sum(t for _, t in blocks_sent),
+                tokens_in=outcome.tokens_before if outcome else counted,
+                tokens_sent=outcome.tokens_after if outcome else counted,
                 results_shortened=outcome.results_shortened if outcome else 0,
                 inputs_shortened=outcome.inputs_shortened if outcome else 0,
                 rewrite_seconds=prepared.seconds,
             )
-            cached_in = session.history_in.cached_tokens(blocks_in)
-            one.billed_in = pricing.billed(one.tokens_in, cached_in)
-            one.billed_sent = pricing.billed(
-                one.tokens_sent, session.history_sent.cached_tokens(blocks_sent)
-            )
+            one.billed_in = self._billed(api, one.tokens_in, blocks_in, session.history_in)
+            one.billed_sent = self._billed(api, one.tokens_sent, blocks_sent, session.history_sent)
             session.history_in.add(blocks_in)
             session.history_sent.add(blocks_sent)
             one.count_seconds = time.thread_time() - start
             session.totals.add(one)
             session.last_seen = time.time()
         return RequestRecord(label, status, one)
+
+    def _billed(self, api: Api, tokens: int, blocks: list[Block], history: PrefixHistory) -> float:
+        """``tokens`` billed with the share of ``blocks`` that ``history`` has cached."""
+        counted = sum(t for _, t in blocks)
+        cached = round(tokens * _ratio(history.cached_tokens(blocks), counted))
+        return self._pricing[api].billed(tokens, cached)
 
     def snapshot(self) -> dict[str, Any]:
         """The JSON served at ``GET /tokenlean/stats``."""
