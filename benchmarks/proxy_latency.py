@@ -19,6 +19,12 @@ Claude Code trajectories in ``shared/data/trajectories`` (concatenated into one 
   ``shared/data/tool_outputs``) made unique on each request, so nothing of it is memoised.
 
 Writes ``benchmarks/proxy_latency.md`` (``--markdown`` to change the path).
+
+``--behind-large`` measures one thing instead: a small request's latency through the proxy alone,
+and while the proxy is rewriting a large body (about ``--large-mb`` MB: that history plus many
+test logs, with a new first message on every request so nothing of it is memoised). It writes
+one row, named by ``--label``, into its own section of the markdown, keeping the other rows, so
+runs of two versions of the proxy sit side by side.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -41,7 +48,7 @@ from typing import Any
 
 import httpx
 
-from tokenlean.replay.formats import load_trajectory
+from tokenlean.replay._formats import load_trajectory
 from tokenlean.testing.bodies import anthropic_requests
 from tokenlean.tokens import TiktokenCounter
 from tokenlean.transcript import Message
@@ -236,12 +243,28 @@ def main() -> int:
         "0 is back to back)",
     )
     parser.add_argument("--markdown", type=Path, default=HERE / "proxy_latency.md")
+    parser.add_argument(
+        "--behind-large",
+        action="store_true",
+        help="measure only a small request alone and behind a large one (its own section)",
+    )
+    parser.add_argument("--trials", type=int, default=20, help="--behind-large: pairs measured")
+    parser.add_argument("--large-mb", type=float, default=30.0, help="--behind-large: body size")
+    parser.add_argument(
+        "--delay",
+        type=float,
+        default=0.5,
+        help="--behind-large: seconds between sending the large body and the small one",
+    )
+    parser.add_argument("--label", default="this tree", help="--behind-large: the row's name")
     args = parser.parse_args()
     if not TRAJECTORIES.is_dir():
         print(f"needs {TRAJECTORIES}", file=sys.stderr)
         return 2
     counter = TiktokenCounter("o200k_base", vocab_path=SHARED / "tokenizers")
     history, tokens = history_body(args.history_tokens, counter)
+    if args.behind_large:
+        return behind_large_main(args, history)
     cached = json.dumps(history).encode()
     result = long_result()
     if "rewrite" in args.modes and not importlib.util.find_spec("tokenlean.raw"):
@@ -365,7 +388,152 @@ def write_markdown(
         "over the case (warm-up included), divided by its requests.",
         "",
     ]
-    args.markdown.write_text("\n".join(lines))
+    kept = _section(args.markdown.read_text())[1] if args.markdown.exists() else ""
+    args.markdown.write_text("\n".join(lines) + ("\n" + kept if kept else ""))
+
+
+# -- a small request behind a large one --------------------------------------------------------
+
+BEHIND_LARGE = "## A small request while a large one is rewritten"
+NONCE = "0" * 24  # replaced in the bytes by a number of the same width: one request, one body
+
+
+def large_template(history: dict[str, Any], result: str, megabytes: float) -> bytes:
+    """``history`` plus test logs until the body reaches ``megabytes``, opened by a message
+    holding :data:`NONCE` (a new one on every request, so the rewrite starts cold)."""
+    opening = [
+        {"role": "user", "content": f"large session {NONCE}"},
+        {"role": "assistant", "content": "on it"},
+    ]
+    body = {**history, "messages": [*opening, *history["messages"]]}
+    piece = len(json.dumps(with_new_result({"messages": []}, result, 0)))
+    missing = megabytes * 1e6 - len(json.dumps(body))
+    for n in range(max(0, int(missing / piece) + 1)):
+        body = with_new_result(body, result, n)
+    return json.dumps(body).encode()
+
+
+def small_body(result: str, n: int) -> bytes:
+    """A new conversation's second request: one command and its test log (rewritten: the log
+    is shortened)."""
+    body = {
+        "model": "claude-bench",
+        "max_tokens": 1024,
+        "messages": [{"role": "user", "content": f"small session {n}: make the tests pass"}],
+    }
+    return json.dumps(with_new_result(body, result, n)).encode()
+
+
+def _unique(template: bytes, n: int) -> bytes:
+    return template.replace(NONCE.encode(), f"{n:0{len(NONCE)}d}".encode(), 1)
+
+
+def _settle(proxy: str, requests: int) -> None:
+    """Wait until the proxy has counted ``requests`` answers (counting a large body after its
+    answer takes CPU, which the next measurement must not share)."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        total = httpx.get(proxy + "/tokenlean/stats", timeout=60).json()["total"]
+        if total["requests"] >= requests:
+            return
+        time.sleep(0.2)
+
+
+def _send_into(client: httpx.Client, proxy: str, content: bytes, out: list[float]) -> None:
+    out.append(_timed(client, proxy, content))
+
+
+def behind_large(
+    proxy: str, template: bytes, result: str, trials: int, delay: float
+) -> dict[str, list[float]]:
+    """Milliseconds: the small request alone; the small request sent ``delay`` seconds after a
+    large one, while the proxy rewrites it; and the large one."""
+    figures: dict[str, list[float]] = {"alone": [], "behind": [], "large": []}
+    sent = 0
+    with httpx.Client(timeout=300) as small, httpx.Client(timeout=300) as large:
+        for n in range(3 + trials):  # three warm-up requests
+            elapsed = _timed(small, proxy, small_body(result, n))
+            if n >= 3:
+                figures["alone"].append(elapsed)
+        sent += 3 + trials
+        for n in range(trials):
+            _settle(proxy, sent)
+            done: list[float] = []
+            big = _unique(template, n)
+            worker = threading.Thread(target=_send_into, args=(large, proxy, big, done))
+            worker.start()
+            time.sleep(delay)
+            figures["behind"].append(_timed(small, proxy, small_body(result, 1000 + n)))
+            worker.join()
+            figures["large"].append(done[0])
+            sent += 2
+    _settle(proxy, sent)
+    return figures
+
+
+def behind_large_main(args: argparse.Namespace, history: dict[str, Any]) -> int:
+    result = long_result()
+    template = large_template(history, result, args.large_mb)
+    with servers(no_rewrite=False) as (_, proxy, _pid):
+        figures = behind_large(proxy, template, result, args.trials, args.delay)
+    print({k: round(statistics.median(v), 2) for k, v in figures.items()})
+    q = [(k, p) for k in ("alone", "behind") for p in (50, 95)]
+    cells = [f"{percentile(figures[k], p):.1f}" for k, p in q]
+    cells += [f"{max(figures['behind']):.1f}", f"{percentile(figures['large'], 50):.0f}"]
+    cells.append(f"{os.getloadavg()[0]:.1f}")
+    row = f"| {args.label} | " + " | ".join(cells) + " |"
+    facts = (len(template), len(small_body(result, 0)))
+    write_behind_large(args, row, facts)
+    print(f"written to {args.markdown}")
+    return 0
+
+
+def _section(text: str) -> tuple[str, str]:
+    """(what comes before the behind-large section, the section itself)."""
+    at = text.find(BEHIND_LARGE)
+    return (text, "") if at < 0 else (text[:at], text[at:])
+
+
+def write_behind_large(args: argparse.Namespace, row: str, facts: tuple[int, int]) -> None:
+    """The section with ``row`` in place of an earlier row of the same label (else last)."""
+    existing = args.markdown.read_text() if args.markdown.exists() else ""
+    before, section = _section(existing)
+    label = row.split("|")[1]
+    rows = [
+        row if line.split("|")[1] == label else line
+        for line in section.splitlines()
+        if line.startswith("| ") and not line.startswith("| proxy ")
+    ]
+    large, small = facts
+    lines = [
+        BEHIND_LARGE,
+        "",
+        f"Command: `python -m benchmarks.proxy_latency --behind-large --trials {args.trials} "
+        f'--large-mb {args.large_mb:g} --delay {args.delay:g} --label "<row>"` '
+        f"(last run on {time.strftime('%Y-%m-%d')})",
+        "",
+        f"Small: a new conversation's second request ({small:,} bytes: one command and a real "
+        f"test log, which the rewrite shortens). Large: {large:,} bytes, the history above plus "
+        "test logs, opened by a new message on every request so the rewrite starts cold. Each "
+        f"trial sends the large body, waits {args.delay:g} s (it is read and being rewritten by "
+        "then), and times the small one; the next trial starts once the proxy has counted both. "
+        f"{args.trials} trials, after {args.trials} small requests alone (3 warm-up requests "
+        "first). Milliseconds from sending a body to the end of its reply; *load* is the "
+        "machine's load average at the end of the run (2 cores shared with other work). Each "
+        "row is one run of the command on the tree its label names.",
+        "",
+        "Behind a large rewrite, a small request still takes longer than alone: the rewrite "
+        "threads share one interpreter, so the small one's parse and rewrite get the GIL in "
+        "turns with the large one's (and the event loop with both).",
+        "",
+        "| proxy | small alone p50 | small alone p95 | small behind large p50 "
+        "| small behind large p95 | small behind large max | large p50 | load |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        *rows,
+        *([] if row in rows else [row]),
+        "",
+    ]
+    args.markdown.write_text(before.rstrip("\n") + "\n\n" + "\n".join(lines))
 
 
 if __name__ == "__main__":
