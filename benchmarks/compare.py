@@ -21,9 +21,10 @@ import sys
 import time
 from pathlib import Path
 
-from tokenlean.replay import report, strategies
-from tokenlean.replay.formats import load_trajectory
-from tokenlean.replay.runner import ReplayReport, run_replay, stderr_progress
+from tokenlean.replay import _report as report
+from tokenlean.replay import _strategies as strategies
+from tokenlean.replay._formats import load_trajectory
+from tokenlean.replay._runner import ReplayReport, run_replay, stderr_progress
 
 HERE = Path(__file__).parent
 PLUGINS = [

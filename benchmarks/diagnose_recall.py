@@ -8,7 +8,7 @@ Usage (from the repository root)::
 The per-source figures come from ``REPLAY.json``. Then every trajectory is replayed again,
 in-process, with no middleware and with each other strategy of that file, while the first-sight
 planner's calls to ``shorten`` are recorded (observed, not changed). For each reference the
-agent wrote but could no longer see (as in ``tokenlean.replay.metrics``), it finds the tool
+agent wrote but could no longer see (as in ``tokenlean.replay._metrics``), it finds the tool
 output the reference was learned from (its first appearance), what the prompt held in its place
 (shortened, cleared by the context editor, unchanged) and, when shortened, the content kind the
 shortener assigned and the omission that covers the reference's line (budget, similar-line
@@ -34,15 +34,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tokenlean.langchain.adapter import to_view
-from tokenlean.replay import report, strategies
-from tokenlean.replay.engine import Replay, replay, turn_messages
-from tokenlean.replay.formats import Trajectory, load_trajectory
-from tokenlean.replay.metrics import Prompt, PromptMeasurer, relative
-from tokenlean.replay.refs import extract_refs, learned_references, message_refs
-from tokenlean.replay.runner import ReplayReport, shared_measurer
-from tokenlean.shorten.report import ShortenReport
-from tokenlean.shorten.wrapped import readable
+from tokenlean.langchain._adapter import to_view
+from tokenlean.replay import _report as report
+from tokenlean.replay import _strategies as strategies
+from tokenlean.replay._engine import Replay, replay, turn_messages
+from tokenlean.replay._formats import Trajectory, load_trajectory
+from tokenlean.replay._metrics import Prompt, PromptMeasurer, relative
+from tokenlean.replay._refs import extract_refs, learned_references, message_refs
+from tokenlean.replay._runner import ReplayReport, shared_measurer
+from tokenlean.shorten._report import ShortenReport
+from tokenlean.shorten._wrapped import readable
 from tokenlean.tokens import tool_schema_text
 from tokenlean.transcript import Message
 
@@ -58,7 +59,7 @@ _CURRENT: list[str] = [""]
 
 def observe_shortener() -> None:
     """Record every report the first-sight planner receives (idempotent, this process only)."""
-    from tokenlean.shorten import firstsight
+    from tokenlean.shorten import _firstsight as firstsight
 
     if getattr(firstsight, "_diagnose_observed", False):
         return

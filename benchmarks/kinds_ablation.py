@@ -2,7 +2,7 @@
 
 ``tokenlean replay TRAJECTORIES --plugin benchmarks.kinds_ablation -s none -s shorten
 -s shorten-no-views ... --by-source`` replays them; ``benchmarks/kinds.md`` has the table.
-Each variant sets the rule's :class:`~tokenlean.shorten.options.ShortenOptions` field to the value
+Each variant sets the rule's :class:`~tokenlean.shorten._options.ShortenSettings` field to the value
 that switches it off, so ``shorten`` minus a variant is that rule's effect.
 """
 
@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from tokenlean.replay.strategies import register
-from tokenlean.shorten.options import ShortenOptions
+from tokenlean.replay._strategies import register
+from tokenlean.shorten._options import ShortenSettings
 
 
 def _shortening(**options: Any) -> Any:
     def factory() -> list[Any]:
         from tokenlean.langchain.output_shortening import ToolOutputShorteningMiddleware
 
-        return [ToolOutputShorteningMiddleware(options=ShortenOptions(**options))]
+        return [ToolOutputShorteningMiddleware(options=ShortenSettings(**options))]
 
     return factory
 

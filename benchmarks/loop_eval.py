@@ -38,14 +38,14 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from tokenlean.langchain.adapter import to_view
+from tokenlean.langchain._adapter import to_view
 from tokenlean.langchain.loop_guard import ID_PREFIX, LoopGuardMiddleware
-from tokenlean.loop_guard.detect import loop_signals
-from tokenlean.loop_guard.steps import Step, build_steps, step_key
-from tokenlean.replay.engine import replay
-from tokenlean.replay.formats import Trajectory, load_trajectory
-from tokenlean.replay.metrics import CallMetrics, measure_calls
-from tokenlean.replay.runner import shared_measurer
+from tokenlean.loop_guard._detect import loop_signals
+from tokenlean.loop_guard._steps import Step, build_steps, step_key
+from tokenlean.replay._engine import replay
+from tokenlean.replay._formats import Trajectory, load_trajectory
+from tokenlean.replay._metrics import CallMetrics, measure_calls
+from tokenlean.replay._runner import shared_measurer
 from tokenlean.tokens import tool_schema_text
 from tokenlean.transcript import Message
 

@@ -31,10 +31,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tokenlean.replay import report, strategies
-from tokenlean.replay.formats import Trajectory, load_trajectory
-from tokenlean.replay.metrics import RunMetrics, pool, relative
-from tokenlean.replay.runner import ReplayReport, run_replay, stderr_progress
+from tokenlean.replay import _report as report
+from tokenlean.replay import _strategies as strategies
+from tokenlean.replay._formats import Trajectory, load_trajectory
+from tokenlean.replay._metrics import RunMetrics, pool, relative
+from tokenlean.replay._runner import ReplayReport, run_replay, stderr_progress
 
 HERE = Path(__file__).parent
 BASELINE = strategies.BASELINE

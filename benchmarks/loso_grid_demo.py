@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tokenlean.replay._strategies import register
 from tokenlean.replay.builtin.output_shortening import CONSERVATIVE
-from tokenlean.replay.strategies import register
 
 
 def _shortening(**kwargs: Any) -> Any:

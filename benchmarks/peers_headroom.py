@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from tokenlean.replay.strategies import register
+from tokenlean.replay._strategies import register
 from tokenlean.tokens import TIKTOKEN_CACHE_KEYS
 
 

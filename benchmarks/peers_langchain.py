@@ -15,11 +15,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from tokenlean.replay.strategies import register
+from tokenlean.replay._strategies import register
 
 
 def _estimate(messages: Sequence[Any]) -> int:
-    from tokenlean.langchain.adapter import to_view
+    from tokenlean.langchain._adapter import to_view
     from tokenlean.tokens import EstimateCounter, count_request
 
     return count_request(to_view(messages), EstimateCounter())

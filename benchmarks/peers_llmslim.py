@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tokenlean.replay.strategies import register
+from tokenlean.replay._strategies import register
 
 
 def _llmslim(**kwargs: Any) -> Any:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tokenlean.replay.strategies import register
+from tokenlean.replay._strategies import register
 
 
 def _reasonblocks() -> list[Any]:
@@ -23,7 +23,7 @@ def _reasonblocks() -> list[Any]:
 def _reasonblocks_words() -> list[Any]:
     from reasonblocks import TokenSavingMiddleware
 
-    from tokenlean.token_saving.words import make_heuristic_classifier
+    from tokenlean.token_saving._words import make_heuristic_classifier
 
     return [
         TokenSavingMiddleware(

@@ -42,8 +42,8 @@ WINDOW = 100
 
 def _outputs() -> list[tuple[str, str, str]]:
     """(tool name, command, output) of real tool calls, coding runs first."""
-    from tokenlean.replay.bundled import bundled_paths
-    from tokenlean.replay.formats import load_trajectory
+    from tokenlean.replay._bundled import bundled_paths
+    from tokenlean.replay._formats import load_trajectory
 
     paths = sorted(SHARED.glob("miniswe_deepseek/*.json")) or bundled_paths()
     found: list[tuple[str, str, str]] = []
@@ -142,7 +142,7 @@ def _run(
     from langchain_core.messages import AIMessage, HumanMessage
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from tokenlean.replay.timing import Stopwatch, timed
+    from tokenlean.replay._timing import Stopwatch, timed
     from tokenlean.testing import ScriptedChatModel
 
     outputs = _outputs()

@@ -25,8 +25,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tokenlean.raw import RawSettings, rewrite_request
-from tokenlean.replay.formats import load_trajectory
-from tokenlean.shorten.text import estimate_tokens
+from tokenlean.replay._formats import load_trajectory
+from tokenlean.shorten._text import estimate_tokens
 from tokenlean.testing.bodies import body, call_points, mark_newest
 from tokenlean.transcript import Message
 

@@ -13,7 +13,7 @@ from the first call (``offer_tool="always"``: every shortening is made, the deci
 rewrite makes, since a proxy's markers name files and add no tool). The no-middleware prompts
 are then sent, one request per model call, as raw Anthropic Messages bodies through
 ``tokenlean.raw.rewrite_request`` (what the proxy and the SDK wrappers do). All rows are
-measured after the same round trip through an Anthropic body (:mod:`tokenlean.replay.raw`),
+measured after the same round trip through an Anthropic body (:mod:`tokenlean.replay._raw`),
 with the replay's metrics. One more row measures the always-offering middleware's prompts with
 the tool schemas of the no-middleware run, to tell what its ``read_original`` tool costs from
 what its shortening saves. Writes ``benchmarks/raw_savings.md``.
@@ -33,8 +33,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from tokenlean.replay.metrics import PromptMeasurer, RunMetrics, pool
-from tokenlean.shorten.firstsight import OfferTool
+from tokenlean.replay._metrics import PromptMeasurer, RunMetrics, pool
+from tokenlean.shorten._firstsight import OfferTool
 from tokenlean.tokens import default_counter
 
 HERE = Path(__file__).parent
@@ -92,9 +92,9 @@ def _stack(offer_tool: OfferTool) -> list[Any]:
 def measure_one(path: str, originals: str) -> list[tuple[str, RunMetrics]]:
     """The four rows for one trajectory, each tagged with the trajectory's source."""
     from tokenlean.raw import RawSettings
-    from tokenlean.replay.engine import replay
-    from tokenlean.replay.formats import load_trajectory
-    from tokenlean.replay.raw import measure_bodies
+    from tokenlean.replay._engine import replay
+    from tokenlean.replay._formats import load_trajectory
+    from tokenlean.replay._raw import measure_bodies
 
     global _MEASURER
     if _MEASURER is None:

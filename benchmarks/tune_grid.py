@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from tokenlean.replay.strategies import register
-from tokenlean.shorten.options import DEFAULT_OPTIONS
+from tokenlean.replay._strategies import register
+from tokenlean.shorten._options import DEFAULT_OPTIONS
 
 VIEWS = (3000, 6000, 12000)
 OFFERS = ("when_it_pays", "always")

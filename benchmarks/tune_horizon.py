@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tokenlean.replay.strategies import register
+from tokenlean.replay._strategies import register
 
 HORIZONS = (1.0, 0.5, 0.25, 0.2, 0.1)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tokenlean.replay.strategies import register
+from tokenlean.replay._strategies import register
 
 
 def _stack(trigger: int, keep: int, batch: int, mode: str = "cache_aware") -> Any:

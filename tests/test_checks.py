@@ -18,7 +18,15 @@ import pytest
 import tokenlean
 from tokenlean import checks
 from tokenlean.langchain.store import LangGraphOriginalStore
-from tokenlean.shorten import Retrieval, ShortenOptions, error_lines, query_terms, query_text
+from tokenlean.shorten import (
+    InputShorteningSettings,
+    OutputShorteningSettings,
+    Retrieval,
+    ShortenSettings,
+    error_lines,
+    query_terms,
+    query_text,
+)
 from tokenlean.store import InMemoryOriginalStore, excerpt
 from tokenlean.transcript import Message, ToolCall
 
@@ -104,8 +112,11 @@ CORE_CASES = [
     _case(tokenlean.shorten, {"text": "x", "retrieval": "o1"}, WRONG, "retrieval must be"),
     _case(tokenlean.shorten, {"text": "x", "counter": NOT_A_COUNTER}, TypeError, "counter must"),
     _case(tokenlean.shorten, {"text": "x", "options": {}}, WRONG, "options must be a Shorten"),
-    _case(ShortenOptions, {"max_tokens": "10"}, WRONG, "max_tokens must be an int"),
-    _case(ShortenOptions, {"code_keep_percent": 150}, ValueError, "code_keep_percent"),
+    _case(ShortenSettings, {"max_tokens": "10"}, WRONG, "max_tokens must be an int"),
+    _case(ShortenSettings, {"code_keep_percent": 150}, ValueError, "code_keep_percent"),
+    _case(OutputShorteningSettings, {"min_tokens": -1}, ValueError, "min_tokens must be a non"),
+    _case(OutputShorteningSettings, {"only": "bash"}, ValueError, "only and never take"),
+    _case(InputShorteningSettings, {"head_lines": "8"}, ValueError, "head_lines must be a non"),
     _case(Retrieval, {"handle": 5}, WRONG, "handle must be a string"),
     _case(Retrieval, {"handle": "o1", "tool": "read it"}, ValueError, "tool must be an identifier"),
     _case(error_lines, {"text": None}, WRONG, "text must be a string"),
@@ -221,6 +232,12 @@ NOT_CHECKED = {
     "Omission": "a result record",
     "Kind": "a type alias",
     "Reason": "a type alias",
+    "ShortenOptions": "the earlier name of ShortenSettings, checked as it",
+    "OutputShorteningPolicy": "the earlier name of OutputShorteningSettings, checked as it",
+    "ArgumentPolicy": "the earlier name of InputShorteningSettings, checked as it",
+    "FirstSightPlan": "a result record",
+    "InputPlan": "a result record",
+    "SeenLog": "the planner's log of lines shown, made by the planner",
 }
 
 

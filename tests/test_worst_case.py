@@ -35,25 +35,25 @@ except ImportError:  # Windows
 
 import tokenlean.tokens as tokens
 from tests.data import TOKENIZERS
-from tokenlean.context_editor import ContextEditorConfig, RequestView, plan_clearing
-from tokenlean.loop_guard.detect import detect_stuck, loop_signals
-from tokenlean.loop_guard.signals import _PHRASES, thought_hedge
-from tokenlean.loop_guard.steps import Step, canonical_text, is_failure, step_key
-from tokenlean.replay.refs import extract_refs
+from tokenlean.context_editor import ContextEditorSettings, RequestView, plan_clearing
+from tokenlean.loop_guard._detect import detect_stuck, loop_signals
+from tokenlean.loop_guard._signals import _PHRASES, thought_hedge
+from tokenlean.loop_guard._steps import Step, canonical_text, is_failure, step_key
+from tokenlean.replay._refs import extract_refs
 from tokenlean.shorten import error_lines, query_terms, shorten
-from tokenlean.shorten.classify import _SUMMARY_COUNT, is_summary
-from tokenlean.shorten.firstsight import OutputShorteningPolicy, plan_first_sight
-from tokenlean.shorten.inputs import ArgumentPolicy, shorten_arguments
-from tokenlean.shorten.options import DEFAULT_OPTIONS, ShortenOptions
-from tokenlean.shorten.seen import Seen
-from tokenlean.shorten.similar import shapes
-from tokenlean.shorten.text import Lines, estimate_tokens
+from tokenlean.shorten._classify import _SUMMARY_COUNT, is_summary
+from tokenlean.shorten._firstsight import OutputShorteningSettings, plan_first_sight
+from tokenlean.shorten._inputs import InputShorteningSettings, shorten_arguments
+from tokenlean.shorten._options import DEFAULT_OPTIONS, ShortenSettings
+from tokenlean.shorten._seen import Seen
+from tokenlean.shorten._similar import shapes
+from tokenlean.shorten._text import Lines, estimate_tokens
 from tokenlean.store import excerpt
-from tokenlean.token_saving.anthropic_classifier import parse_keep_indices
-from tokenlean.token_saving.head_tail import compress_tool_output, content_digest
-from tokenlean.token_saving.plan import build_entry
-from tokenlean.token_saving.policy import CompressionPolicy, Stage
-from tokenlean.token_saving.words import compress_words, heuristic_classifier
+from tokenlean.token_saving._anthropic_classifier import parse_keep_indices
+from tokenlean.token_saving._head_tail import compress_tool_output, content_digest
+from tokenlean.token_saving._plan import build_entry
+from tokenlean.token_saving._policy import CompressionSettings, Stage
+from tokenlean.token_saving._words import compress_words, heuristic_classifier
 from tokenlean.tokens import EstimateCounter, TiktokenCounter, count_request
 from tokenlean.transcript import Message, ToolCall, canonical
 
@@ -117,8 +117,8 @@ INPUTS: dict[str, Callable[[], str]] = {
 _BIG = frozenset({"10 MB line", "1,000,000 short lines"})
 
 
-#: Every input is cut to windows first, as a huge one is (see tokenlean.shorten.huge).
-_WINDOWED = ShortenOptions(window_above_chars=1000)
+#: Every input is cut to windows first, as a huge one is (see tokenlean.shorten._huge).
+_WINDOWED = ShortenSettings(window_above_chars=1000)
 
 
 def _step(text: str, index: int = 0) -> Step:
@@ -184,10 +184,10 @@ def _functions() -> dict[str, Callable[[str], object]]:
         "compress_tool_output": compress_tool_output,
         "content_digest": content_digest,
         "build_entry": lambda t: build_entry(
-            t, Stage(True, 0.3), CompressionPolicy(classifier=heuristic_classifier), estimate
+            t, Stage(True, 0.3), CompressionSettings(classifier=heuristic_classifier), estimate
         ),
         "shorten_arguments": lambda t: shorten_arguments(
-            "c1", {"script": t}, policy=ArgumentPolicy()
+            "c1", {"script": t}, policy=InputShorteningSettings()
         ),
         "excerpt(pattern)": lambda t: excerpt(t, pattern="passed", context=2),
         "excerpt(lines)": lambda t: excerpt(t, lines="1-50"),
@@ -195,11 +195,11 @@ def _functions() -> dict[str, Callable[[str], object]]:
         "extract_refs": extract_refs,
         "canonical(Message)": lambda t: canonical(_view(t)[2]),
         "plan_first_sight": lambda t: plan_first_sight(
-            _view(t), OutputShorteningPolicy(min_tokens=100, options=DEFAULT_OPTIONS)
+            _view(t), OutputShorteningSettings(min_tokens=100, options=DEFAULT_OPTIONS)
         ),
         "plan_clearing": lambda t: plan_clearing(
             RequestView(tuple(_view(t) + _view("x")[1:])),
-            config=ContextEditorConfig(
+            config=ContextEditorSettings(
                 mode="plain", trigger_tokens=10, keep=0, batch=1, min_saved_tokens=0
             ),
             previous={},
@@ -377,7 +377,7 @@ def test_canonical_text_matches_the_original_patterns(text: str) -> None:
 
 @given(_volatile_text)
 def test_pytest_dirs_and_uuids_match_their_regexes(text: str) -> None:
-    from tokenlean.loop_guard.canonical import _pytest_dirs, _uuids
+    from tokenlean.loop_guard._canonical import _pytest_dirs, _uuids
 
     pytest_of, _, pytest_repl = _OLD_VOLATILE[2]
     assert _pytest_dirs(text) == re.sub(pytest_of, pytest_repl, text)
@@ -454,7 +454,7 @@ def test_lines_lower_keeps_offsets(text: str) -> None:
 
 @given(st.text(alphabet=st.sampled_from(list("ab \n\t\u00a0")), max_size=30), st.integers(0, 8))
 def test_has_words_counts_like_split(text: str, n: int) -> None:
-    from tokenlean.token_saving.plan import _has_words
+    from tokenlean.token_saving._plan import _has_words
 
     assert _has_words(text, n) == (len(text.split()) >= n)
 

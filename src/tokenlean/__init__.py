@@ -7,13 +7,13 @@ The core (this package's top level) imports no framework; LangChain middleware l
 from __future__ import annotations
 
 from tokenlean.cost import ANTHROPIC, NO_CACHE, OPENAI, PRICING, CachePricing
-from tokenlean.loop_guard.detect import Detection, LoopDetector, detect_stuck, loop_signals
-from tokenlean.loop_guard.steps import Step, build_steps
-from tokenlean.shorten import ShortenOptions, ShortenReport, shorten
-from tokenlean.token_saving.anthropic_classifier import make_anthropic_classifier
-from tokenlean.token_saving.head_tail import compress_tool_output
-from tokenlean.token_saving.stats import TokenSavingStats
-from tokenlean.token_saving.words import WordClassifier
+from tokenlean.loop_guard._detect import Detection, LoopDetector, detect_stuck, loop_signals
+from tokenlean.loop_guard._steps import Step, build_steps
+from tokenlean.shorten import ShortenOptions, ShortenReport, ShortenSettings, shorten
+from tokenlean.token_saving._anthropic_classifier import make_anthropic_classifier
+from tokenlean.token_saving._head_tail import compress_tool_output
+from tokenlean.token_saving._stats import TokenSavingStats
+from tokenlean.token_saving._words import WordClassifier
 from tokenlean.tokens import (
     EstimateCounter,
     TiktokenCounter,
@@ -39,6 +39,7 @@ __all__ = [
     "Message",
     "ShortenOptions",
     "ShortenReport",
+    "ShortenSettings",
     "Step",
     "TiktokenCounter",
     "TokenCounter",

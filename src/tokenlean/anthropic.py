@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import TypeVar
 
 from tokenlean.raw import RawSettings
-from tokenlean.raw.sdk import install
+from tokenlean.raw._sdk import install
 
 ClientT = TypeVar("ClientT")
 

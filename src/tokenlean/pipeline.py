@@ -5,11 +5,11 @@ SDK wrappers) and the replay translate their messages to the neutral view
 (:class:`~tokenlean.transcript.Message`), call :func:`plan_turn`, and translate the edits back.
 A *turn* is an assistant message with what came since the turn before it and the tool results
 that answer it. :func:`plan_turn` first cuts the turn's answered inputs
-(:func:`~tokenlean.shorten.inputs.plan_inputs`), then shortens its new results against
-everything before them (:func:`~tokenlean.shorten.firstsight.plan_first_sight`): in that order,
+(:func:`~tokenlean.shorten._inputs.plan_inputs`), then shortens its new results against
+everything before them (:func:`~tokenlean.shorten._firstsight.plan_first_sight`): in that order,
 so the output shortener never points at lines of an input that the model will no longer see. A
 :class:`~tokenlean.readback.ReadBack` names the originals' handles and says how markers point
-to them; a :class:`~tokenlean.shorten.firstsight.SeenLog` carries the lines already shown.
+to them; a :class:`~tokenlean.shorten._firstsight.SeenLog` carries the lines already shown.
 
 A client that re-sends its whole history on every request is planned by :class:`Planner`, as a
 pure function of that history: message *i* from messages ``0..i`` and the policy alone, one
@@ -17,7 +17,7 @@ turn at a time (a past call's inputs also look at whether the results that follo
 it). Every tool result is shortened as at first sight and every answered call's long inputs are
 cut before the turn is first sent back: the decisions the middleware makes, without any state.
 Requests grow by a few messages at a time, so the walk is memoised by content
-(:mod:`tokenlean.checkpoints`): a request resumes from the longest history it shares with an
+(:mod:`tokenlean._checkpoints`): a request resumes from the longest history it shares with an
 earlier one, whichever way it came in. The memo is only a cache: a cold process plans the same
 bytes.
 """
@@ -28,18 +28,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from tokenlean.checkpoints import Checkpoint, Memo, prefix_digests
+from tokenlean._checkpoints import Checkpoint, Memo, prefix_digests
 from tokenlean.readback import ReadBack
-from tokenlean.shorten.firstsight import (
+from tokenlean.shorten._firstsight import (
     FirstSightPlan,
-    OutputShorteningPolicy,
+    OutputShorteningSettings,
     SeenLog,
     add_visible,
     plan_first_sight,
 )
-from tokenlean.shorten.inputs import ArgumentPolicy, InputPlan, plan_inputs
-from tokenlean.shorten.seen import Seen
-from tokenlean.shorten.text import estimate_tokens
+from tokenlean.shorten._inputs import InputPlan, InputShorteningSettings, plan_inputs
+from tokenlean.shorten._seen import Seen
+from tokenlean.shorten._text import estimate_tokens
 from tokenlean.store import Original
 from tokenlean.tokens import EstimateCounter, TokenCounter, message_tokens
 from tokenlean.transcript import Edit, Message, ToolCall
@@ -47,8 +47,8 @@ from tokenlean.transcript import Edit, Message, ToolCall
 __all__ = [
     "HistoryEdit",
     "HistoryPlan",
-    "HistoryPolicy",
     "Planner",
+    "PlannerSettings",
     "TurnPlan",
     "plan_turn",
 ]
@@ -70,8 +70,8 @@ def plan_turn(
     window: Sequence[Message],
     *,
     offset: int = 0,
-    inputs: ArgumentPolicy | None = None,
-    outputs: OutputShorteningPolicy | None = None,
+    inputs: InputShorteningSettings | None = None,
+    outputs: OutputShorteningSettings | None = None,
     log: SeenLog | None = None,
     read_back: ReadBack | None = None,
     backoff: Mapping[str, int] | None = None,
@@ -81,7 +81,7 @@ def plan_turn(
     ``inputs`` cuts the turn's answered inputs (only with a ``read_back``: nothing could show
     them otherwise); ``outputs`` then shortens the results that follow it, seeing the inputs as
     cut. ``log``, ``backoff`` and the window's bounds are as for
-    :func:`~tokenlean.shorten.firstsight.plan_first_sight`.
+    :func:`~tokenlean.shorten._firstsight.plan_first_sight`.
     """
     current = list(window)
     cut = InputPlan()
@@ -108,7 +108,7 @@ def _with_args(message: Message, edit: Edit) -> Message:
 
 
 def _finished(
-    plan: FirstSightPlan, read_back: ReadBack, policy: OutputShorteningPolicy
+    plan: FirstSightPlan, read_back: ReadBack, policy: OutputShorteningSettings
 ) -> FirstSightPlan:
     """``plan`` with each shortened text's markers in the read-back's final words."""
     edits: list[Edit] = []
@@ -129,15 +129,15 @@ def _blocks(text: str) -> tuple[Mapping[str, Any], ...]:
 
 
 @dataclass(frozen=True, slots=True)
-class HistoryPolicy:
+class PlannerSettings:
     """How a :class:`Planner` shortens a history (every field is set by the caller's settings).
 
     ``inputs`` ``None`` leaves past inputs alone; ``read_back`` ``None`` keeps no originals
     (markers then give line numbers only, and inputs are not cut: nothing could show them).
     """
 
-    outputs: OutputShorteningPolicy
-    inputs: ArgumentPolicy | None
+    outputs: OutputShorteningSettings
+    inputs: InputShorteningSettings | None
     read_back: ReadBack | None
     counter: TokenCounter | None
 
@@ -174,9 +174,9 @@ class Planner:
     wrapper's) shares its work across requests; :meth:`forget` empties it.
     """
 
-    policy: HistoryPolicy
+    policy: PlannerSettings
     entries: int = MEMO_ENTRIES
-    _memo: Memo[HistoryPolicy, HistoryEdit, str] = field(init=False, repr=False)
+    _memo: Memo[PlannerSettings, HistoryEdit, str] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._memo = Memo(self.entries)
@@ -319,3 +319,6 @@ class _Estimate:
 
 _ESTIMATE = _Estimate()
 _INPUT_COUNTER = EstimateCounter()  # what the input-shortening middleware counts with
+
+#: The earlier name of :class:`PlannerSettings`, kept importable.
+HistoryPolicy = PlannerSettings

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from tokenlean import checks
-from tokenlean.shorten.wrapped import readable
+from tokenlean.shorten._wrapped import readable
 from tokenlean.store import RETRIEVAL_TOOL, FolderOriginalStore, Original, make_handle
 
 __all__ = [

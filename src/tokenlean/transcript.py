@@ -2,7 +2,7 @@
 
 This is the one contract between the core and its adapters. Every capability reads
 :class:`Message` objects and returns :class:`Edit` objects; an adapter applies them to its own
-message type (:func:`tokenlean.langchain.adapter.apply_edits` for LangChain messages, the raw API
+message type (:func:`tokenlean.langchain._adapter.apply_edits` for LangChain messages, the raw API
 adapters for provider request bodies) so that every field an edit does not name survives.
 """
 

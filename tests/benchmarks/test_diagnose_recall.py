@@ -7,9 +7,9 @@ import json
 import pytest
 from benchmarks.diagnose_recall import diagnose, marker_tokens
 
-from tokenlean.replay.bundled import bundled_paths
-from tokenlean.replay.formats import load_trajectory
-from tokenlean.replay.runner import run_replay, shared_measurer
+from tokenlean.replay._bundled import bundled_paths
+from tokenlean.replay._formats import load_trajectory
+from tokenlean.replay._runner import run_replay, shared_measurer
 from tokenlean.shorten import Retrieval, shorten
 
 SAMPLE = "reasoner_dev__sqlfluff__sqlfluff-1763"  # a bundled run where shortening still loses a few

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from benchmarks.loso import Rules, figures, leave_one_out, pick
 
-from tokenlean.replay.metrics import RunMetrics
-from tokenlean.replay.runner import ReplayReport
+from tokenlean.replay._metrics import RunMetrics
+from tokenlean.replay._runner import ReplayReport
 
 # (strategy, source): (tokens, billed, refs, retained); "none" keeps all 200 refs everywhere.
 ROWS = {

@@ -73,7 +73,7 @@ def test_shorten_needs_no_extra() -> None:
 def test_a_missing_module_no_extra_provides_is_a_bug_and_raises(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import tokenlean.cli.shorten as shorten_cli
+    import tokenlean.cli._shorten as shorten_cli
 
     def broken(_: object) -> int:
         raise ModuleNotFoundError("No module named 'not_a_dependency'", name="not_a_dependency")

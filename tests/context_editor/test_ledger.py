@@ -12,14 +12,14 @@ from hypothesis import strategies as st
 
 from tokenlean.context_editor import (
     Clearing,
-    ContextEditorConfig,
+    ContextEditorSettings,
     RequestLedger,
     RequestView,
     plan_clearing,
     plan_ledger,
 )
-from tokenlean.context_editor.config import DEFAULT_RETRIEVAL_TOOL
-from tokenlean.context_editor.plan import _Scan
+from tokenlean.context_editor._config import DEFAULT_RETRIEVAL_TOOL
+from tokenlean.context_editor._plan import _Scan
 from tokenlean.cost import PRICING
 from tokenlean.tokens import EstimateCounter, message_tokens
 from tokenlean.transcript import Message, ToolCall
@@ -76,7 +76,7 @@ def _prompts(turns: list[tuple[list[tuple[str, int, str]], bool, bool]]) -> list
     return prompts
 
 
-def _plan_both_ways(turns: Any, config: ContextEditorConfig) -> RequestLedger:
+def _plan_both_ways(turns: Any, config: ContextEditorSettings) -> RequestLedger:
     """Plan each call of a run on one kept ledger and on a fresh one; the kept ledger."""
     counter = EstimateCounter()
     ledger = RequestLedger(counter)
@@ -131,7 +131,7 @@ def test_a_kept_ledger_plans_as_a_fresh_one(
     expected: int | None,
     clear_inputs: bool,
 ) -> None:
-    config = ContextEditorConfig(
+    config = ContextEditorSettings(
         trigger_tokens=trigger,
         keep=keep,
         batch=batch,
@@ -155,7 +155,7 @@ def test_the_scan_is_kept_across_the_planners_own_clearings(
     # in cache-aware mode some old candidates stay (clearing them would not pay) while newer
     # ones are cleared around them.
     turns = [([("read", small if n % 3 == 0 else 400, "")], False, 0) for n in range(120)]
-    config = ContextEditorConfig(trigger_tokens=trigger, mode=mode)
+    config = ContextEditorSettings(trigger_tokens=trigger, mode=mode)
     ledger = _plan_both_ways(turns, config)
     assert len(ledger.cleared) >= 30
     assert ledger.scan is not None  # not dropped by the planner's own clearing

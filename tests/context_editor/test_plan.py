@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from tokenlean.context_editor import (
     Clearing,
     ClearingPlan,
-    ContextEditorConfig,
+    ContextEditorSettings,
     RequestView,
     apply_clearing,
     expected_net_saving,
@@ -60,7 +60,7 @@ step = st.lists(st.tuples(st.sampled_from(TOOLS), st.integers(0, 300)), min_size
 def test_cleared_set_only_grows_by_whole_batches(
     steps: list[list[tuple[str, int]]], keep: int, batch: int, trigger: int, mode: Any
 ) -> None:
-    config = ContextEditorConfig(
+    config = ContextEditorSettings(
         trigger_tokens=trigger, keep=keep, batch=batch, exclude_tools={"secret"}, mode=mode
     )
     estimate = request_estimator()
@@ -102,9 +102,9 @@ def _check_plan(
 
 def test_keep_larger_than_the_results_clears_nothing() -> None:
     messages = _transcript([[("read", 300)], [("read", 300)]])[-1]
-    config = ContextEditorConfig(mode="plain", trigger_tokens=0, keep=3, batch=1)
+    config = ContextEditorSettings(mode="plain", trigger_tokens=0, keep=3, batch=1)
     assert plan_clearing(RequestView(tuple(messages)), config=config, previous={}).edit is None
-    config = ContextEditorConfig(mode="plain", trigger_tokens=0, keep=1, batch=1)
+    config = ContextEditorSettings(mode="plain", trigger_tokens=0, keep=1, batch=1)
     plan = plan_clearing(RequestView(tuple(messages)), config=config, previous={})
     assert list(plan.cleared) == ["c0_0"]
 
@@ -113,7 +113,7 @@ def test_a_result_in_two_messages_or_without_a_call_is_never_cleared() -> None:
     messages = _transcript([[("read", 300)], [("read", 300)], [("read", 300)]])[-1]
     duplicated = [*messages, replace(messages[2], id="dup")]  # the first result, twice
     orphan = [*messages, Message("tool", "word " * 400, id="o", tool_call_id="nobody")]
-    config = ContextEditorConfig(mode="plain", trigger_tokens=0, keep=0, batch=1)
+    config = ContextEditorSettings(mode="plain", trigger_tokens=0, keep=0, batch=1)
     plan = plan_clearing(RequestView(tuple(duplicated)), config=config, previous={})
     assert "c0_0" not in plan.cleared and plan.cleared
     plan = plan_clearing(RequestView(tuple(orphan)), config=config, previous={})
@@ -139,7 +139,7 @@ def test_break_even_model() -> None:
 def test_pricing_presets_are_data() -> None:
     assert set(PRICING) == {"anthropic", "openai", "none"}
     for name, pricing in PRICING.items():
-        assert ContextEditorConfig(mode="cache_aware", pricing=name).pricing is pricing  # type: ignore[arg-type]
+        assert ContextEditorSettings(mode="cache_aware", pricing=name).pricing is pricing  # type: ignore[arg-type]
 
 
 def test_cache_aware_uses_expected_calls_when_given() -> None:
@@ -147,7 +147,7 @@ def test_cache_aware_uses_expected_calls_when_given() -> None:
     request = RequestView(tuple(messages))
 
     def plan(expected: int | None) -> ClearingPlan:
-        config = ContextEditorConfig(
+        config = ContextEditorSettings(
             trigger_tokens=1_000, keep=1, batch=2, mode="cache_aware", expected_calls=expected
         )
         return plan_clearing(request, config=config, previous={}, counter=EstimateCounter())
@@ -169,4 +169,4 @@ def test_cache_aware_uses_expected_calls_when_given() -> None:
 )
 def test_config_rejects_bad_values(options: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
-        ContextEditorConfig(**options)
+        ContextEditorSettings(**options)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
-from tokenlean.langchain.adapter import apply_edits, replace_content, to_view, view_to_message
+from tokenlean.langchain._adapter import apply_edits, from_view, replace_content, to_view
 from tokenlean.transcript import Edit
 
 
@@ -79,7 +79,7 @@ def test_edit_for_missing_id_is_ignored() -> None:
 
 def test_round_trip_through_view() -> None:
     for message in _history()[:4]:
-        back = view_to_message(to_view([message])[0])
+        back = from_view(to_view([message]))[0]
         assert type(back) is type(message)
         assert back.content == message.content
 

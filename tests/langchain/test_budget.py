@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from tokenlean.budget import BudgetWeights, usage_from_metadata
 from tokenlean.langchain import TokenBudgetMiddleware
-from tokenlean.langchain.adapter import message_to_view, to_view
+from tokenlean.langchain._adapter import to_view
 from tokenlean.langchain.budget import (
     DEFAULT_HINT_MESSAGE,
     DEFAULT_WARNING_MESSAGE,
@@ -336,7 +336,7 @@ def test_missing_usage_falls_back_to_the_counter(sqlite: SqliteSaver) -> None:
             to_view(call.messages[1:]), counter, system="You are careful.", tools=call.tools
         )
         assert call.response is not None
-        expected += message_tokens(message_to_view(call.response), counter)
+        expected += message_tokens(to_view([call.response])[0], counter)
     record = ledger(agent, config())
     assert record["spent"] == expected and record["estimated_calls"] == 2
     assert middleware.stats.estimated_calls == 2 and middleware.stats.calls == 2

@@ -14,7 +14,7 @@ from langchain_core.tools import StructuredTool, tool
 
 from tokenlean.context_editor import ContextEdit, RequestView
 from tokenlean.langchain import ContextEditorMiddleware, ToolOutputShorteningMiddleware
-from tokenlean.langchain.adapter import to_view
+from tokenlean.langchain._adapter import to_view
 from tokenlean.testing import scripted_agent
 from tokenlean.tokens import EstimateCounter, count_request
 from tokenlean.transcript import canonical
@@ -439,7 +439,7 @@ def test_non_text_results_and_unpaired_results_pass_through() -> None:
 
 
 def test_the_tool_schemas_are_sized_once_per_tool_list() -> None:
-    from tokenlean.langchain.helpers import tool_schemas
+    from tokenlean.langchain._helpers import tool_schemas
 
     editor = ContextEditorMiddleware()
     tools = [StructuredTool.from_function(lambda path: path, name="read", description="Read.")]

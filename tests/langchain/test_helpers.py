@@ -6,10 +6,10 @@ import gc
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from tokenlean.langchain import adapter
-from tokenlean.langchain.adapter import message_to_view, message_view
-from tokenlean.langchain.helpers import PrefixMemo, StepMemo
-from tokenlean.loop_guard.steps import StepScan
+from tokenlean.langchain import _adapter as adapter
+from tokenlean.langchain._adapter import _convert, _view
+from tokenlean.langchain._helpers import PrefixMemo, StepMemo
+from tokenlean.loop_guard._steps import StepScan
 
 
 def _run(turns: int) -> list[BaseMessage]:
@@ -30,24 +30,24 @@ def _copies(messages: list[BaseMessage]) -> list[BaseMessage]:
 
 def test_a_view_is_reused_only_while_the_message_is_unchanged() -> None:
     tool = ToolMessage("long output", tool_call_id="c1", name="bash", id="t1")
-    first = message_view(tool)
-    assert first == message_to_view(tool)
-    assert message_view(tool) is first
+    first = _view(tool)
+    assert first == _convert(tool)
+    assert _view(tool) is first
     tool.content = "another output"  # assigned in place: read again
-    assert message_view(tool).text == "another output"
+    assert _view(tool).text == "another output"
     tool.status = "error"
-    assert message_view(tool).status == "error"
+    assert _view(tool).status == "error"
     ai = AIMessage("x", id="a1", tool_calls=[{"id": "c1", "name": "bash", "args": {}}])
-    message_view(ai)
+    _view(ai)
     ai.tool_calls = [{"id": "c2", "name": "grep", "args": {"p": 1}, "type": "tool_call"}]
-    assert message_view(ai).tool_calls[0].name == "grep"
+    assert _view(ai).tool_calls[0].name == "grep"
     ai.id = "a2"
-    assert message_view(ai).id == "a2"
+    assert _view(ai).id == "a2"
 
 
 def test_a_view_is_dropped_with_its_message() -> None:
     message = HumanMessage("once", id="h1")
-    message_view(message)
+    _view(message)
     key = id(message)
     assert key in adapter._VIEWS
     del message

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tokenlean.langchain.budget import NOTICE_ID_PREFIX
 from tokenlean.langchain.loop_guard import ID_PREFIX
-from tokenlean.loop_guard.steps import StepScan
+from tokenlean.loop_guard._steps import StepScan
 from tokenlean.transcript import Message, ToolCall, is_injected
 
 

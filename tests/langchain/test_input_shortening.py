@@ -15,13 +15,13 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from tests.data import TRAJECTORIES
-from tokenlean.langchain.adapter import message_to_view
+from tokenlean.langchain._adapter import to_view
 from tokenlean.langchain.input_shortening import ToolInputShorteningMiddleware
 from tokenlean.langchain.output_shortening import ToolOutputShorteningMiddleware
-from tokenlean.replay.engine import measure_replay, replay
-from tokenlean.replay.formats import load_trajectory
-from tokenlean.replay.metrics import PromptMeasurer
-from tokenlean.shorten.inputs import argument_handle
+from tokenlean.replay._engine import measure_replay, replay
+from tokenlean.replay._formats import load_trajectory
+from tokenlean.replay._metrics import PromptMeasurer
+from tokenlean.shorten._inputs import argument_handle
 from tokenlean.store import InMemoryOriginalStore, Original, excerpt
 from tokenlean.testing import scripted_agent
 from tokenlean.tokens import EstimateCounter
@@ -30,7 +30,7 @@ from tokenlean.transcript import mark_of
 
 def _mark(message: Any) -> Any:
     """The mark input shortening left on a LangChain message (``None`` when it left none)."""
-    return mark_of(message_to_view(message), "input_shortening")
+    return mark_of(to_view([message])[0], "input_shortening")
 
 
 def _pop_mark(message: Any) -> Any:

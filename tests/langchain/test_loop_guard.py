@@ -18,8 +18,8 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from tests.data import TRAJECTORIES, needs_shared, real_trajectory
 from tokenlean.langchain import LoopGuardMiddleware
 from tokenlean.langchain.loop_guard import ID_PREFIX, STATE_KEY
-from tokenlean.loop_guard.detect import LoopDetector
-from tokenlean.loop_guard.steps import Step
+from tokenlean.loop_guard._detect import LoopDetector
+from tokenlean.loop_guard._steps import Step
 from tokenlean.testing import scripted_agent
 from tokenlean.transcript import canonical
 
@@ -193,8 +193,8 @@ TAU2_RETAIL = "tau2_retail_gpt41/tau2_retail_gpt-4.1__task_32__trial0.json"
 def test_a_customer_service_agent_answering_its_user_is_left_alone() -> None:
     # A real tau2-bench run: the agent replies without tools to one new user message after
     # another (three in a row here), after having used tools: conversation, not a loop.
-    from tokenlean.replay.engine import replay
-    from tokenlean.replay.formats import load_trajectory
+    from tokenlean.replay._engine import replay
+    from tokenlean.replay._formats import load_trajectory
 
     trajectory = load_trajectory(TRAJECTORIES / TAU2_RETAIL)
     guard = LoopGuardMiddleware()
@@ -331,7 +331,7 @@ def _prefix_kept(before: Sequence[BaseMessage], after: Sequence[BaseMessage]) ->
 
 
 def _view(messages: Sequence[BaseMessage]) -> list[Any]:
-    from tokenlean.langchain.adapter import to_view
+    from tokenlean.langchain._adapter import to_view
 
     return to_view(messages)
 
@@ -346,7 +346,7 @@ def _looping_variant(path: str, copies: int) -> Any:
     """A real run cut after its middle tool turn, then that turn repeated ``copies`` times."""
     from dataclasses import replace
 
-    from tokenlean.replay.formats import load_trajectory
+    from tokenlean.replay._formats import load_trajectory
 
     trajectory = load_trajectory(real_trajectory(path))
     messages = list(trajectory.messages)
@@ -368,7 +368,7 @@ PATH = "miniswe_deepseek/chat_test__django__django-11001.json"
 
 @pytest.fixture(scope="module")
 def measurer() -> Any:
-    from tokenlean.replay.metrics import PromptMeasurer
+    from tokenlean.replay._metrics import PromptMeasurer
     from tokenlean.tokens import EstimateCounter
 
     return PromptMeasurer(EstimateCounter())
@@ -376,7 +376,7 @@ def measurer() -> Any:
 
 @needs_shared
 def test_replay_of_a_looping_run_breaks_no_prefix(measurer: Any) -> None:
-    from tokenlean.replay.engine import measure_replay, replay
+    from tokenlean.replay._engine import measure_replay, replay
 
     trajectory = _looping_variant(PATH, copies=6)
     guard = LoopGuardMiddleware()
@@ -394,8 +394,8 @@ def test_replay_of_a_looping_run_breaks_no_prefix(measurer: Any) -> None:
 
 @needs_shared
 def test_replay_of_a_healthy_run_sends_identical_bytes(measurer: Any) -> None:
-    from tokenlean.replay.engine import measure_replay, replay
-    from tokenlean.replay.formats import load_trajectory
+    from tokenlean.replay._engine import measure_replay, replay
+    from tokenlean.replay._formats import load_trajectory
 
     trajectory = load_trajectory(real_trajectory(PATH))
     guard = LoopGuardMiddleware()
@@ -406,7 +406,7 @@ def test_replay_of_a_healthy_run_sends_identical_bytes(measurer: Any) -> None:
 
 
 def test_the_strategy_is_registered() -> None:
-    from tokenlean.replay import strategies
+    from tokenlean.replay import _strategies as strategies
 
     strategies.load_plugins()
     built = strategies.get("loop-guard").factory()

@@ -16,7 +16,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.store.memory import InMemoryStore
 
 from tokenlean.langchain import ToolOutputShorteningMiddleware
-from tokenlean.langchain.adapter import message_to_view
+from tokenlean.langchain._adapter import to_view
 from tokenlean.langchain.store import LangGraphOriginalStore
 from tokenlean.store import InMemoryOriginalStore, Original
 from tokenlean.testing import scripted_agent
@@ -25,7 +25,7 @@ from tokenlean.transcript import canonical, mark_of
 
 def _mark(message: Any) -> Any:
     """The mark output shortening left on a LangChain message (``None`` when it left none)."""
-    return mark_of(message_to_view(message), "output_shortening")
+    return mark_of(to_view([message])[0], "output_shortening")
 
 
 NOISE = [
@@ -174,7 +174,7 @@ def test_later_calls_send_identical_bytes_and_nothing_seen_is_rewritten() -> Non
     )
     agent.invoke({"messages": [HumanMessage("one")]}, cfg())
     agent.invoke({"messages": [HumanMessage("two")]}, cfg())
-    prompts = [[canonical(message_to_view(m)) for m in c.messages] for c in model.calls]
+    prompts = [[canonical(to_view([m])[0]) for m in c.messages] for c in model.calls]
     for before, after in itertools.pairwise(prompts):
         assert after[: len(before)] == before  # every call extends the previous prompt
     results = tool_messages(model.calls[3].messages)
@@ -341,8 +341,8 @@ def test_shortened_state_persists_through_a_sqlite_checkpointer(tmp_path: Path) 
             checkpointer=saver,
         )
         agent.invoke({"messages": [HumanMessage("more")]}, cfg())
-    before = [canonical(message_to_view(m)) for m in first.calls[1].messages]
-    after = [canonical(message_to_view(m)) for m in second.calls[0].messages]
+    before = [canonical(to_view([m])[0]) for m in first.calls[1].messages]
+    after = [canonical(to_view([m])[0]) for m in second.calls[0].messages]
     assert after[: len(before)] == before
     assert _mark(tool_messages(second.calls[0].messages)[0])["shortened"]
 
@@ -391,8 +391,8 @@ def test_a_result_repeating_one_shown_whole_is_a_pointer_to_that_call() -> None:
     kept = store.get("t1", mark["handle"])
     assert kept is not None and kept.text == REPORT
     for before, after in itertools.pairwise(model.calls):  # nothing already sent changed
-        assert [canonical(message_to_view(m)) for m in before.messages] == [
-            canonical(message_to_view(m)) for m in after.messages[: len(before.messages)]
+        assert [canonical(to_view([m])[0]) for m in before.messages] == [
+            canonical(to_view([m])[0]) for m in after.messages[: len(before.messages)]
         ]
 
 

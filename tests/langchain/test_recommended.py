@@ -15,9 +15,9 @@ from tokenlean.langchain import (
 )
 from tokenlean.langchain.input_shortening import ToolInputShorteningMiddleware
 from tokenlean.langchain.recommended import recommended_middleware
-from tokenlean.replay.engine import measure_replay, replay
-from tokenlean.replay.formats import load_trajectory
-from tokenlean.replay.metrics import PromptMeasurer
+from tokenlean.replay._engine import measure_replay, replay
+from tokenlean.replay._formats import load_trajectory
+from tokenlean.replay._metrics import PromptMeasurer
 from tokenlean.testing import scripted_agent
 from tokenlean.tokens import TiktokenCounter
 

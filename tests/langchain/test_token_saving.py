@@ -21,7 +21,7 @@ from tokenlean import TokenSavingStats, compress_tool_output
 from tokenlean.langchain import TokenSavingMiddleware, build_steps_from_messages
 from tokenlean.langchain.token_saving import COMPRESSED_KEY
 from tokenlean.testing import scripted_agent
-from tokenlean.token_saving.words import make_heuristic_classifier
+from tokenlean.token_saving._words import make_heuristic_classifier
 
 #: The reference's constructor, parameter by parameter (name -> default).
 SPEC_DEFAULTS: dict[str, Any] = {

@@ -16,7 +16,7 @@ from langgraph.types import Command
 from tokenlean.langchain import TokenSavingMiddleware
 from tokenlean.langchain.token_saving import NUDGED_KEY
 from tokenlean.testing import scripted_agent
-from tokenlean.token_saving.early_exit import DEFAULT_EARLY_EXIT_TEXT, loop_detected
+from tokenlean.token_saving._early_exit import DEFAULT_EARLY_EXIT_TEXT, loop_detected
 
 
 @tool

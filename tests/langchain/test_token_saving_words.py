@@ -15,7 +15,7 @@ from langchain_core.tools import tool
 from tokenlean import make_anthropic_classifier
 from tokenlean.langchain import TokenSavingMiddleware
 from tokenlean.testing import scripted_agent
-from tokenlean.token_saving.words import make_heuristic_classifier
+from tokenlean.token_saving._words import make_heuristic_classifier
 
 try:  # anthropic 2.x talks HTTP through its own httpx fork
     import httpx2 as httpx

@@ -8,7 +8,7 @@ import sys
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from tokenlean.loop_guard.canonical import _VOLATILE, _Probe
+from tokenlean.loop_guard._canonical import _VOLATILE, _Probe
 
 _PIECES = [
     "0", "1", "7", "12", "2024", "-", ":", ".", ",", " ", "\t", "\n", "\x1c", "\u00a0", "٣", "T",

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from tests.data import HAVE_SHARED, TRAJECTORIES, needs_shared
 from tests.loop_guard.test_steps import step
 from tokenlean import Detection, LoopDetector, detect_stuck, loop_signals
-from tokenlean.loop_guard.steps import Step, StepScan, build_steps
-from tokenlean.replay.formats import load_trajectory
+from tokenlean.loop_guard._steps import Step, StepScan, build_steps
+from tokenlean.replay._formats import load_trajectory
 from tokenlean.transcript import INJECTED_ID_PREFIX, Message, ToolCall
 
 

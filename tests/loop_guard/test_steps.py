@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tokenlean.loop_guard.steps import (
+from tokenlean.loop_guard._steps import (
     Step,
     StepList,
     StepScan,

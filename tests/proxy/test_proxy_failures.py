@@ -15,8 +15,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from tokenlean.proxy.scan import scan_body
-from tokenlean.proxy.settings import MAX_BODY_BYTES
+from tokenlean.proxy._scan import scan_body
+from tokenlean.proxy._settings import MAX_BODY_BYTES
 from tokenlean.testing.upstream import (
     FakeUpstream,
     Recorded,
@@ -365,7 +365,7 @@ def test_stats_endpoint_groups_requests_by_session(
 def test_the_listening_socket_lets_asyncio_turn_nagle_off():
     """asyncio sets TCP_NODELAY only on sockets whose protocol is IPPROTO_TCP; without it every
     reply's last bytes waited for the client's delayed ACK (40 ms a request)."""
-    from tokenlean.proxy.server import bind
+    from tokenlean.proxy._server import bind
 
     sock = bind("127.0.0.1", 0)
     try:

@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tokenlean.replay.formats import load_trajectory
+from tokenlean.replay._formats import load_trajectory
 from tokenlean.testing.bodies import anthropic_requests
 from tokenlean.testing.upstream import FakeUpstream
 

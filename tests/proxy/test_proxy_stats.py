@@ -10,12 +10,12 @@ import pytest
 
 from tokenlean.cost import ANTHROPIC, OPENAI
 from tokenlean.proxy import Prepared, StatsBook, default_rewriter, summary_lines
-from tokenlean.proxy import rewrite as rewrite_module
-from tokenlean.proxy import stats as stats_module
-from tokenlean.proxy.rewrite import prepare
-from tokenlean.proxy.scan import scan_body
-from tokenlean.proxy.sessions import BlockCounter, session_key
-from tokenlean.proxy.stats import log_line
+from tokenlean.proxy import _rewrite as rewrite_module
+from tokenlean.proxy import _stats as stats_module
+from tokenlean.proxy._rewrite import prepare
+from tokenlean.proxy._scan import scan_body
+from tokenlean.proxy._sessions import BlockCounter, session_key
+from tokenlean.proxy._stats import log_line
 from tokenlean.raw import RawSettings, rewrite_request
 
 from .proxy_support import Outcome

@@ -19,7 +19,7 @@ import pytest
 
 from tests.data import trajectory_paths
 from tokenlean.raw import RawSettings
-from tokenlean.replay.formats import Trajectory, load_trajectory
+from tokenlean.replay._formats import Trajectory, load_trajectory
 
 TEXT = "done"
 

@@ -21,8 +21,8 @@ from tokenlean.raw import (
     openai_responses,
     rewrite_request,
 )
-from tokenlean.raw import anthropic as anthropic_view
-from tokenlean.raw.view import RawView, apply
+from tokenlean.raw import _anthropic as anthropic_view
+from tokenlean.raw._view import RawView, apply
 
 from .bodies import LONG, SCRIPT, anthropic_body, chat_body, responses_body
 

@@ -13,8 +13,8 @@ import pytest
 from tests.data import TOOL_OUTPUTS, shared_params
 from tokenlean.raw import RawSettings, rewrite_request
 from tokenlean.readback import point_to_file
-from tokenlean.shorten import firstsight
-from tokenlean.shorten.text import estimate_tokens
+from tokenlean.shorten import _firstsight as firstsight
+from tokenlean.shorten._text import estimate_tokens
 from tokenlean.store import FolderOriginalStore, default_originals_dir, make_handle
 from tokenlean.testing.bodies import body as build_body
 from tokenlean.testing.bodies import call_points

@@ -18,8 +18,8 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from tokenlean.raw import Api, RawSettings, rewrite_request
-from tokenlean.replay.formats import Trajectory
-from tokenlean.shorten.options import ShortenOptions
+from tokenlean.replay._formats import Trajectory
+from tokenlean.shorten._options import ShortenSettings
 from tokenlean.testing.bodies import body, call_points, mark_newest, strip_cache_control
 
 from .conftest import sample_trajectories
@@ -67,7 +67,7 @@ SETTINGS = st.builds(
     shorten_inputs=st.booleans(),
     min_saving=st.sampled_from([0.0, 0.1, 0.5]),
     options=st.sampled_from(
-        [ShortenOptions(), ShortenOptions(max_tokens=60, code_max_tokens=120, similar_run=3)]
+        [ShortenSettings(), ShortenSettings(max_tokens=60, code_max_tokens=120, similar_run=3)]
     ),
 )
 

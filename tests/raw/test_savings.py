@@ -19,17 +19,17 @@ from typing import Any
 
 import pytest
 
-from tokenlean.langchain.adapter import to_view
+from tokenlean.langchain._adapter import to_view
 from tokenlean.langchain.input_shortening import ToolInputShorteningMiddleware
 from tokenlean.langchain.output_shortening import ToolOutputShorteningMiddleware
 from tokenlean.langchain.recommended import INPUT_HEAD_LINES, INPUT_MIN_TOKENS, INPUT_TAIL_LINES
 from tokenlean.pipeline import HistoryPlan, Planner
 from tokenlean.raw import RawSettings, rewrite_request
 from tokenlean.readback import ToolReadBack
-from tokenlean.replay.engine import Replay, replay
-from tokenlean.replay.formats import Trajectory
-from tokenlean.replay.metrics import PromptMeasurer, RunMetrics, pool
-from tokenlean.replay.raw import measure_bodies
+from tokenlean.replay._engine import Replay, replay
+from tokenlean.replay._formats import Trajectory
+from tokenlean.replay._metrics import PromptMeasurer, RunMetrics, pool
+from tokenlean.replay._raw import measure_bodies
 from tokenlean.store import RETRIEVAL_TOOL, InMemoryOriginalStore
 from tokenlean.testing.bodies import body
 from tokenlean.tokens import EstimateCounter

@@ -11,13 +11,13 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
 from pydantic import BaseModel
 
-from tokenlean.langchain.adapter import to_view
+from tokenlean.langchain._adapter import to_view
 from tokenlean.langchain.budget import NOTICE_ID_PREFIX
-from tokenlean.replay.bundled import bundled_paths
-from tokenlean.replay.engine import measure_replay, replay
-from tokenlean.replay.formats import load_trajectory
-from tokenlean.replay.metrics import PromptMeasurer, measure_calls
-from tokenlean.replay.strategies import get, load_plugins
+from tokenlean.replay._bundled import bundled_paths
+from tokenlean.replay._engine import measure_replay, replay
+from tokenlean.replay._formats import load_trajectory
+from tokenlean.replay._metrics import PromptMeasurer, measure_calls
+from tokenlean.replay._strategies import get, load_plugins
 from tokenlean.testing import RecordedCall, scripted_agent
 from tokenlean.tokens import tool_schema_text
 from tokenlean.transcript import canonical

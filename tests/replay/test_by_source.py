@@ -10,11 +10,11 @@ import pytest
 
 from tests.data import TRAJECTORIES
 from tokenlean.cli import main
-from tokenlean.replay import report
-from tokenlean.replay.bundled import bundled_paths
-from tokenlean.replay.formats import load_trajectory, parse_trajectory
-from tokenlean.replay.refs import learned_references
-from tokenlean.replay.runner import ReplayReport, run_replay
+from tokenlean.replay import _report as report
+from tokenlean.replay._bundled import bundled_paths
+from tokenlean.replay._formats import load_trajectory, parse_trajectory
+from tokenlean.replay._refs import learned_references
+from tokenlean.replay._runner import ReplayReport, run_replay
 
 NAMES = ["none", "shorten"]
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from tests.data import bundled_paths, trajectory_paths
-from tokenlean.langchain.adapter import to_view
-from tokenlean.replay.engine import replay
-from tokenlean.replay.formats import load_trajectory
-from tokenlean.replay.strategies import all_strategies, load_plugins
+from tokenlean.langchain._adapter import to_view
+from tokenlean.replay._engine import replay
+from tokenlean.replay._formats import load_trajectory
+from tokenlean.replay._strategies import all_strategies, load_plugins
 from tokenlean.testing import RecordedCall, prefix_breaks
 from tokenlean.transcript import canonical
 

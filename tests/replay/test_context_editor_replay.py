@@ -11,9 +11,9 @@ from langchain_core.messages import BaseMessage, ToolMessage
 from tests.data import TRAJECTORIES, needs_shared
 from tokenlean.context_editor import ContextEdit
 from tokenlean.langchain import ContextEditorMiddleware
-from tokenlean.replay.engine import measure_replay, replay
-from tokenlean.replay.formats import load_trajectory
-from tokenlean.replay.metrics import PromptMeasurer
+from tokenlean.replay._engine import measure_replay, replay
+from tokenlean.replay._formats import load_trajectory
+from tokenlean.replay._metrics import PromptMeasurer
 from tokenlean.testing import RecordedCall
 from tokenlean.tokens import EstimateCounter
 

@@ -11,11 +11,11 @@ from langchain_core.messages import HumanMessage
 
 from tests.data import HAVE_VOCAB, bundled_paths, needs_shared, trajectory_paths
 from tokenlean.cli import main
-from tokenlean.replay import strategies
-from tokenlean.replay.engine import measure_replay, replay, split_segments
-from tokenlean.replay.formats import load_trajectory, parse_trajectory
-from tokenlean.replay.metrics import Prompt, PromptMeasurer, measure_calls
-from tokenlean.replay.runner import run_replay
+from tokenlean.replay import _strategies as strategies
+from tokenlean.replay._engine import measure_replay, replay, split_segments
+from tokenlean.replay._formats import load_trajectory, parse_trajectory
+from tokenlean.replay._metrics import Prompt, PromptMeasurer, measure_calls
+from tokenlean.replay._runner import run_replay
 from tokenlean.tokens import EstimateCounter, message_tokens, tool_schema_text
 from tokenlean.transcript import Message
 

@@ -14,7 +14,7 @@ from langchain_core.messages import (
 )
 
 from tests.data import HAVE_SHARED, TRAJECTORIES, needs_shared, shared_params, trajectory_paths
-from tokenlean.replay.formats import TrajectoryFormatError, load_trajectory, parse_trajectory
+from tokenlean.replay._formats import TrajectoryFormatError, load_trajectory, parse_trajectory
 
 
 def _write(tmp_path: Path, data: Any, name: str = "trace.json") -> Path:

@@ -11,24 +11,24 @@ from langchain_core.messages import ToolMessage
 
 from tests.data import TRAJECTORIES, needs_shared, shared_params, trajectory_paths
 from tokenlean.langchain import ToolOutputShorteningMiddleware
-from tokenlean.langchain.adapter import message_to_view
-from tokenlean.replay.engine import measure_replay, replay
-from tokenlean.replay.formats import load_trajectory
-from tokenlean.replay.metrics import PromptMeasurer
+from tokenlean.langchain._adapter import to_view
+from tokenlean.replay._engine import measure_replay, replay
+from tokenlean.replay._formats import load_trajectory
+from tokenlean.replay._metrics import PromptMeasurer
 from tokenlean.shorten import shorten
-from tokenlean.shorten.firstsight import OutputShorteningPolicy
-from tokenlean.shorten.text import estimate_tokens
+from tokenlean.shorten._firstsight import OutputShorteningSettings
+from tokenlean.shorten._text import estimate_tokens
 from tokenlean.tokens import EstimateCounter
 from tokenlean.transcript import mark_of
 
 
 def _mark(message: Any) -> Any:
     """The mark output shortening left on a LangChain message (``None`` when it left none)."""
-    return mark_of(message_to_view(message), "output_shortening")
+    return mark_of(to_view([message])[0], "output_shortening")
 
 
 MEASURER = PromptMeasurer(EstimateCounter())
-MIN_TOKENS = OutputShorteningPolicy().min_tokens
+MIN_TOKENS = OutputShorteningSettings().min_tokens
 SHORTENED: dict[str, int] = {}
 #: Whether a run has a tool output past the size its content kind is kept whole at (one that
 #: ``shorten`` at the defaults, on its own, would change).

@@ -10,11 +10,11 @@ from langchain_core.messages import ToolMessage
 
 from tests.data import TRAJECTORIES, needs_shared, real_trajectory, skip_unless_here
 from tokenlean.langchain import TokenSavingMiddleware
-from tokenlean.langchain.adapter import message_to_view
-from tokenlean.replay.engine import Replay, measure_replay, replay
-from tokenlean.replay.formats import Trajectory, load_trajectory
-from tokenlean.replay.metrics import PromptMeasurer, RunMetrics
-from tokenlean.token_saving.words import make_heuristic_classifier
+from tokenlean.langchain._adapter import to_view
+from tokenlean.replay._engine import Replay, measure_replay, replay
+from tokenlean.replay._formats import Trajectory, load_trajectory
+from tokenlean.replay._metrics import PromptMeasurer, RunMetrics
+from tokenlean.token_saving._words import make_heuristic_classifier
 from tokenlean.tokens import EstimateCounter
 from tokenlean.transcript import canonical
 
@@ -53,7 +53,7 @@ def versions(result: Replay) -> dict[str, set[str]]:
     seen: dict[str, set[str]] = defaultdict(set)
     for call in result.calls:
         for message in call.messages:
-            seen[str(message.id)].add(canonical(message_to_view(message)))
+            seen[str(message.id)].add(canonical(to_view([message])[0]))
     return seen
 
 
@@ -135,7 +135,7 @@ def test_compress_once_costs_less_than_the_other_settings() -> None:
 
 def test_replay_lists_the_strategies(capsys: pytest.CaptureFixture[str]) -> None:
     from tokenlean.cli import main
-    from tokenlean.replay import strategies
+    from tokenlean.replay import _strategies as strategies
 
     assert main(["replay", "--list"]) == 0
     listed = capsys.readouterr().out

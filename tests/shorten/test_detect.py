@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from tokenlean import shorten
-from tokenlean.shorten.detect import file_read, runs_own_script
+from tokenlean.shorten._detect import file_read, runs_own_script
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tokenlean.shorten import query_terms
-from tokenlean.shorten.code import (
+from tokenlean.shorten._code import (
     _CODE_END,
     _CODE_START,
     _COMMENTS,
@@ -28,7 +28,7 @@ from tokenlean.shorten.code import (
     prose_lines,
     strip_number,
 )
-from tokenlean.shorten.detect import (
+from tokenlean.shorten._detect import (
     is_heading,
     is_prose,
     is_table_row,
@@ -36,8 +36,8 @@ from tokenlean.shorten.detect import (
     numbered_view,
     runs_own_script,
 )
-from tokenlean.shorten.seen import _lines_of
-from tokenlean.shorten.text import is_sentence, letter_count
+from tokenlean.shorten._seen import _lines_of
+from tokenlean.shorten._text import is_sentence, letter_count
 
 _LINES = [
     "def handle(self, request):",
@@ -200,7 +200,7 @@ _WORDS = [
 
 def _terms_reference(query: Any, code_only: bool) -> list[str]:
     """The earlier loop (a chunk met twice was read twice) with the earlier code-like test."""
-    from tokenlean.shorten.query import _CHUNK, _STOP, _terms_of, query_text
+    from tokenlean.shorten._query import _CHUNK, _STOP, _terms_of, query_text
 
     def code_like(chunk: str) -> bool:
         if any(ch in chunk for ch in "_./") or any(ch.isdigit() for ch in chunk):

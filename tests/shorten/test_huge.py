@@ -9,12 +9,12 @@ import pytest
 
 from tokenlean import shorten, tokens
 from tokenlean.shorten import Retrieval
-from tokenlean.shorten.huge import GAP, windowed
-from tokenlean.shorten.options import ShortenOptions
+from tokenlean.shorten._huge import GAP, windowed
+from tokenlean.shorten._options import ShortenSettings
 from tokenlean.tokens import EstimateCounter
 
 #: A low threshold, so small inputs take the path a 50 MB output takes.
-SMALL = ShortenOptions(window_above_chars=20_000, window_errors=5)
+SMALL = ShortenSettings(window_above_chars=20_000, window_errors=5)
 WHERE = Retrieval("o1", "read_original")
 _MARKER = re.compile(r"^\s*\[\.\.\. (\d+) .*omitted")
 _SPAN = re.compile(r'(?:read_original\("o1", "|\()(\d+)(?:-(\d+))?(?:"\)|\))')
@@ -102,9 +102,9 @@ def test_very_long_lines_lose_their_middle_counted(lines: int, items: int) -> No
 
 def test_below_the_threshold_nothing_is_cut() -> None:
     text = "\n".join(_log(5_000, {}))
-    assert windowed(text, [], ShortenOptions()) is None
-    assert windowed(text, [], ShortenOptions(window_above_chars=len(text))) is None
-    assert windowed(text, [], ShortenOptions(window_above_chars=len(text) - 1)) is not None
+    assert windowed(text, [], ShortenSettings()) is None
+    assert windowed(text, [], ShortenSettings(window_above_chars=len(text))) is None
+    assert windowed(text, [], ShortenSettings(window_above_chars=len(text) - 1)) is not None
 
 
 def test_estimate_of_a_huge_text_is_close_to_counting_all_of_it(

@@ -11,15 +11,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokenlean.readback import ToolReadBack
-from tokenlean.shorten.inputs import (
-    ArgumentPolicy,
+from tokenlean.shorten._inputs import (
+    InputShorteningSettings,
     argument_handle,
     marker,
     shorten_arguments,
 )
 from tokenlean.tokens import EstimateCounter
 
-POLICY = ArgumentPolicy(min_tokens=50, head_lines=4, tail_lines=2)
+POLICY = InputShorteningSettings(min_tokens=50, head_lines=4, tail_lines=2)
 SCRIPT = "\n".join(
     [
         "import sys",
@@ -38,7 +38,7 @@ MARKER = re.compile(
 
 def test_short_arguments_are_returned_as_they_are() -> None:
     args = {"command": "ls -la", "path": "a\nb\nc", "timeout": 30}
-    out, cuts = shorten_arguments("c1", args, policy=ArgumentPolicy())
+    out, cuts = shorten_arguments("c1", args, policy=InputShorteningSettings())
     assert out == args and cuts == []
 
 
@@ -98,8 +98,8 @@ def test_few_lines_are_never_cut_however_many_tokens_they_hold() -> None:
 def test_min_tokens_is_a_strict_threshold() -> None:
     text = "\n".join(f"line {i}" for i in range(30))
     tokens = EstimateCounter().count(text)
-    at = ArgumentPolicy(min_tokens=tokens, head_lines=2, tail_lines=1)
-    below = ArgumentPolicy(min_tokens=tokens - 1, head_lines=2, tail_lines=1)
+    at = InputShorteningSettings(min_tokens=tokens, head_lines=2, tail_lines=1)
+    below = InputShorteningSettings(min_tokens=tokens - 1, head_lines=2, tail_lines=1)
     assert shorten_arguments("c", {"t": text}, policy=at)[1] == []
     assert len(shorten_arguments("c", {"t": text}, policy=below)[1]) == 1
 
@@ -107,7 +107,7 @@ def test_min_tokens_is_a_strict_threshold() -> None:
 def test_a_cut_that_would_not_save_tokens_is_skipped() -> None:
     text = "\n".join("" for _ in range(12))  # eleven empty lines: the marker costs more
     out, cuts = shorten_arguments(
-        "c", {"t": text}, policy=ArgumentPolicy(min_tokens=0, head_lines=1, tail_lines=1)
+        "c", {"t": text}, policy=InputShorteningSettings(min_tokens=0, head_lines=1, tail_lines=1)
     )
     assert cuts == [] and out["t"] == text
 
@@ -115,10 +115,10 @@ def test_a_cut_that_would_not_save_tokens_is_skipped() -> None:
 def test_zero_head_or_tail_lines_keep_only_the_other_end() -> None:
     lines = SCRIPT.split("\n")
     no_tail, _ = shorten_arguments(
-        "c", {"t": SCRIPT}, policy=ArgumentPolicy(min_tokens=0, head_lines=3, tail_lines=0)
+        "c", {"t": SCRIPT}, policy=InputShorteningSettings(min_tokens=0, head_lines=3, tail_lines=0)
     )
     no_head, _ = shorten_arguments(
-        "c", {"t": SCRIPT}, policy=ArgumentPolicy(min_tokens=0, head_lines=0, tail_lines=3)
+        "c", {"t": SCRIPT}, policy=InputShorteningSettings(min_tokens=0, head_lines=0, tail_lines=3)
     )
     assert no_tail["t"].split("\n")[:3] == lines[:3] and MARKER.match(no_tail["t"].split("\n")[3])
     assert no_head["t"].split("\n")[1:] == lines[-3:] and MARKER.match(no_head["t"].split("\n")[0])
@@ -173,7 +173,7 @@ def test_exact_counter_sees_fewer_tokens_too(o200k: Any) -> None:
 def test_bad_policy_raises_value_error_naming_the_field(kwargs: dict[str, Any]) -> None:
     [name] = kwargs
     with pytest.raises(ValueError, match=name):
-        ArgumentPolicy(**kwargs)
+        InputShorteningSettings(**kwargs)
 
 
 # -- properties ------------------------------------------------------------------------------
@@ -190,7 +190,7 @@ VALUE = st.one_of(
 )
 ARGS = st.dictionaries(st.text(max_size=10), VALUE, max_size=4)
 POLICIES = st.builds(
-    ArgumentPolicy,
+    InputShorteningSettings,
     min_tokens=st.integers(0, 80),
     head_lines=st.integers(0, 8),
     tail_lines=st.integers(0, 8),
@@ -202,7 +202,7 @@ COUNTER = EstimateCounter()
 @settings(max_examples=300, deadline=None)
 @given(call_id=st.text(max_size=8), args=ARGS, policy=POLICIES, tool=TOOL)
 def test_property_never_longer_and_deterministic(
-    call_id: str, args: dict[str, Any], policy: ArgumentPolicy, tool: str | None
+    call_id: str, args: dict[str, Any], policy: InputShorteningSettings, tool: str | None
 ) -> None:
     before = copy.deepcopy(args)
     out, cuts = shorten_arguments(call_id, args, policy=policy, read_back=ToolReadBack(tool))
@@ -226,7 +226,7 @@ def test_property_never_longer_and_deterministic(
 @settings(max_examples=300, deadline=None)
 @given(text=TEXT, policy=POLICIES, tool=TOOL)
 def test_property_head_and_tail_lines_are_kept_verbatim(
-    text: str, policy: ArgumentPolicy, tool: str | None
+    text: str, policy: InputShorteningSettings, tool: str | None
 ) -> None:
     out, cuts = shorten_arguments("c", {"k": text}, policy=policy, read_back=ToolReadBack(tool))
     if not cuts:

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from tests.data import TOOL_OUTPUTS, TRAJECTORIES, needs_shared
-from tokenlean import ShortenOptions, ShortenReport, shorten
+from tokenlean import ShortenReport, ShortenSettings, shorten
 from tokenlean.shorten import Retrieval
-from tokenlean.shorten.detect import numbered_view, runs_own_script
-from tokenlean.shorten.seen import Seen
-from tokenlean.shorten.text import estimate_tokens
+from tokenlean.shorten._detect import numbered_view, runs_own_script
+from tokenlean.shorten._seen import Seen
+from tokenlean.shorten._text import estimate_tokens
 
 pytestmark = needs_shared
 
@@ -69,7 +69,7 @@ def _run(source: str, name_part: str, index: int, **kwargs: Any) -> tuple[str, S
 )
 def test_short_dense_observations_pass_whole(source: str, name: str, index: int) -> None:
     text, report = _run(source, name, index)
-    assert estimate_tokens(text) > ShortenOptions().max_tokens  # the old budget would cut it
+    assert estimate_tokens(text) > ShortenSettings().max_tokens  # the old budget would cut it
     assert report.text == text and not report.changed
 
 
@@ -124,7 +124,7 @@ def test_short_arrays_stay_whole_in_every_fallback_try() -> None:
 def test_json_records_under_the_keep_size_are_left_alone() -> None:
     record = {"orders": [{"order_id": f"#W{i:07d}", "total": i * 3.25} for i in range(12)]}
     text = json.dumps(record, indent=2)
-    assert estimate_tokens(text) <= ShortenOptions().json_keep_tokens
+    assert estimate_tokens(text) <= ShortenSettings().json_keep_tokens
     assert shorten(text).text == text
 
 
@@ -144,7 +144,7 @@ def test_file_views_under_the_view_size_pass_whole(
 ) -> None:
     text, report = _run(source, name, index)
     assert numbered_view(text.split("\n")) is not None
-    assert estimate_tokens(text) <= ShortenOptions().view_keep_tokens
+    assert estimate_tokens(text) <= ShortenSettings().view_keep_tokens
     assert report.text == text and line in report.text
 
 
@@ -155,7 +155,7 @@ def test_a_whole_source_file_read_by_a_coding_agent_stays_whole() -> None:
 
 
 def test_a_long_file_view_keeps_its_outline_and_the_region_the_query_names() -> None:
-    options = ShortenOptions(view_keep_tokens=3000)  # the same file, as a view too long to keep
+    options = ShortenSettings(view_keep_tokens=3000)  # the same file, as a view too long to keep
     text, report = _run(
         "openagents_claude_code", "143545", 8, context="look at nip44 exports", options=options
     )
@@ -222,7 +222,7 @@ def test_a_document_keeps_its_conclusion() -> None:
 def test_a_long_markdown_file_read_with_line_numbers_keeps_its_headings() -> None:
     # 5.7k tokens: whole at the defaults (a view), so read as one past a smaller view size
     text, report = _run(
-        "openagents_claude_code", "113535", 6, options=ShortenOptions(view_keep_tokens=3000)
+        "openagents_claude_code", "113535", 6, options=ShortenSettings(view_keep_tokens=3000)
     )
     assert report.changed
     headings = [line for line in text.split("\n") if re.match(r"\s+\d+→#{1,4} ", line)]
@@ -259,7 +259,7 @@ def test_a_page_sent_again_points_back_in_a_few_coarse_stretches() -> None:
 
 def test_an_html_page_keeps_its_form_controls() -> None:
     text, args = _result("sweagent", "i_got_id_demo", 31)
-    options = ShortenOptions(max_tokens=40, text_keep_tokens=100)
+    options = ShortenSettings(max_tokens=40, text_keep_tokens=100)
     report = shorten(text, query=args, options=options)
     assert report.kind == "page" and report.changed
     for line in text.split("\n"):

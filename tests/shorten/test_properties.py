@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from tokenlean import shorten
 from tokenlean.shorten import Retrieval, error_lines
-from tokenlean.shorten.text import estimate_tokens
+from tokenlean.shorten._text import estimate_tokens
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from tests.data import TOOL_OUTPUTS, shared_params
-from tokenlean import ShortenOptions, ShortenReport, shorten
+from tokenlean import ShortenReport, ShortenSettings, shorten
 from tokenlean.shorten import Retrieval, error_lines
-from tokenlean.shorten.seen import Seen
-from tokenlean.shorten.text import estimate_tokens
+from tokenlean.shorten._seen import Seen
+from tokenlean.shorten._text import estimate_tokens
 
 HINT = Retrieval("o1a2b3", "read_original")
 # the first marker of a text names the retrieval call; later ones only their lines
@@ -169,7 +169,7 @@ def test_diffs_keep_headers_and_changes() -> None:
             *hunk[15:],
         ]
     )
-    options = ShortenOptions(max_tokens=20, code_max_tokens=100, code_keep_percent=10)
+    options = ShortenSettings(max_tokens=20, code_max_tokens=100, code_keep_percent=10)
     report = shorten(text, options=options)
     out = report.text.split("\n")
     assert report.kind == "diff" and report.changed
@@ -222,7 +222,7 @@ def test_json_arrays_are_crushed_and_stay_valid() -> None:
     assert sum(int(m.split()[1]) for m in markers) == 60 - len(kept)
     assert 'read_original("o1a2b3")' in markers[0]  # the first says how to get items back
     assert report.text.startswith("{\n  ")  # the input's layout is kept
-    tighter = ShortenOptions(json_keep_tokens=50, text_keep_percent=5)
+    tighter = ShortenSettings(json_keep_tokens=50, text_keep_percent=5)
     tight = json.loads(shorten(text, query="needle", options=tighter).text)  # valid, same keys
     assert [x["id"] for x in tight["items"] if isinstance(x, dict)] == [0, 17, 33, 41, 59]
 
@@ -234,7 +234,7 @@ def test_long_strings_in_json_are_cut_inside_the_string() -> None:
     kept = json.loads(shorten(text, retrieval=HINT).text)["log"]
     assert kept.endswith('chars omitted; read_original("o1a2b3")]')
     assert len(data["log"]) < 2000  # cut first at four times json_max_string
-    tighter = ShortenOptions(json_keep_tokens=50, text_keep_percent=5)
+    tighter = ShortenSettings(json_keep_tokens=50, text_keep_percent=5)
     tight = json.loads(shorten(text, options=tighter).text)["log"]
     assert len(tight) < 600
 
@@ -263,9 +263,9 @@ def test_bad_settings_raise_value_errors() -> None:
     with pytest.raises(ValueError, match="max_tokens"):
         shorten("x", max_tokens=0)
     with pytest.raises(ValueError, match="code_keep_percent"):
-        ShortenOptions(code_keep_percent=120)
+        ShortenSettings(code_keep_percent=120)
     with pytest.raises(ValueError, match="similar_run"):
-        ShortenOptions(similar_run=2)
+        ShortenSettings(similar_run=2)
 
 
 def _tool_outputs() -> list[Path]:
@@ -285,5 +285,5 @@ def test_real_tool_outputs_shrink_and_keep_every_error_line(path: Path) -> None:
     out = set(report.text.split("\n"))
     items = text.split("\n")
     for index in error_lines(text):
-        if len(items[index]) <= ShortenOptions().long_line_chars:
+        if len(items[index]) <= ShortenSettings().long_line_chars:
             assert items[index] in out

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 from tokenlean import shorten
 from tokenlean.shorten import Retrieval
-from tokenlean.shorten.detect import file_read
-from tokenlean.shorten.wrapped import readable, unwrap
+from tokenlean.shorten._detect import file_read
+from tokenlean.shorten._wrapped import readable, unwrap
 from tokenlean.store import excerpt
 
 SAMPLES = Path(__file__).parent / "samples" / "envelopes.json"

@@ -15,8 +15,8 @@ except ImportError:  # pragma: no cover - older SDKs use httpx itself
     import httpx  # type: ignore[no-redef]
 
 from tokenlean import make_anthropic_classifier
-from tokenlean.token_saving.anthropic_classifier import parse_keep_indices
-from tokenlean.token_saving.words import heuristic_classifier
+from tokenlean.token_saving._anthropic_classifier import parse_keep_indices
+from tokenlean.token_saving._words import heuristic_classifier
 
 WORDS = [
     "the",

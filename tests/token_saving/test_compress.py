@@ -7,10 +7,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tokenlean import TokenSavingStats, compress_tool_output
-from tokenlean.token_saving.head_tail import content_digest, text_parts
-from tokenlean.token_saving.plan import plan_compressions
-from tokenlean.token_saving.policy import CompressionPolicy, Stage
-from tokenlean.token_saving.words import make_heuristic_classifier
+from tokenlean.token_saving._head_tail import content_digest, text_parts
+from tokenlean.token_saving._plan import plan_compressions
+from tokenlean.token_saving._policy import CompressionSettings, Stage
+from tokenlean.token_saving._words import make_heuristic_classifier
 from tokenlean.tokens import EstimateCounter
 from tokenlean.transcript import Message, ToolCall
 
@@ -116,11 +116,11 @@ def test_text_parts_only_for_text() -> None:
 )
 def test_policy_rejects_bad_settings(setting: str, value: object) -> None:
     with pytest.raises(ValueError, match=setting.replace("classifier", "perplexity_classifier")):
-        CompressionPolicy(**{setting: value})  # type: ignore[arg-type]
+        CompressionSettings(**{setting: value})  # type: ignore[arg-type]
 
 
 def test_stage_default_mode_follows_each_lever_window() -> None:
-    policy = CompressionPolicy(classifier=make_heuristic_classifier())
+    policy = CompressionSettings(classifier=make_heuristic_classifier())
     assert policy.stage("tool", tools_after=1, calls_ago=1) is None
     assert policy.stage("tool", tools_after=2, calls_ago=1) == Stage(True, None)
     assert policy.stage("tool", tools_after=2, calls_ago=3) == Stage(True, 0.55)
@@ -130,7 +130,7 @@ def test_stage_default_mode_follows_each_lever_window() -> None:
 
 
 def test_stage_compress_once_waits_for_every_window() -> None:
-    policy = CompressionPolicy(classifier=make_heuristic_classifier(), compress_once=True)
+    policy = CompressionSettings(classifier=make_heuristic_classifier(), compress_once=True)
     assert policy.stage("tool", tools_after=5, calls_ago=2) is None  # words window still open
     assert policy.stage("tool", tools_after=1, calls_ago=5) is None  # head+tail window open
     assert policy.stage("tool", tools_after=2, calls_ago=3) == Stage(True, 0.55)
@@ -152,28 +152,28 @@ def _history(outputs: list[str]) -> list[Message]:
 def test_plan_compresses_old_long_tool_outputs_once() -> None:
     outputs = ["L" * 5000, "short", "M" * 4000, "N" * 3000, "O" * 3000]
     view = _history(outputs)
-    plan = plan_compressions(view, {}, CompressionPolicy(), COUNTER)
+    plan = plan_compressions(view, {}, CompressionSettings(), COUNTER)
     assert sorted(plan.updates) == ["t0", "t2"]  # t3, t4 are the two most recent
     assert plan.updates["t0"]["content"] == compress_tool_output("L" * 5000)
     assert plan.stats["compressions"] == 2
     assert plan.stats["chars_saved"] == sum(
         len(o) - len(compress_tool_output(o)) for o in (outputs[0], outputs[2])
     )
-    again = plan_compressions(view, plan.updates, CompressionPolicy(), COUNTER)
+    again = plan_compressions(view, plan.updates, CompressionSettings(), COUNTER)
     assert again.updates == {} and not any(again.stats.values())
 
 
 def test_plan_drops_an_entry_whose_message_changed() -> None:
     view = _history(["L" * 5000, "a", "b"])
-    first = plan_compressions(view, {}, CompressionPolicy(), COUNTER).updates
+    first = plan_compressions(view, {}, CompressionSettings(), COUNTER).updates
     edited = [m if m.id != "t0" else Message("tool", "P" * 6000, id="t0") for m in view]
-    plan = plan_compressions(edited, first, CompressionPolicy(), COUNTER)
+    plan = plan_compressions(edited, first, CompressionSettings(), COUNTER)
     assert plan.updates["t0"]["content"] == compress_tool_output("P" * 6000)
 
 
 def test_tiered_mode_recompresses_from_the_original() -> None:
     prose = " ".join(["the agent looked at the output and then it decided"] * 20)
-    policy = CompressionPolicy(classifier=make_heuristic_classifier())
+    policy = CompressionSettings(classifier=make_heuristic_classifier())
     mid = plan_compressions(_history([prose] + ["ok"] * 4), {}, policy, COUNTER).updates
     assert mid["t0"]["stage"] == "ht:0.55"  # 4 calls old
     old = plan_compressions(_history([prose] + ["ok"] * 11), mid, policy, COUNTER).updates
@@ -184,7 +184,7 @@ def test_tiered_mode_recompresses_from_the_original() -> None:
 
 
 def test_compress_once_releases_pending_work_only_when_it_pays() -> None:
-    policy = CompressionPolicy(compress_once=True)
+    policy = CompressionSettings(compress_once=True)
     small_gain = ["Q" * 1900, "R" * 30000, "S" * 30000]  # t0 saves little, the rest is sent
     plan = plan_compressions(_history(small_gain), {}, policy, COUNTER)
     assert plan.updates["t0"]["applied"] is False  # re-billing t1, t2 would cost more
@@ -196,7 +196,7 @@ def test_compress_once_releases_pending_work_only_when_it_pays() -> None:
 
 
 def test_compress_once_rewrites_unsent_messages_for_free() -> None:
-    policy = CompressionPolicy(compress_once=True, keep_recent_tool_messages=0)
+    policy = CompressionSettings(compress_once=True, keep_recent_tool_messages=0)
     view = _history(["R" * 30000, "S" * 1900])
     plan = plan_compressions(view, {}, policy, COUNTER)
     # t1 is new in this call (after the last assistant turn): compressing it breaks nothing
@@ -207,11 +207,11 @@ def test_plan_skips_non_text_content_and_a_failing_counter() -> None:
     image = ({"type": "image_url", "image_url": {"url": "data:" + "A" * 5000}},)
     view = _history(["L" * 5000, "a", "b"])
     view[2] = Message("tool", image, id="t0", tool_call_id="c0")
-    assert plan_compressions(view, {}, CompressionPolicy(), COUNTER).updates == {}
+    assert plan_compressions(view, {}, CompressionSettings(), COUNTER).updates == {}
 
     class Broken:
         def count(self, text: str) -> int:
             raise RuntimeError("boom")
 
     view = _history(["L" * 5000, "M" * 5000, "b", "c"])
-    assert plan_compressions(view, {}, CompressionPolicy(), Broken()).updates == {}
+    assert plan_compressions(view, {}, CompressionSettings(), Broken()).updates == {}

@@ -1,4 +1,4 @@
-"""Word-level compression keeps structure and what agents quote (tokenlean.token_saving.words)."""
+"""Word-level compression keeps structure and what agents quote (tokenlean.token_saving._words)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokenlean.token_saving.words import (
+from tokenlean.token_saving._words import (
     accepts_keep_ratio,
     compress_words,
     heuristic_classifier,
@@ -152,7 +152,7 @@ def test_a_failing_classifier_keeps_its_window(caplog: pytest.LogCaptureFixture)
     def wrong_length(words: list[str]) -> list[bool]:
         return [False]
 
-    with caplog.at_level(logging.WARNING, logger="tokenlean.token_saving.words"):
+    with caplog.at_level(logging.WARNING, logger="tokenlean.token_saving._words"):
         assert compress_words(PROSE, broken) == PROSE
         assert compress_words(PROSE, wrong_length) == PROSE  # type: ignore[arg-type]
     assert "word classifier" in caplog.text

@@ -1,9 +1,9 @@
 """The ``tokenlean`` command: one module per subcommand, each adding itself to the parser.
 
-``tokenlean replay`` measures strategies on recorded runs (:mod:`tokenlean.cli.replay`);
-``tokenlean shorten`` shortens a log in a shell pipeline (:mod:`tokenlean.cli.shorten`);
-``tokenlean proxy`` serves the same savings to any agent over HTTP (:mod:`tokenlean.cli.proxy`);
-``tokenlean wrap claude|codex`` runs a coding agent through it (:mod:`tokenlean.cli.wrap`).
+``tokenlean replay`` measures strategies on recorded runs (:mod:`tokenlean.cli._replay`);
+``tokenlean shorten`` shortens a log in a shell pipeline (:mod:`tokenlean.cli._shorten`);
+``tokenlean proxy`` serves the same savings to any agent over HTTP (:mod:`tokenlean.cli._proxy`);
+``tokenlean wrap claude|codex`` runs a coding agent through it (:mod:`tokenlean.cli._wrap`).
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ SubcommandSetup = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]
 
 #: Modules that add subcommands: each defines ``add_subcommand(subparsers)``.
 SUBCOMMAND_MODULES: list[str] = [
-    "tokenlean.cli.replay",
-    "tokenlean.cli.shorten",
-    "tokenlean.cli.proxy",
-    "tokenlean.cli.wrap",
+    "tokenlean.cli._replay",
+    "tokenlean.cli._shorten",
+    "tokenlean.cli._proxy",
+    "tokenlean.cli._wrap",
 ]
 
 

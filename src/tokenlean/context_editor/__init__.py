@@ -12,25 +12,26 @@ excluded tools, non-text results and results too small to be worth a break. Clea
 once, rather than just enough to get under the trigger, keeps the edit point close to the end of
 the prompt on later edits and lets the request grow for many calls before the next one.
 
-:mod:`~tokenlean.context_editor.cache` documents the cache-aware model.
+:mod:`~tokenlean.context_editor._cache` documents the cache-aware model.
 """
 
 from __future__ import annotations
 
-from tokenlean.context_editor.cache import CacheModel
-from tokenlean.context_editor.clearing import (
+from tokenlean.context_editor._cache import CacheModel
+from tokenlean.context_editor._clearing import (
     CLEARED_MARK,
     STRATEGY,
     apply_clearing,
     clearing_edits,
 )
-from tokenlean.context_editor.config import (
+from tokenlean.context_editor._config import (
     DEFAULT_RETRIEVAL_TOOL,
     MODES,
     ClearedToolResult,
     Clearing,
     ContextEdit,
     ContextEditorConfig,
+    ContextEditorSettings,
     Mode,
     PlaceholderFn,
     RequestView,
@@ -38,8 +39,8 @@ from tokenlean.context_editor.config import (
     default_placeholder,
     request_estimator,
 )
-from tokenlean.context_editor.ledger import RequestLedger
-from tokenlean.context_editor.plan import ClearingPlan, plan_clearing, plan_ledger
+from tokenlean.context_editor._ledger import RequestLedger
+from tokenlean.context_editor._plan import ClearingPlan, plan_clearing, plan_ledger
 from tokenlean.cost import expected_net_saving
 from tokenlean.tokens import MemoCounter
 
@@ -54,6 +55,7 @@ __all__ = [
     "ClearingPlan",
     "ContextEdit",
     "ContextEditorConfig",
+    "ContextEditorSettings",
     "MemoCounter",
     "Mode",
     "PlaceholderFn",

@@ -40,8 +40,8 @@ from typing_extensions import NotRequired, TypedDict
 from tokenlean import checks
 from tokenlean._failopen import FailOpen, fail_open
 from tokenlean.budget import Budget, BudgetWeights, Ledger, Usage, usage_from_metadata
-from tokenlean.langchain.adapter import message_to_view
-from tokenlean.langchain.helpers import TokenMemo, no_tool_choice, tool_schemas
+from tokenlean.langchain._adapter import to_view
+from tokenlean.langchain._helpers import TokenMemo, no_tool_choice, tool_schemas
 from tokenlean.stats import Tally
 from tokenlean.tokens import (
     EstimateCounter,
@@ -285,7 +285,7 @@ class TokenBudgetMiddleware(AgentMiddleware[TokenBudgetState[ResponseT], Context
         prompt = self._prompts.count(request.messages) + count_request(
             (), self._memo, system=request.system_prompt, tools=tool_schemas(request.tools)
         )
-        output = message_tokens(message_to_view(ai), self._memo) if ai else 0
+        output = message_tokens(to_view([ai])[0], self._memo) if ai else 0
         return Usage(input_tokens=prompt, output_tokens=output, estimated=True)
 
     def _fail_open(self, what: str) -> FailOpen:

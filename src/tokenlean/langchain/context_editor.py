@@ -6,7 +6,7 @@ there). Which results are cleared is kept in agent state (``tokenlean_context_ed
 id -> the exact placeholder sent), so a checkpointer persists it and every later call sends the
 same bytes for them. The decisions are made by the framework-free core,
 :mod:`tokenlean.context_editor`, which documents the cache-aware model; the request is rewritten
-with its edits through :func:`~tokenlean.langchain.adapter.apply_edits`.
+with its edits through :func:`~tokenlean.langchain._adapter.apply_edits`.
 
 Below the trigger only what is new since the previous call is read: the request's size and its
 sent form are carried from call to call per thread.
@@ -30,7 +30,7 @@ from tokenlean._failopen import fail_open
 from tokenlean.context_editor import (
     Clearing,
     ContextEdit,
-    ContextEditorConfig,
+    ContextEditorSettings,
     Mode,
     PlaceholderFn,
     RequestLedger,
@@ -40,8 +40,8 @@ from tokenlean.context_editor import (
     request_estimator,
 )
 from tokenlean.cost import CachePricing
-from tokenlean.langchain.adapter import apply_edit, apply_edits
-from tokenlean.langchain.helpers import PrefixMemo, thread_scope, tool_schemas, view_from
+from tokenlean.langchain._adapter import apply_edit, apply_edits, to_view
+from tokenlean.langchain._helpers import PrefixMemo, thread_scope, tool_schemas
 from tokenlean.tokens import (
     EstimateCounter,
     TokenCounter,
@@ -52,7 +52,7 @@ from tokenlean.tokens import (
 logger = logging.getLogger(__name__)
 
 STATE_KEY = "tokenlean_context_editor"
-_DEFAULTS = ContextEditorConfig()
+_DEFAULTS = ContextEditorSettings()
 
 
 class ClearedRecord(TypedDict):
@@ -139,7 +139,7 @@ class ContextEditorMiddleware(AgentMiddleware[ContextEditorState, Any, Any]):
     prompt-cache break and the calls between edits hit the cache. In the default
     ``mode="cache_aware"``, the newest whole batches are cleared only when that is expected to
     save more, under ``pricing``, than re-writing the cache costs, within ``expected_calls`` or
-    else ``horizon`` times the calls made so far (see :mod:`tokenlean.context_editor.cache`);
+    else ``horizon`` times the calls made so far (see :mod:`tokenlean.context_editor._cache`);
     ``mode="plain"`` clears whenever the request is past the trigger, as the reference does.
 
     ``token_estimator`` is a :class:`~tokenlean.tokens.TokenCounter` or a function of a
@@ -147,7 +147,7 @@ class ContextEditorMiddleware(AgentMiddleware[ContextEditorState, Any, Any]):
     prompt, tool schemas and messages. ``on_edit`` receives a
     :class:`~tokenlean.context_editor.ContextEdit` each time the cleared set grows. The placeholder
     names ``retrieval_tool`` when the agent has a tool of that name. Every default is
-    :class:`~tokenlean.context_editor.ContextEditorConfig`'s.
+    :class:`~tokenlean.context_editor.ContextEditorSettings`'s.
     """
 
     state_schema = ContextEditorState
@@ -171,7 +171,7 @@ class ContextEditorMiddleware(AgentMiddleware[ContextEditorState, Any, Any]):
         retrieval_tool: str | None = _DEFAULTS.retrieval_tool,
     ) -> None:
         super().__init__()
-        self.config = ContextEditorConfig(
+        self.config = ContextEditorSettings(
             trigger_tokens=trigger_tokens,
             keep=keep,
             batch=batch,
@@ -223,7 +223,7 @@ class ContextEditorMiddleware(AgentMiddleware[ContextEditorState, Any, Any]):
         start, thread = (hit.n, hit.value) if hit else (0, _Thread(RequestLedger(self.counter), []))
         previous = thread.read(request.state.get(STATE_KEY))
         ledger = thread.ledger
-        new = view_from(messages, start)
+        new = to_view(messages, start)
         ledger.extend(new)
         thread.sent.extend(apply_edits(messages[start:], clearing_edits(new, ledger.cleared)))
         system = request.system_prompt

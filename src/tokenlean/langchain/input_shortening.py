@@ -27,8 +27,8 @@ from typing_extensions import NotRequired
 from tokenlean import checks
 from tokenlean._failopen import fail_open
 from tokenlean.cost import CachePricing, resolve_pricing
-from tokenlean.langchain.adapter import apply_edit
-from tokenlean.langchain.helpers import last_ai_index, middleware_name, thread_scope, view_from
+from tokenlean.langchain._adapter import apply_edit, to_view
+from tokenlean.langchain._helpers import last_ai_index, middleware_name, thread_scope
 from tokenlean.langchain.retrieval import (
     RetrievalGate,
     add_counts,
@@ -39,8 +39,8 @@ from tokenlean.langchain.retrieval import retrieval_tool as retrieval_tool_for
 from tokenlean.langchain.store import StoreChoice
 from tokenlean.pipeline import plan_turn
 from tokenlean.readback import ToolReadBack
-from tokenlean.shorten.firstsight import OFFER_TOOL, OfferTool, OutputShorteningPolicy
-from tokenlean.shorten.inputs import ArgumentPolicy, InputPlan
+from tokenlean.shorten._firstsight import OFFER_TOOL, OfferTool, OutputShorteningSettings
+from tokenlean.shorten._inputs import InputPlan, InputShorteningSettings
 from tokenlean.stats import Tally
 from tokenlean.store import RETRIEVAL_TOOL, OriginalStore
 from tokenlean.tokens import EstimateCounter
@@ -49,8 +49,8 @@ logger = logging.getLogger(__name__)
 
 _KEEP_FAILED = "could not keep original tool inputs; inputs left as they are"
 
-_DEFAULTS = ArgumentPolicy()
-_OUTPUTS = OutputShorteningPolicy()  # the retrieval tool's settings are the output shortener's
+_DEFAULTS = InputShorteningSettings()
+_OUTPUTS = OutputShorteningSettings()  # the retrieval tool's settings are the output shortener's
 _COUNTER = EstimateCounter()
 
 
@@ -85,7 +85,7 @@ class ToolInputShorteningMiddleware(AgentMiddleware[InputShorteningState, Any, A
 
     Args:
         min_tokens, head_lines, tail_lines, never: see
-            :class:`~tokenlean.shorten.inputs.ArgumentPolicy` (where every default lives).
+            :class:`~tokenlean.shorten._inputs.InputShorteningSettings` (where every default lives).
         store: where originals are kept (share it with the output-shortening middleware).
             Default: the agent's own store when it has one, else this process's memory.
         retrieval_tool: add a ``read_original`` tool; leave False when another middleware
@@ -122,7 +122,7 @@ class ToolInputShorteningMiddleware(AgentMiddleware[InputShorteningState, Any, A
         name: str | None = None,
     ) -> None:
         super().__init__()
-        self.policy = ArgumentPolicy(
+        self.policy = InputShorteningSettings(
             min_tokens=min_tokens,
             head_lines=head_lines,
             tail_lines=tail_lines,
@@ -211,7 +211,7 @@ class ToolInputShorteningMiddleware(AgentMiddleware[InputShorteningState, Any, A
         if not turn.id:
             return None
         plan = plan_turn(
-            view_from(messages, start), offset=start, inputs=self.policy, read_back=self._read_back
+            to_view(messages, start), offset=start, inputs=self.policy, read_back=self._read_back
         ).inputs
         if not plan.edits:
             return None

@@ -1,7 +1,7 @@
 """Stop agents that loop, gently first: nudge, then force a final answer, then end the run.
 
 Before each model call the steps so far are checked for stuck patterns
-(:class:`tokenlean.loop_guard.detect.LoopDetector`). The first time one fires the agent gets a
+(:class:`tokenlean.loop_guard._detect.LoopDetector`). The first time one fires the agent gets a
 nudge (a human message appended to the conversation). If the loop goes on, the next call is made
 with ``tool_choice="none"`` after a message asking for the final answer. If it still goes on
 (another stuck pattern, or tool calls despite the request to answer), the run ends with an AI
@@ -46,9 +46,9 @@ from typing_extensions import NotRequired, TypedDict
 
 from tokenlean import checks
 from tokenlean._failopen import FailOpen, fail_open
-from tokenlean.langchain.helpers import StepMemo, no_tool_choice
-from tokenlean.loop_guard.detect import Detection, LoopDetector
-from tokenlean.loop_guard.steps import Step
+from tokenlean.langchain._helpers import StepMemo, no_tool_choice
+from tokenlean.loop_guard._detect import Detection, LoopDetector
+from tokenlean.loop_guard._steps import Step
 from tokenlean.stats import Tally
 
 logger = logging.getLogger(__name__)

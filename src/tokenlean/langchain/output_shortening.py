@@ -12,7 +12,7 @@ non-text results and already-seen results pass through.
 
 Only the part of the transcript that is new since the previous call is read: the lines the
 model was shown before it are carried from call to call per thread
-(:class:`~tokenlean.langchain.helpers.PrefixMemo`), and rebuilt from the state when they are not
+(:class:`~tokenlean.langchain._helpers.PrefixMemo`), and rebuilt from the state when they are not
 at hand (a restart, another worker), with the same result.
 
 Originals are kept per thread (in memory by default, or in a LangGraph store via
@@ -44,14 +44,13 @@ from typing_extensions import NotRequired, TypedDict
 from tokenlean import checks
 from tokenlean._failopen import fail_open
 from tokenlean.cost import CachePricing
-from tokenlean.langchain.adapter import apply_edit
-from tokenlean.langchain.helpers import (
+from tokenlean.langchain._adapter import apply_edit, to_view
+from tokenlean.langchain._helpers import (
     Held,
     PrefixMemo,
     last_ai_index,
     middleware_name,
     thread_scope,
-    view_from,
 )
 from tokenlean.langchain.retrieval import (
     RetrievalGate,
@@ -64,8 +63,13 @@ from tokenlean.langchain.retrieval import retrieval_tool as retrieval_tool_for
 from tokenlean.langchain.store import StoreChoice
 from tokenlean.pipeline import plan_turn
 from tokenlean.readback import ToolReadBack
-from tokenlean.shorten.firstsight import FirstSightPlan, OfferTool, OutputShorteningPolicy, SeenLog
-from tokenlean.shorten.options import ShortenOptions
+from tokenlean.shorten._firstsight import (
+    FirstSightPlan,
+    OfferTool,
+    OutputShorteningSettings,
+    SeenLog,
+)
+from tokenlean.shorten._options import ShortenSettings
 from tokenlean.stats import Tally
 from tokenlean.store import OriginalStore
 from tokenlean.tokens import EstimateCounter, TokenCounter
@@ -77,7 +81,7 @@ _KEEP_FAILED = "could not keep originals; tool results left as they are"
 
 STATE_KEY = "tokenlean_output_shortening"
 BACKOFF_KEY = "tokenlean_output_shortening_backoff"
-_DEFAULTS = OutputShorteningPolicy()
+_DEFAULTS = OutputShorteningSettings()
 
 
 class ShorteningTotals(TypedDict):
@@ -145,7 +149,7 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
     Args:
         min_tokens: Results of at most this many tokens are left alone.
         max_tokens: Budget for a shortened result (overrides ``options.max_tokens``).
-        options: Every other shortening setting (:class:`~tokenlean.shorten.ShortenOptions`).
+        options: Every other shortening setting (:class:`~tokenlean.shorten.ShortenSettings`).
         only: Shorten only these tools' results (``None``: every tool's).
         never: Never shorten these tools' results (e.g. one whose output the agent edits).
         store: Where originals are kept (a LangGraph ``BaseStore`` is wrapped). Default: the
@@ -169,7 +173,7 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
 
     When the agent reads a tool's original back, later results of that tool are shortened less
     (and after two read-backs, not at all). Every shortening default is
-    :class:`~tokenlean.shorten.firstsight.OutputShorteningPolicy`'s.
+    :class:`~tokenlean.shorten._firstsight.OutputShorteningSettings`'s.
     """
 
     state_schema = ShorteningState
@@ -179,7 +183,7 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
         *,
         min_tokens: int = _DEFAULTS.min_tokens,
         max_tokens: int | None = None,
-        options: ShortenOptions | None = None,
+        options: ShortenSettings | None = None,
         only: Collection[str] | None = _DEFAULTS.only,
         never: Collection[str] = _DEFAULTS.never,
         store: OriginalStore | StoreChoice | None = None,
@@ -196,9 +200,9 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
         super().__init__()
         checks.flag(retrieval_tool, "retrieval_tool")
         opts = options if options is not None else _DEFAULTS.options
-        if max_tokens is not None and isinstance(opts, ShortenOptions):
+        if max_tokens is not None and isinstance(opts, ShortenSettings):
             opts = replace(opts, max_tokens=max_tokens)
-        self.policy = OutputShorteningPolicy(
+        self.policy = OutputShorteningSettings(
             min_tokens=min_tokens,
             options=opts,
             only=only,  # type: ignore[arg-type]  # normalised by the policy
@@ -296,7 +300,7 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
         read = Counter(read_back(messages[last_ai:], self.policy.tool_name))
         levels = _add_levels(state.get(BACKOFF_KEY), dict(read))
         plan = plan_turn(
-            view_from(messages, start),
+            to_view(messages, start),
             offset=start,
             outputs=self.policy,
             log=hit.value if hit else None,

@@ -2,13 +2,13 @@
 
 Two levers, plus an opt-in third: head+tail compression of old tool outputs, an early-exit nudge
 when a ``signals_fn`` reports a loop, and word-level compression of older messages with a
-:data:`~tokenlean.token_saving.words.WordClassifier`.
+:data:`~tokenlean.token_saving._words.WordClassifier`.
 
 Where compression happens: *request-only, persisted*. ``before_model`` computes each compression
 once, from the original text, and stores it in agent state (``tokenlean_token_saving_compressed``,
 keyed by message id and tied to a digest of the original content); ``wrap_model_call`` swaps the
 stored text into the request (as :class:`~tokenlean.transcript.Edit` objects applied by
-:func:`~tokenlean.langchain.adapter.apply_edits`). So the state keeps every message whole (other
+:func:`~tokenlean.langchain._adapter.apply_edits`). So the state keeps every message whole (other
 middleware, tools and the user still see the originals), each message copy keeps every other
 field (``name``, ``status``, ``artifact``, metadata, usage), and the bytes sent for a message stay
 identical from call to call and across processes, even with a non-deterministic classifier, until
@@ -24,7 +24,7 @@ prompt, at ``perplexity_mid_cutoff`` calls old), which on replayed runs costs mo
 ``compress_once=True`` computes each message's compression once, with every lever, when it has
 left the recent window, and never touches it again; the computed compressions are written into
 the prompt in batches, each when it pays back within ``payback_calls`` calls (see
-:mod:`tokenlean.token_saving.plan`, priced with ``pricing``), so each output causes at most one
+:mod:`tokenlean.token_saving._plan`, priced with ``pricing``), so each output causes at most one
 break and usually shares it.
 ``tokenlean replay -s token-saving -s token-saving-words -s token-saving-once`` shows the cost.
 
@@ -57,20 +57,20 @@ from typing_extensions import NotRequired
 from tokenlean import checks
 from tokenlean._failopen import fail_open
 from tokenlean.cost import CachePricing
-from tokenlean.langchain.adapter import apply_edit, apply_edits, to_view
-from tokenlean.langchain.helpers import PrefixMemo, StepMemo, thread_scope, view_from
-from tokenlean.loop_guard.steps import Step, build_steps
+from tokenlean.langchain._adapter import apply_edit, apply_edits, to_view
+from tokenlean.langchain._helpers import PrefixMemo, StepMemo, thread_scope
+from tokenlean.loop_guard._steps import Step, build_steps
 from tokenlean.stats import Tally
-from tokenlean.token_saving.early_exit import EarlyExitPolicy, SignalsFn, loop_detected
-from tokenlean.token_saving.plan import (
+from tokenlean.token_saving._early_exit import EarlyExitPolicy, SignalsFn, loop_detected
+from tokenlean.token_saving._plan import (
     CompressedEntry,
     compression_edits,
     plan_compressions,
     sent_tokens,
 )
-from tokenlean.token_saving.policy import CompressionPolicy
-from tokenlean.token_saving.stats import TokenSavingStats
-from tokenlean.token_saving.words import WordClassifier
+from tokenlean.token_saving._policy import CompressionSettings
+from tokenlean.token_saving._stats import TokenSavingStats
+from tokenlean.token_saving._words import WordClassifier
 from tokenlean.tokens import TokenCounter, default_counter, memoized
 from tokenlean.transcript import INJECTED_ID_PREFIX
 
@@ -78,7 +78,7 @@ logger = logging.getLogger(__name__)
 
 COMPRESSED_KEY = "tokenlean_token_saving_compressed"
 NUDGED_KEY = "tokenlean_token_saving_nudged"
-_POLICY = CompressionPolicy()
+_POLICY = CompressionSettings()
 _EARLY = EarlyExitPolicy()
 
 
@@ -158,7 +158,7 @@ class TokenSavingMiddleware(AgentMiddleware[TokenSavingState[ResponseT], Context
             checks.function(perplexity_classifier, "perplexity_classifier")
         if enable_perplexity_compression and perplexity_classifier is None:
             logger.warning("enable_perplexity_compression=True without perplexity_classifier: off")
-        self.policy = CompressionPolicy(
+        self.policy = CompressionSettings(
             compress_threshold_chars=compress_threshold_chars,
             head_keep_chars=head_keep_chars,
             tail_keep_chars=tail_keep_chars,
@@ -275,7 +275,7 @@ class TokenSavingMiddleware(AgentMiddleware[TokenSavingState[ResponseT], Context
         ) as guard:
             hit = self._settled.take(scope, messages)
             start, settled = (hit.n, hit.value) if hit else (0, _Settled(0, []))
-            view = view_from(messages, start)
+            view = to_view(messages, start)
             plan = plan_compressions(
                 view, stored, self.policy, self._counter, before=settled.tokens
             )
@@ -329,7 +329,7 @@ class TokenSavingMiddleware(AgentMiddleware[TokenSavingState[ResponseT], Context
         scope = thread_scope()
         hit = self._settled.take(scope, messages)
         start = hit.n if hit else 0
-        rest = compression_edits(view_from(messages, start), entries)
+        rest = compression_edits(to_view(messages, start), entries)
         sent = [*(hit.value.sent if hit else ()), *apply_edits(messages[start:], rest)]
         if hit:  # taken only to read it
             self._settled.put(scope, messages, start, hit.value, reuse=hit)

@@ -15,12 +15,13 @@ MISSING_EXTRA = (
 _EXTRA_MODULES = frozenset({"anyio", "httpx", "starlette", "uvicorn"})
 
 try:
-    from tokenlean.proxy.app import create_app
-    from tokenlean.proxy.rewrite import Prepared, RewriteOutcome, Rewriter, default_rewriter
-    from tokenlean.proxy.server import BackgroundProxy, serve
-    from tokenlean.proxy.settings import ProxySettings, default_originals_dir
-    from tokenlean.proxy.stats import StatsBook, summary_lines
+    from tokenlean.proxy._app import create_app
+    from tokenlean.proxy._rewrite import Prepared, RewriteOutcome, Rewriter, default_rewriter
+    from tokenlean.proxy._server import BackgroundProxy, serve
+    from tokenlean.proxy._settings import ProxySettings
+    from tokenlean.proxy._stats import StatsBook, summary_lines
     from tokenlean.raw import Api
+    from tokenlean.store import default_originals_dir
 except ImportError as _exc:
     if (_exc.name or "").split(".")[0] in _EXTRA_MODULES:
         raise ImportError(MISSING_EXTRA, name=_exc.name) from _exc

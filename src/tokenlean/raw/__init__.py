@@ -26,14 +26,16 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tokenlean._failopen import fail_open
-from tokenlean.pipeline import HistoryEdit, HistoryPolicy, Planner
-from tokenlean.raw import anthropic, openai_chat, openai_responses
-from tokenlean.raw.view import RawView, Write, apply
+from tokenlean.pipeline import HistoryEdit, Planner, PlannerSettings
+from tokenlean.raw import _anthropic as anthropic
+from tokenlean.raw import _openai_chat as openai_chat
+from tokenlean.raw import _openai_responses as openai_responses
+from tokenlean.raw._view import RawView, Write, apply
 from tokenlean.readback import FileReadBack
-from tokenlean.shorten.firstsight import OutputShorteningPolicy
-from tokenlean.shorten.inputs import RECOMMENDED_INPUTS, ArgumentPolicy
-from tokenlean.shorten.options import ShortenOptions
-from tokenlean.shorten.text import estimate_tokens
+from tokenlean.shorten._firstsight import OutputShorteningSettings
+from tokenlean.shorten._inputs import RECOMMENDED_INPUTS, InputShorteningSettings
+from tokenlean.shorten._options import ShortenSettings
+from tokenlean.shorten._text import estimate_tokens
 from tokenlean.store import FolderOriginalStore, default_originals_dir
 from tokenlean.tokens import TokenCounter
 
@@ -42,7 +44,7 @@ __all__ = ["Api", "RawSettings", "RewriteResult", "rewrite_request"]
 logger = logging.getLogger(__name__)
 
 Api = Literal["anthropic", "openai_chat", "openai_responses"]
-_OUTPUTS = OutputShorteningPolicy()  # the output shortener's defaults, in their one place
+_OUTPUTS = OutputShorteningSettings()  # the output shortener's defaults, in their one place
 
 _READERS: dict[str, Callable[[Mapping[str, Any]], RawView | None]] = {
     "anthropic": anthropic.read,
@@ -77,7 +79,7 @@ class RawSettings:
         keep_originals: write originals; without them markers give line numbers only and
             inputs are never cut (nothing could show them).
         min_tokens: tool results of at most this many tokens are left alone.
-        options: every shortening setting (:class:`~tokenlean.shorten.ShortenOptions`).
+        options: every shortening setting (:class:`~tokenlean.shorten.ShortenSettings`).
         dedupe: point to lines the model was already shown instead of repeating them.
         min_saving: skip a shortening that saves less than this share of a result's tokens.
         only: shorten only these tools' results (``None``: every tool's).
@@ -91,13 +93,13 @@ class RawSettings:
     originals_dir: Path | None = None
     keep_originals: bool = True
     min_tokens: int = _OUTPUTS.min_tokens
-    options: ShortenOptions = _OUTPUTS.options
+    options: ShortenSettings = _OUTPUTS.options
     dedupe: bool = _OUTPUTS.dedupe
     min_saving: float = _OUTPUTS.min_saving
     only: Collection[str] | None = _OUTPUTS.only
     never: Collection[str] = _OUTPUTS.never
     shorten_inputs: bool = True
-    inputs: ArgumentPolicy = RECOMMENDED_INPUTS
+    inputs: InputShorteningSettings = RECOMMENDED_INPUTS
     never_inputs: Collection[str] = frozenset()
     counter: TokenCounter | None = _OUTPUTS.counter
     planner: Planner = field(init=False, repr=False, compare=False)
@@ -112,10 +114,10 @@ class RawSettings:
             raise ValueError(f"min_tokens must be a non-negative int, got {self.min_tokens!r}")
         if not isinstance(self.min_saving, (int, float)) or not 0.0 <= self.min_saving < 1.0:
             raise ValueError(f"min_saving must be in [0, 1), got {self.min_saving!r}")
-        if not isinstance(self.options, ShortenOptions):
-            raise ValueError(f"options must be a ShortenOptions, got {self.options!r}")
-        if not isinstance(self.inputs, ArgumentPolicy):
-            raise ValueError(f"inputs must be an ArgumentPolicy, got {self.inputs!r}")
+        if not isinstance(self.options, ShortenSettings):
+            raise ValueError(f"options must be a ShortenSettings, got {self.options!r}")
+        if not isinstance(self.inputs, InputShorteningSettings):
+            raise ValueError(f"inputs must be an InputShorteningSettings, got {self.inputs!r}")
         if self.counter is not None and not isinstance(self.counter, TokenCounter):
             raise ValueError(f"counter must have a count(text) method, got {self.counter!r}")
         for name in ("only", "never", "never_inputs"):
@@ -139,10 +141,10 @@ class RawSettings:
         assert self.originals_dir is not None  # resolved in __post_init__
         return FolderOriginalStore(self.originals_dir)
 
-    def policy(self) -> HistoryPolicy:
+    def policy(self) -> PlannerSettings:
         """The core's view of these settings."""
         only = self.only
-        outputs = OutputShorteningPolicy(
+        outputs = OutputShorteningSettings(
             min_tokens=self.min_tokens,
             options=self.options,
             only=frozenset(only) if only is not None else None,
@@ -154,7 +156,7 @@ class RawSettings:
         )
         inputs = replace(self.inputs, never=self.inputs.never | frozenset(self.never_inputs))
         read_back = FileReadBack(self.store) if self.keep_originals else None
-        return HistoryPolicy(
+        return PlannerSettings(
             outputs=outputs,
             inputs=inputs if self.shorten_inputs else None,
             read_back=read_back,

@@ -24,7 +24,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field, PrivateAttr
 
 from tokenlean import checks
-from tokenlean.langchain.adapter import to_view
+from tokenlean.langchain._adapter import to_view
 from tokenlean.tokens import tool_schema_text
 from tokenlean.transcript import canonical
 

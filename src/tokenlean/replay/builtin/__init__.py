@@ -1,4 +1,4 @@
 """Strategy registrations for tokenlean's own middleware, one module per middleware.
 
-Each module calls :func:`tokenlean.replay.strategies.register`; the registry imports them lazily.
+Each module calls :func:`tokenlean.replay._strategies.register`; the registry imports them lazily.
 """

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tokenlean.replay.strategies import register
+from tokenlean.replay._strategies import register
 
 #: Weighted tokens per reply at which the firing strategy wraps up: mid-way through every
 #: bundled trajectory; short runs never reach it.

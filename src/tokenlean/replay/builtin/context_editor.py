@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from tokenlean.context_editor import Mode
-from tokenlean.replay.strategies import register
+from tokenlean.replay._strategies import register
 
 LOW_TRIGGER = 10_000
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from tokenlean.replay.strategies import register
-from tokenlean.shorten.options import ShortenOptions
+from tokenlean.replay._strategies import register
+from tokenlean.shorten._options import ShortenSettings
 
-CONSERVATIVE = ShortenOptions(max_tokens=1500, code_max_tokens=3000, code_keep_percent=90)
-AGGRESSIVE = ShortenOptions(max_tokens=100, code_max_tokens=250, code_keep_percent=25)
+CONSERVATIVE = ShortenSettings(max_tokens=1500, code_max_tokens=3000, code_keep_percent=90)
+AGGRESSIVE = ShortenSettings(max_tokens=100, code_max_tokens=250, code_keep_percent=25)
 
 
 def _shortening(**kwargs: Any) -> Any:

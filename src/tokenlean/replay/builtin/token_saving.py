@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tokenlean.replay.strategies import register
+from tokenlean.replay._strategies import register
 
 
 def _middleware(**settings: Any) -> list[Any]:
@@ -21,7 +21,7 @@ def _middleware(**settings: Any) -> list[Any]:
 
 
 def _words(**settings: Any) -> list[Any]:
-    from tokenlean.token_saving.words import make_heuristic_classifier
+    from tokenlean.token_saving._words import make_heuristic_classifier
 
     return _middleware(
         enable_perplexity_compression=True,

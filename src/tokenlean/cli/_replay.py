@@ -1,0 +1,113 @@
+"""``tokenlean replay [PATHS...]``: replay traces through each strategy and print what it saves.
+
+Traces are files or folders of ``.json`` trajectories (the bundled samples when none are given);
+every available strategy is replayed unless some are named with ``-s``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+
+def add_subcommand(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "replay",
+        help="replay agent traces through each strategy and report what it saves",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("paths", nargs="*", type=Path, help="trace files or folders (default: bundled)")
+    p.add_argument(
+        "-s",
+        "--strategy",
+        action="append",
+        dest="strategies",
+        metavar="NAME",
+        help="strategy to replay (repeatable; default: all available)",
+    )
+    p.add_argument("--list", action="store_true", help="list the strategies and exit")
+    p.add_argument(
+        "-j", "--jobs", type=int, default=None, help="parallel processes (default: cores)"
+    )
+    p.add_argument("--json", type=Path, metavar="FILE", help="write full results as JSON")
+    p.add_argument("--chart", type=Path, metavar="FILE", help="write a chart (.svg or .html)")
+    p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    p.add_argument(
+        "--by-source", action="store_true", help="also print a table per source (trace folder)"
+    )
+    p.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE to register more strategies (repeatable)",
+    )
+    p.set_defaults(func=_run_replay)
+
+
+def _collect(paths: Sequence[Path]) -> list[Path]:
+    from tokenlean.replay._bundled import bundled_paths
+
+    if not paths:
+        return bundled_paths()
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            files.extend(sorted(p for p in path.rglob("*.json") if p.name != "index.json"))
+        else:
+            files.append(path)
+    return files
+
+
+def _run_replay(args: argparse.Namespace) -> int:
+    from tokenlean.replay import _report as report
+    from tokenlean.replay import _strategies as strategies
+    from tokenlean.replay._formats import TrajectoryFormatError, load_trajectory
+    from tokenlean.replay._runner import run_replay, stderr_progress
+
+    strategies.load_plugins(args.plugin)
+    if args.list:
+        for s in strategies.all_strategies():
+            state = "" if s.available() else "  (unavailable: missing dependency)"
+            print(f"{s.name:<28} {s.description}{state}")
+        return 0
+    try:
+        trajectories = [load_trajectory(p) for p in _collect(args.paths)]
+    except TrajectoryFormatError as exc:
+        print(f"tokenlean: {exc}", file=sys.stderr)
+        return 2
+    if not trajectories:
+        print("tokenlean: no traces found", file=sys.stderr)
+        return 2
+    names = args.strategies or strategies.default_names()
+    if strategies.BASELINE not in names:
+        names = [strategies.BASELINE, *names]
+    try:
+        for name in names:
+            strategies.get(name)
+    except KeyError as exc:
+        print(f"tokenlean: {exc.args[0]}", file=sys.stderr)
+        return 2
+    start = time.perf_counter()
+    result = run_replay(
+        trajectories, names, jobs=args.jobs, plugins=args.plugin, progress=stderr_progress
+    )
+    elapsed = time.perf_counter() - start
+    print(f"{len(trajectories)} trajectories x {len(names)} strategies in {elapsed:.1f}s\n")
+    print(report.markdown_table(result) if args.markdown else report.text_table(result))
+    print()
+    if args.by_source:
+        print(report.by_source_section(result, markdown=args.markdown) + "\n")
+    for line in report.summary_lines(result):
+        print(line)
+    if args.json:
+        report.write_json(result, args.json)
+        print(f"results written to {args.json}")
+    if args.chart:
+        report.write_chart(result, args.chart)
+        print(f"chart written to {args.chart}")
+    return 1 if result.errors() else 0

@@ -1,0 +1,106 @@
+"""``tokenlean wrap claude [ARGS...]`` / ``tokenlean wrap codex [ARGS...]``: run a coding agent
+through the tokenlean proxy.
+
+Starts the proxy on a free local port, runs the agent pointed at it (Claude Code:
+``ANTHROPIC_BASE_URL``; Codex: ``OPENAI_BASE_URL`` and ``-c openai_base_url=...``, tested with
+an API key, not with a ChatGPT login), stops the proxy when the agent exits, prints what was
+saved, and exits with the agent's exit code. Options for tokenlean go
+before the agent's name; everything after it goes to the agent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from tokenlean.cli._proxy import add_proxy_options, build_app, print_summary
+
+#: How each agent finds its API: the variable to set and the path suffix it expects.
+AGENTS: Mapping[str, tuple[str, str]] = {
+    "claude": ("ANTHROPIC_BASE_URL", ""),
+    "codex": ("OPENAI_BASE_URL", "/v1"),
+}
+INSTALL_HINTS: Mapping[str, str] = {
+    "claude": "npm install -g @anthropic-ai/claude-code",
+    "codex": "npm install -g @openai/codex",
+}
+
+
+def add_subcommand(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "wrap",
+        help="run Claude Code or Codex through the tokenlean proxy and print the savings",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_proxy_options(p)
+    p.add_argument("--log", type=Path, metavar="FILE", help="append a line per request to FILE")
+    p.add_argument("agent", choices=sorted(AGENTS), help="the agent to run")
+    p.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the agent")
+    p.set_defaults(func=run)
+
+
+def agent_args(agent: str, proxy_url: str) -> list[str]:
+    """Arguments that point the agent at the proxy where its environment alone does not: Codex
+    0.171 ignores ``OPENAI_BASE_URL`` and reads ``openai_base_url`` from its configuration."""
+    if agent == "codex":
+        return ["-c", f'openai_base_url="{proxy_url}/v1"']
+    return []
+
+
+def agent_env(agent: str, proxy_url: str, base: Mapping[str, str]) -> dict[str, str]:
+    """The agent's environment: its base URL at the proxy, and the proxy exempt from any
+    HTTP(S)_PROXY the user has set (a corporate proxy cannot reach 127.0.0.1)."""
+    variable, suffix = AGENTS[agent]
+    env = dict(base)
+    env[variable] = proxy_url + suffix
+    exempt = [h for h in env.get("NO_PROXY", "").split(",") if h]
+    env["NO_PROXY"] = ",".join([*exempt, "127.0.0.1", "localhost"])
+    return env
+
+
+def _log_to(path: Path) -> None:
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
+    logger = logging.getLogger("tokenlean.proxy")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+
+
+def run_agent(command: Sequence[str], env: Mapping[str, str]) -> int:
+    """Run the agent in the foreground. Ctrl-C belongs to the agent (Claude Code uses it to
+    interrupt a turn), so tokenlean ignores it until the agent exits."""
+    child = subprocess.Popen(list(command), env=dict(env))
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        code = child.wait()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    return 128 - code if code < 0 else code  # killed by signal N: the shell's 128 + N
+
+
+def run(args: argparse.Namespace) -> int:
+    executable = shutil.which(args.agent)
+    if executable is None:
+        hint = INSTALL_HINTS[args.agent]
+        print(f"tokenlean wrap: {args.agent} not found on PATH (install: {hint})", file=sys.stderr)
+        return 127
+    app = build_app(args, "wrap")
+    if app is None:
+        return 2
+    from tokenlean.proxy import BackgroundProxy
+
+    if args.log:
+        _log_to(args.log)
+    with BackgroundProxy(app) as proxy:
+        command = [executable, *agent_args(args.agent, proxy.url), *args.args]
+        code = run_agent(command, agent_env(args.agent, proxy.url, os.environ))
+    print_summary(app)
+    return code

@@ -1,0 +1,311 @@
+"""Between LangChain messages and the neutral transcript view: the one LangChain applier.
+
+:func:`to_view` reads ``BaseMessage`` objects into :class:`~tokenlean.transcript.Message`;
+:func:`apply_edits` writes :class:`~tokenlean.transcript.Edit` objects back with
+``model_copy`` so that every field an edit does not name (``name``, ``status``, ``artifact``,
+``additional_kwargs``, ``response_metadata``, ``usage_metadata``, tool calls, ids) survives.
+Every tokenlean middleware changes messages through :func:`apply_edits` and nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal, TypeVar
+
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+
+from tokenlean import checks
+from tokenlean.transcript import Content, Edit, Message, Role, ToolCall
+
+M = TypeVar("M", bound=BaseMessage)
+
+_ROLE_BY_TYPE: dict[str, Role] = {
+    "system": "system",
+    "developer": "system",
+    "human": "user",
+    "ai": "assistant",
+    "tool": "tool",
+}
+
+
+def role_of(message: BaseMessage) -> Role:
+    """The neutral role of a LangChain message (unknown types read as user text)."""
+    return _ROLE_BY_TYPE.get(message.type, "user")
+
+
+def _content(raw: object) -> Content:
+    if isinstance(raw, str):
+        return raw
+    if isinstance(raw, list):
+        return tuple(
+            block if isinstance(block, Mapping) else {"type": "text", "text": str(block)}
+            for block in raw
+        )
+    return str(raw)
+
+
+def _convert(message: BaseMessage) -> Message:
+    """One LangChain message as a neutral :class:`Message`."""
+    role = role_of(message)
+    calls: tuple[ToolCall, ...] = ()
+    if isinstance(message, AIMessage):
+        calls = tuple(
+            ToolCall(id=str(call.get("id") or ""), name=call["name"], args=call.get("args") or {})
+            for call in message.tool_calls
+        )
+    status: Literal["success", "error"] | None = None
+    tool_call_id = None
+    if isinstance(message, ToolMessage):
+        status = "error" if message.status == "error" else "success"
+        tool_call_id = message.tool_call_id
+    return Message(
+        role=role,
+        content=_content(message.content),
+        id=message.id,
+        name=message.name,
+        tool_calls=calls,
+        tool_call_id=tool_call_id,
+        status=status,
+        metadata=message.response_metadata,
+    )
+
+
+class _Remembered(weakref.ref):  # type: ignore[type-arg]  # a ref to a BaseMessage
+    """A message's view, with what it was read from; dropped when the message is."""
+
+    __slots__ = ("fields", "key", "view")
+
+    fields: tuple[object, ...]
+    key: int
+    view: Message
+
+
+#: Views by message id(), each held by a weak reference to its message (the id is only read
+#: while the message lives, so it is never another message's).
+_VIEWS: dict[int, _Remembered] = {}
+_MAX_VIEWS = 1 << 16  # a bound for a process that keeps very many messages alive
+
+
+def _read_fields(message: BaseMessage) -> tuple[object, ...]:
+    """Every attribute the conversion reads."""
+    fields = (message.type, message.content, message.id, message.name, message.response_metadata)
+    if isinstance(message, AIMessage):
+        return (*fields, message.tool_calls)
+    if isinstance(message, ToolMessage):
+        return (*fields, message.tool_call_id, message.status)
+    return fields
+
+
+def _forget(ref: _Remembered) -> None:
+    if _VIEWS.get(ref.key) is ref:  # not a newer entry under a reused id
+        _VIEWS.pop(ref.key, None)
+
+
+def _view(message: BaseMessage) -> Message:
+    """the conversion, converted once per message object while it stays unchanged.
+
+    Several middleware read the same new messages on each call, and a message stays in the
+    transcript for the rest of the run. A view is reused only for the very same object whose
+    fields are the same objects (or equal ones) as when it was read, so assigning a new
+    content, id, name, metadata, tool calls or status converts it again; like every memo of a
+    transcript, it takes a message changed *inside* a field (a content list appended to in
+    place) for unchanged.
+    """
+    key = id(message)
+    ref = _VIEWS.get(key)
+    fields = _read_fields(message)
+    if ref is not None and ref() is message and ref.fields == fields:
+        return ref.view
+    view = _convert(message)
+    if len(_VIEWS) >= _MAX_VIEWS:
+        _VIEWS.clear()
+    try:
+        ref = _Remembered(message, _forget)
+    except TypeError:  # a message class without weak references: not remembered
+        return view
+    ref.fields, ref.key, ref.view = fields, key, view
+    _VIEWS[key] = ref
+    return view
+
+
+def to_view(
+    messages: Iterable[BaseMessage], start: int = 0, stop: int | None = None
+) -> list[Message]:
+    """LangChain messages (``messages[start:stop]``) as neutral messages, in order.
+
+    With the inverse :func:`from_view`, the one pair of conversions between LangChain and the
+    core. Each message object is converted once while it stays unchanged, whichever middleware
+    reads it first (see :func:`_view`), so a call converts only the part it has not read.
+    """
+    if start or stop is not None:
+        if not isinstance(messages, Sequence):
+            messages = list(messages)
+        messages = messages[start:stop]
+    return [_view(m) for m in _langchain_messages(messages, "messages")]
+
+
+def from_view(messages: Iterable[Message]) -> list[BaseMessage]:
+    """Neutral messages as LangChain messages (a recorded trace loaded into an agent)."""
+    if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Iterable):
+        raise checks.ArgumentTypeError(
+            f"messages must be a list of tokenlean Messages, got {checks.described(messages)}"
+        )
+    items = list(messages)
+    for index, item in enumerate(items):
+        if not isinstance(item, Message):
+            raise checks.ArgumentTypeError(
+                f"messages[{index}] must be a tokenlean Message, got {checks.described(item)}"
+            )
+    return [_message(m) for m in items]
+
+
+def _langchain_messages(messages: object, name: str) -> list[BaseMessage]:
+    """``messages`` as a list, refusing a string, a mapping or an item that is no message."""
+    if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Iterable):
+        raise checks.ArgumentTypeError(
+            f"{name} must be a list of LangChain messages, got {checks.described(messages)}"
+        )
+    items = list(messages)
+    for index, item in enumerate(items):
+        if not isinstance(item, BaseMessage):
+            raise checks.ArgumentTypeError(
+                f"{name}[{index}] must be a LangChain message (BaseMessage), got "
+                + checks.described(item)
+            )
+    return items
+
+
+def _message(message: Message) -> BaseMessage:
+    """Build a LangChain message from a neutral one (used when loading recorded traces)."""
+    content: Any = message.content if isinstance(message.content, str) else list(message.content)
+    if message.role == "system":
+        return SystemMessage(content=content, id=message.id)
+    if message.role == "user":
+        return HumanMessage(content=content, id=message.id, name=message.name)
+    if message.role == "assistant":
+        return AIMessage(
+            content=content,
+            id=message.id,
+            tool_calls=[
+                {"id": c.id, "name": c.name, "args": dict(c.args), "type": "tool_call"}
+                for c in message.tool_calls
+            ],
+        )
+    return ToolMessage(
+        content=content,
+        id=message.id,
+        name=message.name,
+        tool_call_id=message.tool_call_id or "",
+        status=message.status or "success",
+    )
+
+
+def replace_content(message: BaseMessage, content: Content) -> BaseMessage:
+    """A copy of ``message`` with new content and every other field kept."""
+    return message.model_copy(update={"content": _raw_content(content)})
+
+
+def _raw_content(content: Content) -> Any:
+    return content if isinstance(content, str) else [dict(block) for block in content]
+
+
+def apply_edit(message: M, edit: Edit) -> M:
+    """A copy of ``message`` with ``edit`` applied; every field the edit does not name kept.
+
+    New tool arguments go everywhere a provider could read them: ``tool_calls``, Anthropic
+    ``tool_use`` and v1 ``tool_call`` content blocks, and OpenAI raw calls in
+    ``additional_kwargs``. Metadata entries are merged into ``response_metadata``.
+    """
+    update: dict[str, Any] = {}
+    content: Any = message.content
+    if edit.new_content is not None:
+        content = update["content"] = _raw_content(edit.new_content)
+    if edit.tool_args and isinstance(message, AIMessage):
+        update.update(_args_update(message, content, edit.tool_args))
+    if edit.metadata:
+        update["response_metadata"] = _merged(message.response_metadata, edit.metadata)
+    return message.model_copy(update=update) if update else message
+
+
+def _args_update(
+    turn: AIMessage, content: Any, new_args: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Any]:
+    update: dict[str, Any] = {
+        "tool_calls": [
+            {**c, "args": dict(new_args[c["id"] or ""])} if c.get("id") in new_args else c
+            for c in turn.tool_calls
+        ]
+    }
+    if isinstance(content, list):
+        update["content"] = [_block(b, new_args) for b in content]
+    raw = turn.additional_kwargs.get("tool_calls")
+    if isinstance(raw, list):  # OpenAI-style raw calls
+        calls = [_raw_call(r, new_args) for r in raw]
+        update["additional_kwargs"] = {**turn.additional_kwargs, "tool_calls": calls}
+    return update
+
+
+def _block(block: Any, new_args: Mapping[str, Mapping[str, Any]]) -> Any:
+    if not isinstance(block, dict) or block.get("id") not in new_args:
+        return block
+    if block.get("type") == "tool_use":  # Anthropic-style
+        return {**block, "input": dict(new_args[block["id"]])}
+    if block.get("type") == "tool_call":  # LangChain v1 standard block
+        return {**block, "args": dict(new_args[block["id"]])}
+    return block
+
+
+def _raw_call(raw: Any, new_args: Mapping[str, Mapping[str, Any]]) -> Any:
+    if not isinstance(raw, dict) or raw.get("id") not in new_args:
+        return raw
+    function = dict(raw.get("function") or {})
+    function["arguments"] = json.dumps(new_args[raw["id"]], ensure_ascii=False)
+    return {**raw, "function": function}
+
+
+def _merged(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(old)
+    for key, value in new.items():
+        previous = out.get(key)
+        if isinstance(previous, Mapping) and isinstance(value, Mapping):
+            out[key] = {**previous, **value}
+        else:
+            out[key] = value
+    return out
+
+
+def apply_edits(messages: Sequence[M], edits: Iterable[Edit]) -> list[M]:
+    """Apply edits by message id (or, for id-less messages, by index); never mutates inputs.
+
+    An edit whose target is missing, or whose index no longer holds a message with the same id,
+    is ignored rather than applied to the wrong message.
+    """
+    result: list[M] = _langchain_messages(messages, "messages")  # type: ignore[assignment]
+    if isinstance(edits, (str, bytes, Mapping)) or not isinstance(edits, Iterable):
+        raise checks.ArgumentTypeError(
+            f"edits must be a list of Edits, got {checks.described(edits)}"
+        )
+    position: dict[str, int] | None = None
+    for edit in edits:
+        if not isinstance(edit, Edit):
+            raise checks.ArgumentTypeError(
+                f"edits must hold Edits only, got {checks.described(edit)}"
+            )
+        index: int | None = None
+        if 0 <= edit.index < len(result) and result[edit.index].id == edit.message_id:
+            index = edit.index  # the common case: the view was read from these messages
+        elif edit.message_id is not None:
+            if position is None:
+                position = {m.id: i for i, m in enumerate(result) if m.id is not None}
+            index = position.get(edit.message_id)
+        if index is not None:
+            result[index] = apply_edit(result[index], edit)
+    return result

@@ -1,0 +1,275 @@
+"""What every tokenlean middleware needs from LangChain, in one place.
+
+The conversation thread a call belongs to, the tool schemas a request will send, the
+``tool_choice`` that means "answer now", and a per-thread memo that lets a middleware carry its
+work on a growing transcript from one call to the next instead of redoing it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields, is_dataclass
+from typing import Any, Generic, TypeVar
+
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from langgraph.config import get_config
+
+from tokenlean.langchain._adapter import _view, to_view
+from tokenlean.loop_guard._steps import StepScan
+from tokenlean.tokens import TokenCounter, message_tokens
+from tokenlean.transcript import Message
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+def thread_scope(config: RunnableConfig | None = None) -> str | None:
+    """The ``thread_id`` of ``config``, or of the running graph's config (``None`` without one)."""
+    if config is None:
+        try:
+            config = get_config()
+        except RuntimeError:  # outside a graph
+            return None
+    thread = (config.get("configurable") or {}).get("thread_id")
+    return None if thread is None else str(thread)
+
+
+_SCHEMAS: dict[int, tuple[Any, dict[str, Any]]] = {}
+_SCHEMAS_LOCK = threading.Lock()
+_MAX_SCHEMAS = 1024
+
+
+def tool_schemas(tools: Sequence[Any]) -> list[dict[str, Any]]:
+    """The tools as the OpenAI-style schemas a provider receives (each tool converted once).
+
+    A tool that cannot be described is left out (logged): it only makes a count smaller.
+    """
+    schemas: list[dict[str, Any]] = []
+    for tool in tools:
+        if isinstance(tool, Mapping):
+            schemas.append(dict(tool))
+            continue
+        with _SCHEMAS_LOCK:
+            hit = _SCHEMAS.get(id(tool))
+        if hit is not None and hit[0] is tool:
+            schemas.append(hit[1])
+            continue
+        try:
+            schema = convert_to_openai_tool(tool)
+        except Exception:
+            logger.debug("could not describe tool %r; left out of the count", tool)
+            continue
+        with _SCHEMAS_LOCK:
+            if len(_SCHEMAS) >= _MAX_SCHEMAS:
+                _SCHEMAS.clear()
+            _SCHEMAS[id(tool)] = (tool, schema)  # holding the tool keeps its id from reuse
+        schemas.append(schema)
+    return schemas
+
+
+def no_tool_choice(model: object, override: str | dict[str, Any] | None) -> str | dict[str, Any]:
+    """The ``tool_choice`` that forbids tool calls: ``override``, else the model's spelling.
+
+    ``ChatAnthropic`` reads any string other than its own keywords as a tool name, so it gets
+    ``{"type": "none"}``; every other chat model gets ``"none"``.
+    """
+    if override is not None:
+        return override
+    try:
+        llm_type = getattr(model, "_llm_type", "")
+    except Exception:  # a model whose property fails: the common spelling
+        llm_type = ""
+    return {"type": "none"} if llm_type == "anthropic-chat" else "none"
+
+
+def middleware_name(
+    middleware: object, name: str | None, settings: object, defaults: object
+) -> str:
+    """A middleware's name: ``name``, else its class name, followed by a digest of its settings
+    when they differ from the defaults (so instances set differently can share an agent, and
+    every process names an instance the same way: graph nodes and checkpoints use the name)."""
+    if name is not None:
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError(f"name must be a non-empty string, got {name!r}")
+        return name
+    base = type(middleware).__name__
+    if settings == defaults:
+        return base
+    digest = hashlib.sha256(_describe(settings).encode("utf-8")).hexdigest()[:8]
+    return f"{base}[{digest}]"
+
+
+def _describe(settings: object) -> str:
+    """A stable description of a settings dataclass (objects without a value: their type)."""
+    if is_dataclass(settings) and not isinstance(settings, type):
+        parts = {f.name: _describe(getattr(settings, f.name)) for f in fields(settings)}
+        return json.dumps(parts, sort_keys=True)
+    if isinstance(settings, (frozenset, set)):
+        return json.dumps(sorted(map(str, settings)))
+    if settings is None or isinstance(settings, (str, int, float, bool)):
+        return json.dumps(settings)
+    return type(settings).__qualname__
+
+
+def last_ai_index(messages: Sequence[BaseMessage]) -> int:
+    """The index of the newest ``AIMessage`` (-1 when there is none), read from the end."""
+    for index in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[index], AIMessage):
+            return index
+    return -1
+
+
+@dataclass(slots=True)
+class Held(Generic[T]):
+    """A thread's remembered work: built on the messages ``keep`` (held, so none is reused)."""
+
+    keep: list[Any]
+    value: T
+
+    @property
+    def n(self) -> int:
+        return len(self.keep)
+
+
+class PrefixMemo(Generic[T]):
+    """Per-thread work on the messages a call has already read, carried to the next call.
+
+    A middleware stores a value computed from a prefix of the transcript; the next call gets it
+    back only if its transcript starts with the very same message objects, or equal copies (a
+    pointer comparison each, not a re-read), so anything that changed or removed one of them
+    simply makes the middleware start over (the results are the same; only the time differs).
+    Taking an entry removes it until it is put back, so two calls of one thread at once never
+    share a value. At most ``max_threads`` threads are remembered.
+    """
+
+    def __init__(self, *, max_threads: int = 256) -> None:
+        self._entries: OrderedDict[str | None, Held[T]] = OrderedDict()
+        self._max = max_threads
+        self._lock = threading.Lock()
+
+    def take(self, scope: str | None, messages: Sequence[Any]) -> Held[T] | None:
+        """The work remembered for ``scope`` when ``messages`` starts with its messages."""
+        with self._lock:
+            held = self._entries.pop(scope, None)
+        if held is None or len(messages) < held.n or not _starts_with(messages, held.keep):
+            return None
+        if held.keep and held.keep[-1] is not messages[held.n - 1]:
+            # Equal copies (after a checkpoint is loaded, every message is one): hold these
+            # objects, so the next calls compare pointers, not contents.
+            held.keep = list(messages[: held.n])
+        return held
+
+    def put(
+        self, scope: str | None, messages: Sequence[Any], n: int, value: T, *, reuse: Held[T] | None
+    ) -> None:
+        """Remember ``value`` as built on ``messages[:n]`` (``reuse``: what was taken, whose
+        message list is extended rather than copied)."""
+        keep = reuse.keep if reuse is not None and reuse.n <= n else []
+        keep.extend(messages[len(keep) : n])
+        with self._lock:
+            self._entries[scope] = Held(keep, value)
+            self._entries.move_to_end(scope)
+            while len(self._entries) > self._max:
+                self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+def _starts_with(messages: Sequence[Any], keep: list[Any]) -> bool:
+    """Whether ``messages`` starts with the items of ``keep``: the same objects or equal copies.
+
+    List comparison runs in C and takes an object for equal to itself without calling its
+    ``__eq__``, so a transcript that starts with the very same objects costs a pointer
+    comparison each. ``keep <= messages`` does that without copying the prefix (a copy touches
+    every message object, which late in a long run costs more than the comparison): it is true
+    when every kept item equals its counterpart and ``messages`` is at least as long, and raises
+    ``TypeError`` at the first pair that differs, since messages have no order.
+    """
+    if type(messages) is list and keep and isinstance(keep[-1], BaseMessage):
+        try:
+            return keep <= messages
+        except TypeError:
+            return False
+    start = messages[: len(keep)]
+    return (start if isinstance(start, list) else list(start)) == keep
+
+
+@dataclass(slots=True)
+class _Scanned:
+    settled: StepScan  # the steps of the messages before the newest AI message
+    tail: list[BaseMessage]  # the messages from there on, as read last call
+    views: list[Message]  # and their neutral views
+    read: StepScan | None = None  # ``settled`` continued over ``tail``: what last call returned
+
+
+class StepMemo:
+    """The agent's steps so far, per thread; those before the newest AI message are complete
+    (their results came in) and are carried from call to call instead of being rebuilt. The
+    newest turn is read again each call (its results may still be coming in), but a message
+    already read then is not converted again, and once a newer turn comes the steps read from
+    it are kept as they are (the same objects, so what was worked out about them still holds)."""
+
+    def __init__(self) -> None:
+        self._memo: PrefixMemo[_Scanned] = PrefixMemo()
+
+    def scan(self, messages: Sequence[BaseMessage]) -> StepScan:
+        boundary = max(0, last_ai_index(messages))
+        scope = thread_scope()
+        hit = self._memo.take(scope, messages)
+        if hit is None or hit.n > boundary:
+            hit = None
+        start, known = (hit.n, hit.value) if hit is not None else (0, _Scanned(StepScan(), [], []))
+        if known.read is not None and list(messages[start:boundary]) == known.tail:
+            # The turn read last call is now settled, its results all in: keep its steps.
+            settled = known.settled.settle(known.read)
+            views = to_view(messages, boundary)
+        else:
+            views = _reusing(known, messages, start)
+            settled = known.settled.extend(views[: boundary - start])
+            views = views[boundary - start :]
+        read = settled.extend(views, settled=False)
+        self._memo.put(
+            scope,
+            messages,
+            boundary,
+            _Scanned(settled, list(messages[boundary:]), views, read),
+            reuse=hit,
+        )
+        return read
+
+
+def _reusing(known: _Scanned, messages: Sequence[BaseMessage], start: int) -> list[Message]:
+    """The views of ``messages[start:]``, taken from ``known`` for the very same objects."""
+    views: list[Message] = []
+    for offset, message in enumerate(messages[start:]):
+        if offset < len(known.tail) and known.tail[offset] is message:
+            views.append(known.views[offset])
+        else:
+            views.append(_view(message))
+    return views
+
+
+class TokenMemo:
+    """Tokens of a thread's messages, counted once each and carried from call to call."""
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self.counter = counter
+        self._memo: PrefixMemo[int] = PrefixMemo()
+
+    def count(self, messages: Sequence[BaseMessage]) -> int:
+        scope = thread_scope()
+        hit = self._memo.take(scope, messages)
+        start, known = (hit.n, hit.value) if hit is not None else (0, 0)
+        total = known + sum(message_tokens(m, self.counter) for m in to_view(messages, start))
+        self._memo.put(scope, messages, len(messages), total, reuse=hit)
+        return total

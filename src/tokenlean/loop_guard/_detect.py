@@ -1,0 +1,401 @@
+"""Stuck patterns: is the agent, right now, repeating itself instead of making progress?
+
+Every pattern looks only at the latest steps and compares canonical forms
+(:func:`tokenlean.loop_guard._steps.step_key`), so an edit-then-rerun cycle whose output changes is
+progress, never a loop. The patterns, with the default :class:`LoopDetector` thresholds:
+
+``repeat``
+    the same action with the same observation, 3 times in a row.
+``failing``
+    the same action failing (:func:`tokenlean.loop_guard._steps.is_failure`) 3 times in a row,
+    whatever the error text says.
+``talking``
+    3 replies in a row without any tool call and without a new user message between them, in
+    a run that has used tools before: a harness re-prompting with the same text ("continue")
+    a model that keeps answering instead of acting. A reply to a new user message is not
+    talking in circles (a customer-service agent answers its user turn after turn), and steps
+    alone do not say whether a user spoke between two replies: after a reply without tool
+    calls control goes back to whoever runs the agent (in LangChain the run ends), and the
+    next step only exists because something was sent. So this pattern needs ``since`` (where
+    the latest new user request is, :class:`~tokenlean.loop_guard._steps.StepScan`), which
+    the loop guard middleware has from the messages; without it (``detect_stuck``,
+    ``loop_signals`` as a reference ``signals_fn``) talking is never claimed.
+``alternating``
+    two different actions taking turns with unchanged observations: A, B, A, B.
+``cycle``
+    a block of 3 to 16 steps repeated with unchanged observations: A, B, C, A, B, C. An
+    assistant turn with several tool calls is as many steps, so this is also one wide turn of
+    parallel calls repeated, or two turns taking turns (a turn of 1 call and one of 4: a block
+    of 5 steps).
+
+Steps of exempt tools (polling, stepping a debugger) are removed before matching: they neither
+count towards a pattern nor interrupt one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from operator import itemgetter
+from typing import Literal
+
+from tokenlean import checks
+from tokenlean.loop_guard._canonical import canonical_text
+from tokenlean.loop_guard._signals import diversity_loss, hedge_score, streak_score
+from tokenlean.loop_guard._steps import (
+    Step,
+    StepList,
+    is_failure,
+    step_action_key,
+    step_key,
+    step_observation_key,
+)
+
+Pattern = Literal["repeat", "failing", "talking", "alternating", "cycle"]
+PATTERNS: tuple[Pattern, ...] = ("repeat", "failing", "talking", "alternating", "cycle")
+
+
+@dataclass(frozen=True, slots=True)
+class Detection:
+    """A stuck pattern found at the end of the steps.
+
+    ``redundant`` counts the latest steps that only repeated earlier ones; ``first_step`` and
+    ``last_step`` are the ``step_index`` values where the repetition starts and ends.
+    """
+
+    pattern: Pattern
+    period: int
+    redundant: int
+    first_step: int
+    last_step: int
+    actions: tuple[str, ...]
+
+    def describe(self) -> str:
+        tools = ", ".join(a or "(no tool)" for a in self.actions)
+        return f"{self.pattern}: {self.redundant} repeated steps of {tools}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoopDetector:
+    """Stuck-pattern thresholds and exemptions; :meth:`detect` and :meth:`signals` use them.
+
+    ``repeat_after``, ``failing_after`` and ``talking_after`` count steps in a row;
+    ``cycle_repeats`` counts full rounds of an alternation or cycle (periods 2 to
+    ``max_period``). ``exempt_tools`` names tools that legitimately repeat; ``exempt_if`` is a
+    predicate for finer exemptions (for example a ``bash`` step whose command is ``sleep``).
+    ``patterns`` lists the enabled patterns. ``signal_window`` and ``hedge_window`` size the
+    ``diversity`` and ``hedge`` signals.
+    """
+
+    repeat_after: int = 3
+    failing_after: int = 3
+    talking_after: int = 3
+    cycle_repeats: int = 2
+    max_period: int = 16  # a block of steps: one or two turns of parallel tool calls
+    exempt_tools: Collection[str] = frozenset()
+    exempt_if: Callable[[Step], bool] | None = None
+    patterns: Collection[Pattern] = PATTERNS
+    signal_window: int = 6
+    hedge_window: int = 5
+    _horizon: int = field(init=False, repr=False, compare=False, default=0)
+
+    def __post_init__(self) -> None:
+        for name in ("repeat_after", "failing_after", "talking_after", "cycle_repeats"):
+            checks.integer(getattr(self, name), name, at_least=2)
+        checks.integer(self.max_period, "max_period", at_least=1)
+        checks.integer(self.signal_window, "signal_window", at_least=2)
+        checks.integer(self.hedge_window, "hedge_window", at_least=1)
+        unknown = checks.collection_of_names(self.patterns, "patterns") - set(PATTERNS)
+        if unknown:
+            raise ValueError(f"unknown patterns {sorted(unknown)}; known: {list(PATTERNS)}")
+        exempt = checks.collection_of_names(self.exempt_tools, "exempt_tools")
+        if self.exempt_if is not None:
+            checks.function(self.exempt_if, "exempt_if")
+        object.__setattr__(self, "exempt_tools", exempt)
+        object.__setattr__(self, "patterns", tuple(p for p in PATTERNS if p in self.patterns))
+        longest = max(self.repeat_after, self.failing_after, self.talking_after)
+        horizon = max(longest, self.max_period * self.cycle_repeats, self.signal_window)
+        object.__setattr__(self, "_horizon", 2 * horizon)  # room for a run twice the longest
+
+    def active(self, steps: Sequence[Step], *, start: int = 0) -> list[Step]:
+        """The latest non-exempt steps from position ``start`` on, enough for every pattern.
+
+        Read from the end (no slice of the history is copied), so a long run costs no more to
+        check than a short one.
+        """
+        _check_sequence(steps)
+        kept: list[Step] = []
+        start, end = max(0, start), len(steps)
+        sliced = isinstance(steps, (list, tuple, StepList))  # slices that copy in C
+        # Read back in slices just long enough to fill the horizon (more only when steps are
+        # exempt), so exactly the steps the check needs are read, and each only once.
+        while end > start and len(kept) < self._horizon:
+            low = max(start, end - (self._horizon - len(kept)))
+            chunk = list(steps[low:end] if sliced else (steps[i] for i in range(low, end)))
+            if not isinstance(steps, StepList):  # a scan's steps were built as Steps
+                _check_steps(chunk, low)
+            if not self.exempt_tools and self.exempt_if is None:
+                return chunk  # nothing to leave out: the chunk fills the horizon
+            kept.extend(step for step in reversed(chunk) if not self._exempt(step))
+            end = low
+        kept.reverse()
+        return kept
+
+    def _exempt(self, step: Step) -> bool:
+        if step["action"] in self.exempt_tools:
+            return True
+        return self.exempt_if is not None and bool(self.exempt_if(step))
+
+    def candidates(self, steps: Sequence[Step], *, since: int | None = None) -> list[Detection]:
+        """Every enabled pattern at the end of ``steps``, fired or not (``redundant`` may be 0).
+
+        ``since`` is the position of the first step after the user's latest *new* request
+        (:attr:`StepScan.since <tokenlean.loop_guard._steps.StepScan.since>`): only steps from
+        there on are evidence, earlier ones only tell whether the run has used tools before.
+        ``None`` means the caller does not know where user messages came (steps alone): every
+        step is evidence, but ``talking`` is not claimed (see the module docstring).
+        """
+        _check_sequence(steps)
+        if since is not None and (type(since) is not int or since < 0):
+            checks.integer(since, "since", at_least=0)  # refuses it
+        tail = self.active(steps, start=since or 0)
+        if not tail:
+            return []
+        found: list[Detection] = []
+        if "talking" in self.patterns and since is not None:
+            talking = _talking(tail)
+            # Checked last and only for a real run of replies: a pure chat never pays for it.
+            if talking is not None and talking.redundant and any(s["action"] for s in steps):
+                found.append(talking)
+        if "failing" in self.patterns:
+            found += [d for d in [_failing(tail)] if d is not None]
+        found += _periodic(tail, self.max_period, self.patterns)
+        return found
+
+    def fires(self, detection: Detection) -> bool:
+        """Whether a candidate reaches its pattern's threshold."""
+        needed = {
+            "repeat": self.repeat_after - 1,
+            "failing": self.failing_after - 1,
+            "talking": self.talking_after - 1,
+        }.get(detection.pattern, detection.period * (self.cycle_repeats - 1))
+        return detection.redundant >= needed
+
+    def detect(self, steps: Sequence[Step], *, since: int | None = None) -> Detection | None:
+        """The strongest firing pattern at the end of ``steps``, or ``None``.
+
+        ``since`` as for :meth:`candidates`.
+        """
+        firing = [d for d in self.candidates(steps, since=since) if self.fires(d)]
+        if not firing:
+            return None
+        return max(firing, key=lambda d: (d.redundant, -PATTERNS.index(d.pattern)))
+
+    def signals(self, steps: Sequence[Step], *, since: int | None = None) -> dict[str, float]:
+        """``streak``, ``hedge`` and ``diversity`` in [0, 1] (see :mod:`~.signals`).
+
+        ``streak`` counts the redundant steps of the candidates for ``since`` (as for
+        :meth:`candidates`); ``hedge`` and ``diversity`` read the latest steps whatever it is.
+        """
+        tail = self.active(steps)
+        redundant = max((d.redundant for d in self.candidates(steps, since=since)), default=0)
+        keys = [_signal_key(s) for s in tail[-self.signal_window :]]
+        return {
+            "streak": streak_score(redundant),
+            "hedge": hedge_score([s["thought"] for s in tail], self.hedge_window),
+            "diversity": diversity_loss(keys, self.signal_window),
+        }
+
+
+def _check_sequence(steps: object) -> None:
+    """Refuse ``steps`` when it is not a sequence (a check runs on every model call: the plain
+    types are told by their type, without the ABC checks)."""
+    if type(steps) not in (list, tuple, StepList):
+        checks.sequence(steps, "steps", of="Step dicts (see build_steps)")
+
+
+def _check_steps(chunk: Sequence[object], first: int) -> None:
+    """Refuse the last step of ``chunk`` (``steps[first:]``) that is not a :class:`Step` (only
+    the steps a check reads are checked)."""
+    if all(type(step) is dict and step.keys() >= _STEP_KEYS for step in chunk):
+        return  # the common case: plain dicts, checked without the ABC or building a set
+    for offset in range(len(chunk) - 1, -1, -1):
+        _check_step(chunk[offset], first + offset)
+
+
+def _check_step(step: object, index: int) -> None:
+    """Refuse ``steps[index]`` when it is not a :class:`Step`."""
+    if isinstance(step, Mapping) and step.keys() >= _STEP_KEYS:
+        return
+    raise checks.ArgumentTypeError(
+        f"steps[{index}] must be a Step dict with {sorted(_STEP_KEYS)} (see build_steps), "
+        f"got {checks.described(step)}"
+    )
+
+
+_STEP_KEYS = frozenset(Step.__annotations__)
+
+
+def _signal_key(step: Step) -> tuple[str, str]:
+    if step["action"]:
+        return step_key(step)
+    return "", canonical_text(step["thought"])
+
+
+def _run_length(tail: Sequence[Step], same: Callable[[Step], bool]) -> int:
+    n = 0
+    for step in reversed(tail):
+        if not same(step):
+            break
+        n += 1
+    return n
+
+
+def _detection(
+    pattern: Pattern, tail: Sequence[Step], length: int, period: int, redundant: int
+) -> Detection:
+    window = tail[len(tail) - length :]
+    actions = tuple(dict.fromkeys(s["action"] for s in window[:period]))
+    return Detection(
+        pattern=pattern,
+        period=period,
+        redundant=redundant,
+        first_step=window[0]["step_index"],
+        last_step=window[-1]["step_index"],
+        actions=actions,
+    )
+
+
+def _talking(tail: Sequence[Step]) -> Detection | None:
+    length = _run_length(tail, lambda s: not s["action"])
+    return _detection("talking", tail, length, 1, length - 1) if length else None
+
+
+def _failing(tail: Sequence[Step]) -> Detection | None:
+    last = tail[-1]
+    if not last["action"] or not is_failure(last):
+        return None
+    action = step_action_key(last)  # canonical_action, remembered per step
+    length = _run_length(tail, lambda s: step_action_key(s) == action and is_failure(s))
+    return _detection("failing", tail, length, 1, length - 1)
+
+
+def _periodic(
+    tail: Sequence[Step], max_period: int, enabled: Collection[Pattern]
+) -> list[Detection]:
+    """Trailing repetitions with period 1 (``repeat``), 2 (``alternating``) or more (``cycle``)."""
+    steps = tail[len(tail) - _acting(tail) :]
+    # The actions of the latest steps, each compared with the newest's: at most periods they
+    # differ, which rules the period out without reading an observation.
+    reach = min(len(steps), max_period + 1)
+    actions = [step_action_key(step) for step in steps[len(steps) - reach :]]
+    keys = _Keys(steps)
+    found: list[Detection] = []
+    for period in range(1, reach):
+        same = actions[-1 - period] == actions[-1]
+        if period > 1 and not same:
+            continue  # a cycle counts once it has come round at least once
+        pattern: Pattern = "repeat" if period == 1 else "alternating" if period == 2 else "cycle"
+        if pattern not in enabled:
+            continue
+        matched = _run_length_keys(keys, period) if same else 0
+        if period > 1 and matched < period:
+            continue
+        # (checked second: most periods have not come round, and a block of one is minimal)
+        if period > 1 and _minimal_period(keys.last(period)) != period:
+            continue  # A,A is a repeat, not an alternation
+        found.append(_detection(pattern, steps, matched + period, period, matched))
+    return found
+
+
+def _acting(tail: Sequence[Step]) -> int:
+    """How many of the latest steps call a tool (read on every call: in a run of tool calls,
+    every step of ``tail`` does, which a C-level pass tells)."""
+    called = list(map(itemgetter("action"), tail))
+    if all(called):
+        return len(called)
+    return next(i for i, action in enumerate(reversed(called)) if not action)
+
+
+class _Keys:
+    """The steps' keys (:func:`step_key`), each half worked out when first read: the checks read
+    from the end and mostly stop after a few steps, so most keys of a long tail are never
+    needed, and a step's observation only matters when its action matches."""
+
+    __slots__ = ("_actions", "_observations", "_steps")
+
+    def __init__(self, steps: Sequence[Step]) -> None:
+        self._steps = steps
+        self._actions: dict[int, str] = {}
+        self._observations: dict[int, str] = {}
+
+    def __len__(self) -> int:
+        return len(self._steps)
+
+    def __getitem__(self, index: int) -> tuple[str, str]:
+        return self.action(index), self._observation(index)
+
+    def last(self, count: int) -> list[tuple[str, str]]:
+        """The keys of the last ``count`` steps, in order."""
+        return [self[i] for i in range(len(self) - count, len(self))]
+
+    def same(self, i: int, j: int) -> bool:
+        """``self[i] == self[j]``, reading the observations only when the actions match."""
+        return self.action(i) == self.action(j) and self._observation(i) == self._observation(j)
+
+    def action(self, index: int) -> str:
+        """The first half of the key of step ``index``."""
+        key = self._actions.get(index)
+        if key is None:
+            key = self._actions[index] = step_action_key(self._steps[index])
+        return key
+
+    def _observation(self, index: int) -> str:
+        key = self._observations.get(index)
+        if key is None:
+            key = self._observations[index] = step_observation_key(self._steps[index])
+        return key
+
+
+def _run_length_keys(keys: _Keys, period: int) -> int:
+    """How many of the last keys equal the key ``period`` positions earlier."""
+    n = 0
+    for i in range(len(keys) - 1, period - 1, -1):
+        if not keys.same(i, i - period):
+            break
+        n += 1
+    return n
+
+
+def _minimal_period(block: Sequence[tuple[str, str]]) -> int:
+    size = len(block)
+    for period in range(1, size):  # the block is always its own period: not checked
+        # positions below ``period`` are compared with themselves: skipped
+        if size % period == 0 and all(block[i] == block[i % period] for i in range(period, size)):
+            return period
+    return size
+
+
+DEFAULT_DETECTOR = LoopDetector()
+
+
+def detect_stuck(steps: Sequence[Step]) -> Detection | None:
+    """The default detector's verdict on ``steps`` alone (see :class:`LoopDetector`).
+
+    Steps alone never show ``talking``; :meth:`LoopDetector.detect` with ``since`` does.
+    """
+    return DEFAULT_DETECTOR.detect(steps)
+
+
+def loop_signals(steps: Sequence[Step]) -> dict[str, float]:
+    """Loop-likelihood signals in [0, 1], usable directly as a ``signals_fn``.
+
+    Each rises as looping gets more likely (:mod:`tokenlean.loop_guard._signals` has the formulas):
+    ``streak`` counts the latest steps that only repeated earlier ones (same canonical action
+    and observation in a row or in a short cycle, the same action failing in a row) and passes
+    0.7 exactly where the default patterns fire on ``steps`` alone (replies without tool calls
+    in a row are not counted: the steps do not say whether a user answered between them);
+    ``hedge`` measures hedging and self-doubt in the latest thoughts; ``diversity`` is the
+    *loss* of diversity among the latest (action, observation) pairs, 1 when they are all one.
+    """
+    return DEFAULT_DETECTOR.signals(steps)

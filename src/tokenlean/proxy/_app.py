@@ -1,0 +1,242 @@
+"""The proxy as an ASGI app: forward every request, rewrite the bodies of the three chat APIs.
+
+Responses (JSON, server-sent events, errors) go back byte for byte as they arrive, with the
+upstream's status and headers. What the proxy adds is bounded: it reads at most
+``max_body_bytes`` (413 above), gives a 502 naming the upstream when it cannot connect within
+``connect_timeout``, and closes the upstream stream as soon as the client goes away.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from typing import Literal
+
+import anyio
+import anyio.to_thread
+import httpx
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from tokenlean.proxy._rewrite import Prepared, Rewriter, default_rewriter, prepare
+from tokenlean.proxy._routing import (
+    api_for,
+    forward_headers,
+    response_headers,
+    upstream_base,
+    upstream_url,
+    vendor_for,
+)
+from tokenlean.proxy._settings import ProxySettings
+from tokenlean.proxy._stats import CountingThread, StatsBook
+from tokenlean.raw import Api
+
+log = logging.getLogger("tokenlean.proxy")
+
+_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+#: Headers httpx adds on its own; the upstream gets them only when the client sent them.
+_CLIENT_DEFAULTS = ("accept", "accept-encoding", "user-agent")
+#: The proxy's own header: it names the session, the upstream has no use for it.
+_OWN_HEADERS = frozenset({"x-tokenlean-session"})
+
+OnDone = Callable[[int], None]
+
+
+def error_response(status: int, kind: str, message: str) -> JSONResponse:
+    """An error shaped so both SDKs read its message (``error.message``)."""
+    body = {"type": "error", "error": {"type": kind, "message": message, "code": kind}}
+    return JSONResponse(body, status_code=status)
+
+
+class UpstreamResponse(Response):
+    """Passes the upstream response on as it arrives; closes it whatever happens to the client."""
+
+    def __init__(self, upstream: httpx.Response, on_done: OnDone) -> None:
+        self.upstream = upstream
+        self.on_done = on_done
+        self.status_code = upstream.status_code
+        self.raw_headers = response_headers(upstream.headers.raw)
+        self.background = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(self._watch_disconnect, receive, group.cancel_scope)
+                await self._pump(send)
+                group.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self.upstream.aclose()
+            self.on_done(self.status_code)
+
+    async def _pump(self, send: Send) -> None:
+        await send(
+            {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
+        )
+        try:
+            async for chunk in self.upstream.aiter_raw():
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        except httpx.HTTPError as exc:
+            # Ending normally would hand the client a truncated body as if it were whole; leaving
+            # the response incomplete makes the server drop the connection, which the client sees.
+            log.warning("tokenlean proxy: upstream failed mid-response: %r", exc)
+            return
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    @staticmethod
+    async def _watch_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        scope.cancel()
+
+
+async def _read_body(request: Request, limit: int) -> bytes | None:
+    """The request body, or None when it is larger than ``limit`` bytes."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        return None
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+class Proxy:
+    """The request handler and the state it shares across requests."""
+
+    def __init__(self, settings: ProxySettings, rewriter: Rewriter | None, stats: StatsBook):
+        self.settings = settings
+        self.rewriter = rewriter
+        self.stats = stats
+        self.client: httpx.AsyncClient | None = None
+        self.counting: CountingThread | None = None
+        self.rewrites: anyio.CapacityLimiter | None = None
+
+    def open(self) -> httpx.AsyncClient:
+        """The upstream client and the rewrite threads' limiter (made on the app's event loop)."""
+        s = self.settings
+        timeout = httpx.Timeout(s.read_timeout, connect=s.connect_timeout, pool=s.connect_timeout)
+        self.client = httpx.AsyncClient(timeout=timeout, follow_redirects=False)
+        self.rewrites = anyio.CapacityLimiter(s.rewrite_threads)
+        return self.client
+
+    async def handle(self, request: Request) -> Response:
+        raw = await _read_body(request, self.settings.max_body_bytes)
+        if raw is None:
+            limit = self.settings.max_body_bytes
+            return error_response(413, "request_too_large", f"body over {limit:,} bytes")
+        path = request.url.path
+        api = api_for(request.method, path)
+        prepared = None if api is None else await self._prepare(api, raw)
+        content = raw if prepared is None else prepared.content
+        base = upstream_base(self.settings, vendor_for(path, request.headers))
+        raw_path = request.scope.get("raw_path", path.encode()).decode("latin-1")
+        url = upstream_url(base, raw_path, request.url.query)
+        try:
+            upstream = await self._send(request, url, content)
+        except httpx.HTTPError as exc:
+            return self._unreachable(base, exc)
+        headers = dict(request.headers)
+        on_done = self._recorder(request.method, path, api, headers, prepared)
+        return UpstreamResponse(upstream, on_done)
+
+    async def _prepare(self, api: Api, raw: bytes) -> Prepared:
+        if self.rewriter is None:  # nothing to do on the request's path
+            return prepare(None, api, raw)
+        # Off the event loop, so parsing and rewriting a long history stalls no other stream;
+        # several at once, so a small request never waits for a large one's rewrite to end.
+        return await anyio.to_thread.run_sync(
+            prepare, self.rewriter, api, raw, limiter=self.rewrites
+        )
+
+    async def _send(self, request: Request, url: str, content: bytes) -> httpx.Response:
+        assert self.client is not None, "the app's lifespan opens the client"
+        sent = forward_headers(request.headers.raw, _OWN_HEADERS)
+        upstream_request = self.client.build_request(
+            request.method, url, headers=sent, content=content
+        )
+        names = {k.lower() for k, _ in sent}
+        for name in _CLIENT_DEFAULTS:
+            if name.encode() not in names and name in upstream_request.headers:
+                del upstream_request.headers[name]
+        return await self.client.send(upstream_request, stream=True)
+
+    def _unreachable(self, base: str, exc: httpx.HTTPError) -> JSONResponse:
+        if isinstance(exc, httpx.ReadTimeout | httpx.WriteTimeout):
+            message = f"upstream {base} did not answer in time ({type(exc).__name__})"
+            return error_response(504, "upstream_timeout", message)
+        detail = str(exc) or type(exc).__name__
+        log.warning("tokenlean proxy: upstream %s unreachable: %s", base, detail)
+        message = f"tokenlean proxy could not reach upstream {base}: {detail}"
+        return error_response(502, "upstream_unreachable", message)
+
+    def _recorder(
+        self,
+        method: str,
+        path: str,
+        api: Api | None,
+        headers: Mapping[str, str],
+        prepared: Prepared | None,
+    ) -> OnDone:
+        def on_done(status: int) -> None:
+            if api is None or prepared is None:
+                log.debug("%s %s %d passed through", method, path, status)
+            elif self.counting is not None:
+                self.counting.submit(method, path, api, headers, prepared, status)
+
+        return on_done
+
+    async def stats_endpoint(self, request: Request) -> Response:
+        return JSONResponse(self.stats.snapshot())
+
+
+def create_app(
+    settings: ProxySettings | None = None,
+    *,
+    rewriter: Rewriter | Literal["default"] | None = "default",
+) -> Starlette:
+    """The proxy app. ``rewriter``: the default is ``tokenlean.raw``'s rewrite; None forwards
+    every body unchanged; a callable replaces it (tests, embedders; it must be thread-safe, as
+    up to ``settings.rewrite_threads`` requests are rewritten at once).
+
+    ``app.state.stats`` is the :class:`StatsBook` behind ``GET /tokenlean/stats``.
+    """
+    settings = settings or ProxySettings()
+    if isinstance(rewriter, str):
+        rewriter = default_rewriter(settings.originals_dir)
+    stats = StatsBook(
+        {
+            "anthropic": settings.anthropic_pricing,
+            "openai_chat": settings.openai_pricing,
+            "openai_responses": settings.openai_pricing,
+        }
+    )
+    proxy = Proxy(settings, rewriter, stats)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        proxy.counting = CountingThread(stats)
+        try:
+            async with proxy.open():
+                yield
+        finally:  # every answered request is counted before the summary is read
+            proxy.counting.close()
+
+    app = Starlette(
+        routes=[
+            Route("/tokenlean/stats", proxy.stats_endpoint, methods=["GET"]),
+            Route("/{path:path}", proxy.handle, methods=_METHODS),
+        ],
+        lifespan=lifespan,
+    )
+    app.state.stats = stats
+    app.state.rewriting = rewriter is not None
+    return app

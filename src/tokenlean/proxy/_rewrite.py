@@ -1,0 +1,104 @@
+"""The one place where the proxy rewrites a request body.
+
+A *rewriter* takes the API a body speaks and the parsed body, and returns the new body with its
+token counts, or None when nothing changed. The default one is ``tokenlean.raw.rewrite_request``
+(first-sight shortening of tool results and past tool inputs, memoised, stateless); tests and
+embedders inject their own. Rewrites run concurrently, one per request, so a rewriter must be
+thread-safe and must not mutate the body it is given (the statistics read it afterwards).
+Whatever the rewriter does, :func:`prepare` never makes a request worse than the client's own: a
+body that is not a JSON object (or is nested too deeply to read), or a rewriter that raises,
+forwards the original bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from tokenlean.proxy._routing import list_key
+from tokenlean.proxy._scan import ScannedBody, scan_body
+from tokenlean.raw import Api, RawSettings, rewrite_request
+
+log = logging.getLogger("tokenlean.proxy")
+
+
+class RewriteOutcome(Protocol):
+    """What a rewriter returns (``tokenlean.raw.RewriteResult`` has this shape)."""
+
+    @property
+    def body(self) -> Mapping[str, Any]: ...
+    @property
+    def tokens_before(self) -> int: ...
+    @property
+    def tokens_after(self) -> int: ...
+    @property
+    def results_shortened(self) -> int: ...
+    @property
+    def inputs_shortened(self) -> int: ...
+
+
+Rewriter = Callable[[Api, Mapping[str, Any]], "RewriteOutcome | None"]
+
+
+def default_rewriter(originals_dir: Path | None) -> Rewriter:
+    """``tokenlean.raw.rewrite_request`` bound to its settings (and so to one planner, whose
+    memo every request of the proxy shares)."""
+    settings = RawSettings(originals_dir=originals_dir)
+
+    def rewrite(api: Api, body: Mapping[str, Any]) -> RewriteOutcome | None:
+        return rewrite_request(api, body, settings=settings)
+
+    return rewrite
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A request body ready to forward, what the rewrite did to it, and the body as parsed.
+
+    ``parsed`` says whether :func:`prepare` parsed ``raw`` (it does when a rewriter runs); then
+    ``body`` is that one parse (None: not a JSON object), which the statistics read instead of
+    parsing again. Otherwise nothing has parsed it yet.
+    """
+
+    raw: bytes  # as the client sent it
+    content: bytes  # as forwarded: ``raw`` itself unless the rewrite changed the body
+    outcome: RewriteOutcome | None = None  # ``outcome.body`` is what ``content`` serialises
+    seconds: float = 0.0  # time spent parsing, rewriting and serialising
+    failure: str | None = None  # why a rewrite was abandoned
+    body: ScannedBody | None = None
+    parsed: bool = False
+
+
+def _serialised(outcome: RewriteOutcome) -> bytes:
+    # ASCII-escaped so that any string the client sent (even a lone surrogate) serialises.
+    return json.dumps(outcome.body, separators=(",", ":")).encode()
+
+
+def prepare(rewriter: Rewriter | None, api: Api | None, raw: bytes) -> Prepared:
+    """Parse and rewrite one request body; any failure forwards ``raw`` unchanged.
+
+    Safe to call from several threads at once (each call has its own body; the default
+    rewriter's memo is thread-safe).
+    """
+    if rewriter is None or api is None:
+        return Prepared(raw, raw)
+    start = time.perf_counter()
+    body = scan_body(raw, list_key(api))
+    if body is None:
+        return Prepared(raw, raw, seconds=time.perf_counter() - start, parsed=True)
+    try:
+        outcome = rewriter(api, body.values)
+        content = None if outcome is None else _serialised(outcome)
+    except Exception as exc:  # never break the agent: log it and send what the client sent
+        log.warning("tokenlean proxy: rewrite failed, forwarding unchanged: %r", exc)
+        seconds = time.perf_counter() - start
+        return Prepared(raw, raw, None, seconds, repr(exc), body, parsed=True)
+    seconds = time.perf_counter() - start
+    if outcome is None or content is None:  # nothing changed
+        return Prepared(raw, raw, seconds=seconds, body=body, parsed=True)
+    return Prepared(raw, content, outcome, seconds, body=body, parsed=True)

@@ -1,0 +1,104 @@
+"""Which API a request speaks, where it goes, and which headers travel with it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Literal
+
+from tokenlean.proxy._settings import ProxySettings
+from tokenlean.raw import Api
+
+#: Whose API a request goes to: it picks the upstream when no single ``upstream`` is set.
+Vendor = Literal["anthropic", "openai"]
+
+#: The request bodies the proxy rewrites; any other path is forwarded untouched.
+REWRITTEN_PATHS: Mapping[str, Api] = {
+    "/v1/messages": "anthropic",
+    "/v1/chat/completions": "openai_chat",
+    "/v1/responses": "openai_responses",
+}
+
+#: Hop-by-hop headers (RFC 9110 section 7.6.1) concern one connection, never the next one; host
+#: and content-length are rebuilt for the upstream request.
+_HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "trailers",
+        "transfer-encoding",
+        "upgrade",
+    }
+)
+_REBUILT = frozenset({"host", "content-length"})
+
+
+def api_for(method: str, path: str) -> Api | None:
+    """The API whose body the proxy rewrites, or None to forward the request untouched."""
+    if method != "POST":
+        return None
+    return REWRITTEN_PATHS.get(path.rstrip("/"))
+
+
+def list_key(api: Api) -> str:
+    """The body's list of conversation items."""
+    return "input" if api == "openai_responses" else "messages"
+
+
+def vendor_for(path: str, headers: Mapping[str, str]) -> Vendor:
+    """Anthropic for its paths or when the client speaks its protocol; OpenAI otherwise.
+
+    Paths such as ``/v1/models`` exist at both providers, so the ``anthropic-version`` header,
+    which every Anthropic client sends, decides for them.
+    """
+    if path.startswith(("/v1/messages", "/v1/complete")) or "anthropic-version" in headers:
+        return "anthropic"
+    return "openai"
+
+
+def upstream_base(settings: ProxySettings, vendor: Vendor) -> str:
+    base = settings.upstream or (
+        settings.anthropic_upstream if vendor == "anthropic" else settings.openai_upstream
+    )
+    return base.rstrip("/")
+
+
+def upstream_url(base: str, raw_path: str, query: str) -> str:
+    """``base`` + the path as the client wrote it (percent-escapes kept) + its query."""
+    url = base + raw_path
+    return f"{url}?{query}" if query else url
+
+
+def _connection_tokens(headers: Iterable[tuple[bytes, bytes]]) -> set[bytes]:
+    """Headers named in ``Connection`` are hop-by-hop for this connection too."""
+    named: set[bytes] = set()
+    for key, value in headers:
+        if key.lower() == b"connection":
+            named.update(t.strip().lower() for t in value.split(b","))
+    return named
+
+
+def _without(
+    headers: Iterable[tuple[bytes, bytes]], names: frozenset[str]
+) -> list[tuple[bytes, bytes]]:
+    pairs = list(headers)
+    dropped = {n.encode() for n in names} | _connection_tokens(pairs)
+    return [(k, v) for k, v in pairs if k.lower() not in dropped]
+
+
+def forward_headers(
+    headers: Iterable[tuple[bytes, bytes]], own: frozenset[str] = frozenset()
+) -> list[tuple[bytes, bytes]]:
+    """The client's headers, as bytes and in order, minus hop-by-hop ones, host,
+    content-length and the proxy's ``own``."""
+    return _without(headers, _HOP_BY_HOP | _REBUILT | own)
+
+
+def response_headers(headers: Iterable[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """The upstream's response headers minus hop-by-hop ones (content-length stays: the body
+    is passed on byte for byte, still encoded as the upstream sent it)."""
+    return _without(headers, _HOP_BY_HOP)

@@ -1,0 +1,187 @@
+"""Grouping requests into sessions, and estimating what a request costs with a cached prefix.
+
+A session is one conversation as the client runs it. The key, first that applies:
+
+1. an ``x-tokenlean-session`` header (set it when you embed the proxy and know better);
+2. what the client itself says: Anthropic ``metadata.user_id`` (Claude Code puts its session id
+   there), OpenAI ``prompt_cache_key`` or ``user``;
+3. a hash of the first user message: agents re-send their whole history, so it stays the same
+   for every request of one conversation.
+
+Keys are shown hashed, so account ids in ``metadata.user_id`` never reach a log.
+
+The cost estimate follows the replay engine's rule: a request's cached tokens are those of the
+longest run of leading blocks (tools and system first, then each message) identical to an earlier
+request's in the same session. Clients move ``cache_control`` to the newest message each time,
+so it is left out of the comparison. Several recent requests are kept because a client such as
+Claude Code interleaves side requests (titles, sub-agents) with the main conversation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections import OrderedDict, deque
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tokenlean.proxy._routing import list_key
+from tokenlean.proxy._scan import ScannedBody, rewritten_body
+from tokenlean.raw import Api
+from tokenlean.tokens import EstimateCounter
+
+#: Values that cost no prompt tokens as text (opaque signatures, base64 payloads).
+_OPAQUE_KEYS = frozenset({"signature", "data", "encrypted_content", "image_url", "file_data"})
+_COUNTER = EstimateCounter()
+RECENT_PROMPTS = 8
+
+Block = tuple[str, int]  # (fingerprint, estimated tokens)
+
+
+def session_key(api: Api, headers: Mapping[str, str], body: Mapping[str, Any]) -> tuple[str, str]:
+    """A short stable label for the session a request belongs to, and where it came from."""
+    explicit = headers.get("x-tokenlean-session")
+    if explicit:
+        return _short(api, explicit), "header"
+    if api == "anthropic":
+        metadata = body.get("metadata")
+        if isinstance(metadata, Mapping) and isinstance(metadata.get("user_id"), str):
+            return _short(api, metadata["user_id"]), "metadata.user_id"
+    else:
+        for field in ("prompt_cache_key", "user"):
+            if isinstance(body.get(field), str) and body[field]:
+                return _short(api, body[field]), field
+    return _short(api, _canonical(_first_user_message(api, body))), "first user message"
+
+
+def _first_user_message(api: Api, body: Mapping[str, Any]) -> Any:
+    items = body.get("input") if api == "openai_responses" else body.get("messages")
+    if isinstance(items, str):
+        return items
+    for item in items if isinstance(items, list) else ():
+        if isinstance(item, Mapping) and item.get("role") == "user":
+            return item.get("content")
+    return None
+
+
+def _short(api: Api, text: str) -> str:
+    """Sessions of different APIs never share a cache, so the API is part of the key."""
+    data = f"{api}\n{text}".encode("utf-8", "surrogatepass")
+    return hashlib.sha256(data).hexdigest()[:12]
+
+
+def _strip_cache_control(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _strip_cache_control(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [_strip_cache_control(v) for v in value]
+    return value
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(_strip_cache_control(value), sort_keys=True, separators=(",", ":"))
+
+
+def _leaves(value: Any, out: list[str]) -> list[str]:
+    """The text a value puts in the prompt: keys and strings, opaque payloads left out."""
+    if isinstance(value, str):
+        out.append(value)
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            out.append(str(k))
+            if k not in _OPAQUE_KEYS:
+                _leaves(v, out)
+    elif isinstance(value, list):
+        for v in value:
+            _leaves(v, out)
+    elif value is not None:
+        out.append(str(value))
+    return out
+
+
+def _text_tokens(value: Any) -> int:
+    """Estimated tokens of the text in a JSON value, counted in one pass."""
+    return _COUNTER.count(" ".join(_leaves(value, [])))
+
+
+_HEAD_KEYS = ("model", "tools", "system", "instructions")
+
+
+def prompt_blocks(api: Api, body: ScannedBody) -> list[tuple[Any, str]]:
+    """The body as cache-ordered blocks, each (value, the client's JSON text of it): model,
+    tools and system first, then each message."""
+    head = {k: body.values.get(k) for k in _HEAD_KEYS}
+    head_text = "\n".join(body.texts.get(k, "null") for k in _HEAD_KEYS)
+    items = body.items
+    if not items and isinstance(body.values.get(list_key(api)), str):  # a bare string input
+        items = [(body.values[list_key(api)], body.texts[list_key(api)])]
+    return [(head, head_text), *items]
+
+
+class BlockCounter:
+    """Fingerprints and token estimates of blocks, memoised by the block's text: a long history
+    is counted once, and seen again costs a hash of its text per request.
+
+    The fingerprint itself is taken from a canonical form without ``cache_control``, so a
+    message keeps its fingerprint when the breakpoint moves off it and whatever the JSON
+    formatting of the client (or of the rewrite).
+    """
+
+    def __init__(self, capacity: int = 100_000) -> None:
+        self._memo: OrderedDict[bytes, Block] = OrderedDict()
+        self._capacity = capacity
+        self._lock = threading.Lock()
+
+    def blocks(self, api: Api, body: ScannedBody) -> list[Block]:
+        return [self._block(value, text) for value, text in prompt_blocks(api, body)]
+
+    def rewritten(
+        self, api: Api, received: ScannedBody, blocks: Sequence[Block], sent: Mapping[str, Any]
+    ) -> list[Block]:
+        """The blocks of ``sent``, the rewrite of ``received`` (whose ``blocks`` are known): a
+        block the rewrite left as it was is the received one, no parse and no hash needed."""
+        old = prompt_blocks(api, received)
+        new = prompt_blocks(api, rewritten_body(received, sent, list_key(api)))
+        return [
+            blocks[i] if i < len(old) and old[i][1] == text else self._block(value, text)
+            for i, (value, text) in enumerate(new)
+        ]
+
+    def _block(self, value: Any, text: str) -> Block:
+        key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+        with self._lock:
+            block = self._memo.get(key)
+            if block is not None:
+                self._memo.move_to_end(key)
+                return block
+        value = _strip_cache_control(value)  # a breakpoint is neither content nor tokens
+        canonical = json.dumps(value, sort_keys=True, separators=(",", ":"))
+        fingerprint = hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+        block = (fingerprint, _text_tokens(value))
+        with self._lock:
+            self._memo[key] = block
+            if len(self._memo) > self._capacity:
+                self._memo.popitem(last=False)
+        return block
+
+
+class PrefixHistory:
+    """The last few prompts of one session, to estimate how much of the next one is cached."""
+
+    def __init__(self) -> None:
+        self._recent: deque[Sequence[Block]] = deque(maxlen=RECENT_PROMPTS)
+
+    def cached_tokens(self, blocks: Sequence[Block]) -> int:
+        best = 0
+        for earlier in self._recent:
+            same = 0
+            for (a, tokens), (b, _) in zip(blocks, earlier, strict=False):
+                if a != b:
+                    break
+                same += tokens
+            best = max(best, same)
+        return best
+
+    def add(self, blocks: Sequence[Block]) -> None:
+        self._recent.append(blocks)

@@ -1,0 +1,79 @@
+"""The proxy's configuration: one frozen dataclass, every default in one place."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from tokenlean.cost import ANTHROPIC, OPENAI, CachePricing
+
+ANTHROPIC_API = "https://api.anthropic.com"
+OPENAI_API = "https://api.openai.com"
+
+#: Request bodies up to this size are accepted (a long coding session with images stays under it).
+MAX_BODY_BYTES = 32 * 1024 * 1024
+
+
+def default_rewrite_threads() -> int:
+    """How many bodies are rewritten at once by default: one per CPU this process may use, and
+    at least two, so that one long rewrite never holds up every other request."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on every platform
+        cpus = os.cpu_count() or 1
+    return max(2, cpus)
+
+
+def _check_url(name: str, url: str | None) -> None:
+    if url is None:
+        return
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"{name} must be an http(s) URL such as https://api.anthropic.com")
+    if parts.query or parts.fragment:
+        raise ValueError(f"{name} must not carry a query or fragment")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProxySettings:
+    """How the proxy forwards.
+
+    ``upstream`` replaces the base URL for every path; without it, Anthropic paths go to
+    ``anthropic_upstream`` and everything else to ``openai_upstream``. The request path and query
+    are appended to the base, so a base with a path prefix (a gateway) works too.
+
+    ``connect_timeout`` bounds how long an unreachable upstream can hold a request before the
+    client gets a 502; ``read_timeout`` is the longest silence allowed while waiting for upstream
+    bytes (a long non-streamed answer can take minutes, so it matches the SDKs' 10 minutes).
+
+    ``rewrite_threads`` bounds how many request bodies are parsed and rewritten at once (each on
+    a worker thread, off the event loop); it bounds the memory and CPU that rewrites take, and
+    a small request waits for a large one only when that many are under way.
+    """
+
+    upstream: str | None = None
+    anthropic_upstream: str = ANTHROPIC_API
+    openai_upstream: str = OPENAI_API
+    originals_dir: Path | None = None
+    max_body_bytes: int = MAX_BODY_BYTES
+    connect_timeout: float = 5.0
+    read_timeout: float = 600.0
+    rewrite_threads: int = field(default_factory=default_rewrite_threads)
+    anthropic_pricing: CachePricing = ANTHROPIC
+    openai_pricing: CachePricing = OPENAI
+
+    def __post_init__(self) -> None:
+        _check_url("upstream", self.upstream)
+        _check_url("anthropic_upstream", self.anthropic_upstream)
+        _check_url("openai_upstream", self.openai_upstream)
+        if self.max_body_bytes < 1:
+            raise ValueError("max_body_bytes must be at least 1")
+        if self.connect_timeout <= 0:
+            raise ValueError("connect_timeout must be positive")
+        if self.read_timeout <= 0:
+            raise ValueError("read_timeout must be positive")
+        threads = self.rewrite_threads
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise ValueError(f"rewrite_threads must be a positive int, got {threads!r}")

@@ -1,0 +1,236 @@
+"""What the proxy saved: per request (a log line), per session (``GET /tokenlean/stats``), and
+in total (the summary printed when it stops).
+
+Token counts are estimates. For a body the rewrite changed, "in" and "sent" are the rewrite's
+own figures (``tokens_before`` and ``tokens_after`` of its result, over the whole request), as
+are the results and inputs shortened; for any other body, nothing was removed and both are the
+estimate (:class:`tokenlean.tokens.EstimateCounter`) of its blocks. "Billed" applies the
+provider's cache pricing from :mod:`tokenlean.cost` to the share of a request's block estimates
+that is a cached prefix (see :mod:`tokenlean.proxy._sessions` for the rule), in units of one
+uncached input token: multiply by the model's input price for money.
+
+Nothing here parses a body the proxy already parsed: the statistics read the parse that
+travels with :class:`~tokenlean.proxy._rewrite.Prepared`, and the rewritten body's own values.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from tokenlean.cost import CachePricing
+from tokenlean.proxy._rewrite import Prepared
+from tokenlean.proxy._routing import list_key
+from tokenlean.proxy._scan import ScannedBody, scan_body
+from tokenlean.proxy._sessions import Block, BlockCounter, PrefixHistory, session_key
+from tokenlean.raw import Api
+
+log = logging.getLogger("tokenlean.proxy")
+
+
+@dataclass(slots=True)
+class Totals:
+    """Sums over requests; one per session and one overall."""
+
+    requests: int = 0
+    rewritten: int = 0
+    rewrite_failures: int = 0
+    upstream_errors: int = 0
+    tokens_in: int = 0
+    tokens_sent: int = 0
+    billed_in: float = 0.0
+    billed_sent: float = 0.0
+    results_shortened: int = 0
+    inputs_shortened: int = 0
+    rewrite_seconds: float = 0.0
+    count_seconds: float = 0.0  # CPU time spent on these statistics, after each answer
+
+    def add(self, other: Totals) -> None:
+        for name in self.__slots__:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+    @property
+    def billed_saved(self) -> float:
+        return self.billed_in - self.billed_sent
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["billed_in"] = round(self.billed_in, 1)
+        data["billed_sent"] = round(self.billed_sent, 1)
+        data["billed_saved"] = round(self.billed_saved, 1)
+        data["billed_saved_ratio"] = round(_ratio(self.billed_saved, self.billed_in), 4)
+        data["rewrite_seconds"] = round(self.rewrite_seconds, 3)
+        data["count_seconds"] = round(self.count_seconds, 3)
+        return data
+
+
+@dataclass(slots=True)
+class Session:
+    api: Api
+    key_source: str
+    totals: Totals = field(default_factory=Totals)
+    history_in: PrefixHistory = field(default_factory=PrefixHistory)
+    history_sent: PrefixHistory = field(default_factory=PrefixHistory)
+    first_seen: float = field(default_factory=time.time)
+    last_seen: float = field(default_factory=time.time)
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRecord:
+    """One forwarded request whose body the proxy parsed, as the log line reports it."""
+
+    session: str
+    status: int
+    totals: Totals
+
+
+def _ratio(part: float, whole: float) -> float:
+    return part / whole if whole else 0.0
+
+
+def _received(api: Api, prepared: Prepared) -> ScannedBody | None:
+    """The client's body as the rewrite parsed it; parsed here, once, when no rewrite ran (so
+    forwarding alone parses nothing on the request's path)."""
+    return prepared.body if prepared.parsed else scan_body(prepared.raw, list_key(api))
+
+
+class StatsBook:
+    """Per-session sums; thread-safe, since requests are counted off the event loop."""
+
+    def __init__(self, pricing: Mapping[Api, CachePricing]) -> None:
+        self._pricing = pricing
+        self._sessions: dict[str, Session] = {}
+        self._lock = threading.Lock()
+        self._counter = BlockCounter()
+
+    def record(
+        self, api: Api, headers: Mapping[str, str], prepared: Prepared, status: int
+    ) -> RequestRecord | None:
+        """Count one request; None when its body was not a JSON object (nothing to count)."""
+        start = time.thread_time()  # CPU time: what counting costs, however busy the machine
+        received = _received(api, prepared)
+        if received is None:
+            return None
+        label, source = session_key(api, headers, received.values)
+        blocks_in = self._counter.blocks(api, received)
+        outcome = prepared.outcome
+        blocks_sent = (
+            blocks_in
+            if outcome is None
+            else self._counter.rewritten(api, received, blocks_in, outcome.body)
+        )
+        counted = sum(t for _, t in blocks_in)
+        with self._lock:
+            session = self._sessions.setdefault(label, Session(api, source))
+            one = Totals(
+                requests=1,
+                rewritten=int(outcome is not None),
+                rewrite_failures=int(prepared.failure is not None),
+                upstream_errors=int(status >= 400),
+                tokens_in=outcome.tokens_before if outcome else counted,
+                tokens_sent=outcome.tokens_after if outcome else counted,
+                results_shortened=outcome.results_shortened if outcome else 0,
+                inputs_shortened=outcome.inputs_shortened if outcome else 0,
+                rewrite_seconds=prepared.seconds,
+            )
+            one.billed_in = self._billed(api, one.tokens_in, blocks_in, session.history_in)
+            one.billed_sent = self._billed(api, one.tokens_sent, blocks_sent, session.history_sent)
+            session.history_in.add(blocks_in)
+            session.history_sent.add(blocks_sent)
+            one.count_seconds = time.thread_time() - start
+            session.totals.add(one)
+            session.last_seen = time.time()
+        return RequestRecord(label, status, one)
+
+    def _billed(self, api: Api, tokens: int, blocks: list[Block], history: PrefixHistory) -> float:
+        """``tokens`` billed with the share of ``blocks`` that ``history`` has cached."""
+        counted = sum(t for _, t in blocks)
+        cached = round(tokens * _ratio(history.cached_tokens(blocks), counted))
+        return self._pricing[api].billed(tokens, cached)
+
+    def snapshot(self) -> dict[str, Any]:
+        """The JSON served at ``GET /tokenlean/stats``."""
+        with self._lock:
+            total = Totals()
+            sessions: dict[str, Any] = {}
+            for label, s in self._sessions.items():
+                total.add(s.totals)
+                sessions[label] = {
+                    "api": s.api,
+                    "key": s.key_source,
+                    "first_seen": round(s.first_seen, 3),
+                    "last_seen": round(s.last_seen, 3),
+                    **s.totals.to_dict(),
+                }
+        return {"total": total.to_dict(), "sessions": sessions}
+
+
+class CountingThread:
+    """Counts answered requests one at a time, in the order they were answered, off the
+    request's path: a long history takes milliseconds to count, and neither the client's
+    connection nor the next request should wait for it."""
+
+    def __init__(self, book: StatsBook) -> None:
+        self._book = book
+        self._jobs: queue.SimpleQueue[tuple[Any, ...] | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="tokenlean-stats", daemon=True)
+        self._thread.start()
+
+    def submit(
+        self,
+        method: str,
+        path: str,
+        api: Api,
+        headers: Mapping[str, str],
+        prepared: Prepared,
+        status: int,
+    ) -> None:
+        self._jobs.put((method, path, api, headers, prepared, status))
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Count what is queued, then stop."""
+        self._jobs.put(None)
+        self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            method, path, api, headers, prepared, status = job
+            try:
+                record = self._book.record(api, headers, prepared, status)
+            except Exception as exc:  # counting must never take the proxy down
+                log.warning("tokenlean proxy: could not count a request: %r", exc)
+                continue
+            if record is not None:
+                log.info("%s", log_line(method, path, record))
+
+
+def log_line(method: str, path: str, record: RequestRecord) -> str:
+    t = record.totals
+    saved = _ratio(t.tokens_in - t.tokens_sent, t.tokens_in)
+    shortened = f", {t.results_shortened} results + {t.inputs_shortened} inputs shortened"
+    return (
+        f"{method} {path} {record.status} session {record.session}: "
+        f"~{t.tokens_in:,} tokens in, ~{t.tokens_sent:,} sent ({saved:.1%} fewer), "
+        f"billed input saved ~{t.billed_saved:,.0f} token-equivalents"
+        f"{shortened if t.rewritten else ''}, rewrite {t.rewrite_seconds * 1000:.0f} ms"
+    )
+
+
+def summary_lines(snapshot: Mapping[str, Any]) -> list[str]:
+    """The savings report printed when the proxy stops."""
+    t = snapshot["total"]
+    if not t["requests"]:
+        return ["tokenlean: no requests went through the proxy"]
+    return [
+        f"tokenlean: {t['requests']} requests in {len(snapshot['sessions'])} sessions, "
+        f"{t['rewritten']} rewritten ({t['results_shortened']} tool results and "
+        f"{t['inputs_shortened']} tool inputs shortened)",
+        f"tokenlean: ~{t['tokens_in']:,} prompt tokens in, ~{t['tokens_sent']:,} sent; "
+        f"billed input ~{t['billed_in']:,.0f} -> ~{t['billed_sent']:,.0f} token-equivalents "
+        f"(-{t['billed_saved_ratio']:.1%}, estimated with cache pricing)",
+    ]

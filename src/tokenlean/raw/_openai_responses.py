@@ -1,0 +1,83 @@
+"""OpenAI Responses bodies (``POST /v1/responses``) as a neutral view.
+
+``input`` is a list of items. Tool results are ``function_call_output`` and
+``custom_tool_call_output`` items (string output or a list of text parts); past tool inputs are
+``function_call.arguments`` (a JSON string) and ``custom_tool_call.input``. An assistant turn is
+a run of consecutive assistant items (messages, reasoning, calls), as the model produced them.
+``instructions``, reasoning items (encrypted content), built-in tool calls, item references and
+every field the view does not know pass through as the same objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from tokenlean.raw._openai_chat import parse_arguments
+from tokenlean.raw._view import RawView, Slot, ViewBuilder, plain_text, result_content
+from tokenlean.transcript import Message, Role, ToolCall
+
+_ROLES: dict[str, Role] = {"system": "system", "developer": "system", "user": "user"}
+_OUTPUTS = ("function_call_output", "custom_tool_call_output")
+
+
+class _Turn:
+    """The assistant items read so far of the current turn."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self.calls: list[tuple[ToolCall, Slot | None]] = []
+        self.open = False
+
+    def close(self, out: ViewBuilder) -> None:
+        if self.open:
+            out.turn("\n".join(t for t in self.texts if t), self.calls)
+        self.texts, self.calls, self.open = [], [], False
+
+
+def read(body: Mapping[str, Any]) -> RawView | None:
+    """The neutral view of ``body``, or ``None`` when its ``input`` is not a list of items."""
+    items = body.get("input")
+    if not isinstance(items, list):
+        return None
+    out, turn = ViewBuilder(), _Turn()
+    for j, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            turn.close(out)
+            continue
+        kind, role = item.get("type", "message"), item.get("role")
+        if kind == "message" and role == "assistant":
+            turn.open = True
+            turn.texts.append(plain_text(item.get("content")))
+        elif kind == "reasoning":
+            turn.open = True
+        elif kind in ("function_call", "custom_tool_call"):
+            turn.open = True
+            turn.calls += _call(item, j)
+        else:
+            turn.close(out)
+            _other(out, item, j, kind, role)
+    turn.close(out)
+    return out.build()
+
+
+def _call(item: Mapping[str, Any], j: int) -> list[tuple[ToolCall, Slot | None]]:
+    call_id, name = item.get("call_id"), item.get("name")
+    if not isinstance(call_id, str) or not isinstance(name, str):
+        return []
+    if item.get("type") == "function_call":
+        args = parse_arguments(item.get("arguments"))
+        slot = Slot(("input", j, "arguments"), "json") if args is not None else None
+        return [(ToolCall(call_id, name, args or {}), slot)]
+    text = item.get("input")
+    if not isinstance(text, str):
+        return [(ToolCall(call_id, name, {}), None)]
+    return [(ToolCall(call_id, name, {"input": text}), Slot(("input", j, "input"), "raw-text"))]
+
+
+def _other(out: ViewBuilder, item: Mapping[str, Any], j: int, kind: object, role: object) -> None:
+    if kind in _OUTPUTS and isinstance(item.get("call_id"), str):
+        shown, slot = result_content(item.get("output"), ("input", j, "output"))
+        out.result(Message(role="tool", content=shown, tool_call_id=item["call_id"]), slot)
+    elif kind == "message" and isinstance(role, str) and role in _ROLES:
+        out.add(Message(role=_ROLES[role], content=plain_text(item.get("content"))))

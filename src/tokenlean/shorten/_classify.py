@@ -1,0 +1,270 @@
+"""Which lines of a log matter: errors, warnings, summaries, exit codes and traceback frames.
+
+Each kind is found in two steps so the cost stays linear: ``str.find`` over the lower-cased
+text for a few keywords picks candidate lines, then a small regex (no nested quantifiers)
+confirms each candidate on at most its first :data:`SCAN_CHARS` characters.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from tokenlean import checks
+from tokenlean.shorten._text import Lines
+
+SCAN_CHARS = 2000
+_ERROR = re.compile(
+    r"\b(?:[A-Z]\w*)?(?:Error|Exception)\b"
+    r"|\b(?:error|ERROR|FAIL|FAILED|FAILURE|Failed|Failure|failed|fatal|FATAL|panic|Traceback"
+    r"|Aborted|Segmentation fault|Permission denied|No such file or directory"
+    r"|command not found|cannot|Cannot|not found)\b"
+    r"|^E {2,}\S|^<returncode>[1-9]|\b(?:exit (?:code|status)|returned non-zero)"
+)
+#: Keys that pick candidate lines, searched in the lower-cased text (one scan each).
+_ERROR_KEYS = (
+    "rror", "xception", "fail", "fatal", "panic", "traceback", "aborted", "segmentation fault",
+    "permission denied", "no such file", "not found", "cannot", "exit code", "exit status",
+    "non-zero",
+)  # fmt: skip
+_WARNING = re.compile(r"\b(?:[A-Z]\w*)?Warning\b|\b(?:warning|WARNING|WARN|Warn)\b")
+_WARNING_KEYS = ("warn",)
+_SUMMARY_COUNT = re.compile(  # (?<!\d): try each digit run once, not from each of its digits
+    r"(?<!\d)\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|warnings?|deselected|tests?"
+    r"|problems?|issues?|violations?|files? (?:changed|checked|reformatted|left))\b"
+)
+_SUMMARY_START = re.compile(r"Ran \d+ tests?|OK\b|FAILED\b|All \w+ passed|Found \d+|<returncode>")
+#: Summaries are looked for among error and warning lines, the last lines, and these.
+_SUMMARY_KEYS = (" passed",)
+_TAIL_LINES = 40
+_SUMMARY_CHARS = 300  # a summary line is short
+_FRAME = re.compile(r'^\s*File "([^"\n]*)", line \d+')
+_LIBRARY = ("site-packages", "dist-packages", "/lib/python", "<frozen", "<string>")
+_CARET_CHARS = frozenset("^~ \t")
+_DIFF_HEADS = ("@@ ", "diff --git", "--- a/", "+++ b/")
+#: The frames nearest the exception are always kept (with the first frame and the exception).
+KEY_LAST_FRAMES = 3
+#: ``FLAG{...}``, ``HTB{...}``, ``picoCTF{...}``: a value a script printed is the agent's answer.
+_FLAG = re.compile(r"\b[A-Za-z][A-Za-z0-9_]{1,15}\{[^{}\s]{3,200}\}")
+#: Words that introduce the value a script printed (looked for in the lower-cased text).
+_VALUE_KEYS = (
+    "expected", "actual", "result", "got ", "got:", "output", "returned", "answer", "value",
+    "flag", "=", ": ",
+)  # fmt: skip
+_DIGIT = re.compile(r"\d")
+_TRACE_HEAD = "Traceback (most recent call last)"
+_MIN_REPEAT = 2  # frames lines: fewer cost less than the marker that stands for them
+
+
+@dataclass
+class LogMarks:
+    """Line indices by role. ``ties`` maps a frame line to the code line that belongs to it.
+
+    ``flags`` hold flag-like values (``FLAG{...}``, ``HTB{...}``); ``repeats`` maps each line of
+    a traceback (or of its frames) that repeats an earlier one line for line to the first and
+    last line (0-based) of the earlier copy (see :func:`repeated_frames`).
+
+    Key frames are each traceback's first frame and the frames nearest its exception; the
+    other frames are split into the project's and libraries' (``site-packages``, ``<frozen>``).
+    """
+
+    errors: set[int] = field(default_factory=set)
+    warnings: set[int] = field(default_factory=set)
+    summaries: set[int] = field(default_factory=set)
+    key_frames: set[int] = field(default_factory=set)
+    project_frames: set[int] = field(default_factory=set)
+    other_frames: set[int] = field(default_factory=set)
+    carets: set[int] = field(default_factory=set)
+    diff_heads: set[int] = field(default_factory=set)
+    diff_changes: set[int] = field(default_factory=set)
+    diff_lines: int = 0
+    ties: dict[int, int] = field(default_factory=dict)
+    flags: set[int] = field(default_factory=set)
+    repeats: dict[int, tuple[int, int]] = field(default_factory=dict)
+
+
+def _candidates(lines: Lines, keys: tuple[str, ...]) -> set[int]:
+    found: set[int] = set()
+    for key in keys:
+        found.update(lines.find_all(key, lower=True))
+    return found
+
+
+def _confirm(
+    lines: Lines, candidates: set[int], pattern: re.Pattern[str], scan: int = SCAN_CHARS
+) -> set[int]:
+    items = lines.items
+    return {i for i in candidates if pattern.search(items[i], 0, scan)}
+
+
+def _error_candidates(lines: Lines) -> set[int]:
+    found = _candidates(lines, _ERROR_KEYS) | {i + 1 for i in lines.find_all("\nE  ")}
+    if lines.text.startswith(("E  ", "<returncode>")):
+        found.add(0)
+    return found
+
+
+def error_lines(text: str) -> list[int]:
+    """0-based indices of the lines of ``text`` that look like errors (exported for tests)."""
+    lines = Lines(checks.text(text, "text"))
+    return sorted(_confirm(lines, _error_candidates(lines), _ERROR))
+
+
+def is_summary(line: str) -> bool:
+    """Counts of passed/failed/..., ``Ran N tests``, ``OK``/``FAILED``, ``=== title ===``."""
+    head = line[:_SUMMARY_CHARS]
+    if _SUMMARY_START.match(head) or "Successfully" in head:
+        return True
+    if head.startswith("===") and " " in head and head.rstrip().endswith("==="):
+        return True
+    return _SUMMARY_COUNT.search(head) is not None
+
+
+def is_caret(line: str) -> bool:
+    """Python 3.11+ position markers (``^^^^``/``~~~``) under a traceback's code line."""
+    stripped = line.strip()
+    return len(stripped) >= 2 and stripped[0] in "^~" and _CARET_CHARS.issuperset(line)
+
+
+def classify(lines: Lines) -> LogMarks:
+    marks = LogMarks()
+    errors = _error_candidates(lines)
+    warnings = _candidates(lines, _WARNING_KEYS)
+    marks.errors = _confirm(lines, errors, _ERROR)
+    marks.warnings = _confirm(lines, warnings, _WARNING) - marks.errors
+    tail = set(range(max(0, lines.count - _TAIL_LINES), lines.count))
+    summaries = marks.errors | marks.warnings | tail | _candidates(lines, _SUMMARY_KEYS)
+    marks.summaries = {i for i in summaries if is_summary(lines.items[i])}
+    for index in sorted(lines.find_all('File "')):
+        _frame(lines, index, marks)
+    for index in marks.key_frames | marks.project_frames | marks.other_frames:
+        for below in (index + 1, index + 2, index + 3):  # under the frame's code line
+            if below < lines.count and is_caret(lines.items[below]):
+                marks.carets.add(below)
+    marks.flags = _confirm(lines, set(lines.find_all("{")), _FLAG)
+    marks.repeats = repeated_frames(lines)
+    hunks = lines.find_all("\n@@ ")
+    if hunks or lines.text.startswith("@@ "):
+        _diff(lines, [i + 1 for i in hunks] + ([0] if lines.text.startswith("@@ ") else []), marks)
+    return marks
+
+
+def _diff(lines: Lines, hunks: list[int], marks: LogMarks) -> None:
+    """Unified diffs: file and hunk headers are key; changed lines inside hunks come next.
+    Only the lines from each hunk header on are walked, so the cost is the diff's size."""
+    items = lines.items
+    starts = lines.find_all("\ndiff --git ") + lines.find_all("\n--- a/")
+    if lines.text.startswith(("diff --git ", "--- ")):
+        starts.append(-1)
+    for head in starts:  # the line before a file header (find_all reports the newline's line)
+        for i in range(head + 1, min(head + 5, lines.count)):
+            if items[i].startswith(_DIFF_HEADS) or _is_minus_plus(items, i):
+                marks.diff_heads.add(i)
+                marks.diff_lines += 1
+    for head in sorted(hunks):
+        marks.diff_heads.add(head)
+        marks.diff_lines += 1
+        i = head + 1
+        while i < lines.count and not items[i].startswith("@@ "):
+            line = items[i]
+            if line[:1] in ("+", "-") and not _is_minus_plus(items, i):
+                marks.diff_changes.add(i)
+            elif not (line[:1] == " " or line == "" or line.startswith("\\ ")):
+                break
+            marks.diff_lines += 1
+            i += 1
+
+
+def _is_minus_plus(items: list[str], i: int) -> bool:
+    """A file header pair: ``--- a/x`` followed by ``+++ b/x``."""
+    line = items[i]
+    if line.startswith("--- "):
+        return i + 1 < len(items) and items[i + 1].startswith("+++ ")
+    return line.startswith("+++ ") and i > 0 and items[i - 1].startswith("--- ")
+
+
+def _frame(lines: Lines, index: int, marks: LogMarks) -> None:
+    match = _FRAME.match(lines.items[index], 0, SCAN_CHARS)
+    if match is None:
+        return
+    nxt = index + 1
+    if nxt < lines.count and _is_frame_code(lines.items[index], lines.items[nxt]):
+        marks.ties[index] = nxt
+    first = not _frame_within(lines, index, -1)
+    near_end = _frames_below(lines, index) < KEY_LAST_FRAMES
+    library = any(part in match.group(1) for part in _LIBRARY)
+    if first or near_end:
+        marks.key_frames.add(index)
+    else:
+        (marks.other_frames if library else marks.project_frames).add(index)
+
+
+def _frame_within(lines: Lines, index: int, step: int) -> bool:
+    """Whether another frame sits within two lines of ``index`` in direction ``step``."""
+    for j in (index + step, index + 2 * step):
+        if 0 <= j < lines.count and _FRAME.match(lines.items[j], 0, SCAN_CHARS):
+            return True
+    return False
+
+
+def _frames_below(lines: Lines, index: int) -> int:
+    """How many frames follow ``index`` in the same traceback (stops at KEY_LAST_FRAMES)."""
+    count, j = 0, index
+    while count < KEY_LAST_FRAMES and _frame_within(lines, j, 1):
+        j = j + 1 if _FRAME.match(lines.items[j + 1], 0, SCAN_CHARS) else j + 2
+        count += 1
+    return count
+
+
+def _is_frame_code(frame: str, line: str) -> bool:
+    indent = len(frame) - len(frame.lstrip())
+    return len(line) - len(line.lstrip()) > indent and not _FRAME.match(line) and not is_caret(line)
+
+
+def value_lines(lines: Lines) -> set[int]:
+    """Lines of a script's output that report a value: ``Expected: 3``, ``Actual year: 1996``,
+    ``Result = 0.25``, ``Got random number: 1364650861`` or a flag."""
+    found = _candidates(lines, _VALUE_KEYS)
+    items = lines.items
+    return {
+        i
+        for i in found
+        if _DIGIT.search(items[i], 0, SCAN_CHARS) or _FLAG.search(items[i], 0, SCAN_CHARS)
+    }
+
+
+def repeated_frames(lines: Lines) -> dict[int, tuple[int, int]]:
+    """Lines of tracebacks that repeat an earlier traceback, mapped to the first and last line
+    (0-based) of the earlier copy.
+
+    A traceback is its ``Traceback (most recent call last):`` line, the indented frame lines
+    under it and the exception line after them. When all of it repeats an earlier one, all of
+    it maps to that copy; when only the frames do (the same failure with another message), the
+    frames map to the earlier frames and the header and exception line stay. Each traceback is
+    read once, so this is linear in the text.
+    """
+    blocks: dict[tuple[str, ...], tuple[int, int]] = {}
+    frames_seen: dict[tuple[str, ...], tuple[int, int]] = {}
+    out: dict[int, tuple[int, int]] = {}
+    items = lines.items
+    for head in lines.find_all(_TRACE_HEAD):
+        start = end = head + 1
+        while end < len(items) and items[end][:1] in (" ", "\t") and items[end].strip():
+            end += 1
+        if end - start < _MIN_REPEAT:
+            continue
+        frames = tuple(items[start:end])
+        exception = items[end] if end < len(items) else ""
+        header = items[head][items[head].find(_TRACE_HEAD) :]
+        block = (header, *frames, exception)
+        if exception.strip() and block in blocks:
+            for i in range(head, end + 1):
+                out[i] = blocks[block]
+        elif frames in frames_seen:
+            for i in range(start, end):
+                out[i] = frames_seen[frames]
+        else:
+            frames_seen[frames] = (start, end - 1)
+            if exception.strip():
+                blocks[block] = (head, end)
+    return out

@@ -1,0 +1,348 @@
+"""``shorten``: text in, shorter text and a report out; pure, deterministic, linear time."""
+
+from __future__ import annotations
+
+from collections.abc import Container, Mapping
+from dataclasses import replace
+from typing import Any, Literal
+
+from tokenlean import checks
+from tokenlean.shorten._classify import classify
+from tokenlean.shorten._code import code_selection, looks_like_code
+from tokenlean.shorten._detect import (
+    FileRead,
+    file_read,
+    is_listing,
+    looks_like_document,
+    looks_like_page,
+    numbered_view,
+    parse_json,
+    runs_own_script,
+    split_envelope,
+    strip_view,
+)
+from tokenlean.shorten._docs import doc_selection
+from tokenlean.shorten._huge import windowed
+from tokenlean.shorten._jsonc import crush_json
+from tokenlean.shorten._lines import MUST, Selection, render
+from tokenlean.shorten._logs import dropped_lines, log_kind, log_selection
+from tokenlean.shorten._markers import Retrieval
+from tokenlean.shorten._options import DEFAULT_OPTIONS, ShortenSettings
+from tokenlean.shorten._pages import page_selection
+from tokenlean.shorten._query import query_terms, query_text
+from tokenlean.shorten._report import Kind, Omission, ShortenReport
+from tokenlean.shorten._text import Lines, estimate_tokens
+from tokenlean.shorten._wrapped import NESTING, unwrap
+from tokenlean.tokens import TokenCounter
+
+KindChoice = Literal["auto", "log", "code", "json", "text"]
+_KINDS = ("auto", "log", "code", "json", "text")
+
+
+def shorten(
+    text: str,
+    *,
+    max_tokens: int | None = None,
+    query: str | Mapping[str, Any] | None = None,
+    context: str | None = None,
+    kind: KindChoice = "auto",
+    seen: Container[str] | None = None,
+    retrieval: Retrieval | None = None,
+    counter: TokenCounter | None = None,
+    options: ShortenSettings | None = None,
+) -> ShortenReport:
+    """Shorten ``text``, keeping what a reader of it needs; each content kind on purpose.
+
+    - Logs and test output keep errors, tracebacks, exit codes, summaries and lines matching
+      ``query`` (text, or a tool call's arguments) within about ``max_tokens``; similar lines
+      collapse, and a traceback repeated line for line becomes a pointer to the first copy.
+      The output of a script the agent wrote (``python reproduce.py``) keeps its value lines.
+    - JSON stays valid JSON. Records up to ``json_keep_tokens`` stay whole; larger ones lose
+      the middle of long uniform arrays (items with errors, rare statuses or query matches
+      stay; the marker names the identifiers dropped) and the bodies of long strings (a
+      markdown string is shortened as a document).
+    - File views with line numbers (``cat -n``, ``grep -n``, a Read tool, SWE-agent's ``open``)
+      stay whole up to ``view_keep_tokens``; longer ones keep the region the query names. So
+      do a stretch of a file a command printed as it is (``sed -n '1,200p' f``, ``head f``)
+      and a whole file that is not source code (``cat spec.md``).
+    - Source code keeps its outline and the parts the query is about.
+    - Plain text, documents and listings (search results, lookups, articles, ``find``) stay
+      whole up to ``text_keep_tokens``; longer documents keep headings, table rows,
+      conclusions and query lines, ``text_keep_percent`` of themselves.
+    - Accessibility trees and HTML pages keep every element the agent can act on.
+    - An output wrapped in JSON (Codex's ``{"output": ..., "metadata": ...}``, an MCP result's
+      ``content``, a harness's ``stdout``; a short header before it is fine) is shortened by the
+      kind of the text inside, and the rest of the envelope stays as it was
+      (:mod:`tokenlean.shorten._wrapped`); markers count the lines of the text inside.
+    - A text over ``window_above_chars`` (a 50 MB log) is first cut to windows: its first and
+      last lines and those around its first and last errors and query matches
+      (:mod:`tokenlean.shorten._huge`), so the cost stays bounded; markers count the whole text.
+
+    ``context`` is prose about what the reader looks for (an agent's note when it made the
+    call): its code-like words join the query. ``seen`` holds the stripped lines the reader was
+    already shown: runs of them are replaced by a pointer instead of being repeated. Every
+    omission is marked in the text, with ``retrieval`` saying how to get it back (the first
+    marker names the call; later ones only their lines). The result is never longer than
+    ``text``; when nothing can be saved it is ``text``.
+    """
+    _check_arguments(text, query, context, seen, retrieval, counter, options)
+    opts = options or DEFAULT_OPTIONS
+    if max_tokens is not None:
+        opts = replace(opts, max_tokens=max_tokens)
+    if not isinstance(kind, str) or kind not in _KINDS:
+        raise ValueError(f"kind must be one of {_KINDS}, got {kind!r}")
+    count = counter.count if counter is not None else estimate_tokens
+    before = count(text)
+    if before <= opts.max_tokens and seen is None and text.count("\n") < opts.similar_run:
+        return ShortenReport(text, "text" if kind == "auto" else kind, before, before)
+    envelope = split_envelope(text)
+    terms = query_terms(query, limit=opts.max_query_terms)
+    if context:
+        extra = query_terms(context, limit=opts.max_query_terms, code_only=True)
+        terms += [term for term in extra if term not in terms]
+    where = retrieval or Retrieval()
+    budget = opts.max_tokens - estimate_tokens(envelope.head + envelope.tail)
+    script = runs_own_script(query)
+    read = file_read(query)
+    # the body's estimate is the whole text's when there is no envelope (saves a pass)
+    known = before if counter is None and envelope.body is text else None
+    body, found, omissions = _shorten_body(
+        envelope.body,
+        kind,
+        terms,
+        script,
+        seen,
+        where,
+        opts,
+        budget,
+        envelope.body_line,
+        known,
+        read=read,
+    )
+    new_text = envelope.head + body + envelope.tail
+    after = count(new_text) if omissions else before
+    if not omissions or after >= before or len(new_text) >= len(text):
+        return ShortenReport(text, found, before, before)
+    return ShortenReport(new_text, found, before, after, tuple(omissions))
+
+
+def _check_arguments(
+    text: object,
+    query: object,
+    context: object,
+    seen: object,
+    retrieval: object,
+    counter: object,
+    options: object,
+) -> None:
+    """Refuse arguments of the wrong kind, naming each (``max_tokens`` and ``kind`` are checked
+    where they are used)."""
+    checks.text(text, "text")
+    query_text(query)  # type: ignore[arg-type]  # refuses a query of any other kind
+    if context is not None:
+        checks.text(context, "context")
+    if seen is not None and (not isinstance(seen, Container) or isinstance(seen, (str, bytes))):
+        raise checks.ArgumentTypeError(
+            f"seen must be a set of lines already shown, got {checks.described(seen)}"
+        )
+    if retrieval is not None and not isinstance(retrieval, Retrieval):
+        raise checks.ArgumentTypeError(
+            f"retrieval must be a Retrieval(handle, tool), got {checks.described(retrieval)}"
+        )
+    if counter is not None:
+        checks.token_counter(counter, "counter")
+    if options is not None and not isinstance(options, ShortenSettings):
+        raise checks.ArgumentTypeError(
+            f"options must be a ShortenSettings, got {checks.described(options)}"
+        )
+
+
+def _shorten_body(
+    body: str,
+    kind: KindChoice,
+    terms: list[str],
+    script: bool,
+    seen: Container[str] | None,
+    retrieval: Retrieval,
+    opts: ShortenSettings,
+    budget: float,
+    line_offset: int,
+    known: int | None = None,
+    depth: int = 0,
+    *,
+    read: FileRead | None = None,
+) -> tuple[str, Kind, list[Omission]]:
+    """``known``: :func:`estimate_tokens` of ``body``, when the caller has it; ``depth``: the
+    JSON envelopes ``body`` was taken out of; ``read``: the call printed a file, or a stretch of
+    one (:func:`~tokenlean.shorten._detect.file_read`)."""
+    ok, parsed = parse_json(body) if kind in ("auto", "json") else (False, None)
+    wrapped = None
+    if kind != "json" and depth < NESTING:
+        wrapped = unwrap(body, [parsed]) if ok else unwrap(body)
+    if wrapped is not None:  # the text inside, as if it came alone; the envelope kept
+        inner, inner_kind, omissions = _shorten_body(
+            wrapped.body,
+            kind,
+            terms,
+            script,
+            seen,
+            retrieval,
+            opts,
+            budget,
+            line_offset + wrapped.body_line,
+            depth=depth + 1,
+            read=read,
+        )
+        return (wrapped.wrap(inner) if omissions else body), inner_kind, omissions
+    if kind in ("auto", "json"):
+        if ok:
+            size = estimate_tokens(body) if known is None else known
+            return _shorten_json(body, parsed, terms, retrieval, opts, size)
+        if kind == "json":
+            return body, "json", []
+    cut = windowed(body, terms, opts)
+    lines = cut or Lines(body)
+    size = estimate_tokens(lines.text) if known is None or cut is not None else known
+    prefixes = numbered_view(lines.items) if kind in ("auto", "code", "text") else None
+    items = strip_view(lines.items, prefixes) if prefixes else lines.items
+    page = kind == "auto" and prefixes is None and looks_like_page(items)
+    code = kind == "code" or (kind == "auto" and not page and looks_like_code(items))
+    found: Kind
+    # the agent asked for exactly these lines (a view, a stretch it printed, a document it
+    # printed; a whole source file keeps its outline and the parts the query names, which on
+    # the dev coding sources kept what agents used) and edits them next: only repeats go
+    asked = prefixes is not None or read == "range" or (read == "file" and not code)
+    if asked and size <= opts.view_keep_tokens:
+        selection, found = _whole(lines, seen, opts), "code" if code else "text"
+    elif code:
+        selection = code_selection(lines, terms, seen, opts, view=prefixes is not None)
+        found = "code"
+        budget = _code_budget(budget, size, opts, view=prefixes is not None)
+    elif page:
+        if size <= opts.text_keep_tokens:
+            selection = _whole(lines, seen, opts)
+        else:
+            selection, extra = page_selection(lines, terms, seen, opts)
+            budget += extra
+        found = "page"
+    else:
+        selection, found, budget = _text_or_log(
+            lines, items, kind, terms, script, seen, opts, budget, size, view=prefixes is not None
+        )
+    if cut is not None:  # the stretches between its windows always go
+        selection = replace(
+            selection, forced={**selection.forced, **dict.fromkeys(cut.gaps, "budget")}
+        )
+    long_line = opts.long_line_chars
+    if selection.whole and not (cut and cut.holes):  # kept whole: so are its long lines
+        long_line = max(long_line, *map(len, lines.items))
+    text, omissions = render(
+        lines,
+        selection,
+        budget=budget,
+        retrieval=retrieval,
+        terms=terms,
+        long_line_chars=long_line,
+        line_offset=line_offset,
+    )
+    return text, found, omissions
+
+
+def _text_or_log(
+    lines: Lines,
+    items: list[str],
+    kind: KindChoice,
+    terms: list[str],
+    script: bool,
+    seen: Container[str] | None,
+    opts: ShortenSettings,
+    budget: float,
+    size: int,
+    *,
+    view: bool,
+) -> tuple[Selection, Kind, float]:
+    """Logs keep errors and summaries within the budget; documents, listings and plain text
+    stay whole up to ``text_keep_tokens`` and keep a share of themselves beyond it."""
+    listing = kind == "auto" and not view and is_listing(items)
+    collapse = not listing or lines.total > opts.listing_keep_lines
+    if kind == "log" or (kind == "auto" and not view and not listing):
+        document = kind == "auto" and looks_like_document(items)
+        marks = classify(lines)
+        found = log_kind(lines, marks, document=document)
+        if kind == "log" or found in ("log", "diff") or (script and not document):
+            # a log's selection only once it is known to be one (most text is not)
+            selection = log_selection(
+                lines, marks, terms, seen, opts, script=script, collapse=collapse
+            )
+            if found == "diff":
+                budget = _code_budget(budget, size, opts, view=False)
+            elif script:
+                budget = max(budget, opts.script_max_tokens)
+            return selection, found, budget
+    found = "listing" if listing else "text"
+    if size <= opts.text_keep_tokens:
+        return _whole(lines, seen, opts, collapse=collapse), found, budget
+    selection = doc_selection(lines, items, terms, seen, opts, collapse=collapse)
+    share = opts.text_keep_percent / 100 * size
+    return selection, found, max(budget, share, float(opts.text_keep_tokens) if view else 0.0)
+
+
+def _whole(
+    lines: Lines, seen: Container[str] | None, opts: ShortenSettings, *, collapse: bool = False
+) -> Selection:
+    """Everything kept, but runs of lines already shown (and, with ``collapse``, similar runs)."""
+    forced = dropped_lines(lines, (), seen, opts, keep_seen=(), collapse=collapse)
+    return Selection([MUST] * lines.count, [0] * lines.count, forced, {}, whole=True)
+
+
+def _code_budget(budget: float, size: int, opts: ShortenSettings, *, view: bool) -> float:
+    """Source code and diffs: the reader asked for exactly these lines, so cut less; a long file
+    view keeps at least ``view_keep_tokens``."""
+    share = opts.code_keep_percent / 100 * size
+    floor = float(opts.view_keep_tokens) if view else 0.0
+    return max(budget + opts.code_max_tokens - opts.max_tokens, share, floor)
+
+
+def _shorten_json(
+    body: str,
+    parsed: Any,
+    terms: list[str],
+    retrieval: Retrieval,
+    opts: ShortenSettings,
+    size: int,
+) -> tuple[str, Kind, list[Omission]]:
+    """Records up to ``json_keep_tokens`` stay whole; larger ones lose long uniform arrays'
+    middles and long strings' bodies, mildest first, until they fit that size or
+    ``text_keep_percent`` of theirs."""
+    if size <= opts.json_keep_tokens:
+        return body, "json", []
+    limit = opts.json_max_string
+    tries = [
+        (opts.json_max_items, opts.json_keep_head, 4 * limit),
+        (opts.json_max_items, opts.json_keep_head, limit),
+        (opts.json_max_items, min(1, opts.json_keep_head), max(80, limit // 2)),
+    ]
+    text, omissions = crush_json(
+        body,
+        parsed,
+        tries=tries,
+        budget=max(opts.json_keep_tokens, opts.text_keep_percent / 100 * size),
+        estimate=estimate_tokens,
+        terms=terms,
+        retrieval=retrieval,
+        documents=lambda value: _document_string(value, terms, retrieval, opts),
+    )
+    return text, "json", omissions
+
+
+def _document_string(
+    value: str, terms: list[str], retrieval: Retrieval, opts: ShortenSettings
+) -> str | None:
+    """A long markdown string inside JSON (an issue's body), shortened as a document; its
+    markers count the string's own lines, and a closing note says where the whole is."""
+    report = shorten(value, kind="text", query=" ".join(terms), options=opts)
+    if not report.changed:
+        return None
+    hint = retrieval.hint()
+    note = f"\n[... the whole string: {hint} ...]" if hint else ""
+    return report.text + note

@@ -1,0 +1,97 @@
+"""Documents: markdown, articles, converted PDFs and web pages a research agent reads.
+
+Headings (with the lines around them, where sections start and end), the header rows of
+tables, conclusions (``Therefore ... 0.1777 m3``), error lines and lines holding the query's
+rarer terms are kept; table rows and lines holding its common terms come next, then the text
+nearest to them while the budget lasts. Reference lists, notes and link sections go first.
+Long lines are cut around query matches by the line engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container, Sequence
+
+from tokenlean.shorten._classify import error_lines
+from tokenlean.shorten._detect import is_heading, is_table_row
+from tokenlean.shorten._lines import MUST, NEAR, PROSE, REST, Selection
+from tokenlean.shorten._logs import _around, _assign, _ends, distances, dropped_lines
+from tokenlean.shorten._options import ShortenSettings
+from tokenlean.shorten._query import matching_lines
+from tokenlean.shorten._text import Lines
+
+#: Words that open a conclusion; a line holding one and a number is kept early.
+_CONCLUSIONS = (
+    "therefore", "thus", "hence", "in total", "in conclusion", "the answer", "the result",
+    "total of", "in summary", "overall",
+)  # fmt: skip
+_HEADING_CONTEXT = 2  # lines around a heading: the end of one section and the start of the next
+_MAX_CONCLUSIONS = 12
+_RARE_SHARE = 0.1  # a query term on at most this share of lines marks what the reader is after
+#: Sections that hold citations and links rather than the document's content.
+_BACK_MATTER = frozenset(
+    {
+        "references", "notes", "external links", "see also", "bibliography", "further reading",
+        "citations", "sources", "footnotes", "works cited", "navigation menu", "contents",
+    }
+)  # fmt: skip
+
+
+def doc_selection(
+    lines: Lines,
+    items: Sequence[str],
+    terms: Sequence[str],
+    seen: Container[str] | None,
+    options: ShortenSettings,
+    *,
+    collapse: bool = True,
+) -> Selection:
+    """Tiers for a document. ``items`` are its lines as the file holds them (without a view's
+    line numbers); ``collapse`` off keeps similar lines apart (a listing of paths)."""
+    n = lines.count
+    headings = {i for i in range(n) if is_heading(items[i], items[i + 1] if i + 1 < n else "")}
+    back = _back_matter(items, headings)
+    query = matching_lines(lines, terms) - back
+    rare = matching_lines(lines, terms, max_share=_RARE_SHARE) - back
+    headings |= {i + 1 for i in headings if i + 1 < n and _is_underline(items[i + 1])}
+    tables = {i for i in range(n) if is_table_row(items[i])} - back
+    table_heads = {i for i in tables if i - 1 not in tables} | {
+        i + 1 for i in tables if i - 1 not in tables and i + 1 in tables
+    }
+    errors = set(error_lines(lines.text)) - back
+    must = headings | table_heads | rare | errors | _conclusions(lines, back) | _ends(items)
+    near = _around(headings, _HEADING_CONTEXT, n) | _around(rare, options.context_lines, n)
+    near |= tables | query
+    forced = dropped_lines(lines, must, seen, options, keep_seen=(), collapse=collapse)
+    tiers = [REST] * n
+    _assign(tiers, near - back, NEAR)
+    for i in back:
+        tiers[i] = PROSE
+    _assign(tiers, must, MUST)
+    return Selection(tiers, distances(must, n), forced, {})
+
+
+def _back_matter(items: Sequence[str], headings: set[int]) -> set[int]:
+    """Lines of reference, note and link sections (up to the next heading)."""
+    out: set[int] = set()
+    inside = False
+    for i, line in enumerate(items):
+        if i in headings:
+            title = line.strip().strip("#").strip().lower()
+            inside = title in _BACK_MATTER
+        elif inside:
+            out.add(i)
+    return out
+
+
+def _is_underline(line: str) -> bool:
+    stripped = line.strip()
+    return len(stripped) >= 3 and set(stripped) <= {"=", "-"}
+
+
+def _conclusions(lines: Lines, back: set[int]) -> set[int]:
+    """Lines stating a result: a conclusion word and a number (the first few)."""
+    out: set[int] = set()
+    for word in _CONCLUSIONS:
+        out.update(lines.find_all(word, lower=True, limit=64))
+    found = sorted(i for i in out - back if any(ch.isdigit() for ch in lines.items[i][:2000]))
+    return set(found[:_MAX_CONCLUSIONS])

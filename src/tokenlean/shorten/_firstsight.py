@@ -1,0 +1,367 @@
+"""First-sight shortening of tool results over a neutral transcript: edits and originals.
+
+Only tool results the model has not been sent yet (those after the last assistant turn) are
+candidates, so a shortened result is the only version the model ever sees and every later
+request repeats its bytes. The query of each result is its tool call's arguments; the lines of
+every earlier message (as the model saw them) are the ``seen`` set that lets a result point
+back to what it repeats instead of sending it again. A result that repeats a whole earlier result
+of the same tool word for word (an agent polling, re-running a test that still fails, or looping)
+is sent as a one-line pointer to it, at any size where the pointer is at most half the result.
+
+:func:`plan_first_sight` is the core of
+:class:`~tokenlean.langchain.ToolOutputShorteningMiddleware` and of the raw API adapters. It reads
+a *window*: the messages from position ``offset`` on, where a :class:`SeenLog` already holds the
+lines of the messages before it, so a long run is not re-read on every call. The log only ever
+covers messages the model was sent (those never change), and the plan advances it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, get_args
+
+from tokenlean import checks
+from tokenlean.cost import ANTHROPIC, CachePricing, resolve_pricing
+from tokenlean.readback import TOOL_READ_BACK, ReadBack
+from tokenlean.shorten._core import shorten
+from tokenlean.shorten._markers import Retrieval, repeat_marker
+from tokenlean.shorten._options import DEFAULT_OPTIONS, ShortenSettings
+from tokenlean.shorten._report import Omission, ShortenReport
+from tokenlean.shorten._seen import Seen, result_digest
+from tokenlean.shorten._text import estimate_tokens
+from tokenlean.shorten._wrapped import readable
+from tokenlean.store import RETRIEVAL_TOOL, Original, make_handle
+from tokenlean.tokens import TokenCounter
+from tokenlean.transcript import Edit, Message, ToolCall, mark, mark_of
+
+#: The name under which output shortening marks the results it rewrote.
+CAPABILITY = "output_shortening"
+OfferTool = Literal["when_it_pays", "always"]
+OFFER_TOOL: tuple[OfferTool, ...] = get_args(OfferTool)
+#: Read-backs of one tool's originals after which its results are left whole.
+BACKOFF_LEVELS = 2
+#: A run length no output reaches: similar lines are not collapsed.
+NEVER_SIMILAR = 1 << 30
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OutputShorteningSettings:
+    """How tool results are shortened at first sight; every default lives here.
+
+    Args:
+        min_tokens: Results of at most this many tokens are left alone.
+        options: Every setting of :func:`~tokenlean.shorten.shorten`.
+        only: Shorten only these tools' results (``None``: every tool's).
+        never: Never shorten these tools' results (e.g. one whose output the agent edits).
+        dedupe: Point to lines the model was already shown instead of repeating them.
+        min_saving: Skip a shortening that saves less than this share of a result's tokens.
+        tool_name: The retrieval tool that markers name (its own results are never shortened).
+        counter: Token counter for thresholds and reports (default: a fast estimate).
+        orphans: Also shorten results whose call the transcript does not show (a provider API
+            can keep the calls server-side); by default such results pass through untouched.
+        pricing: Whose cache prices decide when a thread's savings pay for offering the
+            retrieval tool (a preset name or a :class:`~tokenlean.cost.CachePricing`).
+        min_remaining_calls: The later calls the tool's schema is charged for, at least, when
+            judging that (later on, a run is expected to last as long again).
+        offer_tool: ``"when_it_pays"``: results are shortened at first sight from the start,
+            and the retrieval tool joins a thread's tool list once what the thread's cuts have
+            saved so far pays for re-writing the prompt cache and for the schema; ``"always"``:
+            the tool is offered from the first call.
+    """
+
+    min_tokens: int = 100
+    options: ShortenSettings = DEFAULT_OPTIONS
+    only: frozenset[str] | None = None
+    never: frozenset[str] = frozenset()
+    dedupe: bool = True
+    min_saving: float = 0.1
+    tool_name: str = RETRIEVAL_TOOL
+    counter: TokenCounter | None = None
+    orphans: bool = False
+    pricing: CachePricing = ANTHROPIC
+    min_remaining_calls: int = 32
+    offer_tool: OfferTool = "when_it_pays"
+
+    def __post_init__(self) -> None:
+        saving = self.min_saving
+        for field_name in ("min_tokens", "min_remaining_calls"):
+            value = getattr(self, field_name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{field_name} must be a non-negative int, got {value!r}")
+        if isinstance(saving, bool) or not isinstance(saving, (int, float)):
+            raise ValueError(f"min_saving must be a number in [0, 1), got {saving!r}")
+        if not 0.0 <= saving < 1.0:
+            raise ValueError(f"min_saving must be in [0, 1), got {saving!r}")
+        if not isinstance(self.options, ShortenSettings):
+            raise ValueError(f"options must be a ShortenSettings, got {self.options!r}")
+        if not isinstance(self.tool_name, str) or not self.tool_name.isidentifier():
+            raise ValueError(f"tool_name must be an identifier string, got {self.tool_name!r}")
+        if self.counter is not None:
+            checks.token_counter(self.counter, "counter")
+        checks.flag(self.dedupe, "dedupe")
+        object.__setattr__(self, "pricing", resolve_pricing(self.pricing))
+        if self.offer_tool not in OFFER_TOOL:
+            raise ValueError(f"offer_tool must be one of {OFFER_TOOL}, got {self.offer_tool!r}")
+        only = None if self.only is None else tool_names("only", self.only)
+        object.__setattr__(self, "only", only)
+        object.__setattr__(self, "never", tool_names("never", self.never))
+
+    def eligible(self, message: Message) -> bool:
+        """A text-only tool result of an allowed tool that no output shortening touched yet."""
+        if message.role != "tool" or not message.tool_call_id or not message.is_text_only:
+            return False
+        if mark_of(message, CAPABILITY) is not None:
+            return False
+        name = message.name or ""
+        if name == self.tool_name or name in self.never:
+            return False
+        return self.only is None or name in self.only
+
+    def count(self, text: str) -> int:
+        return self.counter.count(text) if self.counter is not None else estimate_tokens(text)
+
+    def options_for(self, level: int) -> ShortenSettings | None:
+        """The options for a tool whose originals the agent read back ``level`` times (``None``:
+        leave its results whole). A read-back gives that tool's results four times the budget
+        and stops collapsing similar lines (what was read back was often among them); after
+        :data:`BACKOFF_LEVELS` of them its results are no longer shortened."""
+        if level <= 0:
+            return self.options
+        if level >= BACKOFF_LEVELS:
+            return None
+        grow = 4**level
+        options = self.options
+        return replace(
+            options,
+            max_tokens=options.max_tokens * grow,
+            code_max_tokens=options.code_max_tokens * grow,
+            code_keep_percent=min(100, options.code_keep_percent * 2**level),
+            similar_run=NEVER_SIMILAR,
+        )
+
+
+def tool_names(parameter: str, names: object) -> frozenset[str]:
+    """``names`` as a set of tool names; a lone string (a common slip) is refused."""
+    if isinstance(names, str) or not isinstance(names, Collection):
+        raise ValueError(f"only and never take collections of tool names; {parameter}={names!r}")
+    if not all(isinstance(name, str) for name in names):
+        raise ValueError(f"{parameter} takes tool names (strings), got {sorted(map(repr, names))}")
+    return frozenset(names)
+
+
+@dataclass(slots=True)
+class SeenLog:
+    """The lines of a transcript's first ``upto`` messages, as the model saw them."""
+
+    seen: Seen
+    upto: int = 0
+
+    @classmethod
+    def new(cls, policy: OutputShorteningSettings) -> SeenLog:
+        return cls(Seen(min_chars=policy.options.seen_min_chars))
+
+
+@dataclass(frozen=True, slots=True)
+class FirstSightPlan:
+    """The edits to make (in order), the originals they replace, and each shortening's report."""
+
+    edits: tuple[Edit, ...] = ()
+    originals: tuple[Original, ...] = ()
+    reports: tuple[ShortenReport, ...] = ()
+    log: SeenLog | None = field(default=None, repr=False)
+
+
+def unseen_tool_results(view: Sequence[Message]) -> list[int]:
+    """Indices of tool results after the last assistant turn (not yet sent to the model)."""
+    return [i for i in range(last_assistant(view) + 1, len(view)) if view[i].role == "tool"]
+
+
+def last_assistant(view: Sequence[Message]) -> int:
+    """The index of the last assistant turn (-1 when there is none)."""
+    for index in range(len(view) - 1, -1, -1):
+        if view[index].role == "assistant":
+            return index
+    return -1
+
+
+def add_visible(seen: Seen, messages: Iterable[Message]) -> None:
+    """Add the messages' text and tool-call arguments, as the model saw them, to ``seen``, and
+    each whole text-only tool result under its call's id (a result wrapped in JSON adds the
+    lines of the text inside)."""
+    for message in messages:
+        seen.add(readable(message.text) if message.role == "tool" else message.text)
+        for call in message.tool_calls:
+            seen.add_all(_strings(call.args))
+        if message.role == "tool" and message.tool_call_id and message.is_text_only:
+            seen.add_result(result_digest(message.name or "", message.text), message.tool_call_id)
+
+
+def _strings(value: object) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _strings(item)
+
+
+def plan_first_sight(
+    window: Sequence[Message],
+    policy: OutputShorteningSettings,
+    *,
+    offset: int = 0,
+    log: SeenLog | None = None,
+    read_back: ReadBack | None = TOOL_READ_BACK,
+    backoff: Mapping[str, int] | None = None,
+) -> FirstSightPlan:
+    """The first-sight shortenings of the unseen tool results in ``window``.
+
+    ``window`` holds the transcript from position ``offset`` on, the last assistant turn
+    included; ``log`` holds the lines of the first ``log.upto`` messages (``offset <= log.upto``;
+    ``None``: start from nothing, which needs ``offset == 0`` unless dedupe is off).
+    ``read_back`` names each original's handle and says how markers point to it (``None``:
+    nothing is kept, markers give line numbers only). Each result is shortened against
+    everything before it as the model will see it, earlier shortenings included. The returned
+    plan's ``log`` covers every message before the unseen results, ready for the next call.
+    ``backoff`` counts, per tool, how often the agent read an original of that tool back: its
+    results are shortened less (see :meth:`OutputShorteningSettings.options_for`).
+    """
+    first = last_assistant(window) + 1
+    if policy.dedupe:
+        log = log if log is not None else SeenLog.new(policy)
+        if not offset <= log.upto <= offset + first or (log.upto == 0 and offset > 0):
+            raise ValueError(f"the log covers {log.upto} messages; the window starts at {offset}")
+        add_visible(log.seen, window[log.upto - offset : first])
+        log.upto = offset + first
+    else:
+        log = None
+    calls = _calls(window[:first])
+    candidates = [
+        i
+        for i in range(first, len(window))
+        if policy.eligible(window[i]) and (policy.orphans or window[i].tool_call_id in calls)
+    ]
+    if not candidates:
+        return FirstSightPlan(log=log)
+    seen = Seen(min_chars=log.seen.min_chars, parent=log.seen) if log is not None else None
+    current, done = list(window), first
+    edits: list[Edit] = []
+    originals: list[Original] = []
+    reports: list[ShortenReport] = []
+    for i in candidates:
+        if seen is not None:
+            add_visible(seen, current[done:i])
+            done = i
+        message = window[i]
+        call, note = calls.get(message.tool_call_id or "", (None, None))
+        options = policy.options_for((backoff or {}).get(message.name or "", 0))
+        if options is None:
+            continue
+        text = message.text
+        # the handle (a hash of the whole text) only once the result may be cut
+        report, handle = _repeat(message, text, policy, seen), None
+        if report is None and policy.count(text) > policy.min_tokens:
+            handle = _handle(message, text, read_back)
+            retrieval = Retrieval(handle, read_back.tool) if read_back else Retrieval()
+            report = _shorten_one(message, policy, options, call, note, seen, retrieval)
+        if report is None:
+            continue
+        handle = handle or _handle(message, text, read_back)
+        content = report.text if isinstance(message.content, str) else _text_block(report.text)
+        current[i] = replace(message, content=content)
+        edits.append(_edit(offset + i, message, content, handle, report))
+        originals.append(Original(handle, text, message.name, message.tool_call_id))
+        reports.append(report)
+    return FirstSightPlan(tuple(edits), tuple(originals), tuple(reports), log)
+
+
+def _calls(messages: Sequence[Message]) -> dict[str, tuple[ToolCall, str | None]]:
+    """Tool calls by id with the text of the turn that made them (the newest turn wins)."""
+    out: dict[str, tuple[ToolCall, str | None]] = {}
+    for message in reversed(messages):
+        if message.role != "assistant":
+            continue
+        for call in message.tool_calls:
+            if call.id and call.id not in out:
+                out[call.id] = (call, message.text or None)
+        break  # unseen results answer the last turn's calls
+    return out
+
+
+def _handle(message: Message, text: str, read_back: ReadBack | None) -> str:
+    name = message.tool_call_id or message.id or ""
+    return read_back.handle("o", text, name) if read_back else make_handle("o", name, text)
+
+
+def _shorten_one(
+    message: Message,
+    policy: OutputShorteningSettings,
+    options: ShortenSettings,
+    call: ToolCall | None,
+    note: str | None,
+    seen: Seen | None,
+    retrieval: Retrieval,
+) -> ShortenReport | None:
+    """The result shortened, when that saves at least ``min_saving`` of it (the caller checked
+    it is over ``min_tokens``)."""
+    report = shorten(
+        message.text,
+        query=call.args if call is not None else None,
+        context=note,
+        seen=seen,
+        retrieval=retrieval,
+        counter=policy.counter,
+        options=options,
+    )
+    if not report.changed or report.tokens_saved < policy.min_saving * report.tokens_before:
+        return None
+    return report
+
+
+def _repeat(
+    message: Message, text: str, policy: OutputShorteningSettings, seen: Seen | None
+) -> ShortenReport | None:
+    """A pointer to an earlier result of the same tool with exactly this ``text`` (the
+    message's), when the model was shown that one whole and the pointer costs at most half of
+    the result."""
+    if seen is None or not text:
+        return None
+    earlier = seen.result(result_digest(message.name or "", text))
+    if earlier is None or earlier == message.tool_call_id:
+        return None
+    pointer = repeat_marker(message.name or "tool", earlier)
+    before, after = policy.count(text), policy.count(pointer)
+    if 2 * after > before:
+        return None
+    lines = text.count("\n") + 1
+    return ShortenReport(pointer, "repeat", before, after, (Omission("seen", lines, 1, lines),))
+
+
+def _text_block(text: str) -> tuple[Mapping[str, Any], ...]:
+    return ({"type": "text", "text": text},)
+
+
+def _edit(index: int, message: Message, content: Any, handle: str, report: ShortenReport) -> Edit:
+    entry = {
+        "shortened": True,
+        "handle": handle,
+        "kind": report.kind,
+        "tokens_before": report.tokens_before,
+        "tokens_after": report.tokens_after,
+    }
+    return Edit(
+        index=index,
+        message_id=message.id,
+        new_content=content,
+        reason=f"shortened {report.kind} at first sight",
+        tokens_before=report.tokens_before,
+        tokens_after=report.tokens_after,
+        metadata=mark(CAPABILITY, entry),
+    )
+
+
+#: The earlier name of :class:`OutputShorteningSettings`, kept importable.
+OutputShorteningPolicy = OutputShorteningSettings

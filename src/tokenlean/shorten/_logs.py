@@ -1,0 +1,203 @@
+"""Ranking the lines of logs, test output and plain text for the line engine."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Container, Iterable, Sequence
+from itertools import chain, compress, filterfalse, pairwise
+
+from tokenlean.shorten._classify import LogMarks, value_lines
+from tokenlean.shorten._lines import EDGE, MUST, NEAR, REST, Selection
+from tokenlean.shorten._options import ShortenSettings
+from tokenlean.shorten._query import matching_lines
+from tokenlean.shorten._report import Kind, Reason
+from tokenlean.shorten._similar import seen_runs, shapes, shown_lines, similar_runs
+from tokenlean.shorten._text import Lines, line_cost
+
+_MIN_CARETS = 3
+_DOC_SIGNALS = 0.1  # a document may mention errors on this share of its lines and stay one
+
+
+def log_kind(lines: Lines, marks: LogMarks, *, document: bool = False) -> Kind:
+    """What the log with these ``marks`` is: ``"log"`` when it reports errors, summaries,
+    warnings or tracebacks, ``"diff"`` when it is mostly one, else ``"text"``. A ``document``
+    (markdown, prose) with few error lines and no traceback stays ``"text"``."""
+    signals = marks.errors | marks.summaries | marks.warnings
+    kind: Kind = "log" if signals or marks.ties else "text"
+    if document and not marks.ties and len(signals) <= _DOC_SIGNALS * lines.total:
+        kind = "text"
+    if marks.diff_changes and marks.diff_lines >= 0.5 * lines.count:
+        kind = "diff"
+    return kind
+
+
+def log_selection(
+    lines: Lines,
+    marks: LogMarks,
+    terms: Sequence[str],
+    seen: Container[str] | None,
+    options: ShortenSettings,
+    *,
+    script: bool = False,
+    collapse: bool = True,
+) -> Selection:
+    """Tiers for a log (``marks``: its :func:`classify`): errors, summaries, key traceback
+    frames and query matches are kept.
+
+    With ``script`` (the output of a script the agent wrote and ran) lines reporting values go
+    right after them; without ``collapse`` similar lines never merge (a listing of paths).
+    Frames that repeat an earlier traceback's frames line for line go, with a pointer to them.
+    """
+    query = matching_lines(lines, terms)
+    must = marks.errors | marks.summaries | marks.key_frames | query | _ends(lines.items)
+    must |= marks.diff_heads | marks.flags
+    must |= {marks.ties[i] for i in marks.key_frames if i in marks.ties}
+    must -= (marks.other_frames | marks.project_frames) - marks.errors - query
+    near = _around(marks.errors | query, options.context_lines, lines.count)
+    near |= marks.warnings | marks.project_frames | marks.diff_changes
+    values = value_lines(lines) if script else set()
+    must |= _first_within(lines.items, values, options.script_max_tokens)
+    near |= values
+    # a script's values differ in their digits only: similar-line collapse would drop them
+    protected = marks.errors | marks.summaries | query | marks.flags | values
+    forced = dropped_lines(
+        lines,
+        protected,
+        seen,
+        options,
+        keep_seen=marks.errors | marks.summaries,
+        collapse=collapse,
+        copies=marks.repeats.keys(),
+    )
+    if len(marks.carets) >= _MIN_CARETS:  # fewer cost less than the note saying they went
+        for i in marks.carets:
+            forced[i] = "caret"
+    must -= marks.repeats.keys()
+    tiers = [REST] * lines.count
+    _assign(tiers, edge_lines(lines.count, options), EDGE)
+    _assign(tiers, near, NEAR)
+    _assign(tiers, must, MUST)
+    return Selection(tiers, distances(must, lines.count), forced, marks.ties, marks.repeats)
+
+
+def dropped_lines(
+    lines: Lines,
+    protected: Collection[int],
+    seen: Container[str] | None,
+    options: ShortenSettings,
+    *,
+    keep_seen: Collection[int],
+    collapse: bool = True,
+    filler: Collection[int] = (),
+    copies: Collection[int] = (),
+) -> dict[int, Reason]:
+    """Lines left out whatever the budget: ``copies`` (lines of a repeated traceback), inner
+    lines of similar runs (unless ``collapse`` is off; the lines between copies count as
+    adjacent, so ``job 3 failed:`` lines around copies collapse too), and runs of lines the
+    reader was already shown (``keep_seen`` lines are never treated as shown; ``filler`` lines
+    never end such a run, and go with it)."""
+    # Per-line steps are C-level passes: a run can hold most of a million-line output.
+    forced: dict[int, Reason] = dict.fromkeys(copies, "trace")
+    if collapse:
+        _collapse_similar(lines, protected, options, forced)
+    if seen is not None:
+        runs = seen_runs(
+            lines.items,
+            seen,
+            keep_seen,
+            min_run=options.seen_run,
+            min_chars=options.seen_min_chars,
+            filler=filler,
+        )
+        dropped = list(chain.from_iterable(run.drop for run in runs))
+        forced.update(dict.fromkeys(dropped, "seen"))
+        if filler:
+            _unshown_filler(lines.items, dropped, filler, seen, forced)
+    return forced
+
+
+def _collapse_similar(
+    lines: Lines, protected: Collection[int], options: ShortenSettings, forced: dict[int, Reason]
+) -> None:
+    """Force out the inner lines of similar runs among the lines not yet ``forced``."""
+    items, shaped = lines.items, shapes(lines.text)
+    order: list[int] | None = None
+    if forced:  # the lines left count as adjacent
+        order = list(filterfalse(forced.__contains__, range(lines.count)))
+        items = list(map(items.__getitem__, order))
+        shaped = list(map(shaped.__getitem__, order))
+        protected = set(compress(range(len(order)), map(protected.__contains__, order)))
+    for run in similar_runs(items, shaped, protected, options.similar_run):
+        exact = items[run.start : run.end].count(items[run.start]) == run.end - run.start
+        drop = run.drop if order is None else map(order.__getitem__, run.drop)
+        forced.update(dict.fromkeys(drop, "repeat" if exact else "similar"))
+
+
+def _unshown_filler(
+    items: Sequence[str],
+    dropped: list[int],
+    filler: Collection[int],
+    seen: Container[str],
+    forced: dict[int, Reason],
+) -> None:
+    """A filler line the reader was not shown goes with its stretch, but its marker must not
+    claim it was shown: such lines are marked ``"budget"``. Every other line of a run was shown
+    or is at most three characters long; ``seen`` is asked once per distinct filler line."""
+    loose = list(compress(dropped, map(filler.__contains__, dropped)))
+    stripped = list(map(str.strip, map(items.__getitem__, loose)))
+    shown = shown_lines(stripped, seen)
+    for i, line in zip(loose, stripped, strict=True):
+        if len(line) > 3 and line not in shown:
+            forced[i] = "budget"
+
+
+def _first_within(items: Sequence[str], indices: Collection[int], budget: float) -> set[int]:
+    """The first of ``indices`` (in order) whose lines together cost at most ``budget``."""
+    out: set[int] = set()
+    spent = 0.0
+    for i in sorted(indices):
+        spent += line_cost(items[i])
+        if spent > budget:
+            break
+        out.add(i)
+    return out
+
+
+def edge_lines(n: int, options: ShortenSettings) -> set[int]:
+    return set(range(min(options.head_lines, n))) | set(range(max(0, n - options.tail_lines), n))
+
+
+def _ends(items: Sequence[str]) -> set[int]:
+    """The first and last non-blank lines."""
+    filled = [i for i in (0, 1, 2) if i < len(items) and items[i].strip()]
+    tail = [i for i in range(len(items) - 1, max(-1, len(items) - 4), -1) if items[i].strip()]
+    return set(filled[:1] + tail[:1])
+
+
+def _around(indices: Iterable[int], width: int, n: int) -> set[int]:
+    out: set[int] = set()
+    for i in indices:
+        out.update(range(max(0, i - width), min(n, i + width + 1)))
+    return out
+
+
+def _assign(tiers: list[int], indices: Iterable[int], tier: int) -> None:
+    for i in indices:
+        tiers[i] = min(tiers[i], tier)
+
+
+def distances(anchors: Collection[int], n: int) -> list[int]:
+    """Each line's distance to the nearest anchor line (``n`` when there is none).
+
+    Filled stretch by stretch with slice assignments: one Python step per anchor, not per line.
+    """
+    points = sorted(a for a in anchors if 0 <= a < n)
+    if not points:
+        return [n] * n
+    dist = [0] * n
+    dist[: points[0]] = range(points[0], 0, -1)
+    for left, right in pairwise(points):
+        middle = (left + right) // 2  # up to here the left anchor is nearer (or as near)
+        dist[left : middle + 1] = range(middle - left + 1)
+        dist[middle + 1 : right] = range(right - middle - 1, 0, -1)
+    dist[points[-1] :] = range(n - points[-1])
+    return dist

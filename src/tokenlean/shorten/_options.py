@@ -1,0 +1,118 @@
+"""Every tunable of :func:`tokenlean.shorten.shorten`, with its default, in one place."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from tokenlean import checks
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShortenSettings:
+    """How hard to shorten and what to protect.
+
+    Budgets are in tokens as estimated from characters (about 3.7 characters per token on code
+    and logs, indentation nearly free), so deciding what fits never needs a tokenizer.
+    """
+
+    max_tokens: int = 150
+    """Aim for at most this many tokens (errors, summaries and query matches may exceed it)."""
+    code_max_tokens: int = 450
+    """The budget for source code and file views (the reader asked for them, so cut less)."""
+    code_keep_percent: int = 50
+    """Source code keeps at least this share (in percent) of its tokens, whatever the budget."""
+    head_lines: int = 4
+    """Lines at the top kept before other ordinary lines (commands echo, headers)."""
+    tail_lines: int = 8
+    """Lines at the bottom kept before other ordinary lines (summaries, exit status)."""
+    context_lines: int = 1
+    """Lines kept around each error or query match in logs."""
+    code_context_lines: int = 2
+    """Lines kept around each query match in source code."""
+    similar_run: int = 3
+    """Runs of at least this many similar lines collapse to their first and last line."""
+    seen_run: int = 3
+    """Runs with at least this many lines already shown earlier collapse to one marker."""
+    seen_min_chars: int = 8
+    """Shorter lines never count as already shown (too common to mean anything)."""
+    long_line_chars: int = 1200
+    """Longer lines are cut in the middle, keeping the head, the tail and any matches."""
+    max_query_terms: int = 24
+    """At most this many terms are taken from the query."""
+    json_max_items: int = 6
+    """JSON arrays longer than this may be crushed; shorter ones always stay whole."""
+    json_keep_head: int = 2
+    """Items kept from the start of a crushed array (the last item is kept too)."""
+    json_max_string: int = 400
+    """Longer JSON strings are cut when the record is still over budget (headings of markdown
+    kept); first only strings over four times this long are."""
+    json_keep_tokens: int = 600
+    """JSON records up to this many tokens stay whole: an API's record is its identifiers and
+    values, and the agent quotes them next."""
+    text_keep_tokens: int = 1000
+    """Plain text, documents and listings up to this many tokens stay whole (a search result, a
+    lookup, a product page, an issue's description: short dense observations)."""
+    text_keep_percent: int = 50
+    """Longer documents keep at least this share (in percent) of their tokens: headings, table
+    rows and sentences matching the query first."""
+    view_keep_tokens: int = 12000
+    """File views with line numbers (``cat -n``, ``grep -n``, a Read tool, SWE-agent's ``open``) up
+    to this many tokens stay whole: the agent asked for exactly these lines and edits them
+    next. Longer views keep at least this many, around what the query names first. A whole
+    source file read by a coding agent is commonly 3k-12k tokens; at 3,000 the Claude Code
+    sessions lost 18 references from one such file (recall 0.948 -> 0.977 at 12,000, the only
+    source with views of that size; ``benchmarks/loso.md``)."""
+    view_context_lines: int = 20
+    """Lines kept on each side of a query match in a long file view."""
+    listing_keep_lines: int = 400
+    """Listings of distinct paths (``find``, ``ls -R``) up to this many lines never collapse
+    similar names (``L004.py`` and ``L005.py`` are different files)."""
+    script_max_tokens: int = 300
+    """The budget for the output of a script the agent wrote and ran (``python reproduce.py``):
+    it is the agent's result, so its value lines (``Expected``/``Actual``/``Result``, flags) go
+    first."""
+    window_above_chars: int = 2_000_000
+    """Longer texts are first cut to windows (their first and last lines, and the lines around
+    their first and last error lines and query matches) so the cost stays bounded; every
+    stretch between windows is one marker."""
+    window_errors: int = 40
+    """Error lines a cut text keeps windows around, from each end."""
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise checks.ArgumentTypeError(f"{f.name} must be an int, got {value!r}")
+            floor = 0 if f.name in _MAY_BE_ZERO else 1
+            if value < floor:
+                raise ValueError(f"{f.name} must be >= {floor}, got {value}")
+        for name in ("code_keep_percent", "text_keep_percent"):
+            if getattr(self, name) > 100:
+                raise ValueError(f"{name} must be <= 100, got {getattr(self, name)}")
+        if self.similar_run < 3:
+            raise ValueError(f"similar_run must be >= 3, got {self.similar_run}")
+        if self.long_line_chars < 200:
+            raise ValueError(f"long_line_chars must be >= 200, got {self.long_line_chars}")
+
+
+_MAY_BE_ZERO = frozenset(
+    {
+        "code_keep_percent",
+        "head_lines",
+        "tail_lines",
+        "context_lines",
+        "code_context_lines",
+        "json_keep_head",
+        "json_keep_tokens",
+        "text_keep_tokens",
+        "text_keep_percent",
+        "view_keep_tokens",
+        "view_context_lines",
+        "listing_keep_lines",
+    }
+)
+
+DEFAULT_OPTIONS = ShortenSettings()
+
+#: The earlier name of :class:`ShortenSettings`, kept importable.
+ShortenOptions = ShortenSettings

@@ -1,0 +1,130 @@
+"""Runs of lines that can go: similar lines, exact repeats, and lines already shown earlier.
+
+Two lines are *similar* when they are equal once trimmed and stripped of digits:
+``Downloading x (55 kB)`` and ``Downloading x (112 kB)`` are, ``test_a ... ok`` and
+``test_b ... ok`` are not (their names differ, and a name is what a reader looks for). The whole
+line is compared, never a prefix, so a long shared path does not merge unrelated lines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Container
+from dataclasses import dataclass
+from itertools import compress
+
+from tokenlean.shorten._seen import Seen
+
+_DIGITS = b"0123456789"
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """Lines ``start``..``end`` (inclusive, 0-based) of which ``drop`` may be left out."""
+
+    start: int
+    end: int
+    drop: tuple[int, ...]
+
+
+def shapes(text: str) -> list[str]:
+    """Each line of ``text`` trimmed and without digits (one byte-level pass over the text)."""
+    raw = text.encode("utf-8", "surrogatepass").translate(None, _DIGITS)
+    return [line.strip() for line in raw.decode("utf-8", "surrogatepass").split("\n")]
+
+
+def similar_runs(
+    items: list[str], shaped: list[str], protected: Collection[int], min_run: int
+) -> list[Run]:
+    """Runs of at least ``min_run`` similar lines (``shaped`` holds their :func:`shapes`);
+    each keeps its first and last line.
+
+    A protected line (an error, a query match) is never dropped and ends a run, except that
+    exact repeats of a protected line collapse too: the line itself still shows.
+    """
+    runs: list[Run] = []
+    start = 0
+    n = len(items)
+    while start < n:
+        end = _run_end(items, shaped, start, protected)
+        if end - start + 1 >= min_run and items[start].strip():
+            runs.append(Run(start, end, tuple(range(start + 1, end))))
+        start = end + 1
+    return runs
+
+
+def _run_end(items: list[str], shaped: list[str], start: int, protected: Collection[int]) -> int:
+    end = start
+    if start in protected:
+        while end + 1 < len(items) and items[end + 1] == items[start]:
+            end += 1
+        return end
+    while end + 1 < len(items) and end + 1 not in protected and shaped[end + 1] == shaped[start]:
+        end += 1
+    return end
+
+
+def seen_runs(
+    items: list[str],
+    seen: Container[str],
+    protected: Collection[int],
+    *,
+    min_run: int,
+    min_chars: int,
+    filler: Collection[int] = (),
+) -> list[Run]:
+    """Runs holding at least ``min_run`` lines already shown earlier (``seen`` holds stripped
+    lines). Blank and very short lines inside a run go with it, and so do ``filler`` lines
+    (a page's boilerplate: one pointer per unchanged stretch, not many small ones); protected
+    lines end it."""
+    stripped = list(map(str.strip, items))
+    # Runs are only looked for from the lines already shown, found with one set intersection
+    # (or one question per distinct line): a large output that repeats nothing costs a few
+    # C-level passes, not a call per line.
+    shown = {line for line in shown_lines(stripped, seen) if len(line) >= min_chars}
+    if not shown:
+        return []
+
+    def state(i: int) -> int:  # 2: seen, 1: neutral filler, 0: breaks a run
+        if i in protected:
+            return 0
+        line = stripped[i]
+        if line in shown:  # shown lines are at least min_chars long
+            return 2
+        if i in filler:
+            return 1
+        if len(line) < min_chars:
+            return 1 if len(line) <= 3 else 0
+        return 0
+
+    starts = list(compress(range(len(stripped)), map(shown.__contains__, stripped)))
+    return _runs_of(len(items), state, min_run, starts)
+
+
+def shown_lines(lines: list[str], seen: Container[str]) -> set[str]:
+    """The members of ``lines`` that ``seen`` holds (C-level when it is a set or a Seen)."""
+    if isinstance(seen, Seen):  # its own lines and its parents' (what ``in`` would find)
+        found = seen.lines.intersection(lines)
+        if seen.parent is not None:
+            found |= shown_lines(lines, seen.parent)
+        return found
+    if isinstance(seen, (set, frozenset)):
+        return set(seen.intersection(lines))
+    return {line for line in set(lines) if line in seen}
+
+
+def _runs_of(n: int, state: Callable[[int], int], min_run: int, starts: list[int]) -> list[Run]:
+    """The runs from the candidate ``starts`` (ascending; every line whose state is 2)."""
+    runs: list[Run] = []
+    done = 0
+    for i in starts:
+        if i < done or state(i) != 2:
+            continue
+        end, count, j = i, 1, i + 1
+        while j < n and (s := state(j)):
+            if s == 2:
+                end, count = j, count + 1
+            j += 1
+        if count >= min_run:
+            runs.append(Run(i, end, tuple(range(i, end + 1))))
+        done = end + 1
+    return runs

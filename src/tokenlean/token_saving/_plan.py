@@ -1,0 +1,360 @@
+"""Which message gets which compression, and when: the framework-free token-saving planner.
+
+:func:`plan_compressions` reads a neutral transcript and the compressions stored so far (the
+middleware keeps them in agent state) and returns the new or changed ones. Each is computed once,
+from the original text, so the bytes sent for a message change only when its entry changes, and
+each change rewrites bytes the model was already sent (a prompt-cache break from that message on).
+
+- Default (the reference behaviour): a tool output is head+tail truncated when it leaves the
+  ``keep_recent_tool_messages`` window. With word compression on, a message is compressed at the
+  "mid" ratio once it is ``perplexity_recent_cutoff`` calls old, and again (from the original) at
+  the "old" ratio once it is ``perplexity_mid_cutoff`` calls old.
+- ``compress_once=True``: a message is compressed once, by every lever on, at the ratio of its
+  tier, when it has left the recent window of every lever, and never again. The result waits as
+  *pending*; pending compressions are written into the prompt together, in one rewrite, once
+  they pay for it within ``payback_calls`` calls under the policy's cache pricing
+  (:func:`tokenlean.cost.expected_net_saving`: the tokens they remove, read from the cache on each
+  later call, must cover re-writing the cache from the first rewritten message on). Of the
+  pending ones, the rewrite starts where that saving is largest. A message not yet sent is
+  rewritten for free: ``keep_recent_tool_messages=0`` compresses at first sight with no cache
+  break at all.
+
+A long transcript is not re-read on every call: :func:`plan_compressions` reads a *window* (the
+transcript from some position on) and says how many of its leading messages are *settled*, with
+the stage they keep for good and nothing pending, so the next call's window can start after them.
+:func:`compression_edits` turns stored compressions into the edits an adapter applies.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypedDict
+
+from tokenlean._failopen import fail_open
+from tokenlean.cost import expected_net_saving
+from tokenlean.token_saving._head_tail import compress_tool_output, content_digest, text_parts
+from tokenlean.token_saving._policy import CompressionSettings, Stage
+from tokenlean.token_saving._words import compress_words
+from tokenlean.tokens import MESSAGE_OVERHEAD, EstimateCounter, TokenCounter
+from tokenlean.transcript import Content, Edit, Message, content_text
+
+logger = logging.getLogger(__name__)
+
+
+class CompressedEntry(TypedDict):
+    """One message's stored compression (JSON-friendly, so checkpointers persist it)."""
+
+    source: str  # digest of the original content; the entry applies only to that content
+    stage: str
+    content: str | list[dict[str, Any]] | None  # None: the stage left the text as it was
+    applied: bool  # False: computed, waiting to be written into the prompt (compress_once)
+    classified: bool
+    ht_chars: int
+    ht_tokens: int
+    word_chars: int
+    word_tokens: int
+
+
+@dataclass
+class CompressionPlan:
+    """New or changed entries by message id, what they add to the stats, and how many leading
+    messages of the window are settled (their stage is final and nothing of theirs pends)."""
+
+    updates: dict[str, CompressedEntry] = field(default_factory=dict)
+    stats: Counter[str] = field(default_factory=Counter)
+    settled: int = 0
+
+
+def plan_compressions(
+    view: Sequence[Message],
+    stored: Mapping[str, CompressedEntry],
+    policy: CompressionSettings,
+    counter: TokenCounter,
+    *,
+    before: int = 0,
+) -> CompressionPlan:
+    """The entries to add to ``stored`` for this transcript; a failing message is skipped.
+
+    ``view`` may be a window: the transcript from some position on, where every message before
+    it is settled; ``before`` is the tokens those messages are sent as (for the cache model).
+    """
+    plan = CompressionPlan()
+    current: dict[int, CompressedEntry] = {}
+    ages = _ages(view)
+    for index, (message, (tools_after, calls_ago)) in enumerate(zip(view, ages, strict=True)):
+        if message.id is None or message.role not in ("tool", "assistant"):
+            continue
+        with fail_open(
+            logger, "could not compress message %s; left as is", message.id, level=logging.WARNING
+        ) as guard:
+            stage = policy.stage(message.role, tools_after, calls_ago)
+            entry = _plan_one(message, stage, stored.get(message.id), policy, counter, plan)
+        if not guard.failed and entry is not None:
+            current[index] = entry
+    if policy.compress_once:
+        _release(view, current, policy, plan, counter, before)
+    _count(plan, stored)
+    plan.settled = _settled(view, ages, current, policy)
+    return plan
+
+
+def _settled(
+    view: Sequence[Message],
+    ages: Sequence[tuple[int, int]],
+    current: Mapping[int, CompressedEntry],
+    policy: CompressionSettings,
+) -> int:
+    """How many leading messages will never get a new or changed entry."""
+    for index, message in enumerate(view):
+        entry = current.get(index)
+        if entry is not None and not entry["applied"]:
+            return index
+        if message.id is None or message.role not in ("tool", "assistant"):
+            continue
+        if not policy.final(message.role, *ages[index]):
+            return index
+    return len(view)
+
+
+def compression_edits(
+    view: Sequence[Message], entries: Mapping[str, CompressedEntry], *, offset: int = 0
+) -> list[Edit]:
+    """The edits that send each message of ``view`` as its applied entry says.
+
+    An entry applies only to a message whose content still has the digest it was made from.
+    """
+    edits: list[Edit] = []
+    for index, message in enumerate(view):
+        entry = entries.get(message.id) if message.id is not None else None
+        if entry is None or entry["content"] is None or not entry["applied"]:
+            continue
+        if content_digest(message.content) != entry["source"]:
+            continue
+        content = entry["content"]
+        new = content if isinstance(content, str) else tuple(content)
+        saved = entry["ht_tokens"] + entry["word_tokens"]
+        edits.append(
+            Edit(offset + index, message.id, new, f"compressed ({entry['stage']})", saved, 0)
+        )
+    return edits
+
+
+def _ages(view: Sequence[Message]) -> list[tuple[int, int]]:
+    """Per message: tool messages after it, and assistant messages (model calls) after it."""
+    tools = calls = 0
+    out: list[tuple[int, int]] = []
+    for message in reversed(view):
+        out.append((tools, calls))
+        tools += message.role == "tool"
+        calls += message.role == "assistant"
+    return out[::-1]
+
+
+def _plan_one(
+    message: Message,
+    stage: Stage | None,
+    previous: CompressedEntry | None,
+    policy: CompressionSettings,
+    counter: TokenCounter,
+    plan: CompressionPlan,
+) -> CompressedEntry | None:
+    """The message's entry from now on (new ones also go to ``plan.updates``)."""
+    if previous is None and stage is None:
+        return None
+    if previous is not None and previous["source"] != content_digest(message.content):
+        previous = None  # the message changed under us: its old entry no longer applies
+    if previous is not None and (
+        policy.compress_once or stage is None or stage.key == previous["stage"]
+    ):
+        plan.stats["perplexity_cache_hits"] += previous["classified"]
+        return previous
+    if stage is None:
+        return None
+    entry = build_entry(message.content, stage, policy, counter, applied=not policy.compress_once)
+    if entry is None:
+        return previous
+    plan.updates[str(message.id)] = entry
+    return entry
+
+
+def _release(
+    view: Sequence[Message],
+    current: dict[int, CompressedEntry],
+    policy: CompressionSettings,
+    plan: CompressionPlan,
+    counter: TokenCounter,
+    before: int,
+) -> None:
+    """Apply the batch of pending entries that pays back most within ``payback_calls``."""
+    pending = sorted(i for i, e in current.items() if not e["applied"])
+    if not pending:
+        return
+    sent_end = max((i for i, m in enumerate(view) if m.role == "assistant"), default=0)
+    # upto[i]: tokens of the messages before i as the next prompt sends them (none rewritten)
+    upto = [before]
+    for i, message in enumerate(view):
+        upto.append(upto[-1] + _sent_tokens(message, _applied(current.get(i)), counter))
+    prompt, new = upto[-1], upto[-1] - upto[sent_end]
+    saved = [current[i]["ht_tokens"] + current[i]["word_tokens"] for i in pending]
+    best, best_net = None, 0.0
+    for k, start in enumerate(pending):
+        net = expected_net_saving(
+            policy.pricing,
+            prompt=prompt,
+            prefix=min(upto[start], prompt - new),
+            new=new,
+            saved=sum(saved[k:]),
+            remaining=policy.payback_calls,
+        )
+        if (best is None and net >= 0) or net > best_net:
+            best, best_net = k, net
+    if best is None:
+        return
+    for i in pending[best:]:
+        released = current[i].copy()
+        released["applied"] = True
+        plan.updates[str(view[i].id)] = current[i] = released
+
+
+def _applied(entry: CompressedEntry | None) -> CompressedEntry | None:
+    return entry if entry is not None and entry["applied"] else None
+
+
+def _sent_tokens(message: Message, entry: CompressedEntry | None, counter: TokenCounter) -> int:
+    """Tokens of a message as the next prompt sends it (``entry``: its applied compression)."""
+    if entry is not None and entry["content"] is not None:
+        return MESSAGE_OVERHEAD + _tokens([content_text(entry["content"])], counter)
+    return MESSAGE_OVERHEAD + _tokens([message.text], counter)
+
+
+def sent_tokens(
+    view: Sequence[Message], entries: Mapping[str, CompressedEntry], counter: TokenCounter
+) -> int:
+    """Tokens of ``view``'s messages as they are sent, stored compressions applied."""
+    return sum(
+        _sent_tokens(m, _applied(entries.get(m.id)) if m.id is not None else None, counter)
+        for m in view
+    )
+
+
+def _count(plan: CompressionPlan, stored: Mapping[str, CompressedEntry]) -> None:
+    """Add what the newly applied entries remove (beyond what their predecessors did)."""
+    for message_id, entry in plan.updates.items():
+        if not entry["applied"]:
+            continue
+        before = stored.get(message_id)
+        if before is None or not before["applied"] or before["source"] != entry["source"]:
+            before = _EMPTY
+        plan.stats.update(
+            compressions=entry["ht_chars"] > 0 and before["ht_chars"] == 0,
+            chars_saved=entry["ht_chars"] - before["ht_chars"],
+            tokens_saved=entry["ht_tokens"] - before["ht_tokens"],
+            perplexity_compressions=entry["word_chars"] > 0 and entry["stage"] != before["stage"],
+            perplexity_chars_saved=entry["word_chars"] - before["word_chars"],
+            perplexity_tokens_saved=entry["word_tokens"] - before["word_tokens"],
+        )
+
+
+_EMPTY = CompressedEntry(
+    source="",
+    stage="",
+    content=None,
+    applied=True,
+    classified=False,
+    ht_chars=0,
+    ht_tokens=0,
+    word_chars=0,
+    word_tokens=0,
+)
+
+
+def build_entry(
+    content: Content,
+    stage: Stage,
+    policy: CompressionSettings,
+    counter: TokenCounter,
+    *,
+    applied: bool = True,
+) -> CompressedEntry | None:
+    """``content`` compressed at ``stage``, from scratch; ``None`` when nothing is eligible."""
+    parts = text_parts(content)
+    if parts is None:
+        return None
+    ht = stage.head_tail and any(len(p) > policy.compress_threshold_chars for p in parts)
+    words = stage.keep_ratio is not None and any(
+        _has_words(p, policy.perplexity_min_content_words) for p in parts
+    )
+    if not (ht or words):
+        return None
+    truncated = [_head_tail(p, policy) if ht else p for p in parts]
+    final = [_words(p, stage, policy) for p in truncated] if words else truncated
+    changed = final != parts
+    n_parts = _tokens(parts, counter) if changed else 0
+    n_truncated = _tokens(truncated, counter) if changed and ht else n_parts
+    n_final = _tokens(final, counter) if changed and words else n_truncated
+    return CompressedEntry(
+        source=content_digest(content),
+        stage=stage.key,
+        content=_with_parts(content, final) if changed else None,
+        applied=applied or not changed,
+        classified=words,
+        ht_chars=_chars(parts) - _chars(truncated),
+        ht_tokens=n_parts - n_truncated,
+        word_chars=_chars(truncated) - _chars(final),
+        word_tokens=n_truncated - n_final,
+    )
+
+
+_WORD = re.compile(r"\S+")
+
+
+def _has_words(text: str, n: int) -> bool:
+    """Whether ``text`` has at least ``n`` words, reading no further than its ``n``-th word
+    (``len(text.split())`` would make a string of every word of a large output first)."""
+    return sum(1 for _ in itertools.islice(_WORD.finditer(text), n)) >= n
+
+
+def _with_parts(content: Content, parts: Sequence[str]) -> str | list[dict[str, Any]]:
+    if isinstance(content, str):
+        return parts[0]
+    return [{**block, "text": text} for block, text in zip(content, parts, strict=True)]
+
+
+def _head_tail(text: str, policy: CompressionSettings) -> str:
+    return compress_tool_output(
+        text,
+        threshold_chars=policy.compress_threshold_chars,
+        head_chars=policy.head_keep_chars,
+        tail_chars=policy.tail_keep_chars,
+    )
+
+
+def _words(text: str, stage: Stage, policy: CompressionSettings) -> str:
+    if policy.classifier is None or stage.keep_ratio is None:
+        return text
+    return compress_words(
+        text,
+        policy.classifier,
+        keep_ratio=stage.keep_ratio,
+        window_words=policy.perplexity_window_words,
+        min_content_words=policy.perplexity_min_content_words,
+    )
+
+
+def _chars(parts: Sequence[str]) -> int:
+    return sum(len(p) for p in parts)
+
+
+#: Texts longer than this are counted with the fast estimate in the stats (an exact count of a
+#: 50 MB output takes seconds, for a figure only the stats report).
+EXACT_COUNT_CHARS = 1_000_000
+_ESTIMATE = EstimateCounter()
+
+
+def _tokens(parts: Sequence[str], counter: TokenCounter) -> int:
+    return sum((_ESTIMATE if len(p) > EXACT_COUNT_CHARS else counter).count(p) for p in parts)
