@@ -6,6 +6,7 @@ The core (this package's top level) imports no framework; LangChain middleware l
 
 from __future__ import annotations
 
+from tokenlean import _moved
 from tokenlean.cost import ANTHROPIC, NO_CACHE, OPENAI, PRICING, CachePricing
 from tokenlean.loop_guard._detect import Detection, LoopDetector, detect_stuck, loop_signals
 from tokenlean.loop_guard._steps import Step, build_steps
@@ -23,6 +24,8 @@ from tokenlean.tokens import (
     default_counter,
 )
 from tokenlean.transcript import Edit, Message, ToolCall
+
+_moved.install()  # old module paths keep working, with a DeprecationWarning
 
 __version__ = "0.1.0"
 

@@ -14,7 +14,7 @@ dataclasses use them); this module adds those of tokenlean's types (messages, to
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from typing import TYPE_CHECKING, cast
+from typing import TypeVar, cast
 
 from tokenlean._checks import (
     ArgumentTypeError,
@@ -31,9 +31,6 @@ from tokenlean._checks import (
     tool_choice,
 )
 from tokenlean.transcript import Message
-
-if TYPE_CHECKING:  # for the annotation only: tokens imports this module
-    from tokenlean.tokens import TokenCounter
 
 __all__ = [
     "ArgumentTypeError",
@@ -53,6 +50,9 @@ __all__ = [
 ]
 
 
+T = TypeVar("T")
+
+
 def messages(value: object, name: str = "messages") -> Sequence[Message]:
     """``value`` if it is a sequence of tokenlean :class:`~tokenlean.transcript.Message`."""
     items = sequence(value, name, of="tokenlean Messages")
@@ -65,7 +65,7 @@ def messages(value: object, name: str = "messages") -> Sequence[Message]:
     return cast("Sequence[Message]", items)
 
 
-def token_counter(value: object, name: str) -> TokenCounter:
+def token_counter(value: T, name: str) -> T:
     """``value`` if it fits the :class:`~tokenlean.tokens.TokenCounter` protocol (a callable
     ``count(text) -> int``), refused up front instead of failing on every call."""
     if not callable(getattr(value, "count", None)) or isinstance(value, (str, bytes, Collection)):
@@ -73,4 +73,4 @@ def token_counter(value: object, name: str) -> TokenCounter:
             f"{name} must be a TokenCounter with a count(text) -> int method "
             f"(e.g. EstimateCounter()), got {described(value)}"
         )
-    return cast("TokenCounter", value)
+    return value

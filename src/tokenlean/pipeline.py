@@ -40,6 +40,7 @@ from tokenlean.shorten._firstsight import (
 from tokenlean.shorten._inputs import InputPlan, InputShorteningSettings, plan_inputs
 from tokenlean.shorten._seen import Seen
 from tokenlean.shorten._text import estimate_tokens
+from tokenlean.shorten._wrapped import readable
 from tokenlean.store import Original
 from tokenlean.tokens import EstimateCounter, TokenCounter, message_tokens
 from tokenlean.transcript import Edit, Message, ToolCall
@@ -242,7 +243,9 @@ class Planner:
         read_back = policy.read_back
         for shortened, original in zip(plan.outputs.edits, plan.outputs.originals, strict=True):
             text = _text(shortened.new_content)
-            kept = (read_back.keep(original, "o"),) if read_back is not None else ()
+            kept: tuple[Original, ...] = ()
+            if read_back is not None:  # what the markers count the lines of
+                kept = (read_back.keep(original, readable(original.text)),)
             before, after = shortened.tokens_before, shortened.tokens_after
             out.append(HistoryEdit(shortened.index, "output", text, {}, before, after, kept))
             current[shortened.index] = replace(current[shortened.index], content=text)
@@ -267,7 +270,7 @@ def _input_edit(
         for o, cut in zip(plan.originals, plan.cuts, strict=True)
     )
     before = sum(cut.tokens_before for cut in plan.cuts)
-    kept = tuple(read_back.keep(o, "i") for o in plan.originals) if read_back else ()
+    kept = tuple(read_back.keep(o, o.text) for o in plan.originals) if read_back else ()
     return HistoryEdit(edit.index, "input", None, edit.tool_args, before, after, kept)
 
 

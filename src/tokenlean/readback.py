@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from tokenlean import checks
-from tokenlean.shorten._wrapped import readable
 from tokenlean.store import RETRIEVAL_TOOL, FolderOriginalStore, Original, make_handle
 
 __all__ = [
@@ -61,8 +60,9 @@ class ReadBack(Protocol):
         (``final``: in its final words; else as laid out, to judge whether the cut pays)."""
         ...
 
-    def keep(self, original: Original, kind: str) -> Original:
-        """What the store keeps for ``original`` (``kind``: ``"o"`` output, ``"i"`` input)."""
+    def keep(self, original: Original, lines: str) -> Original:
+        """What the store keeps for ``original``; ``lines`` is the text its markers count the
+        lines of (a JSON envelope's text, unescaped; an input's text as it is)."""
         ...
 
 
@@ -82,8 +82,8 @@ class ToolReadBack:
     def finish(self, text: str, original: Original) -> str:
         return text
 
-    def keep(self, original: Original, kind: str) -> Original:
-        return original
+    def keep(self, original: Original, lines: str) -> Original:
+        return original  # read_original reads line ranges the way the markers count them
 
     def input_marker(
         self, omitted: int, first: int, handle: str, text: str, *, final: bool = True
@@ -118,9 +118,8 @@ class FileReadBack:
     def finish(self, text: str, original: Original) -> str:
         return point_to_file(text, original.handle, str(self.path(original.text)))
 
-    def keep(self, original: Original, kind: str) -> Original:
-        text = readable(original.text) if kind == "o" else original.text
-        return Original(make_handle("o", original.text), text)
+    def keep(self, original: Original, lines: str) -> Original:
+        return Original(make_handle("o", original.text), lines)
 
     def input_marker(
         self, omitted: int, first: int, handle: str, text: str, *, final: bool = True

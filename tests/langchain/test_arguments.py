@@ -134,7 +134,7 @@ CASES = [
     _case(lc.apply_edits, {"messages": [], "edits": None}, WRONG, "edits must be a list"),
     _case(lc.to_view, {"messages": "x"}, WRONG, "messages must be a list of LangChain messages"),
     _case(lc.to_view, {"messages": [1]}, WRONG, r"messages\[0\] must be a LangChain message"),
-    _case(lc.from_view, {"messages": "x"}, WRONG, "messages must be a list of tokenlean Messages"),
+    _case(lc.from_view, {"messages": "x"}, WRONG, "messages must be a sequence of tokenlean"),
     _case(lc.from_view, {"messages": [1]}, WRONG, r"messages\[0\] must be a tokenlean Message"),
     _case(lc.build_steps_from_messages, {"messages": "x"}, WRONG, "messages must be a list"),
     # testing

@@ -154,17 +154,13 @@ def to_view(
 
 def from_view(messages: Iterable[Message]) -> list[BaseMessage]:
     """Neutral messages as LangChain messages (a recorded trace loaded into an agent)."""
-    if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Iterable):
-        raise checks.ArgumentTypeError(
-            f"messages must be a list of tokenlean Messages, got {checks.described(messages)}"
-        )
-    items = list(messages)
-    for index, item in enumerate(items):
-        if not isinstance(item, Message):
-            raise checks.ArgumentTypeError(
-                f"messages[{index}] must be a tokenlean Message, got {checks.described(item)}"
-            )
-    return [_message(m) for m in items]
+    return [
+        _message(m) for m in checks.messages(list(messages) if _listable(messages) else messages)
+    ]
+
+
+def _listable(value: object) -> bool:
+    return isinstance(value, Iterable) and not isinstance(value, (str, bytes, Mapping, Sequence))
 
 
 def _langchain_messages(messages: object, name: str) -> list[BaseMessage]:

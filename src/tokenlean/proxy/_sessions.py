@@ -28,7 +28,7 @@ from typing import Any
 
 from tokenlean.proxy._routing import list_key
 from tokenlean.proxy._scan import ScannedBody, rewritten_body
-from tokenlean.raw import Api
+from tokenlean.raw import Api, strip_cache_control
 from tokenlean.tokens import EstimateCounter
 
 #: Values that cost no prompt tokens as text (opaque signatures, base64 payloads).
@@ -71,16 +71,8 @@ def _short(api: Api, text: str) -> str:
     return hashlib.sha256(data).hexdigest()[:12]
 
 
-def _strip_cache_control(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {k: _strip_cache_control(v) for k, v in value.items() if k != "cache_control"}
-    if isinstance(value, list):
-        return [_strip_cache_control(v) for v in value]
-    return value
-
-
 def _canonical(value: Any) -> str:
-    return json.dumps(_strip_cache_control(value), sort_keys=True, separators=(",", ":"))
+    return json.dumps(strip_cache_control(value), sort_keys=True, separators=(",", ":"))
 
 
 def _leaves(value: Any, out: list[str]) -> list[str]:
@@ -155,7 +147,7 @@ class BlockCounter:
             if block is not None:
                 self._memo.move_to_end(key)
                 return block
-        value = _strip_cache_control(value)  # a breakpoint is neither content nor tokens
+        value = strip_cache_control(value)  # a breakpoint is neither content nor tokens
         canonical = json.dumps(value, sort_keys=True, separators=(",", ":"))
         fingerprint = hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
         block = (fingerprint, _text_tokens(value))

@@ -30,7 +30,7 @@ from tokenlean.pipeline import HistoryEdit, Planner, PlannerSettings
 from tokenlean.raw import _anthropic as anthropic
 from tokenlean.raw import _openai_chat as openai_chat
 from tokenlean.raw import _openai_responses as openai_responses
-from tokenlean.raw._view import RawView, Write, apply
+from tokenlean.raw._view import RawView, Write, apply, strip_cache_control
 from tokenlean.readback import FileReadBack
 from tokenlean.shorten._firstsight import OutputShorteningSettings
 from tokenlean.shorten._inputs import RECOMMENDED_INPUTS, InputShorteningSettings
@@ -39,7 +39,7 @@ from tokenlean.shorten._text import estimate_tokens
 from tokenlean.store import FolderOriginalStore, default_originals_dir
 from tokenlean.tokens import TokenCounter
 
-__all__ = ["Api", "RawSettings", "RewriteResult", "rewrite_request"]
+__all__ = ["Api", "RawSettings", "RewriteResult", "rewrite_request", "strip_cache_control"]
 
 logger = logging.getLogger(__name__)
 

@@ -194,3 +194,12 @@ class ViewBuilder:
 
     def build(self) -> RawView:
         return RawView(tuple(self.messages), dict(self.results), dict(self.calls))
+
+
+def strip_cache_control(value: Any) -> Any:
+    """``value`` (a body or part of one) without any ``cache_control`` key, for comparisons."""
+    if isinstance(value, Mapping):
+        return {k: strip_cache_control(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [strip_cache_control(v) for v in value]
+    return value

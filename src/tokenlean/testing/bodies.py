@@ -20,7 +20,7 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from tokenlean.raw import Api
+from tokenlean.raw import Api, strip_cache_control
 from tokenlean.transcript import Message
 
 __all__ = [
@@ -66,15 +66,6 @@ def mark_newest(api: Api, request: Mapping[str, Any]) -> dict[str, Any]:
     messages = list(request["messages"])
     messages[-1] = _with_breakpoint(messages[-1])
     return {**request, "messages": messages}
-
-
-def strip_cache_control(value: Any) -> Any:
-    """``value`` (a body or part of one) without any ``cache_control`` key, for comparisons."""
-    if isinstance(value, Mapping):
-        return {k: strip_cache_control(v) for k, v in value.items() if k != "cache_control"}
-    if isinstance(value, list):
-        return [strip_cache_control(v) for v in value]
-    return value
 
 
 def anthropic_requests(

@@ -1,0 +1,104 @@
+"""The planner every way in calls: inputs before outputs, read-backs, and a memo that is a cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tokenlean.pipeline import Planner, PlannerSettings, plan_turn
+from tokenlean.readback import TOOL_READ_BACK, FileReadBack, ToolReadBack, point_to_file
+from tokenlean.shorten import InputShorteningSettings, OutputShorteningSettings
+from tokenlean.store import FolderOriginalStore, Original, make_handle
+from tokenlean.transcript import Message, ToolCall
+
+SCRIPT = "\n".join(
+    f"print('step {i}: partial sums for shard {i} of the nightly job')" for i in range(60)
+)
+LOG = "\n".join(
+    [
+        *(f"PASSED tests/test_mod_{i}.py::test_case_{i}" for i in range(300)),
+        "FAILED tests/test_x.py",
+    ]
+)
+INPUTS = InputShorteningSettings(min_tokens=50, head_lines=4, tail_lines=2)
+OUTPUTS = OutputShorteningSettings(min_tokens=50)
+
+
+def _turn(result: str = LOG) -> list[Message]:
+    call = ToolCall("c1", "bash", {"command": SCRIPT})
+    return [
+        Message(role="user", content="Why does the nightly job fail?"),
+        Message(role="assistant", content="Running it.", tool_calls=(call,), id="a1"),
+        Message(role="tool", content=result, tool_call_id="c1", name="bash", id="t1"),
+    ]
+
+
+def test_a_turn_cuts_its_inputs_then_shortens_its_results() -> None:
+    plan = plan_turn(_turn(), inputs=INPUTS, outputs=OUTPUTS, read_back=TOOL_READ_BACK)
+    (cut,) = plan.inputs.edits
+    command = cut.tool_args["c1"]["command"]
+    assert command.count("\n") == INPUTS.head_lines + INPUTS.tail_lines  # one marker between
+    assert 'read_original("i' in command
+    (shortened,) = plan.outputs.edits
+    assert "FAILED tests/test_x.py" in str(shortened.new_content)
+    assert shortened.index == 2 and cut.index == 1
+
+
+def test_the_output_shortener_sees_the_inputs_as_cut() -> None:
+    """A result that echoes the script repeats lines the model will no longer see once the
+    input is cut: they are not pointed to as already shown."""
+    echoed = SCRIPT + "\n" + LOG
+    with_inputs = plan_turn(_turn(echoed), inputs=INPUTS, outputs=OUTPUTS, read_back=TOOL_READ_BACK)
+    without = plan_turn(_turn(echoed), outputs=OUTPUTS, read_back=TOOL_READ_BACK)
+    middle = "print('step 30: partial sums for shard 30 of the nightly job')"
+    assert middle not in str(without.outputs.edits[0].new_content)  # pointed to as shown
+    assert middle in str(with_inputs.outputs.edits[0].new_content)  # no longer shown: kept
+
+
+def test_inputs_are_cut_only_when_the_originals_can_be_read_back() -> None:
+    plan = plan_turn(_turn(), inputs=INPUTS, outputs=OUTPUTS, read_back=None)
+    assert plan.inputs.edits == ()
+    assert plan.outputs.edits  # results are still shortened, markers give line numbers only
+    assert "read_original" not in str(plan.outputs.edits[0].new_content)
+
+
+def test_a_tool_read_back_names_handles_and_changes_nothing_else() -> None:
+    read_back = ToolReadBack("fetch_original")
+    plan = plan_turn(_turn(), outputs=OUTPUTS, read_back=read_back)
+    (original,) = plan.outputs.originals
+    assert original.handle == make_handle("o", "c1", LOG)
+    assert read_back.keep(original, "any") is original
+    assert 'fetch_original("' in str(plan.outputs.edits[0].new_content)
+
+
+def test_a_file_read_back_points_to_a_file_named_by_content(tmp_path: Path) -> None:
+    read_back = FileReadBack(FolderOriginalStore(tmp_path))
+    plan = plan_turn(_turn(), inputs=INPUTS, outputs=OUTPUTS, read_back=read_back)
+    text = str(plan.outputs.edits[0].new_content)
+    path = tmp_path / f"{make_handle('o', LOG)}.txt"
+    assert f"full output: {path}" in text and "read_original" not in text
+    command = plan.inputs.edits[0].tool_args["c1"]["command"]
+    assert f"full input: {tmp_path / make_handle('o', SCRIPT)}.txt lines 5-58" in command
+    kept = read_back.keep(plan.outputs.originals[0], LOG)
+    assert kept == Original(make_handle("o", LOG), LOG)
+
+
+def test_point_to_file_names_the_file_once() -> None:
+    text = 'a; read_original("o1", "2-3") b; read_original("o1", "7") c; read_original("o2")'
+    assert point_to_file(text, "o1", "/f.txt") == (
+        'a; full output: /f.txt lines 2-3 b; full output line 7 c; read_original("o2")'
+    )
+
+
+def test_a_cold_planner_plans_what_a_warm_one_did(tmp_path: Path) -> None:
+    settings = PlannerSettings(
+        outputs=OUTPUTS,
+        inputs=INPUTS,
+        read_back=FileReadBack(FolderOriginalStore(tmp_path)),
+        counter=None,
+    )
+    history = [*_turn(), Message(role="assistant", content="The x test fails.", id="a2")]
+    warm, cold = Planner(settings), Planner(settings)
+    warm.plan(history[:3])
+    assert warm.plan(history) == cold.plan(history)
+    warm.forget()
+    assert warm.plan(history) == cold.plan(history)
