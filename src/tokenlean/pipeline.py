@@ -84,20 +84,25 @@ def plan_turn(
     cut. ``log``, ``backoff`` and the window's bounds are as for
     :func:`~tokenlean.shorten._firstsight.plan_first_sight`.
     """
-    current = list(window)
-    cut = InputPlan()
+    cut, current = _NO_INPUTS, window
     if inputs is not None and read_back is not None:
-        cut = plan_inputs(current, inputs, offset=offset, read_back=read_back)
-        for edit in cut.edits:
-            current[edit.index - offset] = _with_args(current[edit.index - offset], edit)
+        cut = plan_inputs(window, inputs, offset=offset, read_back=read_back)
+        if cut.edits:
+            current = list(window)
+            for edit in cut.edits:
+                current[edit.index - offset] = _with_args(current[edit.index - offset], edit)
     if outputs is None:
-        return TurnPlan(cut)
+        return TurnPlan(cut, _NO_OUTPUTS)
     shown = plan_first_sight(
         current, outputs, offset=offset, log=log, read_back=read_back, backoff=backoff
     )
-    if read_back is not None:
+    if read_back is not None and shown.edits:
         shown = _finished(shown, read_back, outputs)
     return TurnPlan(cut, shown)
+
+
+_NO_INPUTS = InputPlan()
+_NO_OUTPUTS = FirstSightPlan()
 
 
 def _with_args(message: Message, edit: Edit) -> Message:

@@ -145,11 +145,16 @@ def to_view(
     core. Each message object is converted once while it stays unchanged, whichever middleware
     reads it first (see :func:`_view`), so a call converts only the part it has not read.
     """
-    if start or stop is not None:
-        if not isinstance(messages, Sequence):
-            messages = list(messages)
-        messages = messages[start:stop]
-    return [_view(m) for m in _langchain_messages(messages, "messages")]
+    items = _langchain_messages(messages, "messages")
+    return views_of(items, start, stop)
+
+
+def views_of(
+    messages: Sequence[BaseMessage], start: int = 0, stop: int | None = None
+) -> list[Message]:
+    """:func:`to_view` for the middleware's own state, whose messages LangGraph already holds as
+    a list of messages (not checked again on every call)."""
+    return [_view(m) for m in messages[start:stop]]
 
 
 def from_view(messages: Iterable[Message]) -> list[BaseMessage]:

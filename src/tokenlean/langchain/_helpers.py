@@ -21,7 +21,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.config import get_config
 
-from tokenlean.langchain._adapter import _view, to_view
+from tokenlean.langchain._adapter import _view, views_of
 from tokenlean.loop_guard._steps import StepScan
 from tokenlean.tokens import TokenCounter, message_tokens
 from tokenlean.transcript import Message
@@ -232,7 +232,7 @@ class StepMemo:
         if known.read is not None and list(messages[start:boundary]) == known.tail:
             # The turn read last call is now settled, its results all in: keep its steps.
             settled = known.settled.settle(known.read)
-            views = to_view(messages, boundary)
+            views = views_of(messages, boundary)
         else:
             views = _reusing(known, messages, start)
             settled = known.settled.extend(views[: boundary - start])
@@ -270,6 +270,6 @@ class TokenMemo:
         scope = thread_scope()
         hit = self._memo.take(scope, messages)
         start, known = (hit.n, hit.value) if hit is not None else (0, 0)
-        total = known + sum(message_tokens(m, self.counter) for m in to_view(messages, start))
+        total = known + sum(message_tokens(m, self.counter) for m in views_of(messages, start))
         self._memo.put(scope, messages, len(messages), total, reuse=hit)
         return total

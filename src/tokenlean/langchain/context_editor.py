@@ -40,7 +40,7 @@ from tokenlean.context_editor import (
     request_estimator,
 )
 from tokenlean.cost import CachePricing
-from tokenlean.langchain._adapter import apply_edit, apply_edits, to_view
+from tokenlean.langchain._adapter import apply_edit, apply_edits, views_of
 from tokenlean.langchain._helpers import PrefixMemo, thread_scope, tool_schemas
 from tokenlean.tokens import (
     EstimateCounter,
@@ -223,7 +223,7 @@ class ContextEditorMiddleware(AgentMiddleware[ContextEditorState, Any, Any]):
         start, thread = (hit.n, hit.value) if hit else (0, _Thread(RequestLedger(self.counter), []))
         previous = thread.read(request.state.get(STATE_KEY))
         ledger = thread.ledger
-        new = to_view(messages, start)
+        new = views_of(messages, start)
         ledger.extend(new)
         thread.sent.extend(apply_edits(messages[start:], clearing_edits(new, ledger.cleared)))
         system = request.system_prompt

@@ -27,7 +27,7 @@ from typing_extensions import NotRequired
 from tokenlean import checks
 from tokenlean._failopen import fail_open
 from tokenlean.cost import CachePricing, resolve_pricing
-from tokenlean.langchain._adapter import apply_edit, to_view
+from tokenlean.langchain._adapter import apply_edit, views_of
 from tokenlean.langchain._helpers import last_ai_index, middleware_name, thread_scope
 from tokenlean.langchain.retrieval import (
     RetrievalGate,
@@ -211,7 +211,7 @@ class ToolInputShorteningMiddleware(AgentMiddleware[InputShorteningState, Any, A
         if not turn.id:
             return None
         plan = plan_turn(
-            to_view(messages, start), offset=start, inputs=self.policy, read_back=self._read_back
+            views_of(messages, start), offset=start, inputs=self.policy, read_back=self._read_back
         ).inputs
         if not plan.edits:
             return None

@@ -44,7 +44,7 @@ from typing_extensions import NotRequired, TypedDict
 from tokenlean import checks
 from tokenlean._failopen import fail_open
 from tokenlean.cost import CachePricing
-from tokenlean.langchain._adapter import apply_edit, to_view
+from tokenlean.langchain._adapter import apply_edit, views_of
 from tokenlean.langchain._helpers import (
     Held,
     PrefixMemo,
@@ -300,7 +300,7 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
         read = Counter(read_back(messages[last_ai:], self.policy.tool_name))
         levels = _add_levels(state.get(BACKOFF_KEY), dict(read))
         plan = plan_turn(
-            to_view(messages, start),
+            views_of(messages, start),
             offset=start,
             outputs=self.policy,
             log=hit.value if hit else None,

@@ -36,7 +36,7 @@ from langgraph.prebuilt import ToolRuntime
 from pydantic import BaseModel, ConfigDict
 
 from tokenlean.cost import CachePricing, expected_net_saving
-from tokenlean.langchain._adapter import to_view
+from tokenlean.langchain._adapter import views_of
 from tokenlean.langchain._helpers import (
     PrefixMemo,
     last_ai_index,
@@ -348,7 +348,7 @@ class RetrievalGate:
             update[SAVED_AT_KEY] = saved * size.turns
         weighted = int(state.get(SAVED_AT_KEY) or 0) + saved * size.turns
         last = last_ai_index(messages)
-        new = sum(message_tokens(m, self.counter) for m in to_view(messages, max(0, last)))
+        new = sum(message_tokens(m, self.counter) for m in views_of(messages, max(0, last)))
         if offering_pays(
             self.pricing,
             prompt=self._fixed_tokens(scope) + size.tokens,
@@ -364,7 +364,7 @@ class RetrievalGate:
     def _size(self, scope: str | None, messages: Sequence[Any]) -> _Seen:
         hit = self._sizes.take(scope, messages)
         start, seen = (hit.n, hit.value) if hit else (0, _Seen())
-        for message in to_view(messages, start):
+        for message in views_of(messages, start):
             seen.tokens += message_tokens(message, self.counter)
             seen.turns += message.role == "assistant"
         self._sizes.put(scope, messages, len(messages), seen, reuse=hit)
