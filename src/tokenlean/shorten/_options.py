@@ -59,9 +59,8 @@ class ShortenSettings:
     """File views with line numbers (``cat -n``, ``grep -n``, a Read tool, SWE-agent's ``open``) up
     to this many tokens stay whole: the agent asked for exactly these lines and edits them
     next. Longer views keep at least this many, around what the query names first. A whole
-    source file read by a coding agent is commonly 3k-12k tokens; at 3,000 the Claude Code
-    sessions lost 18 references from one such file (recall 0.948 -> 0.977 at 12,000, the only
-    source with views of that size; ``benchmarks/loso.md``)."""
+    source file read by a coding agent is commonly 3k-12k tokens, and at 3,000 the Claude Code
+    sessions lost references from such files (the tuning is in ``benchmarks/loso.md``)."""
     view_context_lines: int = 20
     """Lines kept on each side of a query match in a long file view."""
     listing_keep_lines: int = 400
