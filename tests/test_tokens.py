@@ -8,6 +8,7 @@ import pytest
 
 from tests.data import TOKENIZERS, TOOL_OUTPUTS, TRAJECTORIES, needs_cl100k, needs_vocab
 from tokenlean.tokens import (
+    DEFAULT_COUNTER,
     MESSAGE_OVERHEAD,
     EstimateCounter,
     TiktokenCounter,
@@ -107,19 +108,39 @@ def test_request_counts_cover_system_and_tool_schemas() -> None:
     assert message_tokens(messages[1], counter) > MESSAGE_OVERHEAD  # the call's args count
 
 
-def test_the_estimate_has_one_memo_per_process_and_setting() -> None:
-    shared = memoized(EstimateCounter())
-    assert memoized(EstimateCounter()) is shared  # the context editor and the gates share it
-    assert memoized(shared) is shared
-    other = memoized(EstimateCounter(word=2.0))
-    assert other is not shared
+def test_each_user_of_a_counter_gets_a_memo_of_its_own() -> None:
+    first, second = memoized(DEFAULT_COUNTER), memoized(DEFAULT_COUNTER)
+    assert first is not second  # no memo shared through the module: each owner has its own
+    assert memoized(first) is first
     text = "word " * 40
-    assert other.count(text) == EstimateCounter(word=2.0).count(text) != shared.count(text)
+    assert first.count(text) == second.count(text) == DEFAULT_COUNTER.count(text)
+    other = memoized(EstimateCounter(word=2.0))
+    assert other.count(text) == EstimateCounter(word=2.0).count(text) != first.count(text)
 
-    class Counter:  # anything else gets a memo of its own
+    class Counter:
         def count(self, text: str) -> int:
             return len(text)
 
     counter = Counter()
     assert memoized(counter) is not memoized(counter)
     assert memoized(counter).count(text) == len(text)
+
+
+def test_one_default_counter_for_every_threshold() -> None:
+    """Every capability counts with DEFAULT_COUNTER when given none, whatever vocabularies the
+    machine has (a decision must not depend on them)."""
+    from tokenlean.langchain import (
+        ContextEditorMiddleware,
+        TokenBudgetMiddleware,
+        TokenSavingMiddleware,
+        ToolOutputShorteningMiddleware,
+    )
+    from tokenlean.shorten import shorten
+
+    assert TokenSavingMiddleware().token_counter is DEFAULT_COUNTER
+    assert TokenBudgetMiddleware(token_budget=1000).token_counter is DEFAULT_COUNTER
+    assert ToolOutputShorteningMiddleware()._gate.counter.counter is DEFAULT_COUNTER
+    assert ContextEditorMiddleware().counter.counter is DEFAULT_COUNTER
+    text = "line of output\n" * 2000
+    report = shorten(text, max_tokens=50)
+    assert report.tokens_before == DEFAULT_COUNTER.count(text)

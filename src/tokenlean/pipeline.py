@@ -39,10 +39,9 @@ from tokenlean.shorten._firstsight import (
 )
 from tokenlean.shorten._inputs import InputPlan, InputShorteningSettings, plan_inputs
 from tokenlean.shorten._seen import Seen
-from tokenlean.shorten._text import estimate_tokens
 from tokenlean.shorten._wrapped import readable
 from tokenlean.store import Original
-from tokenlean.tokens import EstimateCounter, TokenCounter, message_tokens
+from tokenlean.tokens import DEFAULT_COUNTER, TokenCounter, message_tokens
 from tokenlean.transcript import Edit, Message, ToolCall
 
 __all__ = [
@@ -207,7 +206,7 @@ class Planner:
         current = _named(view, start)
         edits = [e for turn in _turns(current, start) for e in self._turn(current, turn, log)]
         add_visible(log.seen, current[log.upto :])
-        count = policy.counter or _ESTIMATE
+        count = policy.counter or DEFAULT_COUNTER
         node: Checkpoint[HistoryEdit, str] = Checkpoint(
             parent=base,
             end=len(view),
@@ -269,7 +268,7 @@ def _input_edit(
 ) -> HistoryEdit:
     """The turn's cut inputs as a history edit (with the originals the markers point to)."""
     edit = plan.edits[0]
-    count = counter or _INPUT_COUNTER
+    count = counter or DEFAULT_COUNTER
     after = sum(
         count.count(edit.tool_args[o.tool_call_id or ""][cut.key])
         for o, cut in zip(plan.originals, plan.cuts, strict=True)
@@ -317,16 +316,6 @@ def _answered(view: Sequence[Message]) -> list[frozenset[str]]:
             run.add(message.tool_call_id)
     return out
 
-
-class _Estimate:
-    """The shortener's own fast estimate as a :class:`~tokenlean.tokens.TokenCounter`."""
-
-    def count(self, text: str) -> int:
-        return estimate_tokens(text)
-
-
-_ESTIMATE = _Estimate()
-_INPUT_COUNTER = EstimateCounter()  # what the input-shortening middleware counts with
 
 #: The earlier name of :class:`PlannerSettings`, kept importable.
 HistoryPolicy = PlannerSettings

@@ -12,7 +12,6 @@ import hashlib
 import json
 import os
 import re
-import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -368,8 +367,16 @@ class TiktokenCounter:
         return f"TiktokenCounter({self.encoding_name!r})"
 
 
+#: The one counter every threshold counts with when it is given none (output and input
+#: shortening, the retrieval gate, the context editor's trigger, budgets, token saving, the
+#: proxy's figures). An estimate, so a decision never depends on which vocabularies a machine
+#: has; exact counts are for measuring (:func:`default_counter`).
+DEFAULT_COUNTER = EstimateCounter()
+
+
 def default_counter() -> TokenCounter:
-    """The exact o200k_base counter when its vocabulary is local, else the estimate."""
+    """The counter to *measure* with: exact o200k_base when its vocabulary is local, else the
+    estimate. Thresholds never use it (they count with :data:`DEFAULT_COUNTER`)."""
     try:
         return TiktokenCounter("o200k_base")
     except (VocabularyNotFoundError, ImportError):
@@ -393,27 +400,11 @@ class MemoCounter:
 
 
 def memoized(counter: TokenCounter) -> MemoCounter:
-    """``counter`` with a memo (itself when it already has one).
-
-    An :class:`EstimateCounter` gets the one memo this process keeps for its settings, so the
-    middleware that count the same new messages on a call (the context editor, the retrieval
-    gates) count each text once between them: the estimate is a function of the text alone.
-    """
+    """``counter`` with a memo of its own (itself when it already has one), for the object
+    that counts with it: each middleware counts a text once, however many calls re-send it."""
     if isinstance(counter, MemoCounter):
         return counter
-    if type(counter) is EstimateCounter:
-        with _SHARED_LOCK:
-            shared = _SHARED_MEMOS.get(counter)
-            if shared is None:
-                if len(_SHARED_MEMOS) >= 16:  # a few settings in use; never grows unbounded
-                    _SHARED_MEMOS.clear()
-                shared = _SHARED_MEMOS[counter] = MemoCounter(counter, max_entries=1 << 14)
-        return shared
     return MemoCounter(counter)
-
-
-_SHARED_MEMOS: dict[EstimateCounter, MemoCounter] = {}
-_SHARED_LOCK = threading.Lock()
 
 
 # ---------------------------------------------------------------------------------------------

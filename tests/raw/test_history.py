@@ -14,7 +14,7 @@ from tests.data import TOOL_OUTPUTS, shared_params
 from tokenlean.raw import RawSettings, rewrite_request
 from tokenlean.readback import point_to_file
 from tokenlean.shorten import _firstsight as firstsight
-from tokenlean.shorten._text import estimate_tokens
+from tokenlean.tokens import DEFAULT_COUNTER
 from tokenlean.store import FolderOriginalStore, default_originals_dir, make_handle
 from tokenlean.testing.bodies import body as build_body
 from tokenlean.testing.bodies import call_points
@@ -249,7 +249,7 @@ def test_each_request_only_shortens_what_is_new(
         request = build_body("anthropic", trajectory.messages[:k])
         warm.append(rewrite_request("anthropic", request, settings=settings))
     sent = trajectory.messages[: points[-1]]
-    long = [m for m in sent if m.role == "tool" and estimate_tokens(m.text) > settings.min_tokens]
+    long = [m for m in sent if m.role == "tool" and DEFAULT_COUNTER.count(m.text) > settings.min_tokens]
     repeats = _repeat_pointers(warm[-1].body if warm[-1] else build_body("anthropic", sent))
     long = [m for m in long if m.tool_call_id not in repeats]  # a repeat needs no shortening
     assert len(calls) == len(long)  # each long result was shortened once, not once per request
@@ -292,7 +292,7 @@ def test_a_resent_history_rebuilds_no_message(
 def test_a_repeated_result_points_to_the_first_the_same_way_warm_or_cold(
     settings: RawSettings,
 ) -> None:
-    status = "\n".join(f"replica {i}: healthy, lag {i * 3} ms, last sync 12:0{i}" for i in range(6))
+    status = "\n".join(f"replica {i}: healthy, lag {i * 3} ms, last sync 12:0{i}" for i in range(5))
     call_2 = ToolCall("call_2", "bash", {"command": "run-job --verbose"})
     messages = [
         *_conversation(status),

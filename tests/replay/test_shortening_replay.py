@@ -17,7 +17,7 @@ from tokenlean.replay._formats import load_trajectory
 from tokenlean.replay._metrics import PromptMeasurer
 from tokenlean.shorten import shorten
 from tokenlean.shorten._firstsight import OutputShorteningSettings
-from tokenlean.shorten._text import estimate_tokens
+from tokenlean.tokens import DEFAULT_COUNTER
 from tokenlean.tokens import EstimateCounter
 from tokenlean.transcript import mark_of
 
@@ -50,7 +50,7 @@ def test_no_call_changes_bytes_already_sent(path: Path) -> None:
     SHORTENED[trajectory.id] = len(marked)
     assert not metrics.prefix_breaks or marked, "the tool list changed with nothing kept"
     LONG[trajectory.id] = any(
-        m.role == "tool" and estimate_tokens(m.text) > MIN_TOKENS and shorten(m.text).changed
+        m.role == "tool" and DEFAULT_COUNTER.count(m.text) > MIN_TOKENS and shorten(m.text).changed
         for m in trajectory.messages
     )
     for message in marked:  # each shortened result went out shortened from its first call on

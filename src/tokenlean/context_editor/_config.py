@@ -9,7 +9,7 @@ from typing import Any, Literal, get_args
 from tokenlean import checks
 from tokenlean.cost import ANTHROPIC, CachePricing, resolve_pricing
 from tokenlean.store import RETRIEVAL_TOOL
-from tokenlean.tokens import EstimateCounter, TokenCounter, count_request
+from tokenlean.tokens import DEFAULT_COUNTER, TokenCounter, count_request
 from tokenlean.transcript import Message
 
 Mode = Literal["plain", "cache_aware"]
@@ -34,7 +34,7 @@ TokenEstimator = Callable[[RequestView], int]
 
 def request_estimator(counter: TokenCounter | None = None) -> TokenEstimator:
     """An estimator counting system prompt, tool schemas and messages with ``counter``."""
-    used = counter if counter is not None else EstimateCounter()
+    used = counter if counter is not None else DEFAULT_COUNTER
 
     def estimate(request: RequestView) -> int:
         return count_request(request.messages, used, system=request.system, tools=request.tools)

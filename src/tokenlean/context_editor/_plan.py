@@ -25,7 +25,7 @@ from tokenlean.context_editor._config import (
 )
 from tokenlean.context_editor._ledger import Judged, RequestLedger
 from tokenlean.shorten._firstsight import CAPABILITY as SHORTENED
-from tokenlean.tokens import EstimateCounter, TokenCounter, count_request
+from tokenlean.tokens import DEFAULT_COUNTER, TokenCounter, count_request
 from tokenlean.transcript import ToolCall, mark_of
 
 
@@ -52,7 +52,7 @@ def plan_clearing(
     sizes single results (for ``min_saved_tokens`` and the cache model), ``estimate`` the request
     (by default: ``counter`` over the system prompt, tool schemas and messages).
     """
-    ledger = RequestLedger(counter or EstimateCounter())
+    ledger = RequestLedger(counter or DEFAULT_COUNTER)
     ledger.extend(request.messages)
     return plan_ledger(
         ledger,

@@ -44,7 +44,7 @@ from tokenlean.langchain._adapter import to_view
 from tokenlean.langchain._helpers import TokenMemo, no_tool_choice, tool_schemas
 from tokenlean.stats import Tally
 from tokenlean.tokens import (
-    EstimateCounter,
+    DEFAULT_COUNTER,
     TokenCounter,
     count_request,
     memoized,
@@ -163,7 +163,7 @@ class TokenBudgetMiddleware(AgentMiddleware[TokenBudgetState[ResponseT], Context
         self.wrap_up_tool_choice = checks.tool_choice(wrap_up_tool_choice, "wrap_up_tool_choice")
         if token_counter is not None:
             checks.token_counter(token_counter, "token_counter")
-        self.token_counter: TokenCounter = token_counter or EstimateCounter()
+        self.token_counter: TokenCounter = token_counter or DEFAULT_COUNTER
         self._memo = memoized(self.token_counter)
         self._prompts = TokenMemo(self._memo)
         self._tally = Tally(BudgetStats)

@@ -43,7 +43,7 @@ from tokenlean.cost import CachePricing
 from tokenlean.langchain._adapter import apply_edit, apply_edits, views_of
 from tokenlean.langchain._helpers import PrefixMemo, thread_scope, tool_schemas
 from tokenlean.tokens import (
-    EstimateCounter,
+    DEFAULT_COUNTER,
     TokenCounter,
     count_request,
     memoized,
@@ -280,10 +280,10 @@ def _estimators(
     """The counter for single results, the request estimator, and whether the estimate is the
     counter's sum over messages (so it can be carried from call to call)."""
     if estimator is None or isinstance(estimator, TokenCounter):
-        counter = memoized(estimator if estimator is not None else EstimateCounter())
+        counter = memoized(estimator if estimator is not None else DEFAULT_COUNTER)
         return counter, request_estimator(counter), True
     if callable(estimator):
-        return memoized(EstimateCounter()), estimator, False
+        return memoized(DEFAULT_COUNTER), estimator, False
     raise checks.ArgumentTypeError(
         "token_estimator must be a TokenCounter or a function of a RequestView, got "
         + checks.described(estimator)

@@ -43,7 +43,7 @@ from tokenlean.shorten._firstsight import OFFER_TOOL, OfferTool, OutputShortenin
 from tokenlean.shorten._inputs import InputPlan, InputShorteningSettings
 from tokenlean.stats import Tally
 from tokenlean.store import RETRIEVAL_TOOL, OriginalStore
-from tokenlean.tokens import EstimateCounter
+from tokenlean.tokens import DEFAULT_COUNTER
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +51,6 @@ _KEEP_FAILED = "could not keep original tool inputs; inputs left as they are"
 
 _DEFAULTS = InputShorteningSettings()
 _OUTPUTS = OutputShorteningSettings()  # the retrieval tool's settings are the output shortener's
-_COUNTER = EstimateCounter()
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +139,7 @@ class ToolInputShorteningMiddleware(AgentMiddleware[InputShorteningState, Any, A
         self._gate = RetrievalGate(
             tool,
             pricing=resolve_pricing(pricing),
-            counter=_COUNTER,
+            counter=DEFAULT_COUNTER,
             min_remaining_calls=checks.integer(
                 min_remaining_calls, "min_remaining_calls", at_least=0
             ),

@@ -72,7 +72,7 @@ from tokenlean.shorten._firstsight import (
 from tokenlean.shorten._options import ShortenSettings
 from tokenlean.stats import Tally
 from tokenlean.store import OriginalStore
-from tokenlean.tokens import EstimateCounter, TokenCounter
+from tokenlean.tokens import DEFAULT_COUNTER, TokenCounter
 from tokenlean.transcript import Edit
 
 logger = logging.getLogger(__name__)
@@ -223,7 +223,7 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
         self._gate = RetrievalGate(
             tool,
             pricing=self.policy.pricing,
-            counter=counter or EstimateCounter(),
+            counter=counter or DEFAULT_COUNTER,
             min_remaining_calls=self.policy.min_remaining_calls,
             always=self.policy.offer_tool == "always",
         )

@@ -71,7 +71,7 @@ from tokenlean.token_saving._plan import (
 from tokenlean.token_saving._policy import CompressionSettings
 from tokenlean.token_saving._stats import TokenSavingStats
 from tokenlean.token_saving._words import WordClassifier
-from tokenlean.tokens import TokenCounter, default_counter, memoized
+from tokenlean.tokens import DEFAULT_COUNTER, TokenCounter, memoized
 from tokenlean.transcript import INJECTED_ID_PREFIX
 
 logger = logging.getLogger(__name__)
@@ -183,7 +183,7 @@ class TokenSavingMiddleware(AgentMiddleware[TokenSavingState[ResponseT], Context
         self.enable_early_exit = enable_early_exit
         self.enable_perplexity_compression = enable_perplexity_compression
         self.perplexity_classifier = perplexity_classifier
-        self.token_counter: TokenCounter = token_counter or default_counter()
+        self.token_counter: TokenCounter = token_counter or DEFAULT_COUNTER
         self._counter = memoized(self.token_counter)
         self._tally = Tally(TokenSavingStats)
         self._settled: PrefixMemo[_Settled] = PrefixMemo()

@@ -29,11 +29,10 @@ from typing import Any
 from tokenlean.proxy._routing import list_key
 from tokenlean.proxy._scan import ScannedBody, rewritten_body
 from tokenlean.raw import Api, strip_cache_control
-from tokenlean.tokens import EstimateCounter
+from tokenlean.tokens import DEFAULT_COUNTER
 
 #: Values that cost no prompt tokens as text (opaque signatures, base64 payloads).
 _OPAQUE_KEYS = frozenset({"signature", "data", "encrypted_content", "image_url", "file_data"})
-_COUNTER = EstimateCounter()
 RECENT_PROMPTS = 8
 
 Block = tuple[str, int]  # (fingerprint, estimated tokens)
@@ -94,7 +93,7 @@ def _leaves(value: Any, out: list[str]) -> list[str]:
 
 def _text_tokens(value: Any) -> int:
     """Estimated tokens of the text in a JSON value, counted in one pass."""
-    return _COUNTER.count(" ".join(_leaves(value, [])))
+    return DEFAULT_COUNTER.count(" ".join(_leaves(value, [])))
 
 
 _HEAD_KEYS = ("model", "tools", "system", "instructions")

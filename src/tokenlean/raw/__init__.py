@@ -35,9 +35,8 @@ from tokenlean.readback import FileReadBack
 from tokenlean.shorten._firstsight import OutputShorteningSettings
 from tokenlean.shorten._inputs import RECOMMENDED_INPUTS, InputShorteningSettings
 from tokenlean.shorten._options import ShortenSettings
-from tokenlean.shorten._text import estimate_tokens
 from tokenlean.store import FolderOriginalStore, default_originals_dir
-from tokenlean.tokens import TokenCounter
+from tokenlean.tokens import DEFAULT_COUNTER, TokenCounter
 
 __all__ = ["Api", "RawSettings", "RewriteResult", "rewrite_request", "strip_cache_control"]
 
@@ -236,4 +235,4 @@ def _other_tokens(body: Mapping[str, Any], counter: TokenCounter | None) -> int:
     if not parts:
         return 0
     text = json.dumps(parts, ensure_ascii=False, sort_keys=True, default=str)
-    return counter.count(text) if counter is not None else estimate_tokens(text)
+    return (counter or DEFAULT_COUNTER).count(text)

@@ -33,7 +33,7 @@ from tokenlean.shorten._query import query_terms, query_text
 from tokenlean.shorten._report import Kind, Omission, ShortenReport
 from tokenlean.shorten._text import Lines, estimate_tokens
 from tokenlean.shorten._wrapped import NESTING, unwrap
-from tokenlean.tokens import TokenCounter
+from tokenlean.tokens import DEFAULT_COUNTER, TokenCounter
 
 KindChoice = Literal["auto", "log", "code", "json", "text"]
 _KINDS = ("auto", "log", "code", "json", "text")
@@ -91,7 +91,7 @@ def shorten(
         opts = replace(opts, max_tokens=max_tokens)
     if not isinstance(kind, str) or kind not in _KINDS:
         raise ValueError(f"kind must be one of {_KINDS}, got {kind!r}")
-    count = counter.count if counter is not None else estimate_tokens
+    count = (counter or DEFAULT_COUNTER).count
     before = count(text)
     if before <= opts.max_tokens and seen is None and text.count("\n") < opts.similar_run:
         return ShortenReport(text, "text" if kind == "auto" else kind, before, before)
@@ -104,8 +104,6 @@ def shorten(
     budget = opts.max_tokens - estimate_tokens(envelope.head + envelope.tail)
     script = runs_own_script(query)
     read = file_read(query)
-    # the body's estimate is the whole text's when there is no envelope (saves a pass)
-    known = before if counter is None and envelope.body is text else None
     body, found, omissions = _shorten_body(
         envelope.body,
         kind,
@@ -116,7 +114,6 @@ def shorten(
         opts,
         budget,
         envelope.body_line,
-        known,
         read=read,
     )
     new_text = envelope.head + body + envelope.tail
@@ -167,14 +164,14 @@ def _shorten_body(
     opts: ShortenSettings,
     budget: float,
     line_offset: int,
-    known: int | None = None,
     depth: int = 0,
     *,
     read: FileRead | None = None,
 ) -> tuple[str, Kind, list[Omission]]:
-    """``known``: :func:`estimate_tokens` of ``body``, when the caller has it; ``depth``: the
-    JSON envelopes ``body`` was taken out of; ``read``: the call printed a file, or a stretch of
-    one (:func:`~tokenlean.shorten._detect.file_read`)."""
+    """Sizes here are the shortener's own fast :func:`estimate_tokens` (how much of a budget a
+    part takes: many parts are sized per text); ``depth``: the JSON envelopes ``body`` was taken
+    out of; ``read``: the call printed a file, or a stretch of one
+    (:func:`~tokenlean.shorten._detect.file_read`)."""
     ok, parsed = parse_json(body) if kind in ("auto", "json") else (False, None)
     wrapped = None
     if kind != "json" and depth < NESTING:
@@ -196,13 +193,13 @@ def _shorten_body(
         return (wrapped.wrap(inner) if omissions else body), inner_kind, omissions
     if kind in ("auto", "json"):
         if ok:
-            size = estimate_tokens(body) if known is None else known
+            size = estimate_tokens(body)
             return _shorten_json(body, parsed, terms, retrieval, opts, size)
         if kind == "json":
             return body, "json", []
     cut = windowed(body, terms, opts)
     lines = cut or Lines(body)
-    size = estimate_tokens(lines.text) if known is None or cut is not None else known
+    size = estimate_tokens(lines.text)
     prefixes = numbered_view(lines.items) if kind in ("auto", "code", "text") else None
     items = strip_view(lines.items, prefixes) if prefixes else lines.items
     page = kind == "auto" and prefixes is None and looks_like_page(items)

@@ -29,10 +29,9 @@ from tokenlean.shorten._markers import Retrieval, repeat_marker
 from tokenlean.shorten._options import DEFAULT_OPTIONS, ShortenSettings
 from tokenlean.shorten._report import Omission, ShortenReport
 from tokenlean.shorten._seen import Seen, result_digest
-from tokenlean.shorten._text import estimate_tokens
 from tokenlean.shorten._wrapped import readable
 from tokenlean.store import RETRIEVAL_TOOL, Original, make_handle
-from tokenlean.tokens import TokenCounter
+from tokenlean.tokens import DEFAULT_COUNTER, TokenCounter
 from tokenlean.transcript import Edit, Message, ToolCall, mark, mark_of
 
 #: The name under which output shortening marks the results it rewrote.
@@ -119,7 +118,7 @@ class OutputShorteningSettings:
         return self.only is None or name in self.only
 
     def count(self, text: str) -> int:
-        return self.counter.count(text) if self.counter is not None else estimate_tokens(text)
+        return (self.counter or DEFAULT_COUNTER).count(text)
 
     def options_for(self, level: int) -> ShortenSettings | None:
         """The options for a tool whose originals the agent read back ``level`` times (``None``:

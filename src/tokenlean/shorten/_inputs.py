@@ -19,10 +19,9 @@ from typing import Any
 from tokenlean.readback import NO_TOOL_READ_BACK, TOOL_READ_BACK, ReadBack, ToolReadBack
 from tokenlean.shorten._firstsight import last_assistant, tool_names
 from tokenlean.store import Original, make_handle
-from tokenlean.tokens import EstimateCounter, TokenCounter
+from tokenlean.tokens import DEFAULT_COUNTER, TokenCounter
 from tokenlean.transcript import Edit, Message, mark, mark_of
 
-_COUNTER = EstimateCounter()
 #: The name under which input shortening marks the turns it rewrote.
 CAPABILITY = "input_shortening"
 
@@ -82,7 +81,7 @@ def shorten_arguments(
     *,
     policy: InputShorteningSettings,
     read_back: ReadBack = NO_TOOL_READ_BACK,
-    counter: TokenCounter = _COUNTER,
+    counter: TokenCounter = DEFAULT_COUNTER,
 ) -> tuple[dict[str, Any], list[CutArgument]]:
     """``args`` with long string values cut to head and tail lines, and what was cut.
 

@@ -40,7 +40,7 @@ from tokenlean.cost import expected_net_saving
 from tokenlean.token_saving._head_tail import compress_tool_output, content_digest, text_parts
 from tokenlean.token_saving._policy import CompressionSettings, Stage
 from tokenlean.token_saving._words import compress_words
-from tokenlean.tokens import MESSAGE_OVERHEAD, EstimateCounter, TokenCounter
+from tokenlean.tokens import DEFAULT_COUNTER, MESSAGE_OVERHEAD, TokenCounter
 from tokenlean.transcript import Content, Edit, Message, content_text
 
 logger = logging.getLogger(__name__)
@@ -353,8 +353,7 @@ def _chars(parts: Sequence[str]) -> int:
 #: Texts longer than this are counted with the fast estimate in the stats (an exact count of a
 #: 50 MB output takes seconds, for a figure only the stats report).
 EXACT_COUNT_CHARS = 1_000_000
-_ESTIMATE = EstimateCounter()
 
 
 def _tokens(parts: Sequence[str], counter: TokenCounter) -> int:
-    return sum((_ESTIMATE if len(p) > EXACT_COUNT_CHARS else counter).count(p) for p in parts)
+    return sum((DEFAULT_COUNTER if len(p) > EXACT_COUNT_CHARS else counter).count(p) for p in parts)
