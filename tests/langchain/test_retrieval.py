@@ -7,13 +7,29 @@ import re
 from typing import Any
 
 import pytest
+from langchain.agents.middleware import ModelRequest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langchain_core.tools import tool
+from langchain_core.tools import StructuredTool, tool
 
 from tokenlean.cost import ANTHROPIC, OPENAI
 from tokenlean.langchain import ToolInputShorteningMiddleware, ToolOutputShorteningMiddleware
-from tokenlean.langchain.retrieval import offering_pays
-from tokenlean.testing import assert_prefix_kept, prefix_breaks, scripted_agent
+from tokenlean.langchain.retrieval import (
+    ReadOriginalArgs,
+    _same_tool,
+    is_retrieval_tool,
+    make_retrieval_tool,
+    offering_pays,
+    retrieval_tool,
+    shared_choice,
+)
+from tokenlean.langchain.store import StoreChoice
+from tokenlean.store import InMemoryOriginalStore
+from tokenlean.testing import (
+    ScriptedChatModel,
+    assert_prefix_kept,
+    prefix_breaks,
+    scripted_agent,
+)
 
 LINES = [
     f"collected item {i}: module pkg.part_{i % 9} loaded in {i % 7}.{i % 10}s" for i in range(300)
@@ -79,6 +95,73 @@ def test_shorteners_at_their_defaults_share_one_tool_and_one_store() -> None:
     assert "FAILED tests/test_api.py::test_login" in answer.content  # line 151 of the original
     # offering the tool is the one change to bytes already sent
     assert [m for _, m in prefix_breaks(model)] == [-1]
+
+
+def test_one_tool_per_store_choice_and_name_kept_by_the_choice() -> None:
+    choice = StoreChoice()
+    tool_ = retrieval_tool(choice)
+    assert retrieval_tool(choice) is tool_ and is_retrieval_tool(tool_)
+    assert retrieval_tool(choice, name="read_kept") is not tool_
+    assert retrieval_tool(StoreChoice()) is not tool_  # another choice, another tool
+    assert retrieval_tool(shared_choice()) is ToolOutputShorteningMiddleware().tools[0]
+
+
+def _stores_run(inputs_store: Any, outputs_store: Any) -> tuple[list[list[str]], Any]:
+    inputs = ToolInputShorteningMiddleware(store=inputs_store)
+    outputs = ToolOutputShorteningMiddleware(store=outputs_store)
+    turns = [_call("run_tests", {"target": "all"}, "c1"), _read_back, AIMessage("done")]
+    agent, model = scripted_agent(turns, tools=[run_tests], middleware=[inputs, outputs])
+    state = _invoke(agent)
+    answer = next(
+        m for m in state["messages"] if isinstance(m, ToolMessage) and m.tool_call_id == "r1"
+    )
+    return _tools(model), answer.content
+
+
+def test_shorteners_given_one_store_offer_the_agent_one_tool() -> None:
+    store = InMemoryOriginalStore()
+    inputs, outputs = (
+        ToolInputShorteningMiddleware(store=store),
+        ToolOutputShorteningMiddleware(store=store),
+    )
+    # each has a choice of its own, so a tool of its own, but both read the one store
+    assert _same_tool(inputs.tools[0], outputs.tools[0])
+    assert not _same_tool(inputs.tools[0], retrieval_tool(InMemoryOriginalStore()))
+    assert not _same_tool(inputs.tools[0], retrieval_tool(store, name="read_kept"))
+    offered, answer = _stores_run(store, store)
+    assert offered[1].count("read_original") == 1
+    assert "FAILED tests/test_api.py::test_login" in answer
+    # and they offer it exactly when middleware sharing one choice do
+    choice = StoreChoice(InMemoryOriginalStore())
+    assert (offered, answer) == _stores_run(choice, choice)
+
+
+def test_a_gate_hides_the_tool_of_another_shortener_reading_its_store() -> None:
+    store = InMemoryOriginalStore()
+    inputs = ToolInputShorteningMiddleware(store=store, retrieval_tool=False)
+    outputs = ToolOutputShorteningMiddleware(store=store)
+    other = ToolOutputShorteningMiddleware(store=InMemoryOriginalStore())
+    tools = [outputs.tools[0], run_tests]
+    request = ModelRequest(model=ScriptedChatModel(), messages=[], tools=tools, state={})
+    assert inputs._gate.hide(request).tools == [run_tests]  # not offered yet: hidden
+    assert other._gate.hide(request).tools == tools  # it reads another store: not its own
+    offered = request.override(state={"tokenlean_originals_offered": True})
+    assert inputs._gate.hide(offered).tools == tools
+
+
+def test_is_retrieval_tool_knows_the_tools_it_made_and_not_a_look_alike() -> None:
+    made = make_retrieval_tool(StoreChoice())
+    assert is_retrieval_tool(made) and is_retrieval_tool(made.model_copy())
+    assert make_retrieval_tool(StoreChoice()) is not made  # a new tool each time
+    look_alike = StructuredTool.from_function(
+        func=made.func,
+        name=made.name,
+        description=made.description,
+        args_schema=ReadOriginalArgs,
+        response_format="content_and_artifact",
+    )
+    assert not is_retrieval_tool(look_alike) and not _same_tool(look_alike, made)
+    assert not is_retrieval_tool(run_tests)
 
 
 def test_a_tool_of_the_agent_with_the_same_name_is_refused_naming_both() -> None:

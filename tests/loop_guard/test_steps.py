@@ -2,22 +2,24 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tokenlean.loop_guard._detect import LoopDetector
 from tokenlean.loop_guard._steps import (
     Step,
+    StepKeys,
     StepList,
     StepScan,
     canonical_action,
     canonical_text,
     is_failure,
-    step_action_key,
     step_key,
-    step_observation_key,
 )
 from tokenlean.transcript import Message, ToolCall
 
@@ -214,8 +216,34 @@ def test_the_halves_of_a_step_key_are_the_key(actions: list[str], outputs: list[
         step(args={"command": a}, observation=outputs[i % len(outputs)] if outputs else "")
         for i, a in enumerate(actions)
     ]
+    keys = StepKeys()
     for s in made:
-        assert step_key(s) == (step_action_key(s), step_observation_key(s))
+        assert step_key(s) == keys.key(s) == (keys.action_key(s), keys.observation_key(s))
     s = made[0] if made else step()
+    keys.key(s)
     s["observation"] = "replaced  0.5s"  # a replaced observation is read again
-    assert step_observation_key(s) == canonical_text("replaced  0.5s")
+    assert keys.observation_key(s) == canonical_text("replaced  0.5s")
+    s["action_input"] = {"command": "pwd"}  # and so is a replaced input
+    assert keys.action_key(s) == canonical_action(s) == step_key(s)[0]
+
+
+def test_step_keys_are_remembered_per_step_by_their_owner_only() -> None:
+    keys, other = StepKeys(max_keys=2), StepKeys()
+    first = step(observation="ok")
+    remembered = keys._of(first)
+    assert keys._of(first) is remembered and not other._keys
+    assert keys._of(step(observation="ok")) is not remembered  # an equal step is another step
+    for i in range(3):
+        keys.key(step(observation=str(i)))
+    assert len(keys._keys) == 2  # the oldest forgotten first
+
+
+def test_each_detector_keeps_the_keys_of_its_own_steps() -> None:
+    first, second = LoopDetector(), LoopDetector()
+    assert first._keys is not second._keys and first == second  # the keys are not settings
+    steps = [step(observation="same", index=i) for i in range(4)]
+    assert first.detect(steps) is not None
+    assert len(first._keys._keys) == 4 and not second._keys._keys
+    copied = copy.deepcopy(first)
+    assert copied == first and not copied._keys._keys  # a copy starts with none
+    assert pickle.loads(pickle.dumps(first)) == first

@@ -9,6 +9,7 @@ Every tokenlean middleware changes messages through :func:`apply_edits` and noth
 
 from __future__ import annotations
 
+import functools
 import json
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
@@ -88,10 +89,7 @@ class _Remembered(weakref.ref):  # type: ignore[type-arg]  # a ref to a BaseMess
     view: Message
 
 
-#: Views by message id(), each held by a weak reference to its message (the id is only read
-#: while the message lives, so it is never another message's).
-_VIEWS: dict[int, _Remembered] = {}
-_MAX_VIEWS = 1 << 16  # a bound for a process that keeps very many messages alive
+_MAX_VIEWS = 1 << 16  # a bound for a middleware that sees very many messages alive at once
 
 
 def _read_fields(message: BaseMessage) -> tuple[object, ...]:
@@ -104,57 +102,87 @@ def _read_fields(message: BaseMessage) -> tuple[object, ...]:
     return fields
 
 
-def _forget(ref: _Remembered) -> None:
-    if _VIEWS.get(ref.key) is ref:  # not a newer entry under a reused id
-        _VIEWS.pop(ref.key, None)
+class ViewCache:
+    """The views of the messages one owner reads, each converted once while it stays unchanged.
 
-
-def _view(message: BaseMessage) -> Message:
-    """the conversion, converted once per message object while it stays unchanged.
-
-    Several middleware read the same new messages on each call, and a message stays in the
-    transcript for the rest of the run. A view is reused only for the very same object whose
-    fields are the same objects (or equal ones) as when it was read, so assigning a new
-    content, id, name, metadata, tool calls or status converts it again; like every memo of a
-    transcript, it takes a message changed *inside* a field (a content list appended to in
-    place) for unchanged.
+    A middleware owns one (made in its ``__init__``, shared by every thread and agent using the
+    instance): it reads the newest messages on each call, and a message stays in the transcript
+    for the rest of the run. Views are kept by message id(), each held by a weak reference to
+    its message (the id is only read while the message lives, so it is never another
+    message's), and at most ``max_views`` of them. Dict reads and writes are atomic, so threads
+    share it without a lock (at worst two of them convert one message each).
     """
-    key = id(message)
-    ref = _VIEWS.get(key)
-    fields = _read_fields(message)
-    if ref is not None and ref() is message and ref.fields == fields:
-        return ref.view
-    view = _convert(message)
-    if len(_VIEWS) >= _MAX_VIEWS:
-        _VIEWS.clear()
-    try:
-        ref = _Remembered(message, _forget)
-    except TypeError:  # a message class without weak references: not remembered
+
+    __slots__ = ("_forget", "_max", "_views")
+
+    def __init__(self, *, max_views: int = _MAX_VIEWS) -> None:
+        self._views: dict[int, _Remembered] = {}
+        self._max = max_views
+        # one callback for every entry (a bound method would be one more object per view)
+        self._forget = functools.partial(_forget, self._views)
+
+    def view(self, message: BaseMessage) -> Message:
+        """``message`` as a neutral :class:`Message`, converted once while it stays unchanged.
+
+        A view is reused only for the very same object whose fields are the same objects (or
+        equal ones) as when it was read, so assigning a new content, id, name, metadata, tool
+        calls or status converts it again; like every memo of a transcript, it takes a message
+        changed *inside* a field (a content list appended to in place) for unchanged.
+        """
+        key = id(message)
+        ref = self._views.get(key)
+        fields = _read_fields(message)
+        if ref is not None and ref() is message and ref.fields == fields:
+            return ref.view
+        view = _convert(message)
+        if len(self._views) >= self._max:
+            self._views.clear()
+        try:
+            ref = _Remembered(message, self._forget)
+        except TypeError:  # a message class without weak references: not remembered
+            return view
+        ref.fields, ref.key, ref.view = fields, key, view
+        self._views[key] = ref
         return view
-    ref.fields, ref.key, ref.view = fields, key, view
-    _VIEWS[key] = ref
-    return view
+
+
+def _forget(views: dict[int, _Remembered], ref: _Remembered) -> None:
+    """Drop the entry of a message that is gone."""
+    if views.get(ref.key) is ref:  # not a newer entry under a reused id
+        views.pop(ref.key, None)
 
 
 def to_view(
-    messages: Iterable[BaseMessage], start: int = 0, stop: int | None = None
+    messages: Iterable[BaseMessage],
+    start: int = 0,
+    stop: int | None = None,
+    *,
+    cache: ViewCache | None = None,
 ) -> list[Message]:
     """LangChain messages (``messages[start:stop]``) as neutral messages, in order.
 
     With the inverse :func:`from_view`, the one pair of conversions between LangChain and the
-    core. Each message object is converted once while it stays unchanged, whichever middleware
-    reads it first (see :func:`_view`), so a call converts only the part it has not read.
+    core. Without ``cache`` the messages are converted afresh on every call; a caller that
+    reads the same messages again (a measurement over every call of a run) keeps a
+    :class:`ViewCache` and passes it, so each message object is converted once.
     """
     items = _langchain_messages(messages, "messages")
-    return views_of(items, start, stop)
+    if cache is None:
+        return [_convert(m) for m in items[start:stop]]
+    return views_of(items, start, stop, cache=cache)
 
 
 def views_of(
-    messages: Sequence[BaseMessage], start: int = 0, stop: int | None = None
+    messages: Sequence[BaseMessage],
+    start: int = 0,
+    stop: int | None = None,
+    *,
+    cache: ViewCache,
 ) -> list[Message]:
-    """:func:`to_view` for the middleware's own state, whose messages LangGraph already holds as
-    a list of messages (not checked again on every call)."""
-    return [_view(m) for m in messages[start:stop]]
+    """:func:`to_view` for an owner of a :class:`ViewCache` reading the same messages again: a
+    middleware's own state, whose messages LangGraph already holds as a list of messages (not
+    checked again on every call), each converted once while it stays unchanged."""
+    return [cache.view(m) for m in messages[start:stop]]
 
 
 def from_view(messages: Iterable[Message]) -> list[BaseMessage]:

@@ -12,7 +12,7 @@ import json
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any, Generic, TypeVar
 
@@ -21,7 +21,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.config import get_config
 
-from tokenlean.langchain._adapter import _view, views_of
+from tokenlean.langchain._adapter import ViewCache, views_of
 from tokenlean.loop_guard._steps import StepScan
 from tokenlean.tokens import TokenCounter, message_tokens
 from tokenlean.transcript import Message
@@ -42,37 +42,67 @@ def thread_scope(config: RunnableConfig | None = None) -> str | None:
     return None if thread is None else str(thread)
 
 
-_SCHEMAS: dict[int, tuple[Any, dict[str, Any]]] = {}
-_SCHEMAS_LOCK = threading.Lock()
-_MAX_SCHEMAS = 1024
-
-
 def tool_schemas(tools: Sequence[Any]) -> list[dict[str, Any]]:
-    """The tools as the OpenAI-style schemas a provider receives (each tool converted once).
+    """The tools as the OpenAI-style schemas a provider receives, each converted afresh (an
+    owner that counts the same tools on every call keeps a :class:`SchemaCache`).
 
     A tool that cannot be described is left out (logged): it only makes a count smaller.
     """
+    return _schemas(tools, _converted)
+
+
+class SchemaCache:
+    """Tool schemas by tool, each tool converted once while the cache holds it.
+
+    A middleware that counts the tool schemas of every request owns one: a request carries
+    the same tool objects call after call, and converting one (a JSON schema built from its
+    arguments' model) costs more than the rest of the count. Holding the tool keeps its id
+    from being reused while its schema is remembered; at most ``max_tools`` are.
+    """
+
+    def __init__(self, *, max_tools: int = 1024) -> None:
+        self._schemas: dict[int, tuple[Any, dict[str, Any]]] = {}
+        self._lock = threading.Lock()
+        self._max = max_tools
+
+    def schemas(self, tools: Sequence[Any]) -> list[dict[str, Any]]:
+        """:func:`tool_schemas`, each tool converted the first time this cache sees it."""
+        return _schemas(tools, self._schema)
+
+    def _schema(self, tool: Any) -> dict[str, Any] | None:
+        with self._lock:
+            hit = self._schemas.get(id(tool))
+        if hit is not None and hit[0] is tool:
+            return hit[1]
+        schema = _converted(tool)
+        if schema is None:
+            return None
+        with self._lock:
+            if len(self._schemas) >= self._max:
+                self._schemas.clear()
+            self._schemas[id(tool)] = (tool, schema)
+        return schema
+
+
+def _schemas(
+    tools: Sequence[Any], convert: Callable[[Any], dict[str, Any] | None]
+) -> list[dict[str, Any]]:
+    """The schemas of ``tools``: a mapping is a schema already, anything else is converted."""
     schemas: list[dict[str, Any]] = []
     for tool in tools:
-        if isinstance(tool, Mapping):
-            schemas.append(dict(tool))
-            continue
-        with _SCHEMAS_LOCK:
-            hit = _SCHEMAS.get(id(tool))
-        if hit is not None and hit[0] is tool:
-            schemas.append(hit[1])
-            continue
-        try:
-            schema = convert_to_openai_tool(tool)
-        except Exception:
-            logger.debug("could not describe tool %r; left out of the count", tool)
-            continue
-        with _SCHEMAS_LOCK:
-            if len(_SCHEMAS) >= _MAX_SCHEMAS:
-                _SCHEMAS.clear()
-            _SCHEMAS[id(tool)] = (tool, schema)  # holding the tool keeps its id from reuse
-        schemas.append(schema)
+        schema = dict(tool) if isinstance(tool, Mapping) else convert(tool)
+        if schema is not None:
+            schemas.append(schema)
     return schemas
+
+
+def _converted(tool: Any) -> dict[str, Any] | None:
+    """``tool``'s schema, or ``None`` (logged) when it cannot be described."""
+    try:
+        return convert_to_openai_tool(tool)
+    except Exception:
+        logger.debug("could not describe tool %r; left out of the count", tool)
+        return None
 
 
 def no_tool_choice(model: object, override: str | dict[str, Any] | None) -> str | dict[str, Any]:
@@ -217,10 +247,12 @@ class StepMemo:
     (their results came in) and are carried from call to call instead of being rebuilt. The
     newest turn is read again each call (its results may still be coming in), but a message
     already read then is not converted again, and once a newer turn comes the steps read from
-    it are kept as they are (the same objects, so what was worked out about them still holds)."""
+    it are kept as they are (the same objects, so what was worked out about them still holds).
+    Messages are converted through ``views``, the view cache of the middleware that owns it."""
 
-    def __init__(self) -> None:
+    def __init__(self, views: ViewCache) -> None:
         self._memo: PrefixMemo[_Scanned] = PrefixMemo()
+        self._views = views
 
     def scan(self, messages: Sequence[BaseMessage]) -> StepScan:
         boundary = max(0, last_ai_index(messages))
@@ -232,9 +264,9 @@ class StepMemo:
         if known.read is not None and list(messages[start:boundary]) == known.tail:
             # The turn read last call is now settled, its results all in: keep its steps.
             settled = known.settled.settle(known.read)
-            views = views_of(messages, boundary)
+            views = views_of(messages, boundary, cache=self._views)
         else:
-            views = _reusing(known, messages, start)
+            views = _reusing(known, messages, start, self._views)
             settled = known.settled.extend(views[: boundary - start])
             views = views[boundary - start :]
         read = settled.extend(views, settled=False)
@@ -248,28 +280,33 @@ class StepMemo:
         return read
 
 
-def _reusing(known: _Scanned, messages: Sequence[BaseMessage], start: int) -> list[Message]:
+def _reusing(
+    known: _Scanned, messages: Sequence[BaseMessage], start: int, cache: ViewCache
+) -> list[Message]:
     """The views of ``messages[start:]``, taken from ``known`` for the very same objects."""
     views: list[Message] = []
     for offset, message in enumerate(messages[start:]):
         if offset < len(known.tail) and known.tail[offset] is message:
             views.append(known.views[offset])
         else:
-            views.append(_view(message))
+            views.append(cache.view(message))
     return views
 
 
 class TokenMemo:
-    """Tokens of a thread's messages, counted once each and carried from call to call."""
+    """Tokens of a thread's messages, counted once each and carried from call to call (the
+    messages converted through ``views``, the view cache of the middleware that owns it)."""
 
-    def __init__(self, counter: TokenCounter) -> None:
+    def __init__(self, counter: TokenCounter, views: ViewCache) -> None:
         self.counter = counter
         self._memo: PrefixMemo[int] = PrefixMemo()
+        self._views = views
 
     def count(self, messages: Sequence[BaseMessage]) -> int:
         scope = thread_scope()
         hit = self._memo.take(scope, messages)
         start, known = (hit.n, hit.value) if hit is not None else (0, 0)
-        total = known + sum(message_tokens(m, self.counter) for m in views_of(messages, start))
+        views = views_of(messages, start, cache=self._views)
+        total = known + sum(message_tokens(m, self.counter) for m in views)
         self._memo.put(scope, messages, len(messages), total, reuse=hit)
         return total

@@ -40,8 +40,8 @@ from typing_extensions import NotRequired, TypedDict
 from tokenlean import checks
 from tokenlean._failopen import FailOpen, fail_open
 from tokenlean.budget import Budget, BudgetWeights, Ledger, Usage, usage_from_metadata
-from tokenlean.langchain._adapter import to_view
-from tokenlean.langchain._helpers import TokenMemo, no_tool_choice, tool_schemas
+from tokenlean.langchain._adapter import ViewCache
+from tokenlean.langchain._helpers import SchemaCache, TokenMemo, no_tool_choice
 from tokenlean.stats import Tally
 from tokenlean.tokens import (
     DEFAULT_COUNTER,
@@ -165,7 +165,9 @@ class TokenBudgetMiddleware(AgentMiddleware[TokenBudgetState[ResponseT], Context
             checks.token_counter(token_counter, "token_counter")
         self.token_counter: TokenCounter = token_counter or DEFAULT_COUNTER
         self._memo = memoized(self.token_counter)
-        self._prompts = TokenMemo(self._memo)
+        self._views = ViewCache()
+        self._schemas = SchemaCache()
+        self._prompts = TokenMemo(self._memo, self._views)
         self._tally = Tally(BudgetStats)
 
     @property
@@ -283,9 +285,9 @@ class TokenBudgetMiddleware(AgentMiddleware[TokenBudgetState[ResponseT], Context
     def _estimate(self, request: ModelRequest[ContextT], ai: AIMessage | None) -> Usage:
         """Count a call locally (no cache information, so every input token is uncached)."""
         prompt = self._prompts.count(request.messages) + count_request(
-            (), self._memo, system=request.system_prompt, tools=tool_schemas(request.tools)
+            (), self._memo, system=request.system_prompt, tools=self._schemas.schemas(request.tools)
         )
-        output = message_tokens(to_view([ai])[0], self._memo) if ai else 0
+        output = message_tokens(self._views.view(ai), self._memo) if ai else 0
         return Usage(input_tokens=prompt, output_tokens=output, estimated=True)
 
     def _fail_open(self, what: str) -> FailOpen:

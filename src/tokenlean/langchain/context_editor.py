@@ -40,8 +40,8 @@ from tokenlean.context_editor import (
     request_estimator,
 )
 from tokenlean.cost import CachePricing
-from tokenlean.langchain._adapter import apply_edit, apply_edits, views_of
-from tokenlean.langchain._helpers import PrefixMemo, thread_scope, tool_schemas
+from tokenlean.langchain._adapter import ViewCache, apply_edit, apply_edits, views_of
+from tokenlean.langchain._helpers import PrefixMemo, SchemaCache, thread_scope
 from tokenlean.tokens import (
     DEFAULT_COUNTER,
     TokenCounter,
@@ -191,6 +191,8 @@ class ContextEditorMiddleware(AgentMiddleware[ContextEditorState, Any, Any]):
         self.on_edit = on_edit
         self._threads: PrefixMemo[_Thread] = PrefixMemo()
         self._fixed_memo: _Fixed | None = None
+        self._views = ViewCache()
+        self._schemas = SchemaCache()
 
     def wrap_model_call(
         self,
@@ -223,7 +225,7 @@ class ContextEditorMiddleware(AgentMiddleware[ContextEditorState, Any, Any]):
         start, thread = (hit.n, hit.value) if hit else (0, _Thread(RequestLedger(self.counter), []))
         previous = thread.read(request.state.get(STATE_KEY))
         ledger = thread.ledger
-        new = views_of(messages, start)
+        new = views_of(messages, start, cache=self._views)
         ledger.extend(new)
         thread.sent.extend(apply_edits(messages[start:], clearing_edits(new, ledger.cleared)))
         system = request.system_prompt
@@ -233,7 +235,7 @@ class ContextEditorMiddleware(AgentMiddleware[ContextEditorState, Any, Any]):
             config=self.config,
             previous=previous,
             system=system,
-            tools=fixed.schemas if fixed.schemas is not None else tool_schemas(request.tools),
+            tools=self._schemas.schemas(request.tools) if fixed.schemas is None else fixed.schemas,
             estimate=None if self._incremental else self.estimate,
             fixed=fixed.tokens,
         )
@@ -254,13 +256,13 @@ class ContextEditorMiddleware(AgentMiddleware[ContextEditorState, Any, Any]):
 
     def _fixed(self, system: str | None, raw_tools: Sequence[Any]) -> _Fixed:
         """The system prompt and tool schemas: their tokens and the schemas, worked out once
-        per distinct pair (the tools compared by identity, as :func:`tool_schemas` remembers
+        per distinct pair (the tools compared by identity, as :class:`SchemaCache` remembers
         them). A tool given as a schema mapping may change in place: with one, the schemas are
         read again on each call (``schemas`` is ``None``), while the count is kept as before."""
         key = (system, tuple(map(id, raw_tools)))
         memo = self._fixed_memo
         if memo is None or memo.key != key:
-            schemas = tool_schemas(raw_tools)
+            schemas = self._schemas.schemas(raw_tools)
             counted = count_request((), self.counter, system=system, tools=schemas)
             mutable = any(isinstance(tool, Mapping) for tool in raw_tools)
             memo = self._fixed_memo = _Fixed(key, counted, list(raw_tools), schemas, mutable)

@@ -27,7 +27,7 @@ from typing_extensions import NotRequired
 from tokenlean import checks
 from tokenlean._failopen import fail_open
 from tokenlean.cost import CachePricing, resolve_pricing
-from tokenlean.langchain._adapter import apply_edit, views_of
+from tokenlean.langchain._adapter import ViewCache, apply_edit, views_of
 from tokenlean.langchain._helpers import last_ai_index, middleware_name, thread_scope
 from tokenlean.langchain.retrieval import (
     RetrievalGate,
@@ -136,8 +136,10 @@ class ToolInputShorteningMiddleware(AgentMiddleware[InputShorteningState, Any, A
         self.tools = [tool] if retrieval_tool else []
         readable = retrieval_tool or store is not None or tool_name != RETRIEVAL_TOOL
         self._read_back = ToolReadBack(tool_name if readable else None)
+        self._views = ViewCache()  # this instance's, shared with its gate
         self._gate = RetrievalGate(
             tool,
+            views=self._views,
             pricing=resolve_pricing(pricing),
             counter=DEFAULT_COUNTER,
             min_remaining_calls=checks.integer(
@@ -210,7 +212,10 @@ class ToolInputShorteningMiddleware(AgentMiddleware[InputShorteningState, Any, A
         if not turn.id:
             return None
         plan = plan_turn(
-            views_of(messages, start), offset=start, inputs=self.policy, read_back=self._read_back
+            views_of(messages, start, cache=self._views),
+            offset=start,
+            inputs=self.policy,
+            read_back=self._read_back,
         ).inputs
         if not plan.edits:
             return None

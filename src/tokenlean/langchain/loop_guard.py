@@ -46,6 +46,7 @@ from typing_extensions import NotRequired, TypedDict
 
 from tokenlean import checks
 from tokenlean._failopen import FailOpen, fail_open
+from tokenlean.langchain._adapter import ViewCache
 from tokenlean.langchain._helpers import StepMemo, no_tool_choice
 from tokenlean.loop_guard._detect import Detection, LoopDetector
 from tokenlean.loop_guard._steps import Step
@@ -174,7 +175,7 @@ class LoopGuardMiddleware(AgentMiddleware[LoopGuardState[ResponseT], ContextT, R
         self._tally = Tally(LoopGuardStats)
         self._patterns: Counter[str] = Counter()
         self._events: deque[LoopEvent] = deque(maxlen=max_events)
-        self._steps = StepMemo()
+        self._steps = StepMemo(ViewCache())
 
     @property
     def stats(self) -> LoopGuardStats:

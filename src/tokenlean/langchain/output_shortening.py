@@ -44,7 +44,7 @@ from typing_extensions import NotRequired, TypedDict
 from tokenlean import checks
 from tokenlean._failopen import fail_open
 from tokenlean.cost import CachePricing
-from tokenlean.langchain._adapter import apply_edit, views_of
+from tokenlean.langchain._adapter import ViewCache, apply_edit, views_of
 from tokenlean.langchain._helpers import (
     Held,
     PrefixMemo,
@@ -220,8 +220,10 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
         tool = retrieval_tool_for(self.stores, name=tool_name)
         self.tools = [tool] if retrieval_tool else []
         self._read_back = ToolReadBack(tool_name if retrieval_tool else None)
+        self._views = ViewCache()  # this instance's, shared with its gate
         self._gate = RetrievalGate(
             tool,
+            views=self._views,
             pricing=self.policy.pricing,
             counter=counter or DEFAULT_COUNTER,
             min_remaining_calls=self.policy.min_remaining_calls,
@@ -300,7 +302,7 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
         read = Counter(read_back(messages[last_ai:], self.policy.tool_name))
         levels = _add_levels(state.get(BACKOFF_KEY), dict(read))
         plan = plan_turn(
-            views_of(messages, start),
+            views_of(messages, start, cache=self._views),
             offset=start,
             outputs=self.policy,
             log=hit.value if hit else None,

@@ -24,24 +24,23 @@ shortening must pay for (:func:`offering_pays`).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from langchain.agents.middleware import ModelRequest
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.prebuilt import ToolRuntime
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from tokenlean.cost import CachePricing, expected_net_saving
-from tokenlean.langchain._adapter import views_of
+from tokenlean.langchain._adapter import ViewCache, views_of
 from tokenlean.langchain._helpers import (
     PrefixMemo,
+    SchemaCache,
     last_ai_index,
     thread_scope,
-    tool_schemas,
 )
 from tokenlean.langchain.store import StoreChoice
 from tokenlean.shorten._wrapped import readable
@@ -100,10 +99,19 @@ class ReadOriginalArgs(BaseModel):
     runtime: ToolRuntime = None  # type: ignore[assignment]
 
 
+class _ReadOriginal(StructuredTool):
+    """A ``read_original`` tool made by tokenlean. Its class is what :func:`is_retrieval_tool`
+    tests (a copy LangChain makes is still one), and it knows what it reads (:func:`_same_tool`)."""
+
+    # the given store it reads, else its store choice: two tools of one name reading the same
+    # thing read the same originals
+    _reads: object = PrivateAttr(default=None)
+
+
+#: The default store choice: where every middleware given no store keeps originals. One per
+#: process by design (the documented default store, shared by the shorteners so that one
+#: ``read_original`` reads them all), not a cache; it keeps its own tools (StoreChoice.tool).
 _SHARED = StoreChoice()
-_TOOLS: dict[tuple[int, str], tuple[object, BaseTool]] = {}
-_MADE: dict[int, BaseTool] = {}  # every retrieval tool made here, by id (held: ids stay unique)
-_TOOLS_LOCK = threading.Lock()
 
 
 def shared_choice() -> StoreChoice:
@@ -113,27 +121,33 @@ def shared_choice() -> StoreChoice:
 
 
 def retrieval_tool(store: OriginalStore | StoreChoice, *, name: str = RETRIEVAL_TOOL) -> BaseTool:
-    """The tool reading ``store``: the same object for the same store choice and name, so
-    several shorteners sharing a store give an agent one tool."""
+    """The tool reading ``store``: the same object for the same store choice and name (the
+    choice keeps it), so several shorteners sharing a choice give an agent one tool.
+
+    A store given as it is gets a choice of its own on each call, so a tool of its own; the
+    tools made for one store read the same originals, and tokenlean takes them for one (as
+    the agent does, keeping one tool per name): the agent is offered one.
+    """
     choice = StoreChoice.of(store)
-    owner = choice.given if choice.given is not None else choice  # what the tool really reads
-    key = (id(owner), name)
-    with _TOOLS_LOCK:
-        hit = _TOOLS.get(key)
-    if hit is not None and hit[0] is owner:
-        return hit[1]
-    made = (owner, make_retrieval_tool(choice, name=name))
-    with _TOOLS_LOCK:  # a tool made meanwhile by another thread wins: one tool per store
-        hit = _TOOLS.get(key)
-        if hit is None or hit[0] is not owner:
-            hit = _TOOLS[key] = made
-    return hit[1]
+    return choice.tool(name, lambda: make_retrieval_tool(choice, name=name))
 
 
 def is_retrieval_tool(tool: object) -> bool:
     """Whether ``tool`` is a ``read_original`` tool made by tokenlean."""
-    with _TOOLS_LOCK:
-        return _MADE.get(id(tool)) is tool
+    return isinstance(tool, _ReadOriginal)
+
+
+def _same_tool(tool: object, other: BaseTool) -> bool:
+    """Whether ``tool`` is ``other`` or a tool of its name made by tokenlean to read the same
+    originals (the tools of several shorteners given one store)."""
+    if tool is other:
+        return True
+    return (
+        isinstance(tool, _ReadOriginal)
+        and isinstance(other, _ReadOriginal)
+        and tool.name == other.name
+        and tool._reads is other._reads
+    )
 
 
 def make_retrieval_tool(
@@ -162,16 +176,18 @@ def make_retrieval_tool(
         found = await found_in.aget(scope, key) if scope is not None else None
         return _answer(found, found_in, runtime, (name, key, lines, pattern), scope)
 
-    tool = StructuredTool.from_function(
-        func=read,
-        coroutine=aread,
-        name=name,
-        description=_DESCRIPTION,
-        args_schema=ReadOriginalArgs,
-        response_format="content_and_artifact",
+    tool = cast(
+        "_ReadOriginal",
+        _ReadOriginal.from_function(
+            func=read,
+            coroutine=aread,
+            name=name,
+            description=_DESCRIPTION,
+            args_schema=ReadOriginalArgs,
+            response_format="content_and_artifact",
+        ),
     )
-    with _TOOLS_LOCK:
-        _MADE[id(tool)] = tool
+    tool._reads = choice.given if choice.given is not None else choice
     return tool
 
 
@@ -284,6 +300,8 @@ class RetrievalGate:
     for, is what keeps a short run, or a run with little to cut, from ending dearer than it
     would have without tokenlean. The prompt is sized from the messages (counted once each,
     per thread) and from the system prompt and tool schemas of the thread's last request.
+    Messages are read through ``views``, the view cache of the middleware the gate belongs to
+    (one of its own when none is given); the gate keeps the schemas of the tools it sizes.
     """
 
     def __init__(
@@ -294,13 +312,16 @@ class RetrievalGate:
         counter: TokenCounter,
         min_remaining_calls: int = 0,
         always: bool = False,
+        views: ViewCache | None = None,
     ) -> None:
         self.tool = tool
         self.always = always
         self.pricing = pricing
         self.min_remaining_calls = min_remaining_calls
         self.counter = memoized(counter)
-        self.schema = self.counter.count(tool_schema_text(tool_schemas([tool])))
+        self._views = views if views is not None else ViewCache()
+        self._schemas = SchemaCache()
+        self.schema = self.counter.count(tool_schema_text(self._schemas.schemas([tool])))
         self._sizes: PrefixMemo[_Seen] = PrefixMemo()
         # each thread's last system prompt and tools, sized only when an offer is weighed
         self._requests: dict[str | None, tuple[Any, Sequence[Any]]] = {}
@@ -324,7 +345,7 @@ class RetrievalGate:
                     "another tool_name"
                 )
         if not self.offered(request.state):
-            tools = [t for t in request.tools if t is not self.tool]
+            tools = [t for t in request.tools if not _same_tool(t, self.tool)]
             request = request.override(tools=tools) if len(tools) < len(request.tools) else request
         self._remember_fixed(request)
         return request
@@ -348,7 +369,8 @@ class RetrievalGate:
             update[SAVED_AT_KEY] = saved * size.turns
         weighted = int(state.get(SAVED_AT_KEY) or 0) + saved * size.turns
         last = last_ai_index(messages)
-        new = sum(message_tokens(m, self.counter) for m in views_of(messages, max(0, last)))
+        views = views_of(messages, max(0, last), cache=self._views)
+        new = sum(message_tokens(m, self.counter) for m in views)
         if offering_pays(
             self.pricing,
             prompt=self._fixed_tokens(scope) + size.tokens,
@@ -364,7 +386,7 @@ class RetrievalGate:
     def _size(self, scope: str | None, messages: Sequence[Any]) -> _Seen:
         hit = self._sizes.take(scope, messages)
         start, seen = (hit.n, hit.value) if hit else (0, _Seen())
-        for message in views_of(messages, start):
+        for message in views_of(messages, start, cache=self._views):
             seen.tokens += message_tokens(message, self.counter)
             seen.turns += message.role == "assistant"
         self._sizes.put(scope, messages, len(messages), seen, reuse=hit)
@@ -386,7 +408,7 @@ class RetrievalGate:
         if fixed is None:
             if len(self._fixed) > 64:
                 self._fixed.clear()
-            schemas = tool_schemas(tools)
+            schemas = self._schemas.schemas(tools)
             fixed = self._fixed[key] = count_request((), self.counter, system=system, tools=schemas)
         return fixed
 

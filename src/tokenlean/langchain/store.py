@@ -10,8 +10,9 @@ protocol.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
+from langchain_core.tools import BaseTool
 from langgraph.store.base import BaseStore
 
 from tokenlean import checks
@@ -85,7 +86,8 @@ class StoreChoice:
     (``create_agent(..., store=...)``, read from the runtime on every call) under
     :data:`STORE_NAMESPACE`, so originals survive whatever the agent's store survives; else
     :attr:`memory`, this process's :class:`InMemoryOriginalStore`. Middleware that share one
-    choice (as :func:`~tokenlean.langchain.recommended_middleware` does) share their originals.
+    choice (as :func:`~tokenlean.langchain.recommended_middleware` does) share their originals,
+    and the one ``read_original`` tool of each name that reads them (:meth:`tool`).
     """
 
     def __init__(self, given: object = None) -> None:
@@ -94,6 +96,7 @@ class StoreChoice:
         )
         self.memory = InMemoryOriginalStore()
         self._wrapped: tuple[object, LangGraphOriginalStore] | None = None
+        self._tools: dict[str, BaseTool] = {}
 
     @classmethod
     def of(cls, store: object) -> StoreChoice:
@@ -114,3 +117,12 @@ class StoreChoice:
             wrapped = (agent_store, LangGraphOriginalStore(agent_store))  # type: ignore[arg-type]
             self._wrapped = wrapped
         return wrapped[1]
+
+    def tool(self, name: str, make: Callable[[], BaseTool]) -> BaseTool:
+        """The one tool named ``name`` that reads this choice, made by ``make`` when first asked
+        for: several middleware sharing the choice give an agent one tool."""
+        tool = self._tools.get(name)
+        if tool is None:
+            # setdefault is atomic: when two threads make one at once, the first kept wins
+            tool = self._tools.setdefault(name, make())
+        return tool

@@ -57,7 +57,7 @@ from typing_extensions import NotRequired
 from tokenlean import checks
 from tokenlean._failopen import fail_open
 from tokenlean.cost import CachePricing
-from tokenlean.langchain._adapter import apply_edit, apply_edits, to_view, views_of
+from tokenlean.langchain._adapter import ViewCache, apply_edit, apply_edits, to_view, views_of
 from tokenlean.langchain._helpers import PrefixMemo, StepMemo, thread_scope
 from tokenlean.loop_guard._steps import Step, build_steps
 from tokenlean.stats import Tally
@@ -187,7 +187,8 @@ class TokenSavingMiddleware(AgentMiddleware[TokenSavingState[ResponseT], Context
         self._counter = memoized(self.token_counter)
         self._tally = Tally(TokenSavingStats)
         self._settled: PrefixMemo[_Settled] = PrefixMemo()
-        self._steps = StepMemo()
+        self._views = ViewCache()
+        self._steps = StepMemo(self._views)
 
     early_exit_min_call_index = property(lambda self: self.early_exit.min_call_index)
     early_exit_text = property(lambda self: self.early_exit.text)
@@ -275,7 +276,7 @@ class TokenSavingMiddleware(AgentMiddleware[TokenSavingState[ResponseT], Context
         ) as guard:
             hit = self._settled.take(scope, messages)
             start, settled = (hit.n, hit.value) if hit else (0, _Settled(0, []))
-            view = views_of(messages, start)
+            view = views_of(messages, start, cache=self._views)
             plan = plan_compressions(
                 view, stored, self.policy, self._counter, before=settled.tokens
             )
@@ -329,7 +330,7 @@ class TokenSavingMiddleware(AgentMiddleware[TokenSavingState[ResponseT], Context
         scope = thread_scope()
         hit = self._settled.take(scope, messages)
         start = hit.n if hit else 0
-        rest = compression_edits(views_of(messages, start), entries)
+        rest = compression_edits(views_of(messages, start, cache=self._views), entries)
         sent = [*(hit.value.sent if hit else ()), *apply_edits(messages[start:], rest)]
         if hit:  # taken only to read it
             self._settled.put(scope, messages, start, hit.value, reuse=hit)

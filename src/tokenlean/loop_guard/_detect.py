@@ -42,14 +42,7 @@ from typing import Literal
 from tokenlean import checks
 from tokenlean.loop_guard._canonical import canonical_text
 from tokenlean.loop_guard._signals import diversity_loss, hedge_score, streak_score
-from tokenlean.loop_guard._steps import (
-    Step,
-    StepList,
-    is_failure,
-    step_action_key,
-    step_key,
-    step_observation_key,
-)
+from tokenlean.loop_guard._steps import Step, StepKeys, StepList, is_failure
 
 Pattern = Literal["repeat", "failing", "talking", "alternating", "cycle"]
 PATTERNS: tuple[Pattern, ...] = ("repeat", "failing", "talking", "alternating", "cycle")
@@ -84,7 +77,9 @@ class LoopDetector:
     ``max_period``). ``exempt_tools`` names tools that legitimately repeat; ``exempt_if`` is a
     predicate for finer exemptions (for example a ``bash`` step whose command is ``sleep``).
     ``patterns`` lists the enabled patterns. ``signal_window`` and ``hedge_window`` size the
-    ``diversity`` and ``hedge`` signals.
+    ``diversity`` and ``hedge`` signals. A detector remembers the keys of the steps it has read
+    (:class:`~tokenlean.loop_guard._steps.StepKeys`): it is asked about the same latest steps on
+    every call.
     """
 
     repeat_after: int = 3
@@ -98,6 +93,7 @@ class LoopDetector:
     signal_window: int = 6
     hedge_window: int = 5
     _horizon: int = field(init=False, repr=False, compare=False, default=0)
+    _keys: StepKeys = field(init=False, repr=False, compare=False, default_factory=StepKeys)
 
     def __post_init__(self) -> None:
         for name in ("repeat_after", "failing_after", "talking_after", "cycle_repeats"):
@@ -168,8 +164,8 @@ class LoopDetector:
             if talking is not None and talking.redundant and any(s["action"] for s in steps):
                 found.append(talking)
         if "failing" in self.patterns:
-            found += [d for d in [_failing(tail)] if d is not None]
-        found += _periodic(tail, self.max_period, self.patterns)
+            found += [d for d in [_failing(tail, self._keys)] if d is not None]
+        found += _periodic(tail, self.max_period, self.patterns, self._keys)
         return found
 
     def fires(self, detection: Detection) -> bool:
@@ -199,7 +195,7 @@ class LoopDetector:
         """
         tail = self.active(steps)
         redundant = max((d.redundant for d in self.candidates(steps, since=since)), default=0)
-        keys = [_signal_key(s) for s in tail[-self.signal_window :]]
+        keys = [_signal_key(s, self._keys) for s in tail[-self.signal_window :]]
         return {
             "streak": streak_score(redundant),
             "hedge": hedge_score([s["thought"] for s in tail], self.hedge_window),
@@ -236,9 +232,9 @@ def _check_step(step: object, index: int) -> None:
 _STEP_KEYS = frozenset(Step.__annotations__)
 
 
-def _signal_key(step: Step) -> tuple[str, str]:
+def _signal_key(step: Step, keys: StepKeys) -> tuple[str, str]:
     if step["action"]:
-        return step_key(step)
+        return keys.key(step)
     return "", canonical_text(step["thought"])
 
 
@@ -271,25 +267,25 @@ def _talking(tail: Sequence[Step]) -> Detection | None:
     return _detection("talking", tail, length, 1, length - 1) if length else None
 
 
-def _failing(tail: Sequence[Step]) -> Detection | None:
+def _failing(tail: Sequence[Step], keys: StepKeys) -> Detection | None:
     last = tail[-1]
     if not last["action"] or not is_failure(last):
         return None
-    action = step_action_key(last)  # canonical_action, remembered per step
-    length = _run_length(tail, lambda s: step_action_key(s) == action and is_failure(s))
+    action = keys.action_key(last)  # canonical_action, remembered per step
+    length = _run_length(tail, lambda s: keys.action_key(s) == action and is_failure(s))
     return _detection("failing", tail, length, 1, length - 1)
 
 
 def _periodic(
-    tail: Sequence[Step], max_period: int, enabled: Collection[Pattern]
+    tail: Sequence[Step], max_period: int, enabled: Collection[Pattern], known: StepKeys
 ) -> list[Detection]:
     """Trailing repetitions with period 1 (``repeat``), 2 (``alternating``) or more (``cycle``)."""
     steps = tail[len(tail) - _acting(tail) :]
     # The actions of the latest steps, each compared with the newest's: at most periods they
     # differ, which rules the period out without reading an observation.
     reach = min(len(steps), max_period + 1)
-    actions = [step_action_key(step) for step in steps[len(steps) - reach :]]
-    keys = _Keys(steps)
+    actions = [known.action_key(step) for step in steps[len(steps) - reach :]]
+    keys = _Keys(steps, known)
     found: list[Detection] = []
     for period in range(1, reach):
         same = actions[-1 - period] == actions[-1]
@@ -318,14 +314,15 @@ def _acting(tail: Sequence[Step]) -> int:
 
 
 class _Keys:
-    """The steps' keys (:func:`step_key`), each half worked out when first read: the checks read
-    from the end and mostly stop after a few steps, so most keys of a long tail are never
-    needed, and a step's observation only matters when its action matches."""
+    """The steps' keys (from the detector's ``known`` ones), each half worked out when first
+    read: the checks read from the end and mostly stop after a few steps, so most keys of a
+    long tail are never needed, and a step's observation only matters when its action matches."""
 
-    __slots__ = ("_actions", "_observations", "_steps")
+    __slots__ = ("_actions", "_known", "_observations", "_steps")
 
-    def __init__(self, steps: Sequence[Step]) -> None:
+    def __init__(self, steps: Sequence[Step], known: StepKeys) -> None:
         self._steps = steps
+        self._known = known
         self._actions: dict[int, str] = {}
         self._observations: dict[int, str] = {}
 
@@ -347,13 +344,13 @@ class _Keys:
         """The first half of the key of step ``index``."""
         key = self._actions.get(index)
         if key is None:
-            key = self._actions[index] = step_action_key(self._steps[index])
+            key = self._actions[index] = self._known.action_key(self._steps[index])
         return key
 
     def _observation(self, index: int) -> str:
         key = self._observations.get(index)
         if key is None:
-            key = self._observations[index] = step_observation_key(self._steps[index])
+            key = self._observations[index] = self._known.observation_key(self._steps[index])
         return key
 
 
@@ -376,6 +373,9 @@ def _minimal_period(block: Sequence[tuple[str, str]]) -> int:
     return size
 
 
+#: The detector of :func:`detect_stuck` and :func:`loop_signals`: the default thresholds, one
+#: per process like a default argument. The keys it remembers are its own (a ``signals_fn``
+#: such as :func:`loop_signals` is asked about the same latest steps on every call).
 DEFAULT_DETECTOR = LoopDetector()
 
 

@@ -216,25 +216,10 @@ def canonical_action(step: Step) -> str:
 def step_key(step: Step) -> tuple[str, str]:
     """What must match for two steps to be the same: canonical action and observation.
 
-    Remembered per step object (a detector looks at the same latest steps on every call), and
-    worked out again if the step's action, input or observation was replaced since.
+    Worked out afresh on each call; a detector, which looks at the same latest steps on every
+    call, remembers them per step object (:class:`StepKeys`).
     """
-    return step_action_key(step), step_observation_key(step)
-
-
-def step_action_key(step: Step) -> str:
-    """The first half of :func:`step_key` (remembered the same way): two steps whose actions
-    differ differ, whatever they observed, so the observation need not be read."""
-    return _keys_of(step).action_key
-
-
-def step_observation_key(step: Step) -> str:
-    """The second half of :func:`step_key` (remembered the same way): the canonical
-    observation, worked out only when first asked for (an output can be long)."""
-    keys = _keys_of(step)
-    if keys.observation_key is None:
-        keys.observation_key = canonical_text(step["observation"])
-    return keys.observation_key
+    return canonical_action(step), canonical_text(step["observation"])
 
 
 @dataclass(slots=True)
@@ -249,33 +234,65 @@ class _StepKeys:
     observation_key: str | None = None  # worked out when first asked for
 
 
-def _keys_of(step: Step) -> _StepKeys:
-    """The step's remembered keys, worked out again if its action, input or observation was
-    replaced since."""
-    # Read without the lock (a dict lookup is atomic; writes hold it): a detector reads the
-    # keys of the latest steps on every call.
-    keys = _KEYS.get(id(step))
-    if (
-        keys is not None
-        and keys.step is step
-        and keys.action_input is step["action_input"]
-        and keys.action == step["action"]
-        and keys.observation == step["observation"]
-    ):
+class StepKeys:
+    """:func:`step_key` remembered per step object, for the detector that owns it.
+
+    A detector looks at the same latest steps on every call (the steps a scan built stay the
+    same objects from call to call), so each step's keys are worked out once, and again only if
+    its action, input or observation was replaced since. At most ``max_keys`` steps are
+    remembered, the oldest forgotten first. Reads take no lock (a dict lookup is atomic); writes
+    hold it, so the threads sharing a detector share its keys.
+    """
+
+    __slots__ = ("_keys", "_lock", "_max")
+
+    def __init__(self, *, max_keys: int = 4096) -> None:
+        self._keys: OrderedDict[int, _StepKeys] = OrderedDict()
+        self._lock = threading.Lock()
+        self._max = max_keys
+
+    def __reduce__(self) -> tuple[type[StepKeys], tuple[()]]:
+        return StepKeys, ()  # a copy (of a detector, say) starts empty: the lock is not copied
+
+    def key(self, step: Step) -> tuple[str, str]:
+        """:func:`step_key` of ``step``."""
+        return self.action_key(step), self.observation_key(step)
+
+    def action_key(self, step: Step) -> str:
+        """The first half of :func:`step_key`: two steps whose actions differ differ, whatever
+        they observed, so the observation need not be read."""
+        return self._of(step).action_key
+
+    def observation_key(self, step: Step) -> str:
+        """The second half of :func:`step_key`: the canonical observation, worked out only when
+        first asked for (an output can be long)."""
+        keys = self._of(step)
+        if keys.observation_key is None:
+            keys.observation_key = canonical_text(step["observation"])
+        return keys.observation_key
+
+    def _of(self, step: Step) -> _StepKeys:
+        """The step's remembered keys, worked out again if its action, input or observation was
+        replaced since."""
+        # Read without the lock (a dict lookup is atomic; writes hold it): a detector reads the
+        # keys of the latest steps on every call.
+        keys = self._keys.get(id(step))
+        if (
+            keys is not None
+            and keys.step is step
+            and keys.action_input is step["action_input"]
+            and keys.action == step["action"]
+            and keys.observation == step["observation"]
+        ):
+            return keys
+        keys = _StepKeys(
+            step, step["action"], step["action_input"], step["observation"], canonical_action(step)
+        )
+        with self._lock:
+            self._keys[id(step)] = keys
+            if len(self._keys) > self._max:
+                self._keys.popitem(last=False)
         return keys
-    keys = _StepKeys(
-        step, step["action"], step["action_input"], step["observation"], canonical_action(step)
-    )
-    with _KEYS_LOCK:
-        _KEYS[id(step)] = keys
-        if len(_KEYS) > _MAX_KEYS:
-            _KEYS.popitem(last=False)
-    return keys
-
-
-_MAX_KEYS = 4096
-_KEYS: OrderedDict[int, _StepKeys] = OrderedDict()
-_KEYS_LOCK = threading.Lock()
 
 
 _EXIT_CODE = re.compile(

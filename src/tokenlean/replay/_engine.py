@@ -18,7 +18,7 @@ from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import Field, create_model
 
-from tokenlean.langchain._adapter import from_view, to_view
+from tokenlean.langchain._adapter import ViewCache, from_view, to_view
 from tokenlean.replay._formats import Trajectory
 from tokenlean.replay._metrics import PromptMeasurer, RunMetrics, measure_calls
 from tokenlean.replay._refs import learned_references
@@ -156,7 +156,11 @@ def measure_replay(
 ) -> RunMetrics:
     """The metrics of one replay (scripted calls only; synthetic extra calls are left out)."""
     scripted = [c for c in result.calls if c.scripted]
-    prompts = [measurer.measure(tool_schema_text(c.tools), to_view(c.messages)) for c in scripted]
+    views = ViewCache()  # the calls share most of their messages: each is converted once
+    prompts = [
+        measurer.measure(tool_schema_text(c.tools), to_view(c.messages, cache=views))
+        for c in scripted
+    ]
     learned = learned_references(trajectory.messages)  # one per assistant turn, in order
     refs_by_id = {
         ai.id: turn.refs

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from tokenlean.langchain._adapter import to_view
+from tokenlean.langchain._adapter import ViewCache, to_view
 from tokenlean.raw import (
     Api,
     RawSettings,
@@ -55,8 +55,9 @@ def measure_bodies(
     what a middleware's own tool costs from what its rewrite saves)."""
     scripted = [c for c in result.calls if c.scripted]
     schemas = [c for c in (tools_from or result).calls if c.scripted]
+    views = ViewCache()  # the calls share most of their messages: each is converted once
     prompts = [
-        _prompt(call, schema.tools, measurer, api, settings)
+        _prompt(call, schema.tools, measurer, api, settings, views)
         for call, schema in zip(scripted, schemas, strict=True)
     ]
     run = RunMetrics(strategy=strategy, trajectory=trajectory.id)
@@ -70,8 +71,9 @@ def _prompt(
     measurer: PromptMeasurer,
     api: Api,
     settings: RawSettings | None,
+    views: ViewCache,
 ) -> Prompt:
-    view = to_view(call.messages)
+    view = to_view(call.messages, cache=views)
     system = [m for m in view[:1] if m.role == "system"]
     request = body(api, view)
     if settings is not None:

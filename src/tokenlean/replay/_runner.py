@@ -19,6 +19,10 @@ from tokenlean.replay._formats import Trajectory
 from tokenlean.replay._metrics import PromptMeasurer, RunMetrics, pool
 from tokenlean.tokens import TokenCounter, default_counter
 
+#: This process's measurer. A worker of the pool runs many tasks (the same trajectory under
+#: each strategy, whose prompts share most blocks) and nothing of the pool's outlives a task
+#: but the process itself, so the process is the owner that lets a block counted for one task
+#: serve the next; made on first use, in the worker.
 _MEASURER: PromptMeasurer | None = None
 
 

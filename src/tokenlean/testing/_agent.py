@@ -24,7 +24,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field, PrivateAttr
 
 from tokenlean import checks
-from tokenlean.langchain._adapter import to_view
+from tokenlean.langchain._adapter import ViewCache, to_view
 from tokenlean.tokens import tool_schema_text
 from tokenlean.transcript import canonical
 
@@ -164,9 +164,10 @@ def scripted_agent(
     return agent, model
 
 
-def _blocks(call: RecordedCall) -> list[str]:
+def _blocks(call: RecordedCall, views: ViewCache) -> list[str]:
     """A call's prompt as the provider receives it: tool schemas, then each message's bytes."""
-    return [tool_schema_text(call.tools), *(canonical(m) for m in to_view(call.messages))]
+    messages = to_view(call.messages, cache=views)
+    return [tool_schema_text(call.tools), *(canonical(m) for m in messages)]
 
 
 def prefix_breaks(calls: ScriptedChatModel | Sequence[RecordedCall]) -> list[tuple[int, int]]:
@@ -177,8 +178,9 @@ def prefix_breaks(calls: ScriptedChatModel | Sequence[RecordedCall]) -> list[tup
     recorded = _recorded(calls)
     breaks: list[tuple[int, int]] = []
     previous: list[str] | None = None
+    views = ViewCache()  # the calls share most of their messages: each is converted once
     for index, call in enumerate(recorded):
-        blocks = _blocks(call)
+        blocks = _blocks(call, views)
         if previous is not None:
             same = next(
                 (i for i, (a, b) in enumerate(zip(previous, blocks, strict=False)) if a != b),
