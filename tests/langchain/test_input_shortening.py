@@ -21,7 +21,7 @@ from tokenlean.langchain.output_shortening import ToolOutputShorteningMiddleware
 from tokenlean.replay._engine import measure_replay, replay
 from tokenlean.replay._formats import load_trajectory
 from tokenlean.replay._metrics import PromptMeasurer
-from tokenlean.shorten._inputs import argument_handle
+from tokenlean.shorten._inputs import InputShorteningSettings, argument_handle
 from tokenlean.store import InMemoryOriginalStore, Original, excerpt
 from tokenlean.testing import scripted_agent
 from tokenlean.tokens import EstimateCounter
@@ -449,6 +449,57 @@ def test_listed_before_the_output_shortener_no_result_points_at_cut_lines() -> N
     result = next(m for m in model.calls[1].messages if isinstance(m, ToolMessage))
     assert "already shown" not in str(result.content)
     assert "return separability_matrix(model)[30] == 0" in str(result.content)
+
+
+def test_one_shortener_given_inputs_plans_them_first_whatever_the_stack_order() -> None:
+    """plan_turn, not the stack, orders the stages: one middleware given ``inputs`` cuts the
+    turn's inputs and then shortens its results against them as cut; two middleware listed
+    outputs-first point the result at lines the model will no longer see."""
+    body = [
+        f"def check_{i}(model):\n    return separability_matrix(model)[{i}] == {i % 3}"
+        for i in range(60)
+    ]
+    script = "cat > check.py <<'EOF'\n" + "\n".join(body) + "\nEOF\ncat check.py"
+
+    @tool
+    def bash(command: str) -> str:
+        """Run a shell command."""
+        return "\n".join(body)
+
+    def second_call(middleware: list[Any]) -> list[BaseMessage]:
+        responses = [turn(("bash", {"command": script}, "c1")), AIMessage("ok", id="ai-2")]
+        agent, model = scripted_agent(responses, tools=[bash], middleware=middleware)
+        agent.invoke({"messages": [HumanMessage("write it")]}, cfg())
+        return list(model.calls[1].messages)
+
+    settings = InputShorteningSettings(min_tokens=50, head_lines=4, tail_lines=2)
+    one = second_call([ToolOutputShorteningMiddleware(inputs=settings)])
+    result = next(m for m in one if isinstance(m, ToolMessage))
+    assert "already shown" not in str(result.content)
+    assert "return separability_matrix(model)[30] == 0" in str(result.content)
+    sent = by_id(one, "ai-1").tool_calls[0]["args"]["command"]
+    assert len(sent) < len(script) and handle_in(by_id(one, "ai-1"))  # the input was cut
+    store = InMemoryOriginalStore()
+    wrong = second_call(
+        [ToolOutputShorteningMiddleware(store=store), small(store=store, retrieval_tool=False)]
+    )
+    assert "already shown" in str(next(m for m in wrong if isinstance(m, ToolMessage)).content)
+
+
+def test_one_shortener_given_inputs_serves_the_input_original() -> None:
+    middleware = ToolOutputShorteningMiddleware(
+        inputs=InputShorteningSettings(min_tokens=50, head_lines=4, tail_lines=2)
+    )
+    responses = [turn(("run_python", {"code": SCRIPT}, "c1")), read_back, AIMessage("done")]
+    state, model, used = run(responses, middleware=[middleware])
+    handle = argument_handle("c1", "code", SCRIPT)
+    assert middleware.store.get("t1", handle) == Original(handle, SCRIPT, "run_python", "c1")
+    read = next(
+        m for m in state["messages"] if isinstance(m, ToolMessage) and m.tool_call_id == "r1"
+    )
+    assert read.content == excerpt(SCRIPT)
+    assert used.input_stats.calls_shortened == 1 and used.stats.results_shortened == 0
+    assert "read_original" in {t["function"]["name"] for t in model.calls[1].tools}
 
 
 # -- cache safety on a real trajectory -------------------------------------------------------

@@ -13,42 +13,38 @@ from tokenlean.langchain import (
     LoopGuardMiddleware,
     ToolOutputShorteningMiddleware,
 )
-from tokenlean.langchain.input_shortening import ToolInputShorteningMiddleware
 from tokenlean.langchain.recommended import recommended_middleware
 from tokenlean.replay._engine import measure_replay, replay
 from tokenlean.replay._formats import load_trajectory
 from tokenlean.replay._metrics import PromptMeasurer
+from tokenlean.shorten import RECOMMENDED_INPUTS
 from tokenlean.testing import scripted_agent
 from tokenlean.tokens import TiktokenCounter
 
 
-def test_stack_shape_and_shared_store() -> None:
+def test_stack_shape_one_shortener_for_inputs_and_outputs() -> None:
     stack = recommended_middleware("anthropic")
     assert [type(m) for m in stack] == [
-        ToolInputShorteningMiddleware,
         ToolOutputShorteningMiddleware,
         ContextEditorMiddleware,
         LoopGuardMiddleware,
     ]
-    assert stack[0].store is stack[1].store
+    assert stack[0].inputs == RECOMMENDED_INPUTS  # one plan per call: inputs, then outputs
     assert [t.name for m in stack for t in getattr(m, "tools", [])] == ["read_original"]
     assert [
         type(m) for m in recommended_middleware("openai", context_editor=False, loop_guard=False)
-    ] == [
-        ToolInputShorteningMiddleware,
-        ToolOutputShorteningMiddleware,
-    ]
+    ] == [ToolOutputShorteningMiddleware]
 
 
 def test_provider_sets_the_editor_pricing() -> None:
-    anthropic = recommended_middleware("anthropic")[2]
-    openai = recommended_middleware("openai")[2]
-    uncached = recommended_middleware("none")[2]
+    anthropic = recommended_middleware("anthropic")[1]
+    openai = recommended_middleware("openai")[1]
+    uncached = recommended_middleware("none")[1]
     assert anthropic.config.pricing.name == "anthropic" and anthropic.config.mode == "cache_aware"
     assert openai.config.pricing.name == "openai"
     assert uncached.config.mode == "plain"
     custom = CachePricing("mine", cached_read=0.25, uncached=1.0)
-    assert recommended_middleware(custom)[2].config.pricing is custom
+    assert recommended_middleware(custom)[1].config.pricing is custom
 
 
 def test_unknown_provider_is_rejected() -> None:

@@ -14,10 +14,10 @@ from tests.data import TOOL_OUTPUTS, shared_params
 from tokenlean.raw import RawSettings, rewrite_request
 from tokenlean.readback import point_to_file
 from tokenlean.shorten import _firstsight as firstsight
-from tokenlean.tokens import DEFAULT_COUNTER
 from tokenlean.store import FolderOriginalStore, default_originals_dir, make_handle
 from tokenlean.testing.bodies import body as build_body
 from tokenlean.testing.bodies import call_points
+from tokenlean.tokens import DEFAULT_COUNTER
 from tokenlean.transcript import Message, ToolCall
 
 from .bodies import SCRIPT
@@ -249,7 +249,9 @@ def test_each_request_only_shortens_what_is_new(
         request = build_body("anthropic", trajectory.messages[:k])
         warm.append(rewrite_request("anthropic", request, settings=settings))
     sent = trajectory.messages[: points[-1]]
-    long = [m for m in sent if m.role == "tool" and DEFAULT_COUNTER.count(m.text) > settings.min_tokens]
+    long = [
+        m for m in sent if m.role == "tool" and DEFAULT_COUNTER.count(m.text) > settings.min_tokens
+    ]
     repeats = _repeat_pointers(warm[-1].body if warm[-1] else build_body("anthropic", sent))
     long = [m for m in long if m.tool_call_id not in repeats]  # a repeat needs no shortening
     assert len(calls) == len(long)  # each long result was shortened once, not once per request

@@ -17,8 +17,7 @@ from tokenlean.replay._formats import load_trajectory
 from tokenlean.replay._metrics import PromptMeasurer
 from tokenlean.shorten import shorten
 from tokenlean.shorten._firstsight import OutputShorteningSettings
-from tokenlean.tokens import DEFAULT_COUNTER
-from tokenlean.tokens import EstimateCounter
+from tokenlean.tokens import DEFAULT_COUNTER, EstimateCounter
 from tokenlean.transcript import mark_of
 
 

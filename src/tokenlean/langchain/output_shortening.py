@@ -15,6 +15,11 @@ model was shown before it are carried from call to call per thread
 (:class:`~tokenlean.langchain._helpers.PrefixMemo`), and rebuilt from the state when they are not
 at hand (a restart, another worker), with the same result.
 
+Given ``inputs``, the same call first cuts the long inputs of the calls that have just run
+(their scripts and heredocs, to head and tail lines), then shortens their results seeing those
+inputs as cut: :func:`~tokenlean.pipeline.plan_turn` runs both stages in that order, as it does
+behind the proxy, so the order does not depend on how a stack lists its middleware.
+
 Originals are kept per thread (in memory by default, or in a LangGraph store via
 :class:`~tokenlean.langchain.store.LangGraphOriginalStore`), and the middleware adds a
 ``read_original`` tool so the agent can fetch an original by handle, whole, by line range or by
@@ -69,9 +74,10 @@ from tokenlean.shorten._firstsight import (
     OutputShorteningSettings,
     SeenLog,
 )
+from tokenlean.shorten._inputs import InputPlan, InputShorteningSettings
 from tokenlean.shorten._options import ShortenSettings
 from tokenlean.stats import Tally
-from tokenlean.store import OriginalStore
+from tokenlean.store import Original, OriginalStore
 from tokenlean.tokens import DEFAULT_COUNTER, TokenCounter
 from tokenlean.transcript import Edit
 
@@ -135,12 +141,27 @@ class ShorteningStats:
 
 
 @dataclass(frozen=True, slots=True)
+class InputCutStats:
+    """Counters of the inputs cut (with ``inputs``) over every thread this instance served."""
+
+    calls_shortened: int = 0
+    tokens_before: int = 0
+    tokens_after: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class _Update:
     state: dict[str, Any]
     plan: FirstSightPlan
+    inputs: InputPlan
     scope: str | None
-    messages: Sequence[AnyMessage]  # the plan's log covers the first ``plan.log.upto``
+    messages: Sequence[AnyMessage]  # as sent; the plan's log covers the first ``plan.log.upto``
     held: Held[SeenLog] | None  # what was taken from the memo
+
+    @property
+    def originals(self) -> tuple[Original, ...]:
+        """What the markers point to (kept per thread only: nothing else could read them)."""
+        return (*self.inputs.originals, *self.plan.originals) if self.scope is not None else ()
 
 
 class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any]):
@@ -160,7 +181,8 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
             to a thread once something was kept for it; one tool per store).
         dedupe: Point to lines the model was already shown instead of repeating them.
         min_saving: Skip a shortening that saves less than this share of a result's tokens.
-        counter: Token counter for thresholds and reports (default: a fast estimate).
+        counter: Token counter for thresholds and reports (default:
+            :data:`tokenlean.tokens.DEFAULT_COUNTER`).
         pricing: Whose prompt-cache prices decide when a thread's savings pay for offering
             the retrieval tool (``"anthropic"``, ``"openai"``, ``"none"`` or a
             :class:`~tokenlean.cost.CachePricing`).
@@ -168,6 +190,10 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
             offered ``read_original`` once its cuts have saved enough to pay for the cache
             re-write that adding a tool causes, and for the schema) or ``"always"``.
         min_remaining_calls: The later calls the tool's schema is charged for, at least.
+        inputs: Also cut the long inputs of the calls that have run, before their results are
+            shortened (:class:`~tokenlean.shorten.InputShorteningSettings`; ``None``: inputs
+            are left alone, as without :class:`ToolInputShorteningMiddleware`). Needs a
+            ``thread_id``, as the originals must be readable.
         name: The middleware's name (default: the class name, with a digest of the settings
             when they differ from the defaults, so differently set instances can be combined).
 
@@ -195,10 +221,16 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
         pricing: CachePricing | str = _DEFAULTS.pricing,
         offer_tool: OfferTool = _DEFAULTS.offer_tool,
         min_remaining_calls: int = _DEFAULTS.min_remaining_calls,
+        inputs: InputShorteningSettings | None = None,
         name: str | None = None,
     ) -> None:
         super().__init__()
         checks.flag(retrieval_tool, "retrieval_tool")
+        if inputs is not None and not isinstance(inputs, InputShorteningSettings):
+            raise checks.ArgumentTypeError(
+                f"inputs must be InputShorteningSettings or None, got {checks.described(inputs)}"
+            )
+        self.inputs = inputs
         opts = options if options is not None else _DEFAULTS.options
         if max_tokens is not None and isinstance(opts, ShortenSettings):
             opts = replace(opts, max_tokens=max_tokens)
@@ -229,8 +261,10 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
             min_remaining_calls=self.policy.min_remaining_calls,
             always=self.policy.offer_tool == "always",
         )
-        self._name = middleware_name(self, name, self.policy, _DEFAULTS)
+        named = (self.policy, inputs) if inputs is not None else self.policy
+        self._name = middleware_name(self, name, named, _DEFAULTS)
         self._tally = Tally(ShorteningStats)
+        self._cut = Tally(InputCutStats)
         self._memo: PrefixMemo[SeenLog] = PrefixMemo()
 
     @property
@@ -251,13 +285,18 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
     def stats(self) -> ShorteningStats:
         return self._tally.snapshot()
 
+    @property
+    def input_stats(self) -> InputCutStats:
+        """What cutting inputs saved (all zero without ``inputs``)."""
+        return self._cut.snapshot()
+
     def before_model(self, state: ShorteningState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         update = self._prepare(state)
         if update is None:
             return None
         with fail_open(logger, _KEEP_FAILED) as guard:
             store = self.stores.pick(getattr(runtime, "store", None))
-            for original in update.plan.originals if update.scope is not None else ():
+            for original in update.originals:
                 store.put(update.scope or "", original)
         return None if guard.failed else self._commit(update)
 
@@ -269,7 +308,7 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
             return None
         with fail_open(logger, _KEEP_FAILED) as guard:
             store = self.stores.pick(getattr(runtime, "store", None))
-            for original in update.plan.originals if update.scope is not None else ():
+            for original in update.originals:
                 await store.aput(update.scope or "", original)
         return None if guard.failed else self._commit(update)
 
@@ -301,31 +340,31 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
         start = min(hit.value.upto, last_ai) if hit else 0 if self.policy.dedupe else last_ai
         read = Counter(read_back(messages[last_ai:], self.policy.tool_name))
         levels = _add_levels(state.get(BACKOFF_KEY), dict(read))
-        plan = plan_turn(
+        turn = plan_turn(
             views_of(messages, start, cache=self._views),
             offset=start,
+            inputs=self.inputs if messages and messages[last_ai].id else None,
             outputs=self.policy,
             log=hit.value if hit else None,
             read_back=self._read_back if scope is not None else None,  # kept per thread
             backoff=levels,
-        ).outputs
-        update = _Update({BACKOFF_KEY: dict(read)} if read else {}, plan, scope, messages, hit)
-        saved = sum(e.tokens_before - e.tokens_after for e in plan.edits)
-        updated = [apply_edit(messages[e.index], e) for e in plan.edits]
+        )
+        plan, cut = turn.outputs, turn.inputs
+        edits = (*cut.edits, *plan.edits)
+        updated = [apply_edit(messages[e.index], e) for e in edits]
+        sent = _with(messages, edits, updated)  # what the model will be sent
+        state_update: dict[str, Any] = {BACKOFF_KEY: dict(read)} if read else {}
+        update = _Update(state_update, plan, cut, scope, sent, hit)
         if scope is not None:  # counted even with nothing cut now: the tool may come to pay
-            sent = _with(messages, plan.edits, updated)  # what the model will be sent
-            update.state.update(
-                self._gate.account(state, sent, saved=saved, kept=len(plan.originals))
-            )
-        if not plan.edits:
+            saved = sum(e.tokens_before - e.tokens_after for e in edits)
+            kept = len(cut.originals) + len(plan.originals)
+            update.state.update(self._gate.account(state, sent, saved=saved, kept=kept))
+        if not edits:
             self._remember(update)
             return update if update.state else None
-        totals = ShorteningTotals(
-            results=len(plan.edits),
-            tokens_before=sum(e.tokens_before for e in plan.edits),
-            tokens_after=sum(e.tokens_after for e in plan.edits),
-        )
-        update.state.update({"messages": updated, STATE_KEY: totals})
+        update.state["messages"] = updated
+        if plan.edits:
+            update.state[STATE_KEY] = _totals(plan.edits)
         return update
 
     def _remember(self, update: _Update) -> None:
@@ -336,6 +375,13 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
 
     def _commit(self, update: _Update) -> dict[str, Any]:
         self._remember(update)
+        cut = update.inputs
+        if cut.edits:
+            self._cut.add(
+                calls_shortened=cut.calls,
+                tokens_before=sum(c.tokens_before for c in cut.cuts),
+                tokens_after=sum(c.tokens_after for c in cut.cuts),
+            )
         if STATE_KEY not in update.state:
             return update.state
         totals: ShorteningTotals = update.state[STATE_KEY]
@@ -345,6 +391,14 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
             tokens_after=totals["tokens_after"],
         )
         return update.state
+
+
+def _totals(edits: Sequence[Edit]) -> ShorteningTotals:
+    return ShorteningTotals(
+        results=len(edits),
+        tokens_before=sum(e.tokens_before for e in edits),
+        tokens_after=sum(e.tokens_after for e in edits),
+    )
 
 
 def _with(

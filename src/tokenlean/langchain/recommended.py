@@ -9,22 +9,22 @@ what reference recall, source by source, is in ``benchmarks/results.md`` (a repl
 trajectories in ``shared/data`` against no middleware, rerun by ``make bench``); this docstring
 quotes no figure, so that it cannot go stale.
 
-1. :class:`ToolInputShorteningMiddleware` — cuts the long inputs of calls that have already run
-   (scripts written into ``python -c`` or heredocs) to their head and tail before the model first
-   sees the turn again. Inputs over ``INPUT_MIN_TOKENS`` keep ``INPUT_HEAD_LINES`` and
-   ``INPUT_TAIL_LINES`` lines: a little more than the smallest cut that kept recall in the tuning
-   runs (``benchmarks/tune_recommended.py``). It comes first so that the output shortener never
-   points at input lines (a tool echoing its script) that the model will no longer see.
-2. :class:`ToolOutputShorteningMiddleware` — shortens each long tool result before the model
-   first sees it (errors, tracebacks and lines related to the call survive), so what it changes
-   was never sent and the prompt cache keeps hitting. Both shorteners share one store, so its
-   ``read_original`` tool returns either kind of original.
-3. :class:`ContextEditorMiddleware` in cache-aware mode with the provider's cache pricing, at a
+1. :class:`ToolOutputShorteningMiddleware` with ``inputs`` — on each call, one plan of the new
+   turn (:func:`tokenlean.pipeline.plan_turn`, as behind the proxy): first the long inputs of
+   the calls that have run (scripts written into ``python -c`` or heredocs) are cut to their
+   head and tail (inputs over ``INPUT_MIN_TOKENS`` keep ``INPUT_HEAD_LINES`` and
+   ``INPUT_TAIL_LINES`` lines: a little more than the smallest cut that kept recall in the
+   tuning runs, ``benchmarks/tune_recommended.py``), then each long tool result is shortened
+   before the model first sees it (errors, tracebacks and lines related to the call survive),
+   seeing those inputs as cut, so it never points at input lines the model will no longer see.
+   What it changes was never sent, so the prompt cache keeps hitting; its one ``read_original``
+   tool returns either kind of original.
+2. :class:`ContextEditorMiddleware` in cache-aware mode with the provider's cache pricing, at a
    high trigger (``EDITOR_TRIGGER_TOKENS``). After shortening, clearing old results at lower
    triggers bought little and cost recall in the tuning runs, so the editor is a safety net for
    runs that grow past what the replay data reaches; its pricing is why the stack depends on the
    provider (clearing costs a cache re-write on Anthropic and OpenAI, nothing without a cache).
-4. :class:`LoopGuardMiddleware` — nudges, then forces an answer, then ends a run stuck in a
+3. :class:`LoopGuardMiddleware` — nudges, then forces an answer, then ends a run stuck in a
    loop; ``benchmarks/loops.md`` measures how often it fires on resolved runs and on looping ones.
 """
 
@@ -38,7 +38,6 @@ from tokenlean import checks
 from tokenlean.context_editor import Mode
 from tokenlean.cost import CachePricing, PricingName, resolve_pricing
 from tokenlean.langchain.context_editor import ContextEditorMiddleware
-from tokenlean.langchain.input_shortening import ToolInputShorteningMiddleware
 from tokenlean.langchain.loop_guard import LoopGuardMiddleware
 from tokenlean.langchain.output_shortening import ToolOutputShorteningMiddleware
 from tokenlean.langchain.retrieval import shared_choice
@@ -76,19 +75,9 @@ def recommended_middleware(
     pricing = resolve_pricing(provider, name="provider")
     checks.flag(context_editor, "context_editor")
     checks.flag(loop_guard, "loop_guard")
-    stores = StoreChoice.of(store) if store is not None else shared_choice()  # one for both
-    # Inputs are cut first, so the output shortener never points at lines of an input (a tool
-    # echoing its script) that the model will no longer see.
+    stores = StoreChoice.of(store) if store is not None else shared_choice()
     stack: list[AgentMiddleware[Any, Any, Any]] = [
-        ToolInputShorteningMiddleware(
-            store=stores,
-            retrieval_tool=False,  # the output shortener's read_original serves both
-            min_tokens=INPUT_MIN_TOKENS,
-            head_lines=INPUT_HEAD_LINES,
-            tail_lines=INPUT_TAIL_LINES,
-            pricing=pricing,
-        ),
-        ToolOutputShorteningMiddleware(store=stores, pricing=pricing),
+        ToolOutputShorteningMiddleware(store=stores, pricing=pricing, inputs=RECOMMENDED_INPUTS)
     ]
     if context_editor:
         mode: Mode = "plain" if pricing.cached_read >= pricing.uncached else "cache_aware"

@@ -34,8 +34,8 @@ class ShortenReport:
     """The shortened text and what was done to get it.
 
     ``tokens_before``/``tokens_after`` are counted with the counter passed to ``shorten``
-    (:data:`tokenlean.tokens.DEFAULT_COUNTER` when none was given). When nothing could be saved, ``text`` is the
-    input unchanged and ``omissions`` is empty.
+    (:data:`tokenlean.tokens.DEFAULT_COUNTER` when none was given). When nothing could be
+    saved, ``text`` is the input unchanged and ``omissions`` is empty.
     """
 
     text: str
