@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any
 
 from tokenlean._checkpoints import Checkpoint, Memo, prefix_digests
 from tokenlean.readback import ReadBack
@@ -149,16 +149,12 @@ class PlannerSettings:
 
 @dataclass(frozen=True, slots=True)
 class HistoryEdit:
-    """One message's rewrite: a tool result's new ``text`` (``kind="output"``), or an assistant
-    turn's calls with new arguments, by call id (``kind="input"``), and the originals to keep
-    before the body names them."""
+    """One message's :class:`~tokenlean.transcript.Edit` in a re-sent history (a tool result's
+    new text, or an assistant turn's calls with new arguments by call id), with the originals
+    its markers point to: a request body has no state to keep them in, so they are kept before
+    the body names them."""
 
-    index: int
-    kind: Literal["output", "input"]
-    text: str | None
-    args: Mapping[str, Mapping[str, Any]]
-    tokens_before: int
-    tokens_after: int
+    edit: Edit
     originals: tuple[Original, ...]
 
 
@@ -241,17 +237,16 @@ class Planner:
         )
         out: list[HistoryEdit] = []
         if plan.inputs.edits:
-            edit = _input_edit(plan.inputs, policy.counter, policy.read_back)
-            current[edit.index] = _with_args(current[edit.index], plan.inputs.edits[0])
-            out.append(edit)
+            cut = _input_edit(plan.inputs, policy.counter, policy.read_back)
+            current[cut.edit.index] = _with_args(current[cut.edit.index], cut.edit)
+            out.append(cut)
         read_back = policy.read_back
         for shortened, original in zip(plan.outputs.edits, plan.outputs.originals, strict=True):
             text = _text(shortened.new_content)
             kept: tuple[Original, ...] = ()
             if read_back is not None:  # what the markers count the lines of
                 kept = (read_back.keep(original, readable(original.text)),)
-            before, after = shortened.tokens_before, shortened.tokens_after
-            out.append(HistoryEdit(shortened.index, "output", text, {}, before, after, kept))
+            out.append(HistoryEdit(replace(shortened, new_content=text), kept))
             current[shortened.index] = replace(current[shortened.index], content=text)
         return out
 
@@ -273,9 +268,8 @@ def _input_edit(
         count.count(edit.tool_args[o.tool_call_id or ""][cut.key])
         for o, cut in zip(plan.originals, plan.cuts, strict=True)
     )
-    before = sum(cut.tokens_before for cut in plan.cuts)
     kept = tuple(read_back.keep(o, o.text) for o in plan.originals) if read_back else ()
-    return HistoryEdit(edit.index, "input", None, edit.tool_args, before, after, kept)
+    return HistoryEdit(replace(edit, tokens_after=after), kept)
 
 
 def _named(view: Sequence[Message], start: int) -> list[Message]:

@@ -2,7 +2,7 @@
 
 On real runs (one per source), the prompts a no-middleware replay sends, planned by the raw
 rewrite's planner, are compared with the prompts of a replay through
-``ToolInputShorteningMiddleware`` + ``ToolOutputShorteningMiddleware``: given the same
+the recommended shortener (``ToolOutputShorteningMiddleware`` given ``inputs``): given the same
 read-back they are the same bytes, call by call; behind a proxy the markers name files, and the
 billed input agrees within 0.01.
 ``benchmarks/raw_savings.py`` runs every trajectory.
@@ -20,9 +20,7 @@ from typing import Any
 import pytest
 
 from tokenlean.langchain._adapter import to_view
-from tokenlean.langchain.input_shortening import ToolInputShorteningMiddleware
 from tokenlean.langchain.output_shortening import ToolOutputShorteningMiddleware
-from tokenlean.langchain.recommended import INPUT_HEAD_LINES, INPUT_MIN_TOKENS, INPUT_TAIL_LINES
 from tokenlean.pipeline import HistoryPlan, Planner
 from tokenlean.raw import RawSettings, rewrite_request
 from tokenlean.readback import ToolReadBack
@@ -30,7 +28,8 @@ from tokenlean.replay._engine import Replay, replay
 from tokenlean.replay._formats import Trajectory
 from tokenlean.replay._metrics import PromptMeasurer, RunMetrics, pool
 from tokenlean.replay._raw import measure_bodies
-from tokenlean.store import RETRIEVAL_TOOL, InMemoryOriginalStore
+from tokenlean.shorten import RECOMMENDED_INPUTS
+from tokenlean.store import RETRIEVAL_TOOL
 from tokenlean.testing.bodies import body
 from tokenlean.tokens import EstimateCounter
 from tokenlean.transcript import Message, ToolCall
@@ -42,17 +41,9 @@ needs_shared = pytest.mark.skipif(not RUNS, reason="needs ../shared/data/traject
 
 
 def _stack() -> list[Any]:
-    store = InMemoryOriginalStore()
-    inputs = ToolInputShorteningMiddleware(
-        store=store,
-        retrieval_tool=False,
-        min_tokens=INPUT_MIN_TOKENS,
-        head_lines=INPUT_HEAD_LINES,
-        tail_lines=INPUT_TAIL_LINES,
-        offer_tool="always",
-    )
-    # offered from the start, as a proxy's markers (files, no tool) cost nothing to offer
-    return [inputs, ToolOutputShorteningMiddleware(store=store, offer_tool="always")]
+    """The recommended shortener: one middleware planning inputs, then outputs, per call;
+    offered from the start, as a proxy's markers (files, no tool) cost nothing to offer."""
+    return [ToolOutputShorteningMiddleware(offer_tool="always", inputs=RECOMMENDED_INPUTS)]
 
 
 REPLAYS: dict[str, tuple[Replay, Replay]] = {}
@@ -72,13 +63,13 @@ def _texts(messages: Sequence[Message]) -> list[tuple[str, str]]:
 
 def _planned(view: Sequence[Message], plan: HistoryPlan) -> list[Message]:
     out = list(view)
-    for edit in plan.edits:
+    for edit in (planned.edit for planned in plan.edits):
         message = out[edit.index]
-        if edit.text is not None:
-            out[edit.index] = replace(message, content=edit.text)
+        if isinstance(edit.new_content, str):
+            out[edit.index] = replace(message, content=edit.new_content)
         else:
             calls = tuple(
-                ToolCall(c.id, c.name, edit.args.get(c.id, c.args)) for c in message.tool_calls
+                ToolCall(c.id, c.name, edit.tool_args.get(c.id, c.args)) for c in message.tool_calls
             )
             out[edit.index] = replace(message, tool_calls=calls)
     return out

@@ -201,28 +201,29 @@ def _rewrite(
     new_body = apply(body, view, _writes(edits))
     extra = _other_tokens(body, settings.counter)
     written = {id(e) for e in edits}
-    unwritten = sum(e.tokens_before - e.tokens_after for e in plan.edits if id(e) not in written)
+    unwritten = sum(e.edit.tokens_saved for e in plan.edits if id(e) not in written)
     return RewriteResult(
         body=new_body,
         tokens_before=plan.tokens_before + extra,
         tokens_after=plan.tokens_after + unwritten + extra,
-        results_shortened=sum(1 for e in edits if e.kind == "output"),
-        inputs_shortened=sum(len(e.args) for e in edits if e.kind == "input"),
+        results_shortened=sum(1 for e in edits if e.edit.new_content is not None),
+        inputs_shortened=sum(len(e.edit.tool_args) for e in edits),
     )
 
 
-def _writable(edit: HistoryEdit, view: RawView) -> bool:
-    if edit.text is not None:
+def _writable(planned: HistoryEdit, view: RawView) -> bool:
+    edit = planned.edit
+    if edit.new_content is not None:
         return edit.index in view.results
-    return all((edit.index, call_id) in view.calls for call_id in edit.args)
+    return all((edit.index, call_id) in view.calls for call_id in edit.tool_args)
 
 
 def _writes(edits: list[HistoryEdit]) -> list[Write]:
     out: list[Write] = []
-    for edit in edits:
-        if edit.text is not None:
-            out.append(Write(edit.index, text=edit.text))
-        out += [Write(edit.index, call_id=k, args=v) for k, v in edit.args.items()]
+    for edit in (planned.edit for planned in edits):
+        if isinstance(edit.new_content, str):
+            out.append(Write(edit.index, text=edit.new_content))
+        out += [Write(edit.index, call_id=k, args=v) for k, v in edit.tool_args.items()]
     return out
 
 
