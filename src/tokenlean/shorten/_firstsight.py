@@ -262,10 +262,12 @@ def plan_first_sight(
         text = message.text
         # the handle (a hash of the whole text) only once the result may be cut
         report, handle = _repeat(message, text, policy, seen), None
-        if report is None and policy.count(text) > policy.min_tokens:
+        tokens = policy.count(text) if report is None else 0
+        if tokens > policy.min_tokens:
             handle = _handle(message, text, read_back)
             retrieval = Retrieval(handle, read_back.tool) if read_back else Retrieval()
-            report = _shorten_one(message, policy, options, call, note, seen, retrieval)
+            counter = _Counted(text, tokens, policy.counter or DEFAULT_COUNTER)
+            report = _shorten_one(message, policy, options, call, note, seen, retrieval, counter)
         if report is None:
             continue
         handle = handle or _handle(message, text, read_back)
@@ -303,6 +305,7 @@ def _shorten_one(
     note: str | None,
     seen: Seen | None,
     retrieval: Retrieval,
+    counter: TokenCounter,
 ) -> ShortenReport | None:
     """The result shortened, when that saves at least ``min_saving`` of it (the caller checked
     it is over ``min_tokens``)."""
@@ -312,12 +315,25 @@ def _shorten_one(
         context=note,
         seen=seen,
         retrieval=retrieval,
-        counter=policy.counter,
+        counter=counter,
         options=options,
     )
     if not report.changed or report.tokens_saved < policy.min_saving * report.tokens_before:
         return None
     return report
+
+
+class _Counted:
+    """``counter``, told the count of the one text it was already asked about (a result is
+    counted once on its way through the threshold and the shortener)."""
+
+    __slots__ = ("counter", "text", "tokens")
+
+    def __init__(self, text: str, tokens: int, counter: TokenCounter) -> None:
+        self.text, self.tokens, self.counter = text, tokens, counter
+
+    def count(self, text: str) -> int:
+        return self.tokens if text == self.text else self.counter.count(text)
 
 
 def _repeat(
