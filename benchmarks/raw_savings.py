@@ -6,9 +6,9 @@ Usage (from the repository root)::
         python -m benchmarks.raw_savings [TRAJECTORY_DIR] [-j JOBS] [--limit N]
 
 Each trajectory is replayed through a real ``create_agent`` three times: with no middleware,
-with ``ToolInputShorteningMiddleware`` + ``ToolOutputShorteningMiddleware`` (the shortening half
-of the recommended stack, same settings: ``read_original`` joins the tool list with the first
-shortening that pays for the cache re-write), and with the same pair offering ``read_original``
+with ``ToolOutputShorteningMiddleware(inputs=RECOMMENDED_INPUTS)`` (the shortening half of the
+recommended stack, same settings: ``read_original`` joins the tool list with the first
+shortening that pays for the cache re-write), and with the same shortener offering ``read_original``
 from the first call (``offer_tool="always"``: every shortening is made, the decisions the raw
 rewrite makes, since a proxy's markers name files and add no tool). The no-middleware prompts
 are then sent, one request per model call, as raw Anthropic Messages bodies through
@@ -66,27 +66,10 @@ EXPLANATION = [
 
 
 def _stack(offer_tool: OfferTool) -> list[Any]:
-    from tokenlean.langchain.input_shortening import ToolInputShorteningMiddleware
     from tokenlean.langchain.output_shortening import ToolOutputShorteningMiddleware
-    from tokenlean.langchain.recommended import (
-        INPUT_HEAD_LINES,
-        INPUT_MIN_TOKENS,
-        INPUT_TAIL_LINES,
-    )
-    from tokenlean.store import InMemoryOriginalStore
+    from tokenlean.shorten import RECOMMENDED_INPUTS
 
-    store = InMemoryOriginalStore()
-    return [
-        ToolInputShorteningMiddleware(
-            store=store,
-            retrieval_tool=False,
-            min_tokens=INPUT_MIN_TOKENS,
-            head_lines=INPUT_HEAD_LINES,
-            tail_lines=INPUT_TAIL_LINES,
-            offer_tool=offer_tool,
-        ),
-        ToolOutputShorteningMiddleware(store=store, offer_tool=offer_tool),
-    ]
+    return [ToolOutputShorteningMiddleware(offer_tool=offer_tool, inputs=RECOMMENDED_INPUTS)]
 
 
 def measure_one(path: str, originals: str) -> list[tuple[str, RunMetrics]]:
@@ -232,8 +215,8 @@ def _write(
         f"Python {platform.python_version()}; tokens: {counter}; "
         f"originals in `{originals}`, {len(originals)} chars, which the markers name).",
         "Every run in the trajectory folder, replayed with no middleware and with",
-        "`ToolInputShorteningMiddleware` + `ToolOutputShorteningMiddleware` (the recommended",
-        "stack's settings), as shipped (*mw*) and offering `read_original` from the first call",
+        "`ToolOutputShorteningMiddleware(inputs=RECOMMENDED_INPUTS)` (the recommended",
+        "stack's shortener), as shipped (*mw*) and offering `read_original` from the first call",
         "(*mw always*); the raw rewrite takes the no-middleware prompts as Anthropic Messages",
         "bodies, one request per model call. Ratios are against no middleware on the same runs;",
         "all rows are measured after the same round trip through an Anthropic body.",
