@@ -425,28 +425,34 @@ def test_bad_config_raises_value_error() -> None:
         ToolInputShorteningMiddleware(head_lines=-1)
 
 
-def test_listed_before_the_output_shortener_no_result_points_at_cut_lines() -> None:
-    """The output shortener treats tool-call inputs as already shown: it must see them cut."""
-    body = [
-        f"def check_{i}(model):\n    return separability_matrix(model)[{i}] == {i % 3}"
-        for i in range(60)
-    ]
-    script = "cat > check.py <<'EOF'\n" + "\n".join(body) + "\nEOF\ncat check.py"
+ECHOED = [  # a file the agent writes with a heredoc, then prints: its lines come back
+    f"def check_{i}(model):\n    return separability_matrix(model)[{i}] == {i % 3}"
+    for i in range(60)
+]
+HEREDOC = "cat > check.py <<'EOF'\n" + "\n".join(ECHOED) + "\nEOF\ncat check.py"
 
-    @tool
-    def bash(command: str) -> str:
-        """Run a shell command."""
-        return "\n".join(body)
 
-    store = InMemoryOriginalStore()
-    middleware = [
-        small(store=store, retrieval_tool=False),
-        ToolOutputShorteningMiddleware(store=store),
-    ]
-    responses = [turn(("bash", {"command": script}, "c1")), AIMessage("ok", id="ai-2")]
+@tool
+def bash(command: str) -> str:
+    """Run a shell command."""
+    return "\n".join(ECHOED)
+
+
+def second_call(middleware: list[Any]) -> list[BaseMessage]:
+    """What the model is sent after the agent wrote and printed ``ECHOED``."""
+    responses = [turn(("bash", {"command": HEREDOC}, "c1")), AIMessage("ok", id="ai-2")]
     agent, model = scripted_agent(responses, tools=[bash], middleware=middleware)
     agent.invoke({"messages": [HumanMessage("write it")]}, cfg())
-    result = next(m for m in model.calls[1].messages if isinstance(m, ToolMessage))
+    return list(model.calls[1].messages)
+
+
+def test_listed_before_the_output_shortener_no_result_points_at_cut_lines() -> None:
+    """The output shortener treats tool-call inputs as already shown: it must see them cut."""
+    store = InMemoryOriginalStore()
+    sent = second_call(
+        [small(store=store, retrieval_tool=False), ToolOutputShorteningMiddleware(store=store)]
+    )
+    result = next(m for m in sent if isinstance(m, ToolMessage))
     assert "already shown" not in str(result.content)
     assert "return separability_matrix(model)[30] == 0" in str(result.content)
 
@@ -455,30 +461,13 @@ def test_one_shortener_given_inputs_plans_them_first_whatever_the_stack_order() 
     """plan_turn, not the stack, orders the stages: one middleware given ``inputs`` cuts the
     turn's inputs and then shortens its results against them as cut; two middleware listed
     outputs-first point the result at lines the model will no longer see."""
-    body = [
-        f"def check_{i}(model):\n    return separability_matrix(model)[{i}] == {i % 3}"
-        for i in range(60)
-    ]
-    script = "cat > check.py <<'EOF'\n" + "\n".join(body) + "\nEOF\ncat check.py"
-
-    @tool
-    def bash(command: str) -> str:
-        """Run a shell command."""
-        return "\n".join(body)
-
-    def second_call(middleware: list[Any]) -> list[BaseMessage]:
-        responses = [turn(("bash", {"command": script}, "c1")), AIMessage("ok", id="ai-2")]
-        agent, model = scripted_agent(responses, tools=[bash], middleware=middleware)
-        agent.invoke({"messages": [HumanMessage("write it")]}, cfg())
-        return list(model.calls[1].messages)
-
     settings = InputShorteningSettings(min_tokens=50, head_lines=4, tail_lines=2)
     one = second_call([ToolOutputShorteningMiddleware(inputs=settings)])
     result = next(m for m in one if isinstance(m, ToolMessage))
     assert "already shown" not in str(result.content)
     assert "return separability_matrix(model)[30] == 0" in str(result.content)
     sent = by_id(one, "ai-1").tool_calls[0]["args"]["command"]
-    assert len(sent) < len(script) and handle_in(by_id(one, "ai-1"))  # the input was cut
+    assert len(sent) < len(HEREDOC) and handle_in(by_id(one, "ai-1"))  # the input was cut
     store = InMemoryOriginalStore()
     wrong = second_call(
         [ToolOutputShorteningMiddleware(store=store), small(store=store, retrieval_tool=False)]
