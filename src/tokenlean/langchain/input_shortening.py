@@ -100,7 +100,9 @@ class ToolInputShorteningMiddleware(AgentMiddleware[InputShorteningState, Any, A
             when they differ from the defaults).
 
     With no ``store``, originals go to the one store per process that every shortener given
-    none shares, read by one ``read_original`` tool.
+    none shares, read by one ``read_original`` tool. To cut inputs and shorten outputs, prefer
+    one :class:`~tokenlean.langchain.ToolOutputShorteningMiddleware` given ``inputs=``: it plans
+    both stages in one call, in the planner's order, whatever the order of a stack.
     """
 
     state_schema = InputShorteningState
