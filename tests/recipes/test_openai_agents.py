@@ -1,0 +1,138 @@
+"""The README recipe for the OpenAI Agents SDK: its models take an ``AsyncOpenAI`` client, and
+``tokenlean.openai.wrap`` of that client shortens what the agent re-sends.
+
+A real ``agents.Agent`` runs with a real function tool against the recording fake provider over
+a socket on 127.0.0.1, through both of the SDK's OpenAI models (Responses and Chat Completions),
+and the test reads the bodies the provider received.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+agents = pytest.importorskip("agents", reason="the recipe needs the openai-agents package")
+openai = pytest.importorskip("openai")
+
+import tokenlean.openai  # noqa: E402
+from tokenlean.raw import RawSettings  # noqa: E402
+from tokenlean.testing.upstream import (  # noqa: E402
+    FakeUpstream,
+    Recorded,
+    Reply,
+    chat_completion,
+    json_reply,
+    response_object,
+)
+
+NOISE = [
+    f"collected item {i}: module pkg.part_{i % 9} loaded in {i % 7}.{i % 10}s" for i in range(400)
+]
+FAILED = "FAILED tests/test_api.py::test_login - KeyError: 'token'"
+LOG = "\n".join([*NOISE[:200], FAILED, *NOISE[200:], "===== 1 failed, 399 passed in 4.20s ===="])
+
+
+@agents.function_tool
+def run_tests(target: str) -> str:
+    """Run the test suite."""
+    return LOG
+
+
+def _responses_script(calls: int) -> Callable[[Recorded], Reply]:
+    """Answer with ``calls`` tool calls in turn, then a final text (Responses API)."""
+
+    def reply(request: Recorded) -> Reply:
+        turn = sum(1 for item in request.json()["input"] if item.get("type") == "function_call")
+        if turn >= calls:
+            return json_reply(response_object("The login test fails on a missing token."))
+        done = response_object("")
+        call = {
+            "type": "function_call",
+            "id": f"fc_{turn}",
+            "call_id": f"call_{turn}",
+            "name": "run_tests",
+            "arguments": json.dumps({"target": f"tests/ run {turn}"}),
+            "status": "completed",
+        }
+        return json_reply({**done, "output": [call]})
+
+    return reply
+
+
+def _chat_script(calls: int) -> Callable[[Recorded], Reply]:
+    """The same conversation on Chat Completions."""
+
+    def reply(request: Recorded) -> Reply:
+        turn = sum(1 for m in request.json()["messages"] if m.get("role") == "tool")
+        if turn >= calls:
+            return json_reply(chat_completion("The login test fails on a missing token."))
+        done = chat_completion("")
+        call = {
+            "id": f"call_{turn}",
+            "type": "function",
+            "function": {"name": "run_tests", "arguments": json.dumps({"target": f"run {turn}"})},
+        }
+        message = {"role": "assistant", "content": None, "tool_calls": [call]}
+        choice = {"index": 0, "message": message, "finish_reason": "tool_calls"}
+        return json_reply({**done, "choices": [choice]})
+
+    return reply
+
+
+def _outputs(body: dict[str, Any]) -> list[str]:
+    """The tool results a request carries, in order (either API)."""
+    if "input" in body:
+        return [i["output"] for i in body["input"] if i.get("type") == "function_call_output"]
+    return [m["content"] for m in body["messages"] if m.get("role") == "tool"]
+
+
+def _run(api: str, wrap: bool, tmp_path: Path, calls: int = 2) -> list[dict[str, Any]]:
+    """Run the agent against the fake provider; the bodies it received, oldest first."""
+    agents.set_tracing_disabled(True)  # the tracer would post to api.openai.com
+    script = _responses_script(calls) if api == "responses" else _chat_script(calls)
+    with FakeUpstream(script) as upstream:
+        client = openai.AsyncOpenAI(base_url=upstream.url + "/v1", api_key="test", max_retries=0)
+        if wrap:
+            settings = RawSettings(originals_dir=tmp_path / "originals")
+            client = tokenlean.openai.wrap(client, settings=settings)
+        model_class = (
+            agents.OpenAIResponsesModel if api == "responses" else agents.OpenAIChatCompletionsModel
+        )
+        agent = agents.Agent(
+            name="tester",
+            instructions="Find out why the suite fails.",
+            tools=[run_tests],
+            model=model_class(model="gpt-test", openai_client=client),
+        )
+        result = agents.Runner.run_sync(agent, "Why does the suite fail?")
+        assert result.final_output == "The login test fails on a missing token."
+        return [r.json() for r in upstream.requests]
+
+
+@pytest.mark.parametrize("api", ["responses", "chat"])
+def test_a_wrapped_client_shortens_what_the_agent_resends(api: str, tmp_path: Path) -> None:
+    plain = _run(api, wrap=False, tmp_path=tmp_path)
+    assert _outputs(plain[1]) == [LOG]  # without tokenlean the whole log goes back
+    bodies = _run(api, wrap=True, tmp_path=tmp_path)
+    assert len(bodies) == 3
+    shortened = _outputs(bodies[1])[0]
+    assert len(shortened) < len(LOG) / 3
+    assert FAILED in shortened and "1 failed, 399 passed" in shortened
+    kept = list((tmp_path / "originals").iterdir())
+    assert kept and any(LOG in p.read_text(encoding="utf-8") for p in kept)
+    assert str(tmp_path / "originals") in shortened  # the marker names the file to read
+
+
+@pytest.mark.parametrize("api", ["responses", "chat"])
+def test_what_was_sent_is_sent_again_byte_for_byte(api: str, tmp_path: Path) -> None:
+    bodies = _run(api, wrap=True, tmp_path=tmp_path, calls=3)
+    key = "input" if api == "responses" else "messages"
+    for earlier, later in itertools.pairwise(bodies):
+        sent = [json.dumps(item, sort_keys=True) for item in earlier[key]]
+        again = [json.dumps(item, sort_keys=True) for item in later[key][: len(sent)]]
+        assert again == sent  # the prompt cache keeps hitting
