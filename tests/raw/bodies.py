@@ -230,3 +230,76 @@ def responses_body() -> dict[str, Any]:
             {"type": "item_reference", "id": "msg_0"},
         ],
     }
+
+
+def gemini_body() -> dict[str, Any]:
+    signature = "c2ln" * 30
+    return {
+        "systemInstruction": {"parts": [{"text": "You are a coding agent."}]},
+        "tools": [{"functionDeclarations": [{"name": "run_shell_command", "parameters": {}}]}],
+        "toolConfig": {"functionCallingConfig": {"mode": "AUTO"}},
+        "generationConfig": {"thinkingConfig": {"includeThoughts": True}, "temperature": 0},
+        "safetySettings": [{"category": "HARM_CATEGORY_HARASSMENT", "threshold": "BLOCK_NONE"}],
+        "cachedContent": "cachedContents/abc123",
+        "contents": [
+            {
+                "role": "user",
+                "parts": [
+                    {"text": "Fix the failing nightly job."},
+                    {"inlineData": {"mimeType": "image/png", "data": PNG["data"]}},
+                    {"fileData": {"mimeType": "text/plain", "fileUri": "gs://bucket/notes.txt"}},
+                ],
+            },
+            {
+                "role": "model",
+                "parts": [
+                    {"thought": True, "text": "Run it first.", "thoughtSignature": signature},
+                    {"text": "Running the job."},
+                    {"executableCode": {"language": "PYTHON", "code": "print(1)\n" * 200}},
+                    {"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": LONG}},
+                    {
+                        "functionCall": {"name": "run_shell_command", "args": {"command": SCRIPT}},
+                        "thoughtSignature": signature,
+                    },
+                ],
+            },
+            {
+                "role": "user",
+                "parts": [
+                    {
+                        "functionResponse": {
+                            "name": "run_shell_command",
+                            "response": {"output": LONG},
+                            "willContinue": False,
+                        }
+                    },
+                    {"text": "keep going"},
+                ],
+            },
+            {
+                "role": "model",
+                "parts": [
+                    {
+                        "functionCall": {
+                            "id": "read-1",
+                            "name": "read_file",
+                            "args": {"path": "a.png"},
+                        }
+                    }
+                ],
+            },
+            {
+                "role": "user",
+                "parts": [
+                    {
+                        "functionResponse": {
+                            "id": "read-1",
+                            "name": "read_file",
+                            "response": {"output": LONG},
+                            "parts": [{"inlineData": {"mimeType": "image/png", "data": "iVBOR"}}],
+                        }
+                    }
+                ],
+            },
+        ],
+    }

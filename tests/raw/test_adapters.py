@@ -177,7 +177,7 @@ def test_the_view_reads_what_the_model_reads() -> None:
 
 def test_bad_api_and_settings_raise() -> None:
     with pytest.raises(ValueError, match="api"):
-        rewrite_request("gemini", {}, settings=RawSettings())  # type: ignore[arg-type]
+        rewrite_request("bedrock", {}, settings=RawSettings())  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="settings"):
         rewrite_request("anthropic", {}, settings=None)  # type: ignore[arg-type]
     for kwargs in ({"min_tokens": -1}, {"min_saving": 1.0}, {"never": "Bash"}, {"dedupe": 1}):

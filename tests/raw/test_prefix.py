@@ -24,8 +24,13 @@ from tokenlean.testing.bodies import body, call_points, mark_newest, strip_cache
 
 from .conftest import sample_trajectories
 
-APIS: list[Api] = ["anthropic", "openai_chat", "openai_responses"]
-KEY = {"anthropic": "messages", "openai_chat": "messages", "openai_responses": "input"}
+APIS: list[Api] = ["anthropic", "openai_chat", "openai_responses", "gemini"]
+KEY = {
+    "anthropic": "messages",
+    "openai_chat": "messages",
+    "openai_responses": "input",
+    "gemini": "contents",
+}
 RUNS = sample_trajectories(per_source=2)
 needs_shared = pytest.mark.skipif(not RUNS, reason="needs ../shared/data/trajectories")
 

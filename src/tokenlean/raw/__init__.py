@@ -8,8 +8,9 @@
     send(result.body if result is not None else body)
 
 :func:`rewrite_request` shortens the tool results and the long inputs of past tool calls in a
-Messages API (``"anthropic"``), Chat Completions (``"openai_chat"``) or Responses
-(``"openai_responses"``) body, the way the LangChain middleware does at first sight. It is
+Messages API (``"anthropic"``), Chat Completions (``"openai_chat"``), Responses
+(``"openai_responses"``) or Gemini ``generateContent`` / ``streamGenerateContent``
+(``"gemini"``, the same body) body, the way the LangChain middleware does at first sight. It is
 stateless: each message is rewritten from the messages before it and the settings alone, so a
 client that re-sends its raw history every turn gets the same bytes upstream every turn and
 the provider's prompt cache keeps hitting; any number of processes agree. Originals are written
@@ -28,6 +29,7 @@ from typing import Any, Literal
 from tokenlean._failopen import fail_open
 from tokenlean.pipeline import HistoryEdit, Planner, PlannerSettings
 from tokenlean.raw import _anthropic as anthropic
+from tokenlean.raw import _gemini as gemini
 from tokenlean.raw import _openai_chat as openai_chat
 from tokenlean.raw import _openai_responses as openai_responses
 from tokenlean.raw._view import RawView, Write, apply, strip_cache_control
@@ -42,13 +44,14 @@ __all__ = ["Api", "RawSettings", "RewriteResult", "rewrite_request", "strip_cach
 
 logger = logging.getLogger(__name__)
 
-Api = Literal["anthropic", "openai_chat", "openai_responses"]
+Api = Literal["anthropic", "openai_chat", "openai_responses", "gemini"]
 _OUTPUTS = OutputShorteningSettings()  # the output shortener's defaults, in their one place
 
 _READERS: dict[str, Callable[[Mapping[str, Any]], RawView | None]] = {
     "anthropic": anthropic.read,
     "openai_chat": openai_chat.read,
     "openai_responses": openai_responses.read,
+    "gemini": gemini.read,
 }
 
 
@@ -227,7 +230,7 @@ def _writes(edits: list[HistoryEdit]) -> list[Write]:
     return out
 
 
-_OTHER_KEYS = ("system", "instructions", "tools")
+_OTHER_KEYS = ("system", "instructions", "systemInstruction", "system_instruction", "tools")
 
 
 def _other_tokens(body: Mapping[str, Any], counter: TokenCounter | None) -> int:

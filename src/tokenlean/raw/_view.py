@@ -19,11 +19,14 @@ from tokenlean.transcript import Content, Message, ToolCall
 Key = str | int
 Path = tuple[Key, ...]
 
-Form = Literal["text", "text-blocks", "object", "json", "raw-text"]
+Form = Literal["text", "text-blocks", "object", "json", "raw-text", "json-object"]
 """How a value is written: a string (``text``); a list of text blocks, replaced by one block of
 the same shape (``text-blocks``); an arguments object (``object``); arguments as a JSON string
 (``json``, OpenAI); a free-form input string that the view shows as ``{"input": ...}``
-(``raw-text``, custom tools)."""
+(``raw-text``, custom tools); an object the view shows as its JSON text (``json-object``, a
+Gemini function response), written back as the object the new text is, or as
+``{"output": text}`` when the new text is no longer a JSON object (Gemini reads a response's
+``output`` as the function's output)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +137,8 @@ def _at(body: Any, path: Path) -> Any:
 
 
 def _render_text(slot: Slot, current: Any, text: str) -> Any:
+    if slot.form == "json-object":
+        return _json_object(text)
     if slot.form != "text-blocks":
         return text
     # One block replaces the list (providers reject empty text blocks). It is a copy of the last
@@ -145,6 +150,14 @@ def _render_text(slot: Slot, current: Any, text: str) -> Any:
     if marked and "cache_control" not in block:
         block["cache_control"] = marked[-1]["cache_control"]
     return [block]
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    return value if isinstance(value, dict) else {"output": text}
 
 
 def _render_args(slot: Slot, args: Mapping[str, Any]) -> Any:

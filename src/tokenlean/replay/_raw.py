@@ -18,6 +18,7 @@ from tokenlean.raw import (
     Api,
     RawSettings,
     anthropic,
+    gemini,
     openai_chat,
     openai_responses,
     rewrite_request,
@@ -37,6 +38,7 @@ _READ = {
     "anthropic": anthropic.read,
     "openai_chat": openai_chat.read,
     "openai_responses": openai_responses.read,
+    "gemini": gemini.read,
 }
 
 

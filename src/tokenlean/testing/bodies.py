@@ -53,6 +53,11 @@ def body(api: Api, messages: Sequence[Message], *, model: str = "model") -> dict
     if api == "openai_chat":
         head = [{"role": "system", "content": system}] if system is not None else []
         return {"model": model, "messages": head + [_chat(m) for m in rest]}
+    if api == "gemini":  # the model is named in the URL, not the body
+        out = {"contents": _gemini(rest)}
+        if system is not None:
+            out["systemInstruction"] = {"parts": [{"text": system}]}
+        return out
     out = {"model": model, "input": [item for m in rest for item in _responses(m)]}
     if system is not None:
         out["instructions"] = system
@@ -201,3 +206,32 @@ def _responses(message: Message) -> list[dict[str, Any]]:
         for c in message.tool_calls
     ]
     return items
+
+
+def _gemini(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """Gemini contents as the Gemini API's clients send them: the model's turns as ``model``
+    contents of text and ``functionCall`` parts (without ids, as the API returns them), the
+    results and what follows them as one ``user`` content of ``functionResponse`` parts
+    (``{"output": ...}``, or ``{"error": ...}`` for a failure) then text."""
+    out: list[dict[str, Any]] = []
+    names = {c.id: c.name for m in messages for c in m.tool_calls}
+    for message in messages:
+        if message.role == "assistant":
+            parts: list[dict[str, Any]] = [{"text": message.text}] if message.text else []
+            parts += [
+                {"functionCall": {"name": c.name, "args": dict(c.args)}} for c in message.tool_calls
+            ]
+            out.append({"role": "model", "parts": parts or [{"text": ""}]})
+            continue
+        part = _gemini_result(message, names) if message.role == "tool" else {"text": message.text}
+        if out and out[-1]["role"] == "user" and "functionResponse" in out[-1]["parts"][-1]:
+            out[-1]["parts"].append(part)  # results and what follows share one user content
+        else:
+            out.append({"role": "user", "parts": [part]})
+    return out
+
+
+def _gemini_result(message: Message, names: Mapping[str, str]) -> dict[str, Any]:
+    key = "error" if message.status == "error" else "output"
+    name = message.name or names.get(message.tool_call_id or "", "") or "tool"
+    return {"functionResponse": {"name": name, "response": {key: message.text}}}
