@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from tests.raw.test_history import original_path
 from tokenlean.raw import RawSettings, RewriteResult, gemini, rewrite_request
-from tokenlean.raw._view import apply
+from tokenlean.raw._view import Write, apply
 from tokenlean.replay._formats import Trajectory
 from tokenlean.testing.bodies import body, call_points
 from tokenlean.transcript import Message, ToolCall
@@ -225,6 +225,18 @@ def test_a_response_that_is_not_one_string_is_shortened_as_json(settings: RawSet
     assert part["scheduling"] == "WHEN_IDLE" and part["name"] == "list"
     assert part["response"]["total"] == 60 and len(part["response"]["items"]) < 10
     assert "similar items omitted" in json.dumps(part["response"])
+
+
+def test_a_json_response_cut_to_plain_text_is_sent_as_its_output() -> None:
+    response = {"status": "done", "rows": [1, 2, 3]}
+    request = {"contents": [_ask(), _results({"name": "list", "response": response, "id": "x"})]}
+    view = gemini.read(request)
+    assert view is not None and view.messages[1].text == json.dumps(response)
+    sent = apply(request, view, [Write(1, text="[... 3 rows omitted ...]")])
+    part = sent["contents"][1]["parts"][0]["functionResponse"]
+    assert part == {"name": "list", "response": {"output": "[... 3 rows omitted ...]"}, "id": "x"}
+    kept = apply(request, view, [Write(1, text='{"status": "done"}')])
+    assert kept["contents"][1]["parts"][0]["functionResponse"]["response"] == {"status": "done"}
 
 
 def test_snake_case_keys_are_read_and_kept(settings: RawSettings) -> None:
