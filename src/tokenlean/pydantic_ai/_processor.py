@@ -1,0 +1,131 @@
+"""The history processor: pydantic-ai messages in, the one planner, edits written back.
+
+pydantic-ai runs a history processor before every model request on the whole history, and
+keeps what it returns as the run's history. The processor is therefore a pure function of the
+history it is given: it reads it as neutral messages (:mod:`._view`), asks the
+:class:`~tokenlean.pipeline.Planner` for the edits (tool results shortened as at first sight,
+long inputs of calls that have run cut, as behind the proxy), keeps the originals the markers
+point to, and writes the edits onto copies of the parts they name. What the model was sent
+once is sent again byte for byte: a part already edited carries the planner's mark and is
+planned as done, and a part never edited plans the same way every time.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any, Literal
+
+from pydantic_ai import Tool
+from pydantic_ai.messages import ModelMessage
+
+from tokenlean._failopen import fail_open
+from tokenlean.pipeline import HistoryEdit, Planner
+from tokenlean.pydantic_ai import _view
+from tokenlean.pydantic_ai._tool import SCOPE, read_original_tool
+from tokenlean.raw import RawSettings
+from tokenlean.readback import FileReadBack, ReadBack, ToolReadBack
+from tokenlean.store import FolderOriginalStore, InMemoryOriginalStore, OriginalStore
+
+__all__ = ["HistoryProcessor", "ReadBackMode", "history_processor"]
+
+logger = logging.getLogger("tokenlean.pydantic_ai")
+
+ReadBackMode = Literal["tool", "file"]
+_MODES: tuple[ReadBackMode, ...] = ("tool", "file")
+
+
+class HistoryProcessor:
+    """A pydantic-ai history processor (``list[ModelMessage] -> list[ModelMessage]``).
+
+    Made by :func:`history_processor`; ``tool`` is the ``read_original`` tool to give the
+    agent (``None`` with ``read_back="file"`` or when no originals are kept), ``store`` where
+    originals go, ``planner`` the one planner (its memo shared by every run it serves).
+    """
+
+    def __init__(self, planner: Planner, store: OriginalStore | None, tool: Tool[Any] | None):
+        self.planner = planner
+        self.store = store
+        self.tool = tool
+
+    def __call__(self, messages: list[ModelMessage]) -> list[ModelMessage]:
+        """``messages`` with tokenlean's edits written back; unchanged on any failure."""
+        with fail_open(logger, "tokenlean could not shorten a pydantic-ai history; sent as is"):
+            return self._process(messages)
+        return messages
+
+    def _process(self, messages: Sequence[ModelMessage]) -> list[ModelMessage]:
+        view = _view.read(messages)
+        plan = self.planner.plan(view.messages)
+        edits = [e for e in plan.edits if _view.writable(e.edit, view, messages)]
+        if not edits:
+            return list(messages)
+        self._keep(edits)  # before any marker names them (a failure sends the history as is)
+        return _view.apply(messages, view, [e.edit for e in edits])
+
+    def _keep(self, edits: Sequence[HistoryEdit]) -> None:
+        if self.store is None:
+            return
+        for edit in edits:
+            for original in edit.originals:
+                self.store.put(SCOPE, original)
+
+
+def history_processor(
+    *,
+    store: OriginalStore | None = None,
+    read_back: ReadBackMode = "tool",
+    settings: RawSettings | None = None,
+) -> HistoryProcessor:
+    """A history processor that shortens tool results at first sight and cuts past inputs.
+
+    pydantic-ai 2.x takes it as a capability, 1.x as a history processor; either way give
+    the agent its ``read_original`` tool from the first call on (with ``read_back="tool"``)::
+
+        shortener = history_processor()
+        # pydantic-ai 2.x
+        from pydantic_ai.capabilities import ProcessHistory
+        agent = Agent(model, tools=[..., shortener.tool],
+                      capabilities=[ProcessHistory(shortener)])
+        # pydantic-ai 1.x
+        agent = Agent(model, tools=[..., shortener.tool], history_processors=[shortener])
+
+    Args:
+        store: where originals are kept. With ``read_back="tool"`` any
+            :class:`~tokenlean.store.OriginalStore` (default: a new in-memory store, which
+            ``shortener.tool`` reads); with ``"file"`` a
+            :class:`~tokenlean.store.FolderOriginalStore` (default: the settings' folder,
+            :func:`~tokenlean.store.default_originals_dir`).
+        read_back: ``"tool"``: markers name ``read_original``; ``"file"``: markers name a
+            file and line range, for agents that can read files (no tool is added).
+        settings: what is shortened and how: the raw rewrite's
+            :class:`~tokenlean.raw.RawSettings`, whose defaults are the recommended
+            middleware's (``originals_dir`` is the ``"file"`` store's default folder).
+    """
+    settings = settings if settings is not None else RawSettings()
+    if not isinstance(settings, RawSettings):
+        raise ValueError(f"settings must be a RawSettings, got {settings!r}")
+    if read_back not in _MODES:
+        raise ValueError(f"read_back must be one of {_MODES}, got {read_back!r}")
+    if store is not None and not isinstance(store, OriginalStore):
+        raise ValueError(f"store must be an OriginalStore (put/get), got {store!r}")
+    if not settings.keep_originals:
+        return HistoryProcessor(Planner(replace(settings.policy(), read_back=None)), None, None)
+    if read_back == "file":
+        folder = _folder(store, settings)
+        return HistoryProcessor(_planner(settings, FileReadBack(folder)), folder, None)
+    kept = store if store is not None else InMemoryOriginalStore()
+    return HistoryProcessor(_planner(settings, ToolReadBack()), kept, read_original_tool(kept))
+
+
+def _folder(store: OriginalStore | None, settings: RawSettings) -> FolderOriginalStore:
+    if store is None:
+        return settings.store
+    if not isinstance(store, FolderOriginalStore):
+        raise ValueError(f'read_back="file" needs a FolderOriginalStore, got {store!r}')
+    return store
+
+
+def _planner(settings: RawSettings, read_back: ReadBack) -> Planner:
+    return Planner(replace(settings.policy(), read_back=read_back))

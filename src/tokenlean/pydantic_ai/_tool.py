@@ -1,0 +1,50 @@
+"""``read_original`` for a pydantic-ai agent: reads back what the history processor cut.
+
+The processor keeps each original in its store under the handle its markers name (scope
+``""``: a pydantic-ai history carries no thread id the tool could also see, and handles are
+digests of the call and the text, so conversations sharing a store do not collide). The tool
+answers as the LangChain one does: the lines the markers count, a range, or a pattern.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic_ai import Tool
+
+from tokenlean import checks
+from tokenlean.shorten._wrapped import readable
+from tokenlean.store import RETRIEVAL_TOOL, OriginalStore, excerpt
+
+__all__ = ["SCOPE", "read_original_tool"]
+
+#: The scope every original of this adapter is kept under (see the module docstring).
+SCOPE = ""
+
+_DESCRIPTION = (
+    "Show what a tokenlean marker cut: pass the handle it names, and `lines` ('120-159') or a "
+    "`pattern`, or neither for all."
+)
+
+
+def read_original_tool(store: OriginalStore, *, name: str = RETRIEVAL_TOOL) -> Tool[Any]:
+    """A pydantic-ai :class:`~pydantic_ai.Tool` reading originals from ``store``.
+
+    Give it to the agent with the processor from the first call on (``Agent(tools=[...])``):
+    the tool list sits at the front of the prompt, so adding it mid-run would re-write the
+    whole prompt cache.
+    """
+    checks.identifier(name, "name")
+    if not isinstance(store, OriginalStore):
+        raise ValueError(f"store must be an OriginalStore (put/get), got {store!r}")
+
+    async def read_original(handle: str, lines: str = "", pattern: str = "") -> str:
+        found = await store.aget(SCOPE, handle.strip())
+        if found is None:
+            return f"No original with handle {handle.strip()!r} is kept."
+        try:  # lines are counted as the markers count them: inside a JSON envelope, its text's
+            return excerpt(readable(found.text), lines=lines or None, pattern=pattern or None)
+        except ValueError as exc:
+            return str(exc)
+
+    return Tool(read_original, name=name, description=_DESCRIPTION, takes_ctx=False)
