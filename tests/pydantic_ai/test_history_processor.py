@@ -9,13 +9,13 @@ earlier call's messages byte for byte, originals read back through the tool or t
 from __future__ import annotations
 
 import copy
-import inspect
 import itertools
 import json
 import logging
 import re
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ pytest.importorskip(
     "pydantic_ai", reason="needs the pydantic-ai extra (pip install tokenlean[pydantic-ai])"
 )
 
+from pydantic_ai import Agent, ModelRetry
 from pydantic_ai.messages import (
     BinaryContent,
     ModelMessage,
@@ -41,7 +42,6 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from pydantic_ai import Agent, ModelRetry
 from tests.data import HAVE_SHARED, ROOT, TRAJECTORIES, real_trajectory, skip_unless_here
 from tokenlean.pydantic_ai import history_processor
 from tokenlean.raw import RawSettings
@@ -60,6 +60,8 @@ SCRIPT = "\n".join(
 )
 HANDLE = re.compile(r'read_original\("([a-z]\d{12})"')
 AT = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+PYDANTIC_AI_MAJOR = int(version("pydantic-ai-slim").split(".")[0])
 
 Reply = Callable[[int, list[ModelMessage]], ModelResponse]
 
@@ -82,13 +84,12 @@ class Scripted:
 def make_agent(scripted: Scripted, shortener: Any, tools: Sequence[Any] = ()) -> Agent[None, str]:
     """A real agent with the processor wired the way the installed pydantic-ai takes it."""
     every = [*tools, *([shortener.tool] if shortener.tool is not None else [])]
-    if "history_processors" in inspect.signature(Agent.__init__).parameters:  # 1.x
-        return Agent(FunctionModel(scripted.respond), tools=every, history_processors=[shortener])
-    from pydantic_ai.capabilities import ProcessHistory  # 2.x
+    model = FunctionModel(scripted.respond)
+    if PYDANTIC_AI_MAJOR < 2:  # the 1.x way (late 1.x releases turn it into a capability)
+        return Agent(model, tools=every, history_processors=[shortener])
+    from pydantic_ai.capabilities import ProcessHistory
 
-    return Agent(
-        FunctionModel(scripted.respond), tools=every, capabilities=[ProcessHistory(shortener)]
-    )
+    return Agent(model, tools=every, capabilities=[ProcessHistory(shortener)])
 
 
 def run_tests(path: str) -> str:

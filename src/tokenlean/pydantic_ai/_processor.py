@@ -80,15 +80,17 @@ def history_processor(
 ) -> HistoryProcessor:
     """A history processor that shortens tool results at first sight and cuts past inputs.
 
-    pydantic-ai 2.x takes it as a capability, 1.x as a history processor; either way give
-    the agent its ``read_original`` tool from the first call on (with ``read_back="tool"``)::
+    pydantic-ai 2.x takes it as a capability, 1.x as a history processor (late 1.x releases
+    take both, and deprecate ``history_processors``); either way give the agent its
+    ``read_original`` tool from the first call on (with ``read_back="tool"``). The processor
+    is the one-argument, sync form (pydantic-ai runs it in a worker thread)::
 
         shortener = history_processor()
         # pydantic-ai 2.x
         from pydantic_ai.capabilities import ProcessHistory
         agent = Agent(model, tools=[..., shortener.tool],
                       capabilities=[ProcessHistory(shortener)])
-        # pydantic-ai 1.x
+        # pydantic-ai 1.x (before capabilities)
         agent = Agent(model, tools=[..., shortener.tool], history_processors=[shortener])
 
     Args:
