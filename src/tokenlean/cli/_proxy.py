@@ -1,11 +1,13 @@
 """``tokenlean proxy``: serve the tokenlean proxy for any agent that speaks the provider APIs.
 
 Point the agent at it (``ANTHROPIC_BASE_URL=http://HOST:PORT`` for Anthropic clients,
-``OPENAI_BASE_URL=http://HOST:PORT/v1`` for OpenAI ones). It rewrites the bodies of
-``/v1/messages``, ``/v1/chat/completions`` and ``/v1/responses`` (first-sight shortening of tool
-results, long inputs of calls that have run cut; the same bytes for the same history on every
-request, so the prompt cache keeps hitting), passes everything else through, logs what each
-request saved, serves ``GET /tokenlean/stats``, and prints a summary when it stops (Ctrl-C).
+``OPENAI_BASE_URL=http://HOST:PORT/v1`` for OpenAI ones, the base URL ``http://HOST:PORT`` for
+Gemini ones). It rewrites the bodies of ``/v1/messages``, ``/v1/chat/completions``,
+``/v1/responses`` and Gemini's ``generateContent`` / ``streamGenerateContent`` (first-sight
+shortening of tool results, long inputs of calls that have run cut; the same bytes for the same
+history on every request, so the prompt cache keeps hitting), passes everything else through,
+logs what each request saved, serves ``GET /tokenlean/stats``, and prints a summary when it
+stops (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ def add_proxy_options(p: argparse.ArgumentParser) -> None:
         metavar="URL",
         default=None,
         help="send every request to URL + path (default: api.anthropic.com for Anthropic "
-        "paths, api.openai.com for the rest)",
+        "paths, generativelanguage.googleapis.com for Gemini paths, api.openai.com for the rest)",
     )
     p.add_argument(
         "--originals",

@@ -1,8 +1,9 @@
 """A local HTTP proxy that applies tokenlean to any agent speaking the provider APIs.
 
 ``POST /v1/messages`` (Anthropic), ``POST /v1/chat/completions`` and ``POST /v1/responses``
-(OpenAI) have their bodies rewritten (first-sight shortening of tool results and past tool
-inputs); every other request passes through untouched. Needs the ``proxy`` extra
+(OpenAI), ``POST /v1beta/models/{model}:generateContent`` and ``:streamGenerateContent`` (Gemini,
+also under ``/v1``) have their bodies rewritten (first-sight shortening of tool results and past
+tool inputs); every other request passes through untouched. Needs the ``proxy`` extra
 (Starlette, uvicorn, httpx): ``pip install 'tokenlean[proxy]'``.
 """
 

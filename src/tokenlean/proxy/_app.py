@@ -1,4 +1,4 @@
-"""The proxy as an ASGI app: forward every request, rewrite the bodies of the three chat APIs.
+"""The proxy as an ASGI app: forward every request, rewrite the bodies of the four chat APIs.
 
 Responses (JSON, server-sent events, errors) go back byte for byte as they arrive, with the
 upstream's status and headers. What the proxy adds is bounded: it reads at most
@@ -26,6 +26,7 @@ from tokenlean.proxy._rewrite import Prepared, Rewriter, default_rewriter, prepa
 from tokenlean.proxy._routing import (
     api_for,
     forward_headers,
+    mask_key,
     response_headers,
     upstream_base,
     upstream_url,
@@ -83,7 +84,7 @@ class UpstreamResponse(Response):
         except httpx.HTTPError as exc:
             # Ending normally would hand the client a truncated body as if it were whole; leaving
             # the response incomplete makes the server drop the connection, which the client sees.
-            log.warning("tokenlean proxy: upstream failed mid-response: %r", exc)
+            log.warning("tokenlean proxy: upstream failed mid-response: %s", mask_key(repr(exc)))
             return
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
@@ -173,7 +174,7 @@ class Proxy:
         if isinstance(exc, httpx.ReadTimeout | httpx.WriteTimeout):
             message = f"upstream {base} did not answer in time ({type(exc).__name__})"
             return error_response(504, "upstream_timeout", message)
-        detail = str(exc) or type(exc).__name__
+        detail = mask_key(str(exc) or type(exc).__name__)
         log.warning("tokenlean proxy: upstream %s unreachable: %s", base, detail)
         message = f"tokenlean proxy could not reach upstream {base}: {detail}"
         return error_response(502, "upstream_unreachable", message)
@@ -217,6 +218,7 @@ def create_app(
             "anthropic": settings.anthropic_pricing,
             "openai_chat": settings.openai_pricing,
             "openai_responses": settings.openai_pricing,
+            "gemini": settings.gemini_pricing,
         }
     )
     proxy = Proxy(settings, rewriter, stats)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Literal
 
@@ -9,7 +10,7 @@ from tokenlean.proxy._settings import ProxySettings
 from tokenlean.raw import Api
 
 #: Whose API a request goes to: it picks the upstream when no single ``upstream`` is set.
-Vendor = Literal["anthropic", "openai"]
+Vendor = Literal["anthropic", "openai", "google"]
 
 #: The request bodies the proxy rewrites; any other path is forwarded untouched.
 REWRITTEN_PATHS: Mapping[str, Api] = {
@@ -17,6 +18,13 @@ REWRITTEN_PATHS: Mapping[str, Api] = {
     "/v1/chat/completions": "openai_chat",
     "/v1/responses": "openai_responses",
 }
+#: Gemini names the model in the path: ``/v1beta/models/{model}:generateContent`` (or
+#: ``:streamGenerateContent``, or under ``/v1``).
+_GEMINI_PATH = re.compile(r"/v1(?:beta)?/models/[^/:]+:(?:generateContent|streamGenerateContent)")
+#: Any Gemini API path (``/v1beta/...``; under ``/v1``, a model method such as ``:countTokens``).
+_GOOGLE_PATH = re.compile(r"/v1beta/|/v1/models/[^/]+:")
+#: A Google API key in a query string (``?key=...``), masked wherever the proxy shows a URL.
+_KEY_QUERY = re.compile(r"((?:^|[?&\s])key=)[^&\s'\"]+")
 
 #: Hop-by-hop headers (RFC 9110 section 7.6.1) concern one connection, never the next one; host
 #: and content-length are rebuilt for the upstream request.
@@ -41,30 +49,46 @@ def api_for(method: str, path: str) -> Api | None:
     """The API whose body the proxy rewrites, or None to forward the request untouched."""
     if method != "POST":
         return None
-    return REWRITTEN_PATHS.get(path.rstrip("/"))
+    path = path.rstrip("/")
+    if _GEMINI_PATH.fullmatch(path):
+        return "gemini"
+    return REWRITTEN_PATHS.get(path)
 
 
 def list_key(api: Api) -> str:
     """The body's list of conversation items."""
+    if api == "gemini":
+        return "contents"
     return "input" if api == "openai_responses" else "messages"
 
 
 def vendor_for(path: str, headers: Mapping[str, str]) -> Vendor:
-    """Anthropic for its paths or when the client speaks its protocol; OpenAI otherwise.
+    """Anthropic for its paths or when the client speaks its protocol; Google for Gemini paths
+    or an ``x-goog-api-key``; OpenAI otherwise.
 
     Paths such as ``/v1/models`` exist at both providers, so the ``anthropic-version`` header,
     which every Anthropic client sends, decides for them.
     """
     if path.startswith(("/v1/messages", "/v1/complete")) or "anthropic-version" in headers:
         return "anthropic"
+    if _GOOGLE_PATH.match(path) or "x-goog-api-key" in headers:
+        return "google"
     return "openai"
 
 
 def upstream_base(settings: ProxySettings, vendor: Vendor) -> str:
-    base = settings.upstream or (
-        settings.anthropic_upstream if vendor == "anthropic" else settings.openai_upstream
-    )
-    return base.rstrip("/")
+    bases = {
+        "anthropic": settings.anthropic_upstream,
+        "openai": settings.openai_upstream,
+        "google": settings.gemini_upstream,
+    }
+    return (settings.upstream or bases[vendor]).rstrip("/")
+
+
+def mask_key(text: str) -> str:
+    """``text`` with the value of any ``key=`` query parameter hidden (Google API keys travel
+    in the query), for anything the proxy logs or answers itself."""
+    return _KEY_QUERY.sub(r"\1***", text)
 
 
 def upstream_url(base: str, raw_path: str, query: str) -> str:

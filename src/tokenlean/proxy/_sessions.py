@@ -4,7 +4,7 @@ A session is one conversation as the client runs it. The key, first that applies
 
 1. an ``x-tokenlean-session`` header (set it when you embed the proxy and know better);
 2. what the client itself says: Anthropic ``metadata.user_id`` (Claude Code puts its session id
-   there), OpenAI ``prompt_cache_key`` or ``user``;
+   there), OpenAI ``prompt_cache_key`` or ``user`` (Gemini bodies carry neither);
 3. a hash of the first user message: agents re-send their whole history, so it stays the same
    for every request of one conversation.
 
@@ -55,12 +55,13 @@ def session_key(api: Api, headers: Mapping[str, str], body: Mapping[str, Any]) -
 
 
 def _first_user_message(api: Api, body: Mapping[str, Any]) -> Any:
-    items = body.get("input") if api == "openai_responses" else body.get("messages")
+    items = body.get(list_key(api))
     if isinstance(items, str):
         return items
+    content = "parts" if api == "gemini" else "content"
     for item in items if isinstance(items, list) else ():
         if isinstance(item, Mapping) and item.get("role") == "user":
-            return item.get("content")
+            return item.get(content)
     return None
 
 
@@ -97,13 +98,16 @@ def _text_tokens(value: Any) -> int:
 
 
 _HEAD_KEYS = ("model", "tools", "system", "instructions")
+#: Gemini names the model in the URL; its system prompt and tool settings lead the prompt.
+_GEMINI_HEAD_KEYS = ("tools", "toolConfig", "systemInstruction", "system_instruction")
 
 
 def prompt_blocks(api: Api, body: ScannedBody) -> list[tuple[Any, str]]:
     """The body as cache-ordered blocks, each (value, the client's JSON text of it): model,
     tools and system first, then each message."""
-    head = {k: body.values.get(k) for k in _HEAD_KEYS}
-    head_text = "\n".join(body.texts.get(k, "null") for k in _HEAD_KEYS)
+    keys = _GEMINI_HEAD_KEYS if api == "gemini" else _HEAD_KEYS
+    head = {k: body.values.get(k) for k in keys}
+    head_text = "\n".join(body.texts.get(k, "null") for k in keys)
     items = body.items
     if not items and isinstance(body.values.get(list_key(api)), str):  # a bare string input
         items = [(body.values[list_key(api)], body.texts[list_key(api)])]

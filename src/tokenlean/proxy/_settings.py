@@ -7,10 +7,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from tokenlean.cost import ANTHROPIC, OPENAI, CachePricing
+from tokenlean.cost import ANTHROPIC, NO_CACHE, OPENAI, CachePricing
 
 ANTHROPIC_API = "https://api.anthropic.com"
 OPENAI_API = "https://api.openai.com"
+GEMINI_API = "https://generativelanguage.googleapis.com"
 
 #: Request bodies up to this size are accepted (a long coding session with images stays under it).
 MAX_BODY_BYTES = 32 * 1024 * 1024
@@ -41,8 +42,13 @@ class ProxySettings:
     """How the proxy forwards.
 
     ``upstream`` replaces the base URL for every path; without it, Anthropic paths go to
-    ``anthropic_upstream`` and everything else to ``openai_upstream``. The request path and query
-    are appended to the base, so a base with a path prefix (a gateway) works too.
+    ``anthropic_upstream``, Gemini paths (``/v1beta/...``, ``/v1/models/{model}:method``, or any
+    request with an ``x-goog-api-key``) to ``gemini_upstream`` and everything else to
+    ``openai_upstream``. The request path and query are appended to the base, so a base with a
+    path prefix (a gateway) works too.
+
+    ``gemini_pricing`` prices the statistics of Gemini requests: no cache discount by default,
+    since Gemini's implicit-cache discount and minimum differ by model (give your own).
 
     ``connect_timeout`` bounds how long an unreachable upstream can hold a request before the
     client gets a 502; ``read_timeout`` is the longest silence allowed while waiting for upstream
@@ -56,6 +62,7 @@ class ProxySettings:
     upstream: str | None = None
     anthropic_upstream: str = ANTHROPIC_API
     openai_upstream: str = OPENAI_API
+    gemini_upstream: str = GEMINI_API
     originals_dir: Path | None = None
     max_body_bytes: int = MAX_BODY_BYTES
     connect_timeout: float = 5.0
@@ -63,11 +70,13 @@ class ProxySettings:
     rewrite_threads: int = field(default_factory=default_rewrite_threads)
     anthropic_pricing: CachePricing = ANTHROPIC
     openai_pricing: CachePricing = OPENAI
+    gemini_pricing: CachePricing = NO_CACHE
 
     def __post_init__(self) -> None:
         _check_url("upstream", self.upstream)
         _check_url("anthropic_upstream", self.anthropic_upstream)
         _check_url("openai_upstream", self.openai_upstream)
+        _check_url("gemini_upstream", self.gemini_upstream)
         if self.max_body_bytes < 1:
             raise ValueError("max_body_bytes must be at least 1")
         if self.connect_timeout <= 0:

@@ -1,8 +1,9 @@
 """A fake provider for testing agents, the proxy or the SDK wrappers: a real HTTP server on
 127.0.0.1 that records every request and answers from a script (JSON, server-sent events, errors).
 
-Standard library only (no extra, not even the proxy's), so it can stand in for Anthropic or
-OpenAI behind the proxy, or in front of an SDK directly when a benchmark compares the two::
+Standard library only (no extra, not even the proxy's), so it can stand in for Anthropic,
+OpenAI or Gemini behind the proxy, or in front of an SDK directly when a benchmark compares the
+two::
 
     with FakeUpstream() as upstream:            # answers each API with a canned reply
         app = create_app(ProxySettings(upstream=upstream.url))
@@ -34,6 +35,8 @@ __all__ = [
     "canned",
     "chat_completion",
     "chat_events",
+    "gemini_events",
+    "gemini_response",
     "json_reply",
     "response_events",
     "response_object",
@@ -219,8 +222,45 @@ def response_events(text: str, model: str = "gpt-test") -> list[bytes]:
     return [*events, sse_event(completed, "response.completed")]
 
 
+def gemini_response(
+    text: str, model: str = "gemini-test", finish: str | None = "STOP"
+) -> dict[str, Any]:
+    """A ``generateContent`` answer (also one chunk of a stream, with ``finish=None``)."""
+    candidate: dict[str, Any] = {"content": {"role": "model", "parts": [{"text": text}]}}
+    if finish is not None:
+        candidate["finishReason"] = finish
+    usage = {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15}
+    return {
+        "candidates": [{**candidate, "index": 0}],
+        "usageMetadata": usage,
+        "modelVersion": model,
+        "responseId": "resp_test",
+    }
+
+
+def gemini_events(text: str, model: str = "gemini-test") -> list[bytes]:
+    """The ``streamGenerateContent?alt=sse`` form: one chunk per word, the last one finished."""
+    words = [w + " " for w in text.split()] or [""]
+    words[-1] = words[-1].rstrip()
+    return [
+        sse_event(gemini_response(w, model, "STOP" if i == len(words) - 1 else None))
+        for i, w in enumerate(words)
+    ]
+
+
+def _gemini(request: Recorded, text: str) -> Reply:
+    """Gemini streams by path; ``alt=sse`` asks for events, else the chunks come as one array."""
+    if not request.path.endswith(":streamGenerateContent"):
+        return json_reply(gemini_response(text))
+    if "alt=sse" in request.query.split("&"):
+        return sse_reply(gemini_events(text))
+    return json_reply([json.loads(e.removeprefix(b"data: ")) for e in gemini_events(text)])
+
+
 def canned(request: Recorded, text: str = "Hello from the fake upstream") -> Reply:
-    """A plausible answer for any of the three APIs, streamed when the request asks for it."""
+    """A plausible answer for any of the four APIs, streamed when the request asks for it."""
+    if request.path.endswith((":generateContent", ":streamGenerateContent")):
+        return _gemini(request, text)
     try:
         stream = bool(request.json().get("stream"))
     except (ValueError, AttributeError):
