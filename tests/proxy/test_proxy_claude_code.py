@@ -25,10 +25,10 @@ import json
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -61,6 +61,7 @@ LONG_COMMAND = (
 SHORT_COMMAND = "echo second-step-done"
 FINAL = "worker-217 ran out of disk quota."
 PROMPT = "Look at the worker log and tell me which worker failed."
+T = TypeVar("T")
 
 
 def _tool_results(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -148,9 +149,11 @@ class Session:
         return [(c, u) for c, u in pairs if any(t.get("name") == "Bash" for t in c["tools"])]
 
 
-@pytest.fixture(scope="module")
-def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
-    root = tmp_path_factory.mktemp("claude-code")
+def through_proxy(
+    root: Path, client: Callable[[Mapping[str, str]], T]
+) -> tuple[T, list[dict[str, Any]], list[Recorded]]:
+    """Run ``client`` (given Claude Code's environment, pointed at the proxy) against the
+    scripted model: what it returned, the bodies it sent the proxy, and what was forwarded."""
     (root / "home").mkdir()
     (root / "work").mkdir()
     inner = default_rewriter(root / "originals")
@@ -163,8 +166,15 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
     with FakeUpstream(script=scripted_model) as upstream:
         app = create_app(ProxySettings(upstream=upstream.url), rewriter=recording)
         with BackgroundProxy(app) as proxy:
-            run = run_claude(root / "work", claude_env(root / "home", proxy.url))
-        yield Session(run, client_bodies, list(upstream.requests))
+            result = client(claude_env(root / "home", proxy.url))
+    return result, client_bodies, list(upstream.requests)
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
+    root = tmp_path_factory.mktemp("claude-code")
+    run, client_bodies, upstream = through_proxy(root, lambda env: run_claude(root / "work", env))
+    yield Session(run, client_bodies, upstream)
 
 
 def test_claude_code_completes_through_the_proxy(session: Session):

@@ -10,7 +10,6 @@ client sent and what the proxy forwarded.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -26,11 +25,8 @@ from tests.proxy.test_proxy_claude_code import (  # noqa: E402
     PROMPT,
     _text,
     _tool_results,
-    claude_env,
-    scripted_model,
+    through_proxy,
 )
-from tokenlean.proxy import BackgroundProxy, ProxySettings, create_app, default_rewriter  # noqa: E402
-from tokenlean.testing.upstream import FakeUpstream  # noqa: E402
 
 pytestmark = pytest.mark.skipif(
     CLAUDE is None or not Path(CLAUDE).exists(),
@@ -49,23 +45,12 @@ async def _ask(cwd: Path, env: Mapping[str, str]) -> list[Any]:
 def test_the_agent_sdk_runs_through_the_proxy_and_its_results_are_shortened(
     tmp_path: Path,
 ) -> None:
-    (tmp_path / "home").mkdir()
-    (tmp_path / "work").mkdir()
-    inner = default_rewriter(tmp_path / "originals")
-    client_bodies: list[dict[str, Any]] = []
-
-    def recording(api: Any, body: Mapping[str, Any]) -> Any:
-        client_bodies.append(json.loads(json.dumps(body)))
-        return inner(api, body) if inner is not None else None
-
-    with FakeUpstream(script=scripted_model) as upstream:
-        app = create_app(ProxySettings(upstream=upstream.url), rewriter=recording)
-        with BackgroundProxy(app) as proxy:
-            env = claude_env(tmp_path / "home", proxy.url)
-            messages = asyncio.run(_ask(tmp_path / "work", env))
+    messages, client_bodies, upstream = through_proxy(
+        tmp_path, lambda env: asyncio.run(_ask(tmp_path / "work", env))
+    )
     answer = [m for m in messages if isinstance(m, sdk.ResultMessage)]
     assert answer and FINAL in (answer[-1].result or "")
-    sent = [r.json() for r in upstream.requests if r.path == "/v1/messages"]
+    sent = [r.json() for r in upstream if r.path == "/v1/messages"]
     pairs = [
         (c, u)
         for c, u in zip(client_bodies, sent, strict=True)
