@@ -143,6 +143,18 @@ def mark(capability: str, entry: Mapping[str, Any]) -> Mapping[str, Any]:
     return {MARK_KEY: {capability: dict(entry)}}
 
 
+def merged_metadata(metadata: Mapping[str, Any] | None, new: Mapping[str, Any]) -> dict[str, Any]:
+    """``metadata`` with ``new``'s entries merged one level deep: how every adapter records an
+    edit's :attr:`Edit.metadata` (a second capability's mark joins the first's)."""
+    out = dict(metadata or {})
+    for key, value in new.items():
+        old = out.get(key)
+        if isinstance(old, Mapping) and isinstance(value, Mapping):
+            value = {**old, **value}
+        out[key] = value
+    return out
+
+
 def content_text(content: object) -> str:
     """Flatten message content (a string or a list of blocks) to its text."""
     if isinstance(content, str):

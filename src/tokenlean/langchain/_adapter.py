@@ -24,7 +24,7 @@ from langchain_core.messages import (
 )
 
 from tokenlean import checks
-from tokenlean.transcript import Content, Edit, Message, Role, ToolCall
+from tokenlean.transcript import Content, Edit, Message, Role, ToolCall, merged_metadata
 
 M = TypeVar("M", bound=BaseMessage)
 
@@ -260,7 +260,7 @@ def apply_edit(message: M, edit: Edit) -> M:
     if edit.tool_args and isinstance(message, AIMessage):
         update.update(_args_update(message, content, edit.tool_args))
     if edit.metadata:
-        update["response_metadata"] = _merged(message.response_metadata, edit.metadata)
+        update["response_metadata"] = merged_metadata(message.response_metadata, edit.metadata)
     return message.model_copy(update=update) if update else message
 
 
@@ -298,17 +298,6 @@ def _raw_call(raw: Any, new_args: Mapping[str, Mapping[str, Any]]) -> Any:
     function = dict(raw.get("function") or {})
     function["arguments"] = json.dumps(new_args[raw["id"]], ensure_ascii=False)
     return {**raw, "function": function}
-
-
-def _merged(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(old)
-    for key, value in new.items():
-        previous = out.get(key)
-        if isinstance(previous, Mapping) and isinstance(value, Mapping):
-            out[key] = {**previous, **value}
-        else:
-            out[key] = value
-    return out
 
 
 def apply_edits(messages: Sequence[M], edits: Iterable[Edit]) -> list[M]:

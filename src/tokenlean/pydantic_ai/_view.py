@@ -37,7 +37,7 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
-from tokenlean.transcript import MARK_KEY, Content, Edit, Message, ToolCall
+from tokenlean.transcript import MARK_KEY, Content, Edit, Message, ToolCall, merged_metadata
 
 __all__ = ["PartView", "apply", "read", "writable"]
 
@@ -186,7 +186,7 @@ def apply(
 
 
 def _with_text(part: Any, text: str, mark: Mapping[str, Any]) -> Any:
-    return replace(part, content=text, metadata=_merged(part.metadata, mark))
+    return replace(part, content=text, metadata=merged_metadata(part.metadata, mark))
 
 
 def _with_args(response: ModelResponse, edit: Edit) -> ModelResponse:
@@ -196,7 +196,9 @@ def _with_args(response: ModelResponse, edit: Edit) -> ModelResponse:
         else p
         for p in response.parts
     ]
-    return replace(response, parts=parts, metadata=_merged(response.metadata, edit.metadata))
+    return replace(
+        response, parts=parts, metadata=merged_metadata(response.metadata, edit.metadata)
+    )
 
 
 def _new_args(part: ToolCallPart[Any], args: Mapping[str, Any]) -> ToolCallPart[Any]:
@@ -204,14 +206,3 @@ def _new_args(part: ToolCallPart[Any], args: Mapping[str, Any]) -> ToolCallPart[
     if isinstance(part.args, str):
         return replace(part, args=json.dumps(dict(args), ensure_ascii=False))
     return replace(part, args=dict(args))
-
-
-def _merged(metadata: Mapping[str, Any] | None, mark: Mapping[str, Any]) -> dict[str, Any]:
-    """``metadata`` with ``mark``'s entries merged one level deep (the edit's contract)."""
-    out = dict(metadata or {})
-    for key, value in mark.items():
-        old = out.get(key)
-        if isinstance(old, Mapping) and isinstance(value, Mapping):
-            value = {**old, **value}
-        out[key] = value
-    return out
