@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import replace
-from typing import Any, Literal
+from typing import Any
 
 from pydantic_ai import Tool
 from pydantic_ai.messages import ModelMessage
@@ -25,15 +24,12 @@ from tokenlean.pipeline import HistoryEdit, Planner
 from tokenlean.pydantic_ai import _view
 from tokenlean.pydantic_ai._tool import SCOPE, read_original_tool
 from tokenlean.raw import RawSettings
-from tokenlean.readback import FileReadBack, ReadBack, ToolReadBack
-from tokenlean.store import FolderOriginalStore, InMemoryOriginalStore, OriginalStore
+from tokenlean.raw._keeping import ReadBackMode, keeping
+from tokenlean.store import OriginalStore
 
 __all__ = ["HistoryProcessor", "ReadBackMode", "history_processor"]
 
 logger = logging.getLogger("tokenlean.pydantic_ai")
-
-ReadBackMode = Literal["tool", "file"]
-_MODES: tuple[ReadBackMode, ...] = ("tool", "file")
 
 
 class HistoryProcessor:
@@ -105,29 +101,6 @@ def history_processor(
             :class:`~tokenlean.raw.RawSettings`, whose defaults are the recommended
             middleware's (``originals_dir`` is the ``"file"`` store's default folder).
     """
-    settings = settings if settings is not None else RawSettings()
-    if not isinstance(settings, RawSettings):
-        raise ValueError(f"settings must be a RawSettings, got {settings!r}")
-    if read_back not in _MODES:
-        raise ValueError(f"read_back must be one of {_MODES}, got {read_back!r}")
-    if store is not None and not isinstance(store, OriginalStore):
-        raise ValueError(f"store must be an OriginalStore (put/get), got {store!r}")
-    if not settings.keep_originals:
-        return HistoryProcessor(Planner(replace(settings.policy(), read_back=None)), None, None)
-    if read_back == "file":
-        folder = _folder(store, settings)
-        return HistoryProcessor(_planner(settings, FileReadBack(folder)), folder, None)
-    kept = store if store is not None else InMemoryOriginalStore()
-    return HistoryProcessor(_planner(settings, ToolReadBack()), kept, read_original_tool(kept))
-
-
-def _folder(store: OriginalStore | None, settings: RawSettings) -> FolderOriginalStore:
-    if store is None:
-        return settings.store
-    if not isinstance(store, FolderOriginalStore):
-        raise ValueError(f'read_back="file" needs a FolderOriginalStore, got {store!r}')
-    return store
-
-
-def _planner(settings: RawSettings, read_back: ReadBack) -> Planner:
-    return Planner(replace(settings.policy(), read_back=read_back))
+    kept = keeping(settings, store, read_back)
+    tool = read_original_tool(kept.tool_store) if kept.tool_store is not None else None
+    return HistoryProcessor(kept.planner, kept.store, tool)

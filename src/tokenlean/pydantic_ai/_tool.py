@@ -13,13 +13,10 @@ from typing import Any
 from pydantic_ai import Tool
 
 from tokenlean import checks
-from tokenlean.shorten._wrapped import readable
-from tokenlean.store import RETRIEVAL_TOOL, OriginalStore, excerpt
+from tokenlean.raw._keeping import SCOPE, read_back_answer
+from tokenlean.store import RETRIEVAL_TOOL, OriginalStore
 
 __all__ = ["SCOPE", "read_original_tool"]
-
-#: The scope every original of this adapter is kept under (see the module docstring).
-SCOPE = ""
 
 _DESCRIPTION = (
     "Show what a tokenlean marker cut: pass the handle it names, and `lines` ('120-159') or a "
@@ -40,11 +37,6 @@ def read_original_tool(store: OriginalStore, *, name: str = RETRIEVAL_TOOL) -> T
 
     async def read_original(handle: str, lines: str = "", pattern: str = "") -> str:
         found = await store.aget(SCOPE, handle.strip())
-        if found is None:
-            return f"No original with handle {handle.strip()!r} is kept."
-        try:  # lines are counted as the markers count them: inside a JSON envelope, its text's
-            return excerpt(readable(found.text), lines=lines or None, pattern=pattern or None)
-        except ValueError as exc:
-            return str(exc)
+        return read_back_answer(found, handle, lines, pattern)
 
     return Tool(read_original, name=name, description=_DESCRIPTION, takes_ctx=False)
