@@ -27,6 +27,7 @@ from tokenlean.context_editor._clearing import (
 from tokenlean.context_editor._config import (
     DEFAULT_RETRIEVAL_TOOL,
     MODES,
+    ClearedRecord,
     ClearedToolResult,
     Clearing,
     ContextEdit,
@@ -50,6 +51,7 @@ __all__ = [
     "MODES",
     "STRATEGY",
     "CacheModel",
+    "ClearedRecord",
     "ClearedToolResult",
     "Clearing",
     "ClearingPlan",

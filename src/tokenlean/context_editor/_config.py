@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Any, Literal, TypedDict, get_args
 
 from tokenlean import checks
 from tokenlean.cost import ANTHROPIC, CachePricing, resolve_pricing
@@ -42,12 +42,33 @@ def request_estimator(counter: TokenCounter | None = None) -> TokenEstimator:
     return estimate
 
 
+class ClearedRecord(TypedDict):
+    """A :class:`Clearing` as agent state keeps it."""
+
+    placeholder: str
+    clear_inputs: bool
+
+
 @dataclass(frozen=True, slots=True)
 class Clearing:
     """How one cleared result is sent from now on (kept so later calls send identical bytes)."""
 
     placeholder: str
     clear_inputs: bool = False
+
+    def to_record(self) -> ClearedRecord:
+        """The form agent state keeps it in (plain JSON, so any checkpointer persists it)."""
+        return {"placeholder": self.placeholder, "clear_inputs": self.clear_inputs}
+
+    @staticmethod
+    def read_all(raw: object) -> dict[str, Clearing]:
+        """A cleared set read back from state (tool call id -> record); what is malformed is
+        left out."""
+        out: dict[str, Clearing] = {}
+        for key, value in raw.items() if isinstance(raw, Mapping) else ():
+            if isinstance(value, Mapping) and isinstance(value.get("placeholder"), str):
+                out[str(key)] = Clearing(value["placeholder"], bool(value.get("clear_inputs")))
+        return out
 
 
 @dataclass(frozen=True, slots=True)

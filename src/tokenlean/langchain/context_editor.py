@@ -23,11 +23,12 @@ from langchain.agents.middleware import AgentMiddleware, AgentState, ModelReques
 from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStateAttr
 from langchain_core.messages import AIMessage, AnyMessage
 from langgraph.types import Command
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import NotRequired
 
 from tokenlean import checks
 from tokenlean._failopen import fail_open
 from tokenlean.context_editor import (
+    ClearedRecord,
     Clearing,
     ContextEdit,
     ContextEditorSettings,
@@ -53,11 +54,6 @@ logger = logging.getLogger(__name__)
 
 STATE_KEY = "tokenlean_context_editor"
 _DEFAULTS = ContextEditorSettings()
-
-
-class ClearedRecord(TypedDict):
-    placeholder: str
-    clear_inputs: bool
 
 
 def _merge_cleared(
@@ -107,7 +103,7 @@ class _Thread:
     def read(self, raw: object) -> Mapping[str, Clearing]:
         """The cleared set in state, parsed again only when it is not the one last written."""
         if raw is None or (raw is not self.raw and not self._grown_to(raw)):
-            self.cleared = _read_state(raw)
+            self.cleared = Clearing.read_all(raw)
         self.raw = raw
         return self.cleared
 
@@ -252,7 +248,7 @@ class ContextEditorMiddleware(AgentMiddleware[ContextEditorState, Any, Any]):
         raw = request.state.get(STATE_KEY)
         known = len(raw) if isinstance(raw, Mapping) else 0
         thread.grew(plan.cleared, added, known + len(added))
-        return _Prepared(edited, {k: _record(v) for k, v in added.items()})
+        return _Prepared(edited, {k: v.to_record() for k, v in added.items()})
 
     def _fixed(self, system: str | None, raw_tools: Sequence[Any]) -> _Fixed:
         """The system prompt and tool schemas: their tokens and the schemas, worked out once
@@ -302,15 +298,3 @@ def _finish(
     return ExtendedModelResponse(
         model_response=response, command=Command(update={STATE_KEY: update})
     )
-
-
-def _read_state(raw: object) -> dict[str, Clearing]:
-    out: dict[str, Clearing] = {}
-    for key, value in raw.items() if isinstance(raw, Mapping) else ():
-        if isinstance(value, Mapping) and isinstance(value.get("placeholder"), str):
-            out[str(key)] = Clearing(value["placeholder"], bool(value.get("clear_inputs")))
-    return out
-
-
-def _record(clearing: Clearing) -> ClearedRecord:
-    return {"placeholder": clearing.placeholder, "clear_inputs": clearing.clear_inputs}
