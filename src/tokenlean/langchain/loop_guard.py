@@ -28,7 +28,7 @@ import threading
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
@@ -49,42 +49,25 @@ from tokenlean._failopen import FailOpen, fail_open
 from tokenlean.langchain._adapter import ViewCache
 from tokenlean.langchain._helpers import StepMemo, no_tool_choice
 from tokenlean.loop_guard._detect import Detection, LoopDetector
+from tokenlean.loop_guard._ladder import (
+    RESPONSES,
+    Episode,
+    Ladder,
+    Response,
+    Text,
+    default_end,
+    default_final,
+    default_nudge,
+)
 from tokenlean.loop_guard._steps import Step
 from tokenlean.stats import Tally
 
 logger = logging.getLogger(__name__)
 
-Response = Literal["nudge", "final", "end"]
-RESPONSES: tuple[Response, ...] = ("nudge", "final", "end")
 STATE_KEY = "tokenlean_loop_guard"
 #: Ids of the messages this middleware adds start with this.
 ID_PREFIX = "tokenlean-loop-guard-"
-#: The trigger recorded when the model kept calling tools after being asked for its answer.
-IGNORED_FINAL = "ignored-final"
 _COUNTER_OF: dict[Response, str] = {"nudge": "nudges", "final": "final_answers", "end": "ends"}
-
-Text = str | Callable[[Detection | None], str]
-
-
-def default_nudge(detection: Detection | None) -> str:
-    what = f" ({detection.describe()})" if detection else ""
-    return (
-        f"You seem to be repeating yourself without making progress{what}. Do not repeat that "
-        "step again: try a different approach, or give your final answer if you have enough."
-    )
-
-
-def default_final(detection: Detection | None) -> str:
-    what = f" ({detection.describe()})" if detection else ""
-    return (
-        f"You are still repeating yourself{what}. Tools are disabled for your next reply: give "
-        "your final answer now with what you have found, and say what is left unfinished."
-    )
-
-
-def default_end(detection: Detection | None) -> str:
-    what = f" ({detection.describe()})" if detection else ""
-    return f"Run stopped by the loop guard: the agent kept repeating itself{what}."
 
 
 class LoopGuardRecord(TypedDict):
@@ -158,18 +141,16 @@ class LoopGuardMiddleware(AgentMiddleware[LoopGuardState[ResponseT], ContextT, R
             raise checks.ArgumentTypeError(
                 f"detector must be a LoopDetector, got {checks.described(detector)}"
             )
-        self.detector = detector or LoopDetector()
-        self.responses = _ladder(responses)
-        self.recovery_steps = checks.integer(recovery_steps, "recovery_steps", at_least=1)
         checks.integer(max_events, "max_events", at_least=0)
-        self.texts: dict[Response, Text] = {
-            "nudge": nudge_text,
-            "final": final_text,
-            "end": end_text,
-        }
-        for rung, text in self.texts.items():
-            if not callable(text) and not (isinstance(text, str) and text.strip()):
-                raise ValueError(f"{rung}_text must be a non-empty string or a function")
+        self.ladder = Ladder(
+            detector or LoopDetector(),
+            responses,  # type: ignore[arg-type]  # validated and made a tuple by Ladder
+            recovery_steps,
+            {"nudge": nudge_text, "final": final_text, "end": end_text},
+        )
+        self.detector = self.ladder.detector
+        self.responses = self.ladder.responses
+        self.recovery_steps = self.ladder.recovery_steps
         self.final_tool_choice = checks.tool_choice(final_tool_choice, "final_tool_choice")
         self._lock = threading.Lock()
         self._tally = Tally(LoopGuardStats)
@@ -215,57 +196,37 @@ class LoopGuardMiddleware(AgentMiddleware[LoopGuardState[ResponseT], ContextT, R
     def _check(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
         with self._fail_open("checking for loops"):
             scan = self._steps.scan(state.get("messages") or [])
-            record = _record(state.get(STATE_KEY))
+            record = Episode.from_record(state.get(STATE_KEY)).to_record()
             self._tally.add(checks=1)
-            return self._respond(scan.steps, scan.since, record)
+            return self._respond(scan.steps, scan.since, record)  # type: ignore[arg-type]
         return None
 
     def _respond(
         self, steps: Sequence[Step], since: int, record: LoopGuardRecord
     ) -> dict[str, Any] | None:
         """The state update for this check: nothing, a new record, or a response."""
-        n = len(steps)
-        if n <= record["seen_at"]:
-            return None  # nothing new since the last detection
-        detection = self.detector.detect(steps, since=since)
-        trigger: str | None = detection.pattern if detection else None
-        if trigger is None and _ignored_final(steps, record):
-            trigger = IGNORED_FINAL
-        if trigger is None:
+        reaction = self.ladder.react(steps, since, Episode.from_record(record))
+        if reaction is None:
             return None
-        level = record["level"] if n - record["seen_at"] <= self.recovery_steps else 0
-        rung = self._rung(level)
-        new: LoopGuardRecord = {
-            "level": level + 1 if rung is not None and level < len(self.responses) else level,
-            "seen_at": n,
-            "final_at": n if rung == "final" else -1,
-        }
-        if rung is None:
+        new = reaction.episode.to_record()
+        if reaction.rung is None:
             return {STATE_KEY: new}
-        self._record_event(rung, trigger, n, detection)
-        return {STATE_KEY: new, **self._action(rung, detection, n)}
-
-    def _rung(self, level: int) -> Response | None:
-        if level < len(self.responses):
-            return self.responses[level]
-        return "end" if self.responses[-1] == "end" else None
+        n = reaction.episode.seen_at
+        self._record_event(reaction.rung, reaction.trigger, n, reaction.detection)
+        return {STATE_KEY: new, **self._action(reaction.rung, reaction.detection, n)}
 
     def _action(self, rung: Response, detection: Detection | None, n: int) -> dict[str, Any]:
-        text = self._text(rung, detection)
+        text = self.ladder.text(rung, detection)
         message_id = f"{ID_PREFIX}{rung}-{n}"
         if rung == "end":
             return {"messages": [AIMessage(content=text, id=message_id)], "jump_to": "end"}
         return {"messages": [HumanMessage(content=text, id=message_id)]}
 
-    def _text(self, rung: Response, detection: Detection | None) -> str:
-        text = self.texts[rung]
-        return text if isinstance(text, str) else text(detection)
-
     def _prepare(self, request: ModelRequest[ContextT]) -> ModelRequest[ContextT]:
         """The forced-answer request right after the ``final`` rung; else the request itself."""
         with self._fail_open("forcing a final answer"):
-            record = _record(request.state.get(STATE_KEY))
-            if record["final_at"] < 0 or record["final_at"] != _step_count(request.messages):
+            episode = Episode.from_record(request.state.get(STATE_KEY))
+            if not episode.forces_answer(_step_count(request.messages)):
                 return request
             return request.override(
                 tool_choice=no_tool_choice(request.model, self.final_tool_choice)
@@ -289,37 +250,6 @@ class LoopGuardMiddleware(AgentMiddleware[LoopGuardState[ResponseT], ContextT, R
             what,
             on_error=lambda: self._tally.add(errors=1),
         )
-
-
-def _ladder(responses: Sequence[Response]) -> tuple[Response, ...]:
-    if isinstance(responses, str):  # its letters would be read as the ladder
-        raise checks.ArgumentTypeError(
-            f"responses must be a sequence of {RESPONSES} such as ('nudge', 'final'), "
-            f"not a bare string, got {responses!r}"
-        )
-    ladder = tuple(checks.sequence(responses, "responses", of=f"{RESPONSES}"))
-    if not ladder or any(r not in RESPONSES for r in ladder):
-        raise ValueError(f"responses must be a non-empty sequence of {RESPONSES}, got {ladder}")
-    if "end" in ladder[:-1]:
-        raise ValueError("'end' can only be the last response: nothing runs after it")
-    return ladder
-
-
-def _record(raw: object) -> LoopGuardRecord:
-    """The stored record, or a fresh one (a missing or malformed record starts over)."""
-    if not isinstance(raw, Mapping):
-        raw = {}
-    return {
-        "level": int(raw.get("level", 0)),
-        "seen_at": int(raw.get("seen_at", -1)),
-        "final_at": int(raw.get("final_at", -1)),
-    }
-
-
-def _ignored_final(steps: Sequence[Step], record: LoopGuardRecord) -> bool:
-    """The model answered the forced-answer call with tool calls instead of an answer."""
-    final_at = record["final_at"]
-    return 0 <= final_at < len(steps) and bool(steps[final_at]["action"])
 
 
 def _step_count(messages: Sequence[AnyMessage | BaseMessage]) -> int:
