@@ -27,6 +27,20 @@ from tokenlean import checks
 
 #: The tool through which an agent reads originals back (every marker and placeholder names it).
 RETRIEVAL_TOOL = "read_original"
+
+
+def retrieval_description(*, call_ids: bool = True) -> str:
+    """The retrieval tool's description, the same on every way in (its schema is part of the
+    prompt, so two adapters describing it differently would bill differently). ``call_ids``:
+    the tool also reads a result the context editor cleared, by the call id its placeholder
+    names."""
+    handle = "the handle (or tool call id)" if call_ids else "the handle"
+    return (
+        f"Show what a tokenlean marker cut: pass {handle} it names, and `lines` "
+        "('120-159') or a `pattern`, or neither for all."
+    )
+
+
 #: Excerpts longer than this are cut, with a note to ask for less.
 MAX_EXCERPT_CHARS = 24_000
 #: Decimal digits of a handle: 40 bits, so a thread of 20,000 originals has about a 0.02% chance

@@ -51,6 +51,7 @@ from tokenlean.store import (
     OriginalStore,
     excerpt,
     looks_like_handle,
+    retrieval_description,
 )
 from tokenlean.tokens import (
     TokenCounter,
@@ -61,10 +62,7 @@ from tokenlean.tokens import (
 )
 from tokenlean.transcript import content_text
 
-_DESCRIPTION = (
-    "Show what a tokenlean marker cut: pass the handle (or tool call id) it names, and `lines` "
-    "('120-159') or a `pattern`, or neither for all."
-)
+_DESCRIPTION = retrieval_description(call_ids=True)
 #: State key counting the originals kept in a thread (every shortener adds to it).
 KEPT_KEY = "tokenlean_originals"
 #: State keys summing the tokens the thread's shortenings cut (``S``), and each cut times the

@@ -14,14 +14,11 @@ from pydantic_ai import Tool
 
 from tokenlean import checks
 from tokenlean.raw._keeping import SCOPE, read_back_answer
-from tokenlean.store import RETRIEVAL_TOOL, OriginalStore
+from tokenlean.store import RETRIEVAL_TOOL, OriginalStore, retrieval_description
 
 __all__ = ["SCOPE", "read_original_tool"]
 
-_DESCRIPTION = (
-    "Show what a tokenlean marker cut: pass the handle it names, and `lines` ('120-159') or a "
-    "`pattern`, or neither for all."
-)
+_DESCRIPTION = retrieval_description(call_ids=False)
 
 
 def read_original_tool(store: OriginalStore, *, name: str = RETRIEVAL_TOOL) -> Tool[Any]:
