@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from langchain.agents import create_agent
@@ -24,16 +24,9 @@ from tokenlean.replay._metrics import PromptMeasurer, RunMetrics, measure_calls
 from tokenlean.replay._refs import learned_references
 from tokenlean.replay._timing import Stopwatch, timed
 from tokenlean.testing import RecordedCall, ScriptedChatModel
+from tokenlean.testing._script import arg_types, split_segments
 from tokenlean.tokens import tool_schema_text
 from tokenlean.transcript import Message
-
-
-@dataclass
-class Segment:
-    """One user turn: the messages that open it and the assistant turns that answer it."""
-
-    inputs: list[Message] = field(default_factory=list)
-    turns: list[Message] = field(default_factory=list)
 
 
 @dataclass
@@ -44,23 +37,6 @@ class Replay:
     middleware_seconds: float
     wall_seconds: float
     final_messages: list[BaseMessage]
-
-
-def split_segments(messages: Sequence[Message]) -> tuple[str | None, list[Segment]]:
-    """The system prompt and the user turns of a trajectory (tool results are left to tools)."""
-    system: str | None = None
-    rest = list(messages)
-    if rest and rest[0].role == "system":
-        system = rest.pop(0).text
-    segments: list[Segment] = [Segment()]
-    for message in rest:
-        if message.role == "assistant":
-            segments[-1].turns.append(message)
-        elif message.role in ("user", "system"):
-            if segments[-1].turns:
-                segments.append(Segment())
-            segments[-1].inputs.append(message)
-    return system, [s for s in segments if s.inputs or s.turns]
 
 
 def turn_messages(messages: Sequence[Message]) -> list[AIMessage]:
@@ -85,13 +61,7 @@ def turn_messages(messages: Sequence[Message]) -> list[AIMessage]:
 def build_replay_tools(messages: Sequence[Message]) -> list[BaseTool]:
     """One tool per recorded tool name; each returns the recorded result of its call id."""
     results = {m.tool_call_id: m for m in messages if m.role == "tool" and m.tool_call_id}
-    arg_types: dict[str, dict[str, set[type]]] = {}
-    for message in messages:
-        for call in message.tool_calls:
-            keys = arg_types.setdefault(call.name, {})
-            for key, value in call.args.items():
-                keys.setdefault(key, set()).add(type(value))
-    return [_replay_tool(name, keys, results) for name, keys in sorted(arg_types.items())]
+    return [_replay_tool(name, keys, results) for name, keys in sorted(arg_types(messages).items())]
 
 
 def _replay_tool(
@@ -100,7 +70,6 @@ def _replay_tool(
     fields: dict[str, Any] = {
         key: ((str | None) if types == {str} else Any, Field(default=None))
         for key, types in sorted(keys.items())
-        if key.isidentifier() and not key.startswith("_") and key != "tool_call_id"
     }
     fields["tool_call_id"] = (Annotated[str, InjectedToolCallId], ...)
     schema = create_model(f"{name}_args", __config__={"extra": "allow"}, **fields)
