@@ -24,10 +24,7 @@ on Anthropic the one forced-answer call writes its messages to the cache again.
 from __future__ import annotations
 
 import logging
-import threading
-from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from langchain.agents.middleware.types import (
@@ -59,15 +56,14 @@ from tokenlean.loop_guard._ladder import (
     default_final,
     default_nudge,
 )
+from tokenlean.loop_guard._log import LoopGuardStats, LoopLog
 from tokenlean.loop_guard._steps import Step
-from tokenlean.stats import Tally
 
 logger = logging.getLogger(__name__)
 
 STATE_KEY = "tokenlean_loop_guard"
 #: Ids of the messages this middleware adds start with this.
 ID_PREFIX = "tokenlean-loop-guard-"
-_COUNTER_OF: dict[Response, str] = {"nudge": "nudges", "final": "final_answers", "end": "ends"}
 
 
 class LoopGuardRecord(TypedDict):
@@ -82,29 +78,6 @@ class LoopGuardState(AgentState[ResponseT]):
     """Agent state with the loop guard's episode, private to :class:`LoopGuardMiddleware`."""
 
     tokenlean_loop_guard: NotRequired[Annotated[LoopGuardRecord, PrivateStateAttr]]
-
-
-@dataclass(frozen=True, slots=True)
-class LoopEvent:
-    """One response of the guard: what it did, what triggered it, at which step count."""
-
-    response: Response
-    pattern: str
-    steps: int
-    detail: str
-
-
-@dataclass(frozen=True, slots=True)
-class LoopGuardStats:
-    """Counters over every run of one middleware instance, and the latest events."""
-
-    checks: int = 0
-    nudges: int = 0
-    final_answers: int = 0
-    ends: int = 0
-    errors: int = 0
-    by_pattern: Mapping[str, int] = field(default_factory=dict)
-    events: tuple[LoopEvent, ...] = ()
 
 
 class LoopGuardMiddleware(AgentMiddleware[LoopGuardState[ResponseT], ContextT, ResponseT]):
@@ -141,7 +114,6 @@ class LoopGuardMiddleware(AgentMiddleware[LoopGuardState[ResponseT], ContextT, R
             raise checks.ArgumentTypeError(
                 f"detector must be a LoopDetector, got {checks.described(detector)}"
             )
-        checks.integer(max_events, "max_events", at_least=0)
         self.ladder = Ladder(
             detector or LoopDetector(),
             responses,  # type: ignore[arg-type]  # validated and made a tuple by Ladder
@@ -152,16 +124,12 @@ class LoopGuardMiddleware(AgentMiddleware[LoopGuardState[ResponseT], ContextT, R
         self.responses = self.ladder.responses
         self.recovery_steps = self.ladder.recovery_steps
         self.final_tool_choice = checks.tool_choice(final_tool_choice, "final_tool_choice")
-        self._lock = threading.Lock()
-        self._tally = Tally(LoopGuardStats)
-        self._patterns: Counter[str] = Counter()
-        self._events: deque[LoopEvent] = deque(maxlen=max_events)
+        self._log = LoopLog(max_events)
         self._steps = StepMemo(ViewCache())
 
     @property
     def stats(self) -> LoopGuardStats:
-        with self._lock:
-            return self._tally.snapshot(by_pattern=dict(self._patterns), events=tuple(self._events))
+        return self._log.stats
 
     # -- hooks (sync and async share the helpers below) -----------------------------------
 
@@ -197,7 +165,7 @@ class LoopGuardMiddleware(AgentMiddleware[LoopGuardState[ResponseT], ContextT, R
         with self._fail_open("checking for loops"):
             scan = self._steps.scan(state.get("messages") or [])
             record = Episode.from_record(state.get(STATE_KEY)).to_record()
-            self._tally.add(checks=1)
+            self._log.checked()
             return self._respond(scan.steps, scan.since, record)  # type: ignore[arg-type]
         return None
 
@@ -212,7 +180,7 @@ class LoopGuardMiddleware(AgentMiddleware[LoopGuardState[ResponseT], ContextT, R
         if reaction.rung is None:
             return {STATE_KEY: new}
         n = reaction.episode.seen_at
-        self._record_event(reaction.rung, reaction.trigger, n, reaction.detection)
+        self._log.record(reaction.rung, reaction.trigger, n, reaction.detection)
         return {STATE_KEY: new, **self._action(reaction.rung, reaction.detection, n)}
 
     def _action(self, rung: Response, detection: Detection | None, n: int) -> dict[str, Any]:
@@ -233,22 +201,13 @@ class LoopGuardMiddleware(AgentMiddleware[LoopGuardState[ResponseT], ContextT, R
             )
         return request
 
-    def _record_event(
-        self, rung: Response, trigger: str, n: int, detection: Detection | None
-    ) -> None:
-        detail = detection.describe() if detection else trigger
-        with self._lock:
-            self._tally.add(**{_COUNTER_OF[rung]: 1})
-            self._patterns[trigger] += 1
-            self._events.append(LoopEvent(rung, trigger, n, detail))
-
     def _fail_open(self, what: str) -> FailOpen:
         """A failure while ``what`` is logged and counted; the agent goes on without the guard."""
         return fail_open(
             logger,
             "LoopGuardMiddleware failed %s; continuing without it",
             what,
-            on_error=lambda: self._tally.add(errors=1),
+            on_error=self._log.failed,
         )
 
 

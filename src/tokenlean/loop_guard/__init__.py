@@ -4,12 +4,32 @@ Framework-free pieces of :class:`tokenlean.langchain.LoopGuardMiddleware` (and o
 ``signals_fn`` of :class:`~tokenlean.langchain.TokenSavingMiddleware`): steps
 (:mod:`~tokenlean.loop_guard._steps`) and the canonical forms they are compared by
 (:mod:`~tokenlean.loop_guard._canonical`), the stuck patterns (:mod:`~tokenlean.loop_guard._detect`)
-and the three loop-likelihood signals (:mod:`~tokenlean.loop_guard._signals`).
+and the three loop-likelihood signals (:mod:`~tokenlean.loop_guard._signals`); the ladder of
+responses every adapter climbs (:mod:`~tokenlean.loop_guard._ladder`) and its log
+(:mod:`~tokenlean.loop_guard._log`).
 """
 
 from __future__ import annotations
 
 from tokenlean.loop_guard._detect import Detection, LoopDetector, detect_stuck, loop_signals
-from tokenlean.loop_guard._steps import Step, build_steps
+from tokenlean.loop_guard._ladder import RESPONSES, Episode, Ladder, Reaction, Response
+from tokenlean.loop_guard._log import LoopEvent, LoopGuardStats, LoopLog
+from tokenlean.loop_guard._steps import Step, StepScan, build_steps
 
-__all__ = ["Detection", "LoopDetector", "Step", "build_steps", "detect_stuck", "loop_signals"]
+__all__ = [
+    "RESPONSES",
+    "Detection",
+    "Episode",
+    "Ladder",
+    "LoopDetector",
+    "LoopEvent",
+    "LoopGuardStats",
+    "LoopLog",
+    "Reaction",
+    "Response",
+    "Step",
+    "StepScan",
+    "build_steps",
+    "detect_stuck",
+    "loop_signals",
+]
