@@ -27,6 +27,7 @@ from tokenlean.context_editor._clearing import (
 from tokenlean.context_editor._config import (
     DEFAULT_RETRIEVAL_TOOL,
     MODES,
+    RECOMMENDED_TRIGGER_TOKENS,
     ClearedRecord,
     ClearedToolResult,
     Clearing,
@@ -49,6 +50,7 @@ __all__ = [
     "CLEARED_MARK",
     "DEFAULT_RETRIEVAL_TOOL",
     "MODES",
+    "RECOMMENDED_TRIGGER_TOKENS",
     "STRATEGY",
     "CacheModel",
     "ClearedRecord",

@@ -97,6 +97,11 @@ class ContextEdit:
     net_saving: float | None = None
 
 
+#: The recommended stacks' trigger: after first-sight shortening, clearing at lower triggers
+#: bought little and cost recall in the tuning runs (``benchmarks/context_editor.md``).
+RECOMMENDED_TRIGGER_TOKENS = 60_000
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ContextEditorSettings:
     """Options of the context editor; every default lives here.
@@ -138,6 +143,15 @@ class ContextEditorSettings:
             raise ValueError("placeholder must be a string or a callable (tool, length) -> str")
         object.__setattr__(self, "exclude_tools", _names(self.exclude_tools))
         object.__setattr__(self, "pricing", resolve_pricing(self.pricing))
+
+    @classmethod
+    def recommended(cls, pricing: CachePricing | str = ANTHROPIC) -> ContextEditorSettings:
+        """The recommended stacks' editor: a safety net for long runs, at a high trigger
+        (:data:`RECOMMENDED_TRIGGER_TOKENS`), cache-aware unless ``pricing`` has no cache
+        discount (then clearing costs no re-write, and plain mode is the same rule, cheaper)."""
+        pricing = resolve_pricing(pricing)
+        mode: Mode = "plain" if pricing.cached_read >= pricing.uncached else "cache_aware"
+        return cls(trigger_tokens=RECOMMENDED_TRIGGER_TOKENS, mode=mode, pricing=pricing)
 
     def placeholder_for(self, tool: str, length: int, handle: str, retrieval: bool) -> str:
         """The text a cleared result is sent as; ``handle`` is what the retrieval tool reads."""

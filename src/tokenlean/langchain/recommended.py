@@ -35,7 +35,7 @@ from typing import Any
 from langchain.agents.middleware import AgentMiddleware
 
 from tokenlean import checks
-from tokenlean.context_editor import Mode
+from tokenlean.context_editor import RECOMMENDED_TRIGGER_TOKENS, ContextEditorSettings
 from tokenlean.cost import CachePricing, PricingName, resolve_pricing
 from tokenlean.langchain.context_editor import ContextEditorMiddleware
 from tokenlean.langchain.loop_guard import LoopGuardMiddleware
@@ -50,7 +50,7 @@ Provider = PricingName  # the names of the pricing presets, under the name this 
 INPUT_MIN_TOKENS = RECOMMENDED_INPUTS.min_tokens
 INPUT_HEAD_LINES = RECOMMENDED_INPUTS.head_lines
 INPUT_TAIL_LINES = RECOMMENDED_INPUTS.tail_lines
-EDITOR_TRIGGER_TOKENS = 60_000
+EDITOR_TRIGGER_TOKENS = RECOMMENDED_TRIGGER_TOKENS
 
 
 def recommended_middleware(
@@ -80,10 +80,10 @@ def recommended_middleware(
         ToolOutputShorteningMiddleware(store=stores, pricing=pricing, inputs=RECOMMENDED_INPUTS)
     ]
     if context_editor:
-        mode: Mode = "plain" if pricing.cached_read >= pricing.uncached else "cache_aware"
+        editor = ContextEditorSettings.recommended(pricing)
         stack.append(
             ContextEditorMiddleware(
-                trigger_tokens=EDITOR_TRIGGER_TOKENS, mode=mode, pricing=pricing
+                trigger_tokens=editor.trigger_tokens, mode=editor.mode, pricing=editor.pricing
             )
         )
     if loop_guard:
