@@ -1,0 +1,61 @@
+"""The recommended AgentScope middleware: one call that does the right thing for a provider.
+
+::
+
+    agent = Agent(..., middlewares=recommended_middleware("anthropic"))
+
+The same stack as :func:`tokenlean.langchain.recommended_middleware`, whose docstring says why
+each piece is there, on the same core settings:
+
+1. :class:`ToolOutputShorteningMiddleware` with ``inputs=True``: the long inputs of calls that
+   have run are cut, then each long result is shortened before the model first sees it; the
+   ``read_original`` tool is in the toolkit from the first call.
+2. :class:`ContextEditorMiddleware` with the provider's cache pricing at the recommended high
+   trigger (:meth:`~tokenlean.context_editor.ContextEditorSettings.recommended`).
+3. :class:`LoopGuardMiddleware`.
+
+A budget is not part of it: only the user knows what a reply may cost
+(:class:`ReplyBudgetControlMiddleware`).
+"""
+
+from __future__ import annotations
+
+from agentscope.middleware import MiddlewareBase
+
+from tokenlean import checks
+from tokenlean.agentscope.context_editor import ContextEditorMiddleware
+from tokenlean.agentscope.loop_guard import LoopGuardMiddleware
+from tokenlean.agentscope.shortening import ToolOutputShorteningMiddleware
+from tokenlean.context_editor import ContextEditorSettings
+from tokenlean.cost import CachePricing, PricingName, resolve_pricing
+from tokenlean.store import OriginalStore
+
+__all__ = ["recommended_middleware"]
+
+
+def recommended_middleware(
+    provider: PricingName | CachePricing = "anthropic",
+    *,
+    store: OriginalStore | None = None,
+    context_editor: bool = True,
+    loop_guard: bool = True,
+) -> list[MiddlewareBase]:
+    """The list to pass as ``Agent(..., middlewares=...)``.
+
+    Args:
+        provider: whose prompt-cache pricing the editor plans for: ``"anthropic"``,
+            ``"openai"``, ``"none"`` or a :class:`~tokenlean.cost.CachePricing`.
+        store: where originals are kept for ``read_original`` (default: a new in-memory
+            store; a :class:`~tokenlean.store.FolderOriginalStore` keeps them across restarts).
+        context_editor: include the cache-aware context editor (a safety net for long runs).
+        loop_guard: include the loop guard.
+    """
+    pricing = resolve_pricing(provider, name="provider")
+    checks.flag(context_editor, "context_editor")
+    checks.flag(loop_guard, "loop_guard")
+    stack: list[MiddlewareBase] = [ToolOutputShorteningMiddleware(inputs=True, store=store)]
+    if context_editor:
+        stack.append(ContextEditorMiddleware(ContextEditorSettings.recommended(pricing)))
+    if loop_guard:
+        stack.append(LoopGuardMiddleware())
+    return stack

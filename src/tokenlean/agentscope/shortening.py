@@ -1,0 +1,195 @@
+"""Shorten tool results at first sight, and cut the long inputs of calls that have run, in an
+AgentScope agent's memory.
+
+Before every model call (``on_reasoning``) the agent's context is read as neutral messages
+(:mod:`._view`) and planned by the one :class:`~tokenlean.pipeline.Planner`, under the
+:class:`~tokenlean.raw.RawSettings` every way in shares; its edits are written into
+``agent.state.context`` itself, onto copies of the blocks they name. A result is therefore
+shortened before the model first sees it, and the model is sent the same bytes for it on every
+later call: the edit is in memory, marked as done (in metadata AgentScope never sends), so the
+planner leaves it alone from then on. Originals go to a store the ``read_original`` tool reads
+(``read_back="tool"``, the tool joins the toolkit before the first model call) or to files the
+agent reads (``read_back="file"``).
+
+AgentScope itself truncates a result past ``ContextConfig.tool_result_limit`` tokens (50,000 by
+default) before it reaches memory; tokenlean sees what is left. A failure is logged and the
+agent goes on with its memory as it was.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncGenerator, Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from agentscope.message import Msg, ToolCallBlock, ToolResultBlock
+from agentscope.middleware import MiddlewareBase
+from agentscope.tool import FunctionTool, ToolBase
+
+from tokenlean._failopen import fail_open
+from tokenlean.agentscope import _view
+from tokenlean.agentscope._tool import read_original_tool
+from tokenlean.pipeline import HistoryEdit
+from tokenlean.raw import RawSettings
+from tokenlean.raw._keeping import SCOPE, Keeping, ReadBackMode, keeping
+from tokenlean.shorten._firstsight import OutputShorteningSettings
+from tokenlean.store import OriginalStore
+
+if TYPE_CHECKING:
+    from agentscope.agent import Agent
+
+__all__ = ["ShorteningStats", "ToolInputShorteningMiddleware", "ToolOutputShorteningMiddleware"]
+
+logger = logging.getLogger("tokenlean.agentscope")
+
+
+@dataclass(frozen=True, slots=True)
+class ShorteningStats:
+    """What one middleware instance has done over every agent it served."""
+
+    results_shortened: int = 0
+    inputs_cut: int = 0
+    tokens_saved: int = 0
+    errors: int = 0
+
+
+class _Shortening(MiddlewareBase):
+    """The planner, its originals and the retrieval tool; the two public classes differ only
+    in what the planner is asked to shorten."""
+
+    def __init__(self, kept: Keeping) -> None:
+        self.planner = kept.planner
+        self.store = kept.store
+        self.tool: FunctionTool | None = (
+            read_original_tool(kept.tool_store) if kept.tool_store is not None else None
+        )
+        self.stats = ShorteningStats()
+
+    async def list_tools(self) -> list[ToolBase]:
+        return [self.tool] if self.tool is not None else []
+
+    async def on_reasoning(
+        self,
+        agent: Agent,
+        input_kwargs: dict[str, Any],
+        next_handler: Callable[..., AsyncGenerator[Any, None]],
+    ) -> AsyncGenerator[Any, None]:
+        with fail_open(
+            logger,
+            "tokenlean could not shorten an AgentScope context; sent as is",
+            on_error=self._failed,
+        ):
+            await self._offer_tool(agent)
+            self.shorten(agent.state.context)
+        async for event in next_handler(**input_kwargs):
+            yield event
+
+    def shorten(self, context: list[Msg]) -> None:
+        """Plan ``context`` and write the edits into it (in place; see the module docstring)."""
+        view = _view.read(context)
+        plan = self.planner.plan(view.messages)
+        edits = [e for e in plan.edits if _writable(e, view, context)]
+        if not edits:
+            return
+        self._keep(edits)  # before any marker names them
+        _view.apply(context, view, [e.edit for e in edits], marks=True)
+        results = sum(1 for e in edits if e.edit.new_content is not None)
+        self.stats = replace(
+            self.stats,
+            results_shortened=self.stats.results_shortened + results,
+            inputs_cut=self.stats.inputs_cut + sum(len(e.edit.tool_args) for e in edits),
+            tokens_saved=self.stats.tokens_saved + sum(e.edit.tokens_saved for e in edits),
+        )
+
+    async def _offer_tool(self, agent: Agent) -> None:
+        """Put ``read_original`` in the toolkit unless it is there (before the first call)."""
+        if self.tool is None:
+            return
+        if await agent.toolkit.get_tool(self.tool.name) is None:  # else the user's, or ours
+            await agent.toolkit.add_tool(self.tool)
+
+    def _keep(self, edits: Sequence[HistoryEdit]) -> None:
+        if self.store is None:
+            return
+        for edit in edits:
+            for original in edit.originals:
+                self.store.put(SCOPE, original)
+
+    def _failed(self) -> None:
+        self.stats = replace(self.stats, errors=self.stats.errors + 1)
+
+
+def _settings(settings: RawSettings | None) -> RawSettings:
+    if settings is None:
+        return RawSettings()
+    if not isinstance(settings, RawSettings):
+        raise ValueError(f"settings must be a RawSettings, got {settings!r}")
+    return settings
+
+
+def _writable(planned: HistoryEdit, view: _view.ContextView, context: Sequence[Msg]) -> bool:
+    """Whether an edit has a place to go: one text tool result, or calls of that turn."""
+    edit = planned.edit
+    i, blocks = view.where[edit.index]
+    content = context[i].content
+    if edit.new_content is not None:
+        if not isinstance(edit.new_content, str) or len(blocks) != 1:
+            return False
+        block = content[blocks[0]]
+        return isinstance(block, ToolResultBlock) and _view.result_text(block) is not None
+    ids = {b.id for j in blocks if isinstance(b := content[j], ToolCallBlock)}
+    return bool(edit.tool_args) and set(edit.tool_args) <= ids
+
+
+class ToolOutputShorteningMiddleware(_Shortening):
+    """Shorten each tool result once, before the model first sees it (module docstring).
+
+    Args:
+        inputs: also cut the long string inputs of calls that have run (one planner orders
+            the two: inputs first, so no result points at lines of an input that was cut).
+        settings: what is shortened and how (:class:`~tokenlean.raw.RawSettings`, whose
+            defaults are the recommended middleware's; ``originals_dir`` is the file store's).
+        store: where originals go: any :class:`~tokenlean.store.OriginalStore` with
+            ``read_back="tool"`` (default: a new in-memory store, which ``self.tool`` reads;
+            give a :class:`~tokenlean.store.FolderOriginalStore` to keep them across restarts),
+            a ``FolderOriginalStore`` with ``"file"``.
+        read_back: ``"tool"``: markers name ``read_original``, which the middleware puts in
+            the toolkit before the first call; ``"file"``: markers name files and line ranges,
+            for agents that read files (no tool is added).
+    """
+
+    def __init__(
+        self,
+        *,
+        inputs: bool = False,
+        settings: RawSettings | None = None,
+        store: OriginalStore | None = None,
+        read_back: ReadBackMode = "tool",
+    ) -> None:
+        if not isinstance(inputs, bool):
+            raise ValueError(f"inputs must be a bool, got {inputs!r}")
+        settings = _settings(settings)
+        policy = settings.policy()
+        if not inputs:
+            policy = replace(policy, inputs=None)
+        super().__init__(keeping(settings, store, read_back, policy=policy))
+
+
+class ToolInputShorteningMiddleware(_Shortening):
+    """Cut the long string inputs of calls that have run, before the model sees its turn
+    again; tool results are left whole. Arguments as for
+    :class:`ToolOutputShorteningMiddleware` (``settings.inputs`` says what is cut)."""
+
+    def __init__(
+        self,
+        *,
+        settings: RawSettings | None = None,
+        store: OriginalStore | None = None,
+        read_back: ReadBackMode = "tool",
+    ) -> None:
+        settings = _settings(settings)
+        policy = settings.policy()
+        nothing = OutputShorteningSettings(only=frozenset())  # shortens no tool's results
+        policy = replace(policy, outputs=nothing, inputs=policy.inputs or settings.inputs)
+        super().__init__(keeping(settings, store, read_back, policy=policy))

@@ -1,0 +1,190 @@
+"""First-sight shortening inside a real AgentScope ``Agent``: what the model was sent.
+
+A :class:`~tokenlean.testing.agentscope.ScriptedChatModel` formats every request with
+AgentScope's own Anthropic formatter and records it; the tools are real ``Toolkit`` tools. So
+each test asserts what the provider would have received, call by call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import re
+from pathlib import Path
+
+import pytest
+from agentscope.message import Base64Source, DataBlock
+from agentscope.tool import ToolChunk
+
+from tests.agentscope.support import ERROR, LOG, SCRIPT, ask, memory_results, results, sent_json
+from tests.data import HAVE_SHARED, TRAJECTORIES, real_trajectory, skip_unless_here
+from tokenlean.agentscope import (
+    ToolInputShorteningMiddleware,
+    ToolOutputShorteningMiddleware,
+    recommended_middleware,
+)
+from tokenlean.raw import RawSettings
+from tokenlean.replay._formats import load_trajectory
+from tokenlean.store import FolderOriginalStore, InMemoryOriginalStore
+from tokenlean.testing.agentscope import (
+    RecordedTool,
+    prefix_breaks,
+    replay_messages,
+    scripted_agent,
+    turn,
+)
+
+PNG = (  # a 1x1 image
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+)
+HANDLE = re.compile(r'read_original\("([a-z]\d{12})"')
+
+
+def _log_agent(mw, *after):  # type: ignore[no-untyped-def]
+    turns = [turn(calls=[("c1", "bash", {"cmd": "pytest"})]), *after, turn("it failed")]
+    return scripted_agent(turns, tools=[RecordedTool("bash", [LOG])], middlewares=[mw])
+
+
+def test_a_long_log_is_shortened_before_the_model_first_sees_it() -> None:
+    mw = ToolOutputShorteningMiddleware()
+    agent, model = _log_agent(mw)
+    ask(agent)
+    first_sight = results(model.calls[1])[0]
+    assert ERROR in first_sight
+    assert len(first_sight) < len(LOG) / 5
+    assert mw.stats.results_shortened == 1
+    # memory holds the shortened result (written once), marked so no later call plans it again
+    (block,) = memory_results(agent)
+    assert block.output[0].text == first_sight
+    assert block.metadata.get("tokenlean")
+
+
+def test_the_retrieval_tool_is_there_from_the_first_call_and_reads_the_original() -> None:
+    mw = ToolOutputShorteningMiddleware()
+    agent, model = _log_agent(mw)
+    ask(agent)
+    handle = HANDLE.search(results(model.calls[1])[0]).group(1)  # type: ignore[union-attr]
+    read = {"handle": handle, "lines": "2-5"}
+    model.push(turn(calls=[("c2", "read_original", read)]), turn("ok"))
+    ask(agent, "show me the start")
+    assert [c.tool_names() for c in model.calls] == [["bash", "read_original"]] * len(model.calls)
+    answer = results(model.calls[-1])[-1]
+    assert "tests/test_api.py::test_case_1 PASSED" in answer
+    assert "test_case_4 PASSED" in answer
+
+
+def test_originals_can_go_to_files_the_agent_reads(tmp_path: Path) -> None:
+    store = FolderOriginalStore(tmp_path)
+    mw = ToolOutputShorteningMiddleware(store=store, read_back="file")
+    agent, model = _log_agent(mw)
+    ask(agent)
+    assert model.calls[0].tool_names() == ["bash"]  # no tool is added
+    text = results(model.calls[1])[0]
+    assert ERROR in text
+    named = [p for p in tmp_path.rglob("*") if p.is_file() and p.name in text]
+    assert named and LOG in named[0].read_text()
+
+
+def test_later_calls_send_what_earlier_calls_sent_byte_for_byte() -> None:
+    mw = ToolOutputShorteningMiddleware(inputs=True)
+    turns = [
+        turn(calls=[("c1", "bash", {"cmd": SCRIPT})]),
+        turn(calls=[("c2", "bash", {"cmd": "pytest"})]),
+        turn(calls=[("c3", "bash", {"cmd": "pytest -x"})]),
+        turn("done"),
+    ]
+    tool = RecordedTool("bash", ["step output\n" * 3, LOG, LOG.replace("refund", "charge")])
+    agent, model = scripted_agent(turns, tools=[tool], middlewares=[mw])
+    ask(agent)
+    assert len(model.calls) == 4
+    assert prefix_breaks(model) == []
+    sent = sent_json(model.calls)
+    assert all(len(a) < len(b) for a, b in itertools.pairwise(sent))
+
+
+def test_long_inputs_of_calls_that_ran_are_cut_and_read_back() -> None:
+    mw = ToolInputShorteningMiddleware()
+    turns = [turn(calls=[("c1", "bash", {"cmd": SCRIPT})]), turn("done")]
+    agent, model = scripted_agent(turns, tools=[RecordedTool("bash", ["ok"])], middlewares=[mw])
+    ask(agent)
+    (use,) = [b for m in model.calls[1].messages for b in m["content"] if b["type"] == "tool_use"]
+    assert len(use["input"]["cmd"]) < len(SCRIPT) / 3
+    assert use["input"]["cmd"].startswith("python - <<'EOF'")
+    assert mw.stats.inputs_cut == 1 and mw.stats.results_shortened == 0
+
+
+def test_results_with_data_and_short_results_pass_unchanged() -> None:
+    class Screenshot(RecordedTool):
+        async def call(self, **kwargs):  # type: ignore[no-untyped-def]
+            image = DataBlock(source=Base64Source(data=PNG, media_type="image/png"))
+            return ToolChunk(content=[image])
+
+    mw = ToolOutputShorteningMiddleware()
+    turns = [
+        turn(calls=[("c1", "shot", {}), ("c2", "bash", {"cmd": "ls"})]),
+        turn("done"),
+    ]
+    agent, model = scripted_agent(
+        turns, tools=[Screenshot("shot"), RecordedTool("bash", ["a\nb"])], middlewares=[mw]
+    )
+    plain, plain_model = scripted_agent(
+        [turn(calls=[("c1", "shot", {}), ("c2", "bash", {"cmd": "ls"})]), turn("done")],
+        tools=[Screenshot("shot"), RecordedTool("bash", ["a\nb"])],
+    )
+    ask(agent)
+    ask(plain)
+    assert mw.stats.results_shortened == 0
+    assert model.calls[1].messages[2:] == plain_model.calls[1].messages[2:]
+
+
+class _BrokenStore(InMemoryOriginalStore):
+    def put(self, scope: str, original) -> None:  # type: ignore[no-untyped-def,override]
+        raise OSError("disk full")
+
+
+def test_a_failure_leaves_the_context_as_it_was(caplog: pytest.LogCaptureFixture) -> None:
+    mw = ToolOutputShorteningMiddleware(store=_BrokenStore())
+    agent, model = _log_agent(mw)
+    with caplog.at_level(logging.WARNING, logger="tokenlean"):
+        ask(agent)
+    assert results(model.calls[1]) == [LOG]  # sent whole: nothing names an original not kept
+    assert mw.stats.errors >= 1
+    assert any("could not shorten" in r.getMessage() for r in caplog.records)
+
+
+def test_settings_are_checked() -> None:
+    with pytest.raises(ValueError, match="settings"):
+        ToolOutputShorteningMiddleware(settings={"min_tokens": 5})  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="inputs"):
+        ToolOutputShorteningMiddleware(inputs="yes")  # type: ignore[arg-type]
+    quiet = ToolOutputShorteningMiddleware(settings=RawSettings(min_tokens=100_000))
+    agent, model = _log_agent(quiet)
+    ask(agent)
+    assert results(model.calls[1]) == [LOG]
+
+
+def _replayed() -> list[Path]:
+    paths = [real_trajectory("sweagent/demo__ctf_web__i_got_id_demo.json")]
+    if HAVE_SHARED:
+        paths += [
+            next(iter(sorted(d.glob("*.json"))))
+            for d in sorted(TRAJECTORIES.iterdir())
+            if d.is_dir() and any(d.glob("*.json"))
+        ]
+    return paths
+
+
+@pytest.mark.parametrize("path", _replayed(), ids=lambda p: p.parent.name)
+def test_a_replayed_trajectory_never_changes_bytes_already_sent(path: Path) -> None:
+    """The recommended stack replayed through a real agent: no call changes what an earlier
+    call sent (the context editor's trigger is not reached on these runs)."""
+    skip_unless_here(path)
+    trajectory = load_trajectory(path)
+    stack = recommended_middleware()
+    _, model = asyncio.run(replay_messages(trajectory.messages, stack))
+    _, plain = asyncio.run(replay_messages(trajectory.messages))
+    assert prefix_breaks(model) == []
+    assert len(model.calls) == len(plain.calls)
+    if "sweagent" in str(path):
+        assert stack[0].stats.results_shortened  # the bundled run has long outputs
