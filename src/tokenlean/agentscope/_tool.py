@@ -47,7 +47,7 @@ def read_original_tool(store: OriginalStore, *, name: str = RETRIEVAL_TOOL) -> F
         return read_back_answer(found, handle, lines, pattern)
 
     return FunctionTool(
-        read_original,
+        read_original,  # type: ignore[arg-type]  # FunctionTool wraps a plain str result too
         name=name,
         description=_DESCRIPTION,
         is_read_only=True,

@@ -121,7 +121,8 @@ class LoopGuardMiddleware(MiddlewareBase):
                 id=agent.state.reply_id,
                 name=agent.name,
                 content=[TextBlock(text=decision.end)],
-                finished_reason=ReplyFinishedReason.COMPLETED,
+                # a StrEnum, which mypy reads as str under the project's 3.10 target
+                finished_reason=ReplyFinishedReason.COMPLETED,  # type: ignore[arg-type]
             )
             return
         async for event in next_handler(**input_kwargs):

@@ -115,7 +115,11 @@ class Ladder:
             )
         object.__setattr__(self, "responses", _ladder(self.responses))
         checks.integer(self.recovery_steps, "recovery_steps", at_least=1)
-        texts = {"nudge": default_nudge, "final": default_final, "end": default_end}
+        texts: dict[Response, Text] = {
+            "nudge": default_nudge,
+            "final": default_final,
+            "end": default_end,
+        }
         texts.update(self.texts or {})
         for rung, text in texts.items():
             if not callable(text) and not (isinstance(text, str) and text.strip()):

@@ -26,7 +26,7 @@ import json
 from collections import defaultdict, deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
 from agentscope.agent import Agent, InjectionConfig, ReActConfig
 from agentscope.credential import CredentialBase
@@ -266,7 +266,8 @@ async def replay_messages(
 def _opening(message: Message) -> Msg:
     """A recorded user (or mid-run system) message as the agent is given it."""
     text = message.text or "(empty)"
-    return Msg(name=message.role, role=message.role, content=[TextBlock(text=text)])
+    role: Literal["system", "user"] = "system" if message.role == "system" else "user"
+    return Msg(name=role, role=role, content=[TextBlock(text=text)])
 
 
 def _turn_of(message: Message) -> Turn:
