@@ -3,7 +3,7 @@
 ``tokenlean replay`` measures strategies on recorded runs (:mod:`tokenlean.cli._replay`);
 ``tokenlean shorten`` shortens a log in a shell pipeline (:mod:`tokenlean.cli._shorten`);
 ``tokenlean proxy`` serves the same savings to any agent over HTTP (:mod:`tokenlean.cli._proxy`);
-``tokenlean wrap claude|codex`` runs a coding agent through it (:mod:`tokenlean.cli._wrap`).
+``tokenlean wrap claude|codex|gemini`` runs a coding agent through it (:mod:`tokenlean.cli._wrap`).
 """
 
 from __future__ import annotations

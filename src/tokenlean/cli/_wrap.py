@@ -1,11 +1,13 @@
-"""``tokenlean wrap claude [ARGS...]`` / ``tokenlean wrap codex [ARGS...]``: run a coding agent
-through the tokenlean proxy.
+"""``tokenlean wrap claude|codex|gemini [ARGS...]``: run a coding agent through the tokenlean
+proxy.
 
 Starts the proxy on a free local port, runs the agent pointed at it (Claude Code:
 ``ANTHROPIC_BASE_URL``; Codex: ``OPENAI_BASE_URL`` and ``-c openai_base_url=...``, tested with
-an API key, not with a ChatGPT login), stops the proxy when the agent exits, prints what was
-saved, and exits with the agent's exit code. Options for tokenlean go
-before the agent's name; everything after it goes to the agent.
+an API key, not with a ChatGPT login; gemini-cli: ``GOOGLE_GEMINI_BASE_URL``, with
+``GEMINI_API_KEY`` and ``"security": {"auth": {"selectedType": "gemini-api-key"}}`` in its
+settings), stops the proxy when the agent exits, prints what was saved, and exits with the
+agent's exit code. Options for tokenlean go before the agent's name; everything after it goes
+to the agent.
 """
 
 from __future__ import annotations
@@ -26,17 +28,32 @@ from tokenlean.cli._proxy import add_proxy_options, build_app, print_summary
 AGENTS: Mapping[str, tuple[str, str]] = {
     "claude": ("ANTHROPIC_BASE_URL", ""),
     "codex": ("OPENAI_BASE_URL", "/v1"),
+    "gemini": ("GOOGLE_GEMINI_BASE_URL", ""),
 }
 INSTALL_HINTS: Mapping[str, str] = {
     "claude": "npm install -g @anthropic-ai/claude-code",
     "codex": "npm install -g @openai/codex",
+    "gemini": "npm install -g @google/gemini-cli",
 }
+#: gemini-cli's exit code when it has no usable authentication (``FATAL_AUTHENTICATION_ERROR``).
+GEMINI_AUTH_EXIT = 41
+# With GOOGLE_GEMINI_BASE_URL set and no auth type in its settings, gemini-cli 0.61 picks the
+# "gateway" type and then rejects it ("Invalid auth method selected."). tokenlean does not
+# write the user's settings; it says what to write.
+GEMINI_AUTH_HINT = (
+    "tokenlean wrap: gemini exited 41 (authentication). Through the proxy gemini-cli needs an "
+    "API key: export GEMINI_API_KEY=... and put "
+    '{"security": {"auth": {"selectedType": "gemini-api-key"}}} in ~/.gemini/settings.json '
+    "($GEMINI_CLI_HOME/.gemini/settings.json if you set GEMINI_CLI_HOME); "
+    "a Google login does not go through the proxy"
+)
 
 
 def add_subcommand(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "wrap",
-        help="run Claude Code or Codex through the tokenlean proxy and print the savings",
+        help="run Claude Code, Codex or gemini-cli through the tokenlean proxy and print the "
+        "savings",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -103,4 +120,6 @@ def run(args: argparse.Namespace) -> int:
         command = [executable, *agent_args(args.agent, proxy.url), *args.args]
         code = run_agent(command, agent_env(args.agent, proxy.url, os.environ))
     print_summary(app)
+    if args.agent == "gemini" and code == GEMINI_AUTH_EXIT:
+        print(GEMINI_AUTH_HINT, file=sys.stderr)
     return code
