@@ -62,3 +62,29 @@ def trajectory_paths() -> list[Path]:
 def bundled_paths() -> list[Path]:
     """The real trajectories shipped with the package (always there)."""
     return sorted(BUNDLED.glob("*/*.json"))
+
+
+def one_run_per_source() -> list[Path]:
+    """The bundled SWE-agent run (there in a bare clone), then the first run of each shared
+    source: what an adapter's cache-safety replay walks through."""
+    paths = [real_trajectory("sweagent/demo__ctf_web__i_got_id_demo.json")]
+    if HAVE_SHARED:
+        paths += [
+            next(iter(sorted(d.glob("*.json"))))
+            for d in sorted(TRAJECTORIES.iterdir())
+            if d.is_dir() and any(d.glob("*.json"))
+        ]
+    return paths
+
+
+# -- what the adapters' tests shorten: a pytest log with one failure, and a long script ---------
+
+ERROR = "FAILED tests/test_api.py::test_refund - AssertionError: expected 200, got 500"
+LOG = "\n".join(
+    [f"tests/test_api.py::test_case_{i} PASSED [{i // 4}%]" for i in range(200)]
+    + [ERROR]
+    + [f"tests/test_api.py::test_case_{i} PASSED [{i // 4}%]" for i in range(200, 399)]
+)
+SCRIPT = "\n".join(
+    ["python - <<'EOF'", *(f"print('step {i}', {i} * {i})" for i in range(150)), "EOF"]
+)

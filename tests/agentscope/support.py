@@ -1,4 +1,4 @@
-"""What the AgentScope adapter's tests share: the skip, a long log, and a reply runner."""
+"""What the AgentScope adapter's tests share: the skip, a reply runner, what was sent."""
 
 from __future__ import annotations
 
@@ -7,26 +7,10 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-import pytest
-
-pytest.importorskip(
-    "agentscope", reason="needs the agentscope extra (pip install 'tokenlean[agentscope]')"
-)
-
 from agentscope.agent import Agent
 from agentscope.message import Msg, ToolResultBlock, UserMsg
 
 from tokenlean.testing.agentscope import AgentScopeCall
-
-ERROR = "FAILED tests/test_api.py::test_refund - AssertionError: expected 200, got 500"
-LOG = "\n".join(
-    [f"tests/test_api.py::test_case_{i} PASSED [{i // 4}%]" for i in range(200)]
-    + [ERROR]
-    + [f"tests/test_api.py::test_case_{i} PASSED [{i // 4}%]" for i in range(200, 399)]
-)
-SCRIPT = "\n".join(
-    ["python - <<'EOF'", *(f"print('step {i}', {i} * {i})" for i in range(150)), "EOF"]
-)
 
 
 def ask(agent: Agent, text: str = "run the tests") -> Msg:

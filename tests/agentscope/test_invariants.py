@@ -25,7 +25,7 @@ from agentscope.message import (
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.agentscope.support import LOG, SCRIPT
+from tests.data import LOG, SCRIPT
 from tokenlean.agentscope import ContextEditorMiddleware, ToolOutputShorteningMiddleware
 from tokenlean.context_editor import ContextEditorSettings
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tests.agentscope.support import ERROR, LOG, ask, results
-from tests.data import ROOT
+from tests.agentscope.support import ask, results
+from tests.data import ERROR, LOG, ROOT
 from tokenlean.testing.agentscope import RecordedTool, ScriptedChatModel, turn
 
 

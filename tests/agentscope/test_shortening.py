@@ -17,8 +17,8 @@ import pytest
 from agentscope.message import Base64Source, DataBlock
 from agentscope.tool import ToolChunk
 
-from tests.agentscope.support import ERROR, LOG, SCRIPT, ask, memory_results, results, sent_json
-from tests.data import HAVE_SHARED, TRAJECTORIES, real_trajectory, skip_unless_here
+from tests.agentscope.support import ask, memory_results, results, sent_json
+from tests.data import ERROR, LOG, SCRIPT, one_run_per_source, skip_unless_here
 from tokenlean.agentscope import (
     ToolInputShorteningMiddleware,
     ToolOutputShorteningMiddleware,
@@ -164,18 +164,7 @@ def test_settings_are_checked() -> None:
     assert results(model.calls[1]) == [LOG]
 
 
-def _replayed() -> list[Path]:
-    paths = [real_trajectory("sweagent/demo__ctf_web__i_got_id_demo.json")]
-    if HAVE_SHARED:
-        paths += [
-            next(iter(sorted(d.glob("*.json"))))
-            for d in sorted(TRAJECTORIES.iterdir())
-            if d.is_dir() and any(d.glob("*.json"))
-        ]
-    return paths
-
-
-@pytest.mark.parametrize("path", _replayed(), ids=lambda p: p.parent.name)
+@pytest.mark.parametrize("path", one_run_per_source(), ids=lambda p: p.parent.name)
 def test_a_replayed_trajectory_never_changes_bytes_already_sent(path: Path) -> None:
     """The recommended stack replayed through a real agent: no call changes what an earlier
     call sent (the context editor's trigger is not reached on these runs)."""

@@ -42,22 +42,13 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from tests.data import HAVE_SHARED, ROOT, TRAJECTORIES, real_trajectory, skip_unless_here
+from tests.data import ERROR, LOG, ROOT, SCRIPT, one_run_per_source, skip_unless_here
 from tokenlean.pydantic_ai import history_processor
 from tokenlean.raw import RawSettings
 from tokenlean.replay._formats import load_trajectory
 from tokenlean.store import FolderOriginalStore, InMemoryOriginalStore, Original
 from tokenlean.transcript import Message
 
-ERROR = "FAILED tests/test_api.py::test_refund - AssertionError: expected 200, got 500"
-LOG = "\n".join(
-    [f"tests/test_api.py::test_case_{i} PASSED [{i // 4}%]" for i in range(200)]
-    + [ERROR]
-    + [f"tests/test_api.py::test_case_{i} PASSED [{i // 4}%]" for i in range(200, 399)]
-)
-SCRIPT = "\n".join(
-    ["python - <<'EOF'", *(f"print('step {i}', {i} * {i})" for i in range(150)), "EOF"]
-)
 HANDLE = re.compile(r'read_original\("([a-z]\d{12})"')
 AT = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
@@ -417,18 +408,7 @@ def _to_pydantic(messages: Sequence[Message]) -> list[ModelMessage]:
     return out
 
 
-def _replayed() -> list[Path]:
-    paths = [real_trajectory("sweagent/demo__ctf_web__i_got_id_demo.json")]
-    if HAVE_SHARED:
-        paths += [
-            next(iter(sorted(d.glob("*.json"))))
-            for d in sorted(TRAJECTORIES.iterdir())
-            if d.is_dir() and any(d.glob("*.json"))
-        ]
-    return paths
-
-
-@pytest.mark.parametrize("path", _replayed(), ids=lambda p: p.parent.name)
+@pytest.mark.parametrize("path", one_run_per_source(), ids=lambda p: p.parent.name)
 def test_a_replayed_trajectory_never_breaks_the_prefix(path: Path) -> None:
     skip_unless_here(path)
     messages = _to_pydantic(load_trajectory(path).messages)

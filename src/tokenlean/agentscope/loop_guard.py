@@ -24,7 +24,6 @@ from agentscope.message import AssistantMsg, TextBlock
 from agentscope.middleware import MiddlewareBase
 from agentscope.types import ReplyFinishedReason
 
-from tokenlean import checks
 from tokenlean._failopen import fail_open
 from tokenlean.agentscope import _view
 from tokenlean.agentscope._wrapup import append_hint, wrap_up_choice
@@ -82,15 +81,8 @@ class LoopGuardMiddleware(MiddlewareBase):
         end_text: Text = default_end,
         max_events: int = 1000,
     ) -> None:
-        if detector is not None and not isinstance(detector, LoopDetector):
-            raise checks.ArgumentTypeError(
-                f"detector must be a LoopDetector, got {checks.described(detector)}"
-            )
-        self.ladder = Ladder(
-            detector or LoopDetector(),
-            responses,  # type: ignore[arg-type]  # validated and made a tuple by Ladder
-            recovery_steps,
-            {"nudge": nudge_text, "final": final_text, "end": end_text},
+        self.ladder = Ladder.build(
+            detector, responses, recovery_steps, nudge_text, final_text, end_text
         )
         self._log = LoopLog(max_events)
 

@@ -32,7 +32,7 @@ from tokenlean.agentscope import _view
 from tokenlean.agentscope._tool import read_original_tool
 from tokenlean.pipeline import HistoryEdit
 from tokenlean.raw import RawSettings
-from tokenlean.raw._keeping import SCOPE, Keeping, ReadBackMode, keeping
+from tokenlean.raw._keeping import Keeping, ReadBackMode, keep, keeping
 from tokenlean.shorten._firstsight import OutputShorteningSettings
 from tokenlean.store import OriginalStore
 
@@ -92,7 +92,7 @@ class _Shortening(MiddlewareBase):
         edits = [e for e in plan.edits if _writable(e, view, context)]
         if not edits:
             return
-        self._keep(edits)  # before any marker names them
+        keep(self.store, edits)  # before any marker names them
         _view.apply(context, view, [e.edit for e in edits], marks=True)
         results = sum(1 for e in edits if e.edit.new_content is not None)
         self.stats = replace(
@@ -108,13 +108,6 @@ class _Shortening(MiddlewareBase):
             return
         if await agent.toolkit.get_tool(self.tool.name) is None:  # else the user's, or ours
             await agent.toolkit.add_tool(self.tool)
-
-    def _keep(self, edits: Sequence[HistoryEdit]) -> None:
-        if self.store is None:
-            return
-        for edit in edits:
-            for original in edit.originals:
-                self.store.put(SCOPE, original)
 
     def _failed(self) -> None:
         self.stats = replace(self.stats, errors=self.stats.errors + 1)

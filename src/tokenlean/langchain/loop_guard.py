@@ -110,15 +110,8 @@ class LoopGuardMiddleware(AgentMiddleware[LoopGuardState[ResponseT], ContextT, R
         max_events: int = 1000,
     ) -> None:
         super().__init__()
-        if detector is not None and not isinstance(detector, LoopDetector):
-            raise checks.ArgumentTypeError(
-                f"detector must be a LoopDetector, got {checks.described(detector)}"
-            )
-        self.ladder = Ladder(
-            detector or LoopDetector(),
-            responses,  # type: ignore[arg-type]  # validated and made a tuple by Ladder
-            recovery_steps,
-            {"nudge": nudge_text, "final": final_text, "end": end_text},
+        self.ladder = Ladder.build(
+            detector, responses, recovery_steps, nudge_text, final_text, end_text
         )
         self.detector = self.ladder.detector
         self.responses = self.ladder.responses

@@ -126,6 +126,24 @@ class Ladder:
                 raise ValueError(f"{rung}_text must be a non-empty string or a function")
         object.__setattr__(self, "texts", texts)
 
+    @classmethod
+    def build(
+        cls,
+        detector: LoopDetector | None = None,
+        responses: Sequence[Response] = RESPONSES,
+        recovery_steps: int = 20,
+        nudge_text: Text = default_nudge,
+        final_text: Text = default_final,
+        end_text: Text = default_end,
+    ) -> Ladder:
+        """A ladder from the loop guards' constructor arguments (checked here, for all)."""
+        return cls(
+            detector if detector is not None else LoopDetector(),
+            responses,  # type: ignore[arg-type]  # checked and made a tuple in __post_init__
+            recovery_steps,
+            {"nudge": nudge_text, "final": final_text, "end": end_text},
+        )
+
     def react(self, steps: Sequence[Step], since: int, episode: Episode) -> Reaction | None:
         """What to do before the next call, given the steps so far (``since``: the steps
         before the latest new user request); ``None`` when nothing is new."""

@@ -20,11 +20,11 @@ from pydantic_ai import Tool
 from pydantic_ai.messages import ModelMessage
 
 from tokenlean._failopen import fail_open
-from tokenlean.pipeline import HistoryEdit, Planner
+from tokenlean.pipeline import Planner
 from tokenlean.pydantic_ai import _view
-from tokenlean.pydantic_ai._tool import SCOPE, read_original_tool
+from tokenlean.pydantic_ai._tool import read_original_tool
 from tokenlean.raw import RawSettings
-from tokenlean.raw._keeping import ReadBackMode, keeping
+from tokenlean.raw._keeping import ReadBackMode, keep, keeping
 from tokenlean.store import OriginalStore
 
 __all__ = ["HistoryProcessor", "ReadBackMode", "history_processor"]
@@ -57,15 +57,8 @@ class HistoryProcessor:
         edits = [e for e in plan.edits if _view.writable(e.edit, view, messages)]
         if not edits:
             return list(messages)
-        self._keep(edits)  # before any marker names them (a failure sends the history as is)
+        keep(self.store, edits)  # before any marker names them (a failure sends the history as is)
         return _view.apply(messages, view, [e.edit for e in edits])
-
-    def _keep(self, edits: Sequence[HistoryEdit]) -> None:
-        if self.store is None:
-            return
-        for edit in edits:
-            for original in edit.originals:
-                self.store.put(SCOPE, original)
 
 
 def history_processor(

@@ -10,10 +10,11 @@ that choice once for both; :func:`read_back_answer` is what either tool answers.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from tokenlean.pipeline import Planner, PlannerSettings
+from tokenlean.pipeline import HistoryEdit, Planner, PlannerSettings
 from tokenlean.raw import RawSettings
 from tokenlean.readback import FileReadBack, ToolReadBack
 from tokenlean.shorten._wrapped import readable
@@ -25,7 +26,7 @@ from tokenlean.store import (
     excerpt,
 )
 
-__all__ = ["SCOPE", "Keeping", "ReadBackMode", "keeping", "read_back_answer"]
+__all__ = ["SCOPE", "Keeping", "ReadBackMode", "keep", "keeping", "read_back_answer"]
 
 ReadBackMode = Literal["tool", "file"]
 MODES: tuple[ReadBackMode, ...] = ("tool", "file")
@@ -78,6 +79,16 @@ def _folder(store: OriginalStore | None, settings: RawSettings) -> FolderOrigina
     if not isinstance(store, FolderOriginalStore):
         raise ValueError(f'read_back="file" needs a FolderOriginalStore, got {store!r}')
     return store
+
+
+def keep(store: OriginalStore | None, edits: Sequence[HistoryEdit]) -> None:
+    """Put the originals ``edits`` point to in ``store`` (``None``: none are kept); call it
+    before writing the edits, so no marker is sent for an original that is not there."""
+    if store is None:
+        return
+    for edit in edits:
+        for original in edit.originals:
+            store.put(SCOPE, original)
 
 
 def read_back_answer(found: Original | None, handle: str, lines: str, pattern: str) -> str:
