@@ -101,17 +101,22 @@ def measure_prompts(
     measurer: PromptMeasurer,
     *,
     strategy: str,
-    api: Api = "anthropic",
+    api: Api | None = "anthropic",
     settings: RawSettings | None = None,
     tools_from: Sequence[CallPrompt] | None = None,
 ) -> RunMetrics:
     """Metrics of the calls answered by a recorded turn, each prompt sent as an ``api`` body
-    (rewritten when ``settings`` is given). ``tools_from`` measures the tool schemas of another
-    replay's calls instead (to tell what an adapter's own tool costs from what it saves)."""
+    (rewritten when ``settings`` is given; ``api=None``: measured as given, e.g. prompts a
+    caller already sent through :func:`round_trip`). ``tools_from`` measures the tool schemas
+    of another replay's calls instead (to tell what an adapter's own tool costs from what it
+    saves)."""
     scripted = [p for p in prompts if p.turn is not None]
     schemas = [p for p in (tools_from or prompts) if p.turn is not None]
     measured = [
-        measurer.measure(tool_schema_text(schema.tools), round_trip(api, p.messages, settings))
+        measurer.measure(
+            tool_schema_text(schema.tools),
+            p.messages if api is None else round_trip(api, p.messages, settings),
+        )
         for p, schema in zip(scripted, schemas, strict=True)
     ]
     learned = [t.refs for t in learned_references(trajectory.messages)]  # one per turn
