@@ -586,3 +586,7 @@ EXPLANATION = [
     "  shorter description and `additionalProperties: false`, and o200k counts both schemas",
     "  at the same 116 tokens, so the row bills exactly like the reference.",
 ]
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
