@@ -14,8 +14,6 @@ import json
 import logging
 import re
 from collections.abc import Callable, Sequence
-from datetime import datetime, timezone
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -47,12 +45,11 @@ from tokenlean.pydantic_ai import history_processor
 from tokenlean.raw import RawSettings
 from tokenlean.replay._formats import load_trajectory
 from tokenlean.store import FolderOriginalStore, InMemoryOriginalStore, Original
+from tokenlean.testing.pydantic_ai import AT, to_pydantic
+from tokenlean.testing.pydantic_ai import make_agent as wire
 from tokenlean.transcript import Message
 
 HANDLE = re.compile(r'read_original\("([a-z]\d{12})"')
-AT = datetime(2026, 1, 1, tzinfo=timezone.utc)
-
-PYDANTIC_AI_MAJOR = int(version("pydantic-ai-slim").split(".")[0])
 
 Reply = Callable[[int, list[ModelMessage]], ModelResponse]
 
@@ -74,13 +71,7 @@ class Scripted:
 
 def make_agent(scripted: Scripted, shortener: Any, tools: Sequence[Any] = ()) -> Agent[None, str]:
     """A real agent with the processor wired the way the installed pydantic-ai takes it."""
-    every = [*tools, *([shortener.tool] if shortener.tool is not None else [])]
-    model = FunctionModel(scripted.respond)
-    if PYDANTIC_AI_MAJOR < 2:  # the 1.x way (late 1.x releases turn it into a capability)
-        return Agent(model, tools=every, history_processors=[shortener])
-    from pydantic_ai.capabilities import ProcessHistory
-
-    return Agent(model, tools=every, capabilities=[ProcessHistory(shortener)])
+    return wire(FunctionModel(scripted.respond), shortener, tools)
 
 
 def run_tests(path: str) -> str:
@@ -379,39 +370,10 @@ def test_settings_are_the_raw_rewrites_and_are_checked() -> None:
 # -- a replay of real trajectories -------------------------------------------------------------
 
 
-def _to_pydantic(messages: Sequence[Message]) -> list[ModelMessage]:
-    """A neutral trajectory as pydantic-ai messages: consecutive non-assistant messages make
-    one request, each assistant message one response."""
-    out: list[ModelMessage] = []
-    parts: list[Any] = []
-    for m in messages:
-        if m.role == "assistant":
-            if parts:
-                out.append(ModelRequest(parts=parts))
-                parts = []
-            calls = [ToolCallPart(c.name, dict(c.args), tool_call_id=c.id) for c in m.tool_calls]
-            out.append(
-                ModelResponse(parts=[*([TextPart(m.text)] if m.text else []), *calls], timestamp=AT)
-            )
-        elif m.role == "tool":
-            parts.append(
-                ToolReturnPart(
-                    m.name or "tool", m.text, tool_call_id=m.tool_call_id or "", timestamp=AT
-                )
-            )
-        elif m.role == "system":
-            parts.append(SystemPromptPart(m.text, timestamp=AT))
-        else:
-            parts.append(UserPromptPart(m.text, timestamp=AT))
-    if parts:
-        out.append(ModelRequest(parts=parts))
-    return out
-
-
 @pytest.mark.parametrize("path", one_run_per_source(), ids=lambda p: p.parent.name)
 def test_a_replayed_trajectory_never_breaks_the_prefix(path: Path) -> None:
     skip_unless_here(path)
-    messages = _to_pydantic(load_trajectory(path).messages)
+    messages = to_pydantic(load_trajectory(path).messages)
     shortener, cold = history_processor(), history_processor()
     kept: list[ModelMessage] = []
     before: list[bytes] = []
