@@ -167,13 +167,51 @@ def pydantic_processor(trajectory: Trajectory, recorded: Recorded) -> list[CallP
     return _pydantic(trajectory, recorded, history_processor())
 
 
+# -- AgentScope --------------------------------------------------------------------------------
+
+
+def _agentscope(trajectory: Trajectory, middlewares: list[Any]) -> list[CallPrompt]:
+    import asyncio
+
+    from tokenlean.testing.agentscope import replay_messages
+
+    _, model = asyncio.run(replay_messages(trajectory.messages, middlewares))
+    return [
+        CallPrompt(
+            tuple(dict(t) for t in c.tools),
+            c.view(),
+            c.answer.tag if c.scripted and c.answer and isinstance(c.answer.tag, int) else None,
+        )
+        for c in model.calls
+    ]
+
+
+def agentscope_plain(trajectory: Trajectory, recorded: Recorded) -> list[CallPrompt]:
+    return _agentscope(trajectory, [])
+
+
+def agentscope_recommended(trajectory: Trajectory, recorded: Recorded) -> list[CallPrompt]:
+    """``tokenlean.agentscope.recommended_middleware()`` in a real AgentScope ``Agent``
+    (``read_original`` in the toolkit from the first call)."""
+    from tokenlean.agentscope import recommended_middleware
+
+    return _agentscope(trajectory, recommended_middleware("anthropic"))
+
+
+def agentscope_shortener(trajectory: Trajectory, recorded: Recorded) -> list[CallPrompt]:
+    """The AgentScope stack's shortener alone: the counterpart of the reference row."""
+    from tokenlean.agentscope import ToolOutputShorteningMiddleware
+
+    return _agentscope(trajectory, [ToolOutputShorteningMiddleware(inputs=True)])
+
+
 # -- the table of rows -------------------------------------------------------------------------
 
 #: Each framework's no-middleware replay, by name (what a row's ``baseline`` names).
 BASELINES: dict[str, Replayer] = {
     "langchain": langchain_plain,
     "pydantic-ai": pydantic_plain,
-    # "agentscope": agentscope_plain,  (the AgentScope agent with no tokenlean middleware)
+    "agentscope": agentscope_plain,
 }
 
 #: The rows, in the order the tables show them.
@@ -185,7 +223,14 @@ ADAPTERS: dict[str, Adapter] = {
         for api in APIS
     },
     "pydantic-ai": Adapter(pydantic_processor, baseline="pydantic-ai", label="pydantic-ai"),
-    # "agentscope": Adapter(agentscope_middleware, baseline="agentscope", label="AgentScope"),
+    "agentscope": Adapter(
+        agentscope_recommended,
+        baseline="agentscope",
+        label="AgentScope `recommended_middleware()`",
+    ),
+    "agentscope-shortener": Adapter(
+        agentscope_shortener, baseline="agentscope", label="AgentScope shortener"
+    ),
 }
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("pydantic_ai", reason="the pydantic-ai row needs the pydantic-ai extra")
+pytest.importorskip("agentscope", reason="the AgentScope rows need the agentscope extra")
 
 from benchmarks.adapters import (
     ADAPTERS,
@@ -52,17 +53,30 @@ def test_every_row_measured_the_same_calls(measured: list[adapters.Measured]) ->
 def test_the_raw_rewrite_and_pydantic_ai_keep_the_prefix(measured: list[adapters.Measured]) -> None:
     table = pooled(measured)["(all)"]
     assert table["raw-anthropic"].prefix_breaks == 0
-    for name in [*(f"raw-{api}" for api in APIS), "pydantic-ai", REFERENCE]:
+    for name in [*(f"raw-{api}" for api in APIS), "pydantic-ai", "agentscope", REFERENCE]:
         assert table[name].prefix_breaks == 0, name
         assert ratio(table, name, "billed_anthropic") < 1.0, name  # the long run saves
 
 
 def test_baselines_agree_across_frameworks(measured: list[adapters.Measured]) -> None:
-    """pydantic-ai with no processor is sent what LangChain with no middleware is sent."""
+    """pydantic-ai and AgentScope with nothing of tokenlean are sent what LangChain with no
+    middleware is sent."""
     table = pooled(measured)["(all)"]
     langchain, pydantic = table["none langchain anthropic"], table["none pydantic-ai anthropic"]
     assert pydantic.tokens_sent == pytest.approx(langchain.tokens_sent, rel=1e-3)
     assert pydantic.refs_total == langchain.refs_total
+    agentscope = table["none agentscope anthropic"]
+    assert agentscope.tokens_sent == pytest.approx(langchain.tokens_sent, rel=1e-2)
+    assert agentscope.refs_total == langchain.refs_total
+
+
+def test_the_agentscope_shortener_bills_as_the_reference(
+    measured: list[adapters.Measured],
+) -> None:
+    table = pooled(measured)["(all)"]
+    for name in ("agentscope", "agentscope-shortener"):
+        ours, reference = (ratio(table, n, "billed_anthropic") for n in (name, REFERENCE))
+        assert abs(ours - reference) <= adapters.TOLERANCE, name
 
 
 def test_a_new_adapter_is_one_entry(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
