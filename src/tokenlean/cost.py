@@ -34,7 +34,9 @@ class CachePricing:
     ``cached_read`` is paid for each token served from the cache; ``uncached`` for each token not
     served from it (1.25 where writing the cache costs extra, as with Anthropic's 5-minute cache).
     A hit counts only when the cached prefix has at least ``min_cached`` tokens, and is rounded
-    down to a multiple of ``granularity``.
+    down to a multiple of ``granularity``. ``output`` is the price of an output token, in the same
+    unit: what the whole bill (input billed with caching, plus output) weighs the agent's own
+    tokens by.
     """
 
     name: str
@@ -42,6 +44,7 @@ class CachePricing:
     uncached: float
     min_cached: int = 0
     granularity: int = 1
+    output: float = 1.0
 
     def __post_init__(self) -> None:
         checks.text(self.name, "name", blank=False)
@@ -49,6 +52,7 @@ class CachePricing:
         checks.number(self.uncached, "uncached", above=0)
         checks.integer(self.min_cached, "min_cached", at_least=0)
         checks.integer(self.granularity, "granularity", at_least=1)
+        checks.number(self.output, "output", at_least=0)
 
     def billable_cached(self, cached_tokens: int) -> int:
         """How many of ``cached_tokens`` the provider actually bills at the cached price."""
@@ -62,9 +66,13 @@ class CachePricing:
         return self.cached_read * hit + self.uncached * (prompt_tokens - hit)
 
 
-ANTHROPIC = CachePricing("anthropic", cached_read=0.1, uncached=1.25)
-OPENAI = CachePricing("openai", cached_read=0.1, uncached=1.0, min_cached=1024, granularity=128)
-NO_CACHE = CachePricing("none", cached_read=1.0, uncached=1.0)
+#: Output prices: Anthropic lists output at 5x input on every current model; OpenAI at 4x on
+#: GPT-4.1 and GPT-4o (8x on GPT-5: give a CachePricing of your own); 4x where there is no cache.
+ANTHROPIC = CachePricing("anthropic", cached_read=0.1, uncached=1.25, output=5.0)
+OPENAI = CachePricing(
+    "openai", cached_read=0.1, uncached=1.0, min_cached=1024, granularity=128, output=4.0
+)
+NO_CACHE = CachePricing("none", cached_read=1.0, uncached=1.0, output=4.0)
 
 PRICING: Mapping[str, CachePricing] = MappingProxyType(
     {p.name: p for p in (ANTHROPIC, OPENAI, NO_CACHE)}

@@ -40,6 +40,13 @@ def add_subcommand(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         "--by-source", action="store_true", help="also print a table per source (trace folder)"
     )
     p.add_argument(
+        "--output-price",
+        type=float,
+        metavar="X",
+        help="price of an output token, in uncached input tokens, in the whole-bill columns "
+        "(default: each provider's, 5 for Anthropic and 4 for OpenAI)",
+    )
+    p.add_argument(
         "--plugin",
         action="append",
         default=[],
@@ -83,6 +90,9 @@ def _run_replay(args: argparse.Namespace) -> int:
     if not trajectories:
         print("tokenlean: no traces found", file=sys.stderr)
         return 2
+    if args.output_price is not None and not args.output_price >= 0:
+        print("tokenlean: --output-price must be a number >= 0", file=sys.stderr)
+        return 2
     names = args.strategies or strategies.default_names()
     if strategies.BASELINE not in names:
         names = [strategies.BASELINE, *names]
@@ -97,6 +107,7 @@ def _run_replay(args: argparse.Namespace) -> int:
         trajectories, names, jobs=args.jobs, plugins=args.plugin, progress=stderr_progress
     )
     elapsed = time.perf_counter() - start
+    result.output_price = args.output_price
     print(f"{len(trajectories)} trajectories x {len(names)} strategies in {elapsed:.1f}s\n")
     print(report.markdown_table(result) if args.markdown else report.text_table(result))
     print()

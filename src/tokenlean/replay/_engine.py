@@ -131,15 +131,14 @@ def measure_replay(
         for c in scripted
     ]
     learned = learned_references(trajectory.messages)  # one per assistant turn, in order
-    refs_by_id = {
-        ai.id: turn.refs
-        for ai, turn in zip(turn_messages(trajectory.messages), learned, strict=True)
-    }
-    turn_refs = [
-        refs_by_id.get(c.response.id if c.response else None, frozenset()) for c in scripted
-    ]
+    ids = [ai.id for ai in turn_messages(trajectory.messages)]
+    refs_by_id = {i: turn.refs for i, turn in zip(ids, learned, strict=True)}
+    out_by_id = dict(zip(ids, measurer.outputs(trajectory.messages), strict=True))
+    answered = [c.response.id if c.response else None for c in scripted]
+    turn_refs = [refs_by_id.get(i, frozenset()) for i in answered]
+    outputs = [out_by_id.get(i, 0) for i in answered]
     run = RunMetrics(strategy=strategy, trajectory=trajectory.id, source=trajectory.source_name)
-    run.add_calls(measure_calls(prompts, turn_refs))
+    run.add_calls(measure_calls(prompts, turn_refs, outputs))
     run.middleware_seconds = result.middleware_seconds
     run.wall_seconds = result.wall_seconds
     run.extra_calls = len(result.calls) - len(scripted)

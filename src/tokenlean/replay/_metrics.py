@@ -4,7 +4,8 @@ A prompt is a list of *blocks*: the tool schemas, then each message in its canon
 call: tokens sent; cached tokens = tokens of the longest run of leading blocks byte-identical to
 the previous call's; billed input under each pricing preset; whether the previous prompt was a
 prefix of this one (else a *prefix break*, at the first differing message); and which learned
-references were still visible.
+references were still visible. The *whole bill* adds the output: the tokens of the recorded
+turn that answered the call, at the pricing's output price (:func:`whole_bill`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from tokenlean.cost import ANTHROPIC, OPENAI
+from tokenlean.cost import ANTHROPIC, OPENAI, CachePricing
 from tokenlean.replay._refs import extract_refs, message_refs
 from tokenlean.tokens import TokenCounter, message_tokens
 from tokenlean.transcript import Message, canonical
@@ -53,6 +54,11 @@ class PromptMeasurer:
             refs |= self._refs[block]
         return Prompt(tuple(blocks), tuple(tokens), frozenset(refs))
 
+    def outputs(self, messages: Sequence[Message]) -> list[int]:
+        """The tokens of each assistant turn of a trajectory, in order (its text and its calls'
+        arguments: what the model wrote, which the whole bill prices as output)."""
+        return [message_tokens(m, self.counter) for m in messages if m.role == "assistant"]
+
     def _schema_tokens(self, text: str) -> int:
         if text not in self._tokens:
             self._tokens[text] = self.counter.count(text) if text != "[]" else 0
@@ -71,12 +77,16 @@ class CallMetrics:
     break_at: int | None  # index of the first changed message when this call broke the prefix
     refs_total: int
     refs_retained: int
+    output_tokens: int = 0  # of the reply (the recorded turn), the same whatever the strategy
 
 
 def measure_calls(
-    prompts: Sequence[Prompt], turn_refs: Sequence[frozenset[str]]
+    prompts: Sequence[Prompt],
+    turn_refs: Sequence[frozenset[str]],
+    outputs: Sequence[int] = (),
 ) -> list[CallMetrics]:
-    """Per-call metrics; ``turn_refs[i]`` holds the learned references of call ``i``'s reply."""
+    """Per-call metrics; ``turn_refs[i]`` holds the learned references of call ``i``'s reply
+    and ``outputs[i]`` its tokens (none given: 0, and the whole bill is the input bill)."""
     out: list[CallMetrics] = []
     previous: Prompt | None = None
     for i, prompt in enumerate(prompts):
@@ -93,6 +103,7 @@ def measure_calls(
                 break_at=(same - 1) if broke else None,  # block 0 is the tool schemas
                 refs_total=len(refs),
                 refs_retained=len(refs & prompt.refs),
+                output_tokens=outputs[i] if i < len(outputs) else 0,
             )
         )
         previous = prompt
@@ -123,6 +134,7 @@ class RunMetrics:
     break_positions: list[tuple[int, int]] = field(default_factory=list)  # (call, message)
     refs_total: int = 0
     refs_retained: int = 0
+    output_tokens: int = 0
     middleware_seconds: float = 0.0
     wall_seconds: float = 0.0
     extra_calls: int = 0
@@ -144,6 +156,7 @@ class RunMetrics:
             self.billed_openai += call.billed_openai
             self.refs_total += call.refs_total
             self.refs_retained += call.refs_retained
+            self.output_tokens += call.output_tokens
             if call.break_at is not None:
                 self.prefix_breaks += 1
                 self.break_positions.append((index, call.break_at))
@@ -161,6 +174,7 @@ class RunMetrics:
             "break_positions": [list(p) for p in self.break_positions],
             "refs_total": self.refs_total,
             "refs_retained": self.refs_retained,
+            "output_tokens": self.output_tokens,
             "recall": round(self.recall, 5),
             "middleware_ms_per_call": round(self.middleware_ms_per_call, 4),
             "wall_seconds": round(self.wall_seconds, 4),
@@ -185,20 +199,39 @@ def pool(strategy: str, runs: Iterable[RunMetrics], *, source: str = "") -> RunM
         total.prefix_breaks += run.prefix_breaks
         total.refs_total += run.refs_total
         total.refs_retained += run.refs_retained
+        total.output_tokens += run.output_tokens
         total.middleware_seconds += run.middleware_seconds
         total.wall_seconds += run.wall_seconds
         total.extra_calls += run.extra_calls
     return total
 
 
-def relative(row: RunMetrics, baseline: RunMetrics) -> Mapping[str, float]:
-    """Ratios of a row's cost figures to the baseline's from the same run."""
+def whole_bill(row: RunMetrics, pricing: CachePricing, output_price: float | None = None) -> float:
+    """What ``row`` costs in all under ``pricing`` (the Anthropic or OpenAI preset: the input
+    bill of that style) plus its output tokens at ``output_price`` (default the pricing's)."""
+    billed = row.billed_openai if pricing.name == OPENAI.name else row.billed_anthropic
+    price = pricing.output if output_price is None else output_price
+    return billed + price * row.output_tokens
+
+
+def relative(
+    row: RunMetrics, baseline: RunMetrics, *, output_price: float | None = None
+) -> Mapping[str, float]:
+    """Ratios of a row's cost figures to the baseline's from the same run (``output_price``
+    replaces both presets' output price in the whole bill)."""
 
     def ratio(a: float, b: float) -> float:
         return a / b if b else 1.0
+
+    def whole(pricing: CachePricing) -> float:
+        return ratio(
+            whole_bill(row, pricing, output_price), whole_bill(baseline, pricing, output_price)
+        )
 
     return {
         "tokens_sent": ratio(row.tokens_sent, baseline.tokens_sent),
         "billed_anthropic": ratio(row.billed_anthropic, baseline.billed_anthropic),
         "billed_openai": ratio(row.billed_openai, baseline.billed_openai),
+        "whole_anthropic": whole(ANTHROPIC),
+        "whole_openai": whole(OPENAI),
     }

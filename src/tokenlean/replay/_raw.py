@@ -121,8 +121,10 @@ def measure_prompts(
     ]
     learned = [t.refs for t in learned_references(trajectory.messages)]  # one per turn
     refs = [learned[p.turn] if p.turn is not None else frozenset() for p in scripted]
+    written = measurer.outputs(trajectory.messages)
+    outputs = [written[p.turn] if p.turn is not None else 0 for p in scripted]
     run = RunMetrics(strategy=strategy, trajectory=trajectory.id, source=trajectory.source_name)
-    run.add_calls(measure_calls(measured, refs))
+    run.add_calls(measure_calls(measured, refs, outputs))
     run.extra_calls = len(prompts) - len(scripted)
     return run
 

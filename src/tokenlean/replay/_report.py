@@ -24,6 +24,8 @@ COLUMNS = (
     "tokens sent",
     "billed (Anthropic)",
     "billed (OpenAI)",
+    "whole bill (A)",
+    "whole bill (O)",
     "prefix breaks",
     "ref. recall",
     "mw ms/call",
@@ -33,21 +35,24 @@ COLUMNS = (
 def rows(report: ReplayReport) -> list[list[str]]:
     """One row per strategy, ratios against the baseline of the same run."""
     base = _baseline(report.pooled)
-    return [[name, *_cells(row, base)] for name, row in report.pooled.items()]
+    price = report.output_price
+    return [[name, *_cells(row, base, price)] for name, row in report.pooled.items()]
 
 
 def _baseline(rows_: dict[str, RunMetrics]) -> RunMetrics:
     return rows_.get(BASELINE) or next(iter(rows_.values()))
 
 
-def _cells(row: RunMetrics, base: RunMetrics) -> list[str]:
+def _cells(row: RunMetrics, base: RunMetrics, output_price: float | None = None) -> list[str]:
     """The figures of ``COLUMNS`` after the strategy name."""
-    ratio = relative(row, base)
+    ratio = relative(row, base, output_price=output_price)
     return [
         str(row.calls),
         f"{row.tokens_sent:,} ({ratio['tokens_sent']:.3f})",
         f"{ratio['billed_anthropic']:.3f}",
         f"{ratio['billed_openai']:.3f}",
+        f"{ratio['whole_anthropic']:.3f}",
+        f"{ratio['whole_openai']:.3f}",
         str(row.prefix_breaks),
         f"{row.recall:.3f}",
         f"{row.middleware_ms_per_call:.2f}",
@@ -97,7 +102,7 @@ def source_rows(report: ReplayReport) -> list[list[str]]:
     for source, by_name in report.by_source.items():
         base = _baseline(by_name)
         for name, row in by_name.items():
-            cells = _cells(row, base)
+            cells = _cells(row, base, report.output_price)
             runs = _ok_runs(report, name, source)
             out.append(
                 [source or "-", name, str(runs), *cells[:-1], str(row.refs_total), cells[-1]]
@@ -243,6 +248,7 @@ def _run_from_dict(entry: Mapping[str, Any]) -> RunMetrics:
     run.source = str(entry.get("source") or "")
     for key in ("calls", "tokens_sent", "prefix_breaks", "refs_total", "refs_retained"):
         setattr(run, key, int(entry[key]))
+    run.output_tokens = int(entry.get("output_tokens", 0))  # absent in reports made before it
     run.billed_anthropic = float(entry["billed_anthropic"])
     run.billed_openai = float(entry["billed_openai"])
     run.break_positions = [(int(a), int(b)) for a, b in entry["break_positions"]]

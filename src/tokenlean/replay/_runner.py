@@ -59,12 +59,14 @@ class ReplayReport:
     """Every run, the pooled row per strategy (over all runs and per source), and the counter.
 
     ``by_source[source][strategy]`` pools that strategy's runs on that source's trajectories;
-    sources are in name order.
+    sources are in name order. ``output_price`` prices output tokens in the whole-bill columns
+    (``None``: each pricing preset's own, :attr:`tokenlean.cost.CachePricing.output`).
     """
 
     strategies: list[str]
     runs: list[RunMetrics]
     counter: str
+    output_price: float | None = None
     pooled: dict[str, RunMetrics] = field(default_factory=dict)
     by_source: dict[str, dict[str, RunMetrics]] = field(default_factory=dict)
 
