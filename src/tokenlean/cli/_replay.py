@@ -94,7 +94,7 @@ def _load(paths: Sequence[Path]) -> list[Trajectory]:
                 raise
             print(f"tokenlean: skipped {path}: not a Claude Code or Codex session", file=sys.stderr)
             continue
-        if "format" in trajectory.meta:
+        if "native_format" in trajectory.meta:
             problem = message_sequence_problem(trajectory.messages)
             if problem:
                 print(f"tokenlean: skipped {path}: {problem}", file=sys.stderr)
@@ -142,7 +142,7 @@ def _run_replay(args: argparse.Namespace) -> int:
     except KeyError as exc:
         print(f"tokenlean: {exc.args[0]}", file=sys.stderr)
         return 2
-    by_session = args.by_session or all("format" in t.meta for t in trajectories)
+    by_session = args.by_session or all("native_format" in t.meta for t in trajectories)
     if by_session:
         trajectories = [replace(t, source_name=t.id) for t in trajectories]
     start = time.perf_counter()

@@ -59,7 +59,7 @@ def read_native(objects: Sequence[Any], fmt: NativeFormat) -> tuple[list[Message
         from tokenlean.replay._claude_code import read_claude_code as reader
     messages, meta = reader(objects)
     messages, repairs = repair_pairing(messages)
-    meta["format"] = fmt
+    meta["native_format"] = fmt
     meta["repaired"] = dict(repairs)
     return messages, meta
 
