@@ -17,6 +17,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("TOKENLEAN_SHARED", ROOT.parent / "shared"))
 TRAJECTORIES = SHARED / "data" / "trajectories"
 TOOL_OUTPUTS = SHARED / "data" / "tool_outputs"
+#: Coding agents' own session files, unconverted (``native/claude_code``, ``native/codex``).
+NATIVE = SHARED / "data" / "native"
 TOKENIZERS = SHARED / "tokenizers"
 BUNDLED = ROOT / "src" / "tokenlean" / "replay" / "data"
 

@@ -1,7 +1,9 @@
 """``tokenlean replay [PATHS...]``: replay traces through each strategy and print what it saves.
 
-Traces are files or folders of ``.json`` trajectories (the bundled samples when none are given);
-every available strategy is replayed unless some are named with ``-s``.
+Traces are files or folders of ``.json`` trajectories (the bundled samples when none are given),
+or coding agents' own sessions: Claude Code transcripts (``~/.claude/projects/<project>``) and Codex
+rollouts (``~/.codex/sessions``), ``.jsonl`` files found in folders by their content. Sessions get a
+table per session. Every available strategy is replayed unless some are named with ``-s``.
 """
 
 from __future__ import annotations
@@ -9,8 +11,17 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
+
+from tokenlean.replay._formats import (
+    Trajectory,
+    TrajectoryFormatError,
+    load_trajectory,
+    message_sequence_problem,
+)
 
 
 def add_subcommand(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -47,6 +58,11 @@ def add_subcommand(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         "(default: each provider's, 5 for Anthropic and 4 for OpenAI)",
     )
     p.add_argument(
+        "--by-session",
+        action="store_true",
+        help="also print a table per session (trace file); the default for agents' own sessions",
+    )
+    p.add_argument(
         "--plugin",
         action="append",
         default=[],
@@ -56,24 +72,58 @@ def add_subcommand(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     p.set_defaults(func=_run_replay)
 
 
-def _collect(paths: Sequence[Path]) -> list[Path]:
+def _collect(paths: Sequence[Path]) -> list[tuple[Path, bool]]:
+    """The trace files to read, each with whether it was named (a ``.jsonl`` found in a folder
+    may be some other log: it is skipped when it is no agent session, a named one is an error)."""
     from tokenlean.replay._bundled import bundled_paths
 
     if not paths:
-        return bundled_paths()
-    files: list[Path] = []
+        return [(p, True) for p in bundled_paths()]
+    files: list[tuple[Path, bool]] = []
     for path in paths:
         if path.is_dir():
-            files.extend(sorted(p for p in path.rglob("*.json") if p.name != "index.json"))
+            found = (p for p in path.rglob("*.json") if p.name != "index.json")
+            files.extend((p, True) for p in sorted(found))
+            files.extend((p, False) for p in sorted(path.rglob("*.jsonl")))
         else:
-            files.append(path)
+            files.append((path, True))
     return files
+
+
+def _load(paths: Sequence[Path]) -> list[Trajectory]:
+    """Read every trace; agent sessions that cannot be replayed are skipped with the reason."""
+    trajectories = []
+    for path, named in _collect(paths):
+        try:
+            trajectory = load_trajectory(path)
+        except TrajectoryFormatError:
+            if named:
+                raise
+            print(f"tokenlean: skipped {path}: not a Claude Code or Codex session", file=sys.stderr)
+            continue
+        if "native_format" in trajectory.meta:
+            problem = message_sequence_problem(trajectory.messages)
+            if problem:
+                print(f"tokenlean: skipped {path}: {problem}", file=sys.stderr)
+                continue
+            _note(path, trajectory.meta)
+        trajectories.append(trajectory)
+    return trajectories
+
+
+def _note(path: Path, meta: Mapping[str, Any]) -> None:
+    """Say what reading a session left out or repaired, when it matters to the figures."""
+    skipped, repaired = meta.get("skipped", {}), meta.get("repaired", {})
+    sidechain = skipped.get("sidechain", 0)
+    notes = [f"{sidechain} sub-agent (sidechain) lines skipped"] if sidechain else []
+    notes += [f"{k.replace('_', ' ')}: {n}" for k, n in repaired.items()]
+    if notes:
+        print(f"tokenlean: {path.name}: {'; '.join(notes)}", file=sys.stderr)
 
 
 def _run_replay(args: argparse.Namespace) -> int:
     from tokenlean.replay import _report as report
     from tokenlean.replay import _strategies as strategies
-    from tokenlean.replay._formats import TrajectoryFormatError, load_trajectory
     from tokenlean.replay._runner import run_replay, stderr_progress
 
     strategies.load_plugins(args.plugin)
@@ -83,7 +133,7 @@ def _run_replay(args: argparse.Namespace) -> int:
             print(f"{s.name:<28} {s.description}{state}")
         return 0
     try:
-        trajectories = [load_trajectory(p) for p in _collect(args.paths)]
+        trajectories = _load(args.paths)
     except TrajectoryFormatError as exc:
         print(f"tokenlean: {exc}", file=sys.stderr)
         return 2
@@ -102,6 +152,9 @@ def _run_replay(args: argparse.Namespace) -> int:
     except KeyError as exc:
         print(f"tokenlean: {exc.args[0]}", file=sys.stderr)
         return 2
+    by_session = args.by_session or all("native_format" in t.meta for t in trajectories)
+    if by_session:
+        trajectories = [replace(t, source_name=t.id) for t in trajectories]
     start = time.perf_counter()
     result = run_replay(
         trajectories, names, jobs=args.jobs, plugins=args.plugin, progress=stderr_progress
@@ -111,7 +164,9 @@ def _run_replay(args: argparse.Namespace) -> int:
     print(f"{len(trajectories)} trajectories x {len(names)} strategies in {elapsed:.1f}s\n")
     print(report.markdown_table(result) if args.markdown else report.text_table(result))
     print()
-    if args.by_source:
+    if by_session:
+        print(report.source_table(result, markdown=args.markdown, label="session") + "\n")
+    elif args.by_source:
         print(report.by_source_section(result, markdown=args.markdown) + "\n")
     for line in report.summary_lines(result):
         print(line)

@@ -2,7 +2,8 @@
 
 Supported, detected per file: tokenlean's neutral JSON (as in ``shared/data/trajectories``),
 LangChain message dumps (``messages_to_dict``), OpenAI chat-completions message lists and
-Anthropic Messages API message lists (optionally wrapped as ``{"system": ..., "messages": [...]}``).
+Anthropic Messages API message lists (optionally wrapped as ``{"system": ..., "messages": [...]}``),
+and coding agents' own session files: Claude Code transcripts and Codex rollouts (``_native``).
 Anything malformed raises :class:`TrajectoryFormatError` naming the file and the position.
 """
 
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from tokenlean.replay._native import NativeFormat, native_format, read_jsonl, read_native
 from tokenlean.transcript import Message, ToolCall
 
 Json = Any
@@ -59,14 +61,31 @@ def load_trajectory(path: str | Path, *, source_name: str | None = None) -> Traj
         raw = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise TrajectoryFormatError(name, "file", str(exc)) from None
+    group = path.resolve().parent.name if source_name is None else source_name
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise TrajectoryFormatError(
-            name, f"line {exc.lineno} column {exc.colno}", f"invalid JSON: {exc.msg}"
-        ) from None
-    group = path.resolve().parent.name if source_name is None else source_name
+        lines = read_jsonl(raw)
+        if lines is None or native_format(lines) is None:
+            raise TrajectoryFormatError(
+                name, f"line {exc.lineno} column {exc.colno}", f"invalid JSON: {exc.msg}"
+            ) from None
+        data = lines
+    lines = data if isinstance(data, list) else [data]
+    if (fmt := native_format(lines)) is not None:
+        return _native_trajectory(lines, fmt, source=name, default_id=path.stem, group=group)
     return parse_trajectory(data, source=name, default_id=path.stem, source_name=group)
+
+
+def _native_trajectory(
+    lines: list[Json], fmt: NativeFormat, *, source: str, default_id: str, group: str
+) -> Trajectory:
+    messages, meta = read_native(lines, fmt)
+    if not messages:
+        raise TrajectoryFormatError(source, fmt, "no messages in this session")
+    return Trajectory(
+        id=default_id, messages=tuple(messages), source=source, source_name=group, meta=meta
+    )
 
 
 def parse_trajectory(
@@ -282,4 +301,16 @@ def message_sequence_problem(messages: Sequence[Message]) -> str | None:
     """Why a message list cannot be replayed as an agent run, or None if it can."""
     if not any(m.role == "assistant" for m in messages):
         return "no assistant turns to replay"
+    open_calls: set[str] = set()
+    for i, message in enumerate(messages):
+        if message.role == "tool":
+            if message.tool_call_id not in open_calls:
+                return f"message {i}: a tool result answers no open call ({message.tool_call_id})"
+            open_calls.discard(message.tool_call_id)
+        elif open_calls:
+            return f"message {i}: calls left without results: {', '.join(sorted(open_calls))}"
+        else:
+            open_calls = {c.id for c in message.tool_calls}
+    if open_calls:
+        return f"the run ends with calls left without results: {', '.join(sorted(open_calls))}"
     return None

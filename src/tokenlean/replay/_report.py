@@ -116,9 +116,11 @@ def _ok_runs(report: ReplayReport, strategy: str, source: str) -> int:
     )
 
 
-def source_table(report: ReplayReport, *, markdown: bool = False) -> str:
+def source_table(report: ReplayReport, *, markdown: bool = False, label: str = "source") -> str:
+    """The per-source rows; ``label`` names what the runs were grouped by (a session, say)."""
     body = source_rows(report)
-    return _markdown(SOURCE_COLUMNS, body) if markdown else _text(SOURCE_COLUMNS, body, left=2)
+    columns = (label, *SOURCE_COLUMNS[1:])
+    return _markdown(columns, body) if markdown else _text(columns, body, left=2)
 
 
 def source_matrix(report: ReplayReport) -> str:

@@ -1,0 +1,154 @@
+"""Claude Code transcripts (``~/.claude/projects/<project>/<session>.jsonl``) as neutral messages.
+
+Claude Code writes one line per content block: an assistant API message is split over several
+``assistant`` lines sharing ``message.id`` (tool results of its earlier calls may sit between
+them), so lines are merged back into one turn by that id. Tool results are ``user`` lines with
+``tool_result`` blocks. Sub-agent lines (``isSidechain``) are another conversation and skipped,
+as are thinking blocks (the neutral view has no place for them), ``<synthetic>`` assistant lines
+Claude Code writes itself, and every other line type (summary, progress, system, snapshots ...).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tokenlean.transcript import Message, ToolCall
+
+
+@dataclass
+class _Turn:
+    """An assistant turn being assembled from the lines of one API message."""
+
+    id: str
+    texts: list[str] = field(default_factory=list)
+    calls: list[ToolCall] = field(default_factory=list)
+
+    def message(self) -> Message:
+        return Message(
+            role="assistant",
+            content="\n".join(self.texts),
+            id=self.id,
+            tool_calls=tuple(self.calls),
+        )
+
+
+def read_claude_code(objects: Sequence[Any]) -> tuple[list[Message], dict[str, Any]]:
+    """Neutral messages of one Claude Code transcript, and counts of what was skipped."""
+    reader = _Reader()
+    for obj in objects:
+        reader.line(obj)
+    return reader.messages(), reader.meta()
+
+
+class _Reader:
+    def __init__(self) -> None:
+        self.items: list[Message | _Turn] = []
+        self.turns: dict[str, _Turn] = {}
+        self.skipped: Counter[str] = Counter()
+        self.session: dict[str, Any] = {}
+
+    def line(self, obj: Any) -> None:
+        if not isinstance(obj, Mapping):
+            self.skipped["not_an_object"] += 1
+            return
+        kind = str(obj.get("type"))
+        message = obj.get("message")
+        if kind not in ("user", "assistant") or not isinstance(message, Mapping):
+            self.skipped[f"line:{kind}"] += 1
+        elif obj.get("isSidechain"):
+            self.skipped["sidechain"] += 1
+        elif kind == "assistant":
+            self._remember(obj)
+            self._assistant(message)
+        else:
+            self._remember(obj)
+            self._user(message.get("content"))
+
+    def _remember(self, obj: Mapping[str, Any]) -> None:
+        for key, name in (("sessionId", "session_id"), ("version", "claude_code_version")):
+            if isinstance(obj.get(key), str):
+                self.session.setdefault(name, obj[key])
+
+    def _assistant(self, message: Mapping[str, Any]) -> None:
+        if message.get("model") == "<synthetic>":
+            self.skipped["synthetic_assistant"] += 1
+            return
+        if isinstance(message.get("model"), str):
+            self.session.setdefault("model", message["model"])
+        key = str(message.get("id") or f"line-{len(self.items)}")
+        turn = self.turns.get(key)
+        if turn is None:
+            turn = self.turns[key] = _Turn(key)
+            self.items.append(turn)
+        content = message.get("content")
+        for block in content if isinstance(content, list) else [content]:
+            self._assistant_block(turn, block)
+
+    def _assistant_block(self, turn: _Turn, block: Any) -> None:
+        if isinstance(block, str):
+            turn.texts.append(block)
+            return
+        kind = str(block.get("type")) if isinstance(block, Mapping) else "?"
+        if kind == "text" and isinstance(block.get("text"), str):
+            turn.texts.append(block["text"])
+        elif kind == "tool_use" and isinstance(block.get("name"), str) and block.get("id"):
+            args = block.get("input")
+            turn.calls.append(
+                ToolCall(
+                    id=str(block["id"]),
+                    name=block["name"],
+                    args=dict(args) if isinstance(args, Mapping) else {"input": args},
+                )
+            )
+        else:
+            self.skipped[f"assistant_block:{kind}"] += 1
+
+    def _user(self, content: Any) -> None:
+        """Results first, then what the user typed (it may share the line with a result)."""
+        blocks = content if isinstance(content, list) else [content]
+        texts: list[str] = []
+        for block in blocks:
+            if isinstance(block, str):
+                texts.append(block)
+            elif isinstance(block, Mapping) and block.get("type") == "tool_result":
+                self._result(block)
+            elif isinstance(block, Mapping) and block.get("type") == "text":
+                texts.append(str(block.get("text", "")))
+            else:
+                kind = block.get("type") if isinstance(block, Mapping) else type(block).__name__
+                self.skipped[f"user_block:{kind}"] += 1
+        if texts:
+            self.items.append(Message(role="user", content="\n".join(texts)))
+
+    def _result(self, block: Mapping[str, Any]) -> None:
+        if not isinstance(block.get("tool_use_id"), str):
+            self.skipped["tool_result_without_id"] += 1
+            return
+        self.items.append(
+            Message(
+                role="tool",
+                content=_text(block.get("content")),
+                tool_call_id=block["tool_use_id"],
+                status="error" if block.get("is_error") else None,
+            )
+        )
+
+    def messages(self) -> list[Message]:
+        return [item.message() if isinstance(item, _Turn) else item for item in self.items]
+
+    def meta(self) -> dict[str, Any]:
+        return {**self.session, "skipped": dict(sorted(self.skipped.items()))}
+
+
+def _text(content: Any) -> str:
+    """A tool result's text as the model read it (images and other blocks leave no text)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            str(b["text"]) for b in content if isinstance(b, Mapping) and b.get("type") == "text"
+        )
+    return "" if content is None else str(content)

@@ -1,0 +1,183 @@
+"""Claude Code transcripts and Codex rollouts read as they are on disk, and replayed per session.
+
+Counts are taken from the raw lines here, independently of the readers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.data import NATIVE, shared_params
+from tokenlean.cli import main
+from tokenlean.replay._formats import (
+    TrajectoryFormatError,
+    load_trajectory,
+    message_sequence_problem,
+)
+from tokenlean.replay._native import MISSING_RESULT, repair_pairing
+from tokenlean.transcript import Message, ToolCall
+
+CLAUDE = sorted((NATIVE / "claude_code").glob("*.jsonl"))
+CODEX = sorted((NATIVE / "codex").glob("*.jsonl"))
+TYPED_WHILE_RUNNING = NATIVE / "claude_code" / "entireio_cli__d6_5f53d0e8e2_0_full.jsonl"
+NO_TOOLS = "ThalesMMS_vLLM-config"
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def _claude_main(path: Path) -> list[dict[str, Any]]:
+    """The main conversation's message lines (no sub-agents, no Claude Code's own lines)."""
+    return [
+        d
+        for d in _lines(path)
+        if d.get("type") in ("user", "assistant")
+        and not d.get("isSidechain")
+        and d["message"].get("model") != "<synthetic>"
+    ]
+
+
+def _blocks(lines: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [
+        b
+        for d in lines
+        if isinstance(d["message"]["content"], list)
+        for b in d["message"]["content"]
+        if b.get("type") == kind
+    ]
+
+
+def _calls(messages: tuple[Message, ...]) -> list[str]:
+    return [c.id for m in messages for c in m.tool_calls]
+
+
+def _results(messages: tuple[Message, ...]) -> list[str]:
+    return [str(m.tool_call_id) for m in messages if m.role == "tool"]
+
+
+@pytest.mark.parametrize("path", shared_params(CLAUDE), ids=lambda p: p.name[:30])
+def test_claude_code_transcript_reads_to_a_valid_trajectory(path: Path) -> None:
+    lines = _claude_main(path)
+    trajectory = load_trajectory(path)
+    assert trajectory.meta["native_format"] == "claude_code"
+    assert message_sequence_problem(trajectory.messages) is None
+    assert _calls(trajectory.messages) == [b["id"] for b in _blocks(lines, "tool_use")]
+    assert sorted(_results(trajectory.messages)) == sorted(
+        b["tool_use_id"] for b in _blocks(lines, "tool_result")
+    )
+    # one assistant turn per API message, however many lines Claude Code split it over
+    ids = {d["message"]["id"] for d in lines if d["type"] == "assistant"}
+    assert [m.id for m in trajectory.messages if m.role == "assistant"] == sorted(
+        ids, key=[d["message"].get("id") for d in lines].index
+    )
+    assert len(ids) < sum(d["type"] == "assistant" for d in lines)
+
+
+@pytest.mark.parametrize("path", shared_params(CODEX), ids=lambda p: p.name[:30])
+def test_codex_rollout_reads_to_a_valid_trajectory(path: Path) -> None:
+    items = [d["payload"] for d in _lines(path) if d["type"] == "response_item"]
+    calls = [i["call_id"] for i in items if i["type"] in ("function_call", "custom_tool_call")]
+    outputs = [i for i in items if i["type"].endswith("_call_output")]
+    trajectory = load_trajectory(path)
+    assert trajectory.meta["native_format"] == "codex"
+    assert _calls(trajectory.messages) == calls
+    assert _results(trajectory.messages) == [o["call_id"] for o in outputs]
+    # outputs as the model read them: the {"output", "metadata"} JSON string stays a string
+    tools = [m.text for m in trajectory.messages if m.role == "tool"]
+    assert tools == [o["output"] for o in outputs]
+    if NO_TOOLS in path.name:
+        assert message_sequence_problem(trajectory.messages) == "no assistant turns to replay"
+    else:
+        assert message_sequence_problem(trajectory.messages) is None
+        assert trajectory.meta["skipped"]["dropped:reasoning"] > 0
+
+
+def test_a_message_typed_while_tools_ran_follows_the_results() -> None:
+    if not TYPED_WHILE_RUNNING.is_file():
+        pytest.skip(f"needs the shared data folder: {TYPED_WHILE_RUNNING} is not there")
+    messages = load_trajectory(TYPED_WHILE_RUNNING).messages
+    typed = "do we need to fix up the downstream uses of LastInteractionAt?"
+    at = next(i for i, m in enumerate(messages) if m.role == "user" and m.text == typed)
+    turn = max(i for i in range(at) if messages[i].role == "assistant")
+    answered = {messages[i].tool_call_id for i in range(turn + 1, at)}
+    assert {c.id for c in messages[turn].tool_calls} == answered
+    assert "toolu_01S13G7bwysrzFABcSuaQUnJ" in answered
+
+
+def test_sidechain_lines_are_another_conversation(tmp_path: Path) -> None:
+    path = CLAUDE[0] if CLAUDE else None
+    if path is None:
+        pytest.skip(f"needs the shared data folder: {NATIVE} is not there")
+    lines = _lines(path)
+    side = [
+        {**d, "isSidechain": True, "uuid": f"side-{i}", "message": {**d["message"], "id": f"s{i}"}}
+        for i, d in enumerate(lines)
+        if d.get("type") in ("user", "assistant")
+    ]
+    mixed = tmp_path / "session.jsonl"
+    mixed.write_text("\n".join(json.dumps(d) for d in [*lines, *side]), encoding="utf-8")
+    alone, with_side = load_trajectory(path), load_trajectory(mixed)
+    assert with_side.messages == alone.messages
+    assert with_side.meta["skipped"]["sidechain"] == len(side)
+
+
+def test_pairing_is_repaired() -> None:
+    call = ToolCall(id="a", name="Read", args={})
+    messages = [
+        Message(role="tool", content="left over", tool_call_id="z"),
+        Message(role="user", content="go"),
+        Message(role="assistant", tool_calls=(call,)),
+        Message(role="user", content="interrupted"),
+    ]
+    out, repairs = repair_pairing(messages)
+    assert [m.role for m in out] == ["user", "assistant", "tool", "user"]
+    assert out[2].text == MISSING_RESULT and out[2].tool_call_id == "a"
+    assert message_sequence_problem(out) is None
+    assert repairs == {
+        "orphan_results_dropped": 1,
+        "missing_results_added": 1,
+        "user_messages_moved_after_results": 1,
+    }
+
+
+def test_other_jsonl_is_a_clear_error_when_named_and_skipped_in_a_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "events.jsonl"
+    log.write_text('{"event": "start"}\n{"event": "stop"}\n', encoding="utf-8")
+    with pytest.raises(TrajectoryFormatError, match=r"events\.jsonl: line 2 column 1"):
+        load_trajectory(log)
+    assert main(["replay", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "skipped" in err and "not a Claude Code or Codex session" in err
+    assert "no traces found" in err
+
+
+@pytest.mark.parametrize("folder", shared_params([NATIVE] if CLAUDE and CODEX else []))
+def test_replay_on_the_agents_folders_prints_each_session_and_the_total(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [
+        "replay",
+        "-j",
+        "1",
+        "-s",
+        "shorten",
+        str(folder / "claude_code"),
+        str(folder / "codex"),
+    ]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    out, err = captured.out, captured.err
+    sessions = [p.stem for p in [*CLAUDE, *CODEX] if NO_TOOLS not in p.name]
+    assert out.startswith(f"{len(sessions)} trajectories x 2 strategies")
+    total, per_session = out.split("\n\nsession ", 1)
+    assert [line.split()[0] for line in total.splitlines()[4:6]] == ["none", "shorten"]
+    for stem in sessions:
+        rows = [line.split()[1] for line in per_session.splitlines() if line.startswith(stem)]
+        assert rows == ["none", "shorten"], stem
+    assert "no assistant turns to replay" in err and NO_TOOLS in err
