@@ -29,15 +29,15 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from benchmarks._common import in_parallel, measurer, select, shortener
 from tokenlean.raw import Api, RawSettings
 from tokenlean.replay._formats import Trajectory, load_trajectory
-from tokenlean.replay._metrics import PromptMeasurer, RunMetrics, pool
+from tokenlean.replay._metrics import RunMetrics, pool
 from tokenlean.replay._raw import CallPrompt, call_prompts, measure_prompts, round_trip
 from tokenlean.tokens import default_counter
 
@@ -109,11 +109,7 @@ def langchain_recommended(trajectory: Trajectory, recorded: Recorded) -> list[Ca
 def langchain_always(trajectory: Trajectory, recorded: Recorded) -> list[CallPrompt]:
     """The recommended stack's shortener offering ``read_original`` from the first call: it
     makes every shortening, the decisions the other adapters make (``raw_savings.md``)."""
-    from tokenlean.langchain.output_shortening import ToolOutputShorteningMiddleware
-    from tokenlean.shorten import RECOMMENDED_INPUTS
-
-    middleware = ToolOutputShorteningMiddleware(offer_tool="always", inputs=RECOMMENDED_INPUTS)
-    return _langchain(trajectory, [middleware])
+    return _langchain(trajectory, shortener("always"))
 
 
 # -- the raw rewrite ---------------------------------------------------------------------------
@@ -236,8 +232,6 @@ ADAPTERS: dict[str, Adapter] = {
 
 # -- measuring ---------------------------------------------------------------------------------
 
-_MEASURER: PromptMeasurer | None = None
-
 
 @dataclass
 class Measured:
@@ -255,9 +249,6 @@ def baseline_key(adapter: Adapter) -> str:
 
 def measure_one(path: str, originals: str, names: Sequence[str] | None = None) -> Measured:
     """Every row (or those in ``names``) of one trajectory, with the baselines they need."""
-    global _MEASURER
-    if _MEASURER is None:
-        _MEASURER = PromptMeasurer(default_counter())
     trajectory = load_trajectory(path)
     recorded = Recorded(trajectory, Path(originals))
     out = Measured(trajectory.source_name)
@@ -286,11 +277,10 @@ def _measure(
     name: str,
     tools_from: Sequence[CallPrompt] | None = None,
 ) -> RunMetrics:
-    assert _MEASURER is not None
     if tools_from is not None and _scripted(tools_from) != _scripted(prompts):
         return RunMetrics(strategy=name, trajectory=trajectory.id, error="other calls")
     return measure_prompts(
-        trajectory, prompts, _MEASURER, strategy=name, api=None, tools_from=tools_from
+        trajectory, prompts, measurer(), strategy=name, api=None, tools_from=tools_from
     )
 
 
@@ -299,14 +289,7 @@ def _scripted(prompts: Sequence[CallPrompt]) -> list[int | None]:
 
 
 def run(paths: Sequence[Path], jobs: int, originals: str) -> list[Measured]:
-    results: list[Measured] = []
-    with ProcessPoolExecutor(max_workers=jobs) as workers:
-        futures = [workers.submit(measure_one, str(p), originals) for p in paths]
-        for done, future in enumerate(futures, 1):
-            results.append(future.result())
-            print(f"\r{done}/{len(futures)}", end="", file=sys.stderr, flush=True)
-    print(file=sys.stderr)
-    return results
+    return in_parallel(measure_one, paths, jobs, originals)
 
 
 def pooled(results: Sequence[Measured]) -> dict[str, dict[str, RunMetrics]]:
@@ -446,19 +429,6 @@ def _why(name: str, bare: float) -> str:
 
 
 # -- the command -------------------------------------------------------------------------------
-
-
-def select(directory: Path, limit: int) -> list[Path]:
-    """The runs in index order (file name order within each source), at most ``limit`` per
-    source when it is given."""
-    paths = sorted(directory.glob("*/*.json"))
-    if not limit:
-        return paths
-    kept: dict[str, list[Path]] = defaultdict(list)
-    for p in paths:
-        if len(kept[p.parent.name]) < limit:
-            kept[p.parent.name].append(p)
-    return [p for group in kept.values() for p in group]
 
 
 def main(argv: Iterable[str] | None = None) -> int:

@@ -29,17 +29,14 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Iterable
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any
 
-from tokenlean.replay._metrics import PromptMeasurer, RunMetrics, pool
-from tokenlean.shorten._firstsight import OfferTool
+from benchmarks._common import in_parallel, measurer, select, shortener
+from tokenlean.replay._metrics import RunMetrics, pool
 from tokenlean.tokens import default_counter
 
 HERE = Path(__file__).parent
 ROWS = ("none", "middleware", "middleware-always", "middleware-same-tools", "raw")
-_MEASURER: PromptMeasurer | None = None
 EXPLANATION = [
     "How to read it. *mw* is the middleware as shipped: `read_original` joins the tool list",
     "with a thread's first shortening, and that shortening is made only when it pays for the",
@@ -65,13 +62,6 @@ EXPLANATION = [
 ]
 
 
-def _stack(offer_tool: OfferTool) -> list[Any]:
-    from tokenlean.langchain.output_shortening import ToolOutputShorteningMiddleware
-    from tokenlean.shorten import RECOMMENDED_INPUTS
-
-    return [ToolOutputShorteningMiddleware(offer_tool=offer_tool, inputs=RECOMMENDED_INPUTS)]
-
-
 def measure_one(path: str, originals: str) -> list[tuple[str, RunMetrics]]:
     """The four rows for one trajectory, each tagged with the trajectory's source."""
     from tokenlean.raw import RawSettings
@@ -79,23 +69,19 @@ def measure_one(path: str, originals: str) -> list[tuple[str, RunMetrics]]:
     from tokenlean.replay._formats import load_trajectory
     from tokenlean.replay._raw import measure_bodies
 
-    global _MEASURER
-    if _MEASURER is None:
-        _MEASURER = PromptMeasurer(default_counter())
+    m = measurer()
     trajectory = load_trajectory(path)
     source = Path(path).parent.name
     plain = replay(trajectory, [])
-    shortened = replay(trajectory, _stack("when_it_pays"))
-    always = replay(trajectory, _stack("always"))
+    shortened = replay(trajectory, shortener("when_it_pays"))
+    always = replay(trajectory, shortener("always"))
     settings = RawSettings(originals_dir=Path(originals))
-    raw = measure_bodies(trajectory, plain, _MEASURER, strategy="raw", settings=settings)
+    raw = measure_bodies(trajectory, plain, m, strategy="raw", settings=settings)
     rows = [
-        measure_bodies(trajectory, plain, _MEASURER, strategy="none"),
-        measure_bodies(trajectory, shortened, _MEASURER, strategy="middleware"),
-        measure_bodies(trajectory, always, _MEASURER, strategy="middleware-always"),
-        measure_bodies(
-            trajectory, always, _MEASURER, strategy="middleware-same-tools", tools_from=plain
-        ),
+        measure_bodies(trajectory, plain, m, strategy="none"),
+        measure_bodies(trajectory, shortened, m, strategy="middleware"),
+        measure_bodies(trajectory, always, m, strategy="middleware-always"),
+        measure_bodies(trajectory, always, m, strategy="middleware-same-tools", tools_from=plain),
         raw,
     ]
     return [(source, row) for row in rows]
@@ -103,13 +89,7 @@ def measure_one(path: str, originals: str) -> list[tuple[str, RunMetrics]]:
 
 def run(paths: list[Path], jobs: int, originals: str) -> dict[str, dict[str, RunMetrics]]:
     """Pooled rows by source (and ``(all)``), then by row name."""
-    results: list[tuple[str, RunMetrics]] = []
-    with ProcessPoolExecutor(max_workers=jobs) as workers:
-        futures = [workers.submit(measure_one, str(p), originals) for p in paths]
-        for done, future in enumerate(futures, 1):
-            results += future.result()
-            print(f"\r{done}/{len(futures)}", end="", file=sys.stderr, flush=True)
-    print(file=sys.stderr)
+    results = [row for rows in in_parallel(measure_one, paths, jobs, originals) for row in rows]
     by_source: dict[str, list[tuple[str, RunMetrics]]] = defaultdict(list)
     for source, row in results:
         by_source[source].append((source, row))
@@ -170,13 +150,7 @@ def main(argv: Iterable[str] | None = None) -> int:
         help="where originals are written (the markers name it; its length costs tokens)",
     )
     args = parser.parse_args(list(argv) if argv is not None else None)
-    paths = sorted(Path(args.directory).glob("*/*.json"))
-    if args.limit:
-        kept: dict[str, list[Path]] = defaultdict(list)
-        for p in paths:
-            if len(kept[p.parent.name]) < args.limit:
-                kept[p.parent.name].append(p)
-        paths = [p for group in kept.values() for p in group]
+    paths = select(Path(args.directory), args.limit)
     if not paths:
         print(f"no trajectories under {args.directory}", file=sys.stderr)
         return 1

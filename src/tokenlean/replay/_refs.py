@@ -71,17 +71,24 @@ class TurnReferences:
     refs: frozenset[str]
 
 
+def first_appearances(per_message: Sequence[frozenset[str]]) -> dict[str, int]:
+    """The index of the message where each reference first appears (``per_message[i]`` holds
+    the references of message ``i``, as :func:`message_refs` gives them)."""
+    first_seen: dict[str, int] = {}
+    for index, refs in enumerate(per_message):
+        for ref in refs:
+            first_seen.setdefault(ref, index)
+    return first_seen
+
+
 def learned_references(messages: Sequence[Message]) -> list[TurnReferences]:
     """For each assistant turn, the references it wrote that it had learned from a tool output.
 
     A reference is learned when its first appearance in the transcript is in a tool message that
     comes before the turn (so it was absent from every message before that output).
     """
-    first_seen: dict[str, int] = {}
     per_message = [message_refs(m) for m in messages]
-    for index, refs in enumerate(per_message):
-        for ref in refs:
-            first_seen.setdefault(ref, index)
+    first_seen = first_appearances(per_message)
     turns: list[TurnReferences] = []
     for index, message in enumerate(messages):
         if message.role != "assistant":

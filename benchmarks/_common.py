@@ -1,0 +1,62 @@
+"""What several benchmark scripts share: which runs they take, one token measurer per process,
+the process pool with its progress line, and the recommended stack's shortener."""
+
+from __future__ import annotations
+
+import sys
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+from tokenlean.replay._metrics import PromptMeasurer
+from tokenlean.shorten._firstsight import OfferTool
+from tokenlean.tokens import default_counter
+
+T = TypeVar("T")
+_MEASURER: PromptMeasurer | None = None
+
+
+def select(directory: Path, limit: int) -> list[Path]:
+    """The runs in index order (file name order within each source), at most ``limit`` per
+    source when it is given."""
+    paths = sorted(directory.glob("*/*.json"))
+    if not limit:
+        return paths
+    kept: dict[str, list[Path]] = defaultdict(list)
+    for p in paths:
+        if len(kept[p.parent.name]) < limit:
+            kept[p.parent.name].append(p)
+    return [p for group in kept.values() for p in group]
+
+
+def measurer() -> PromptMeasurer:
+    """This process's measurer (it remembers each block it measured, so calls share the work)."""
+    global _MEASURER
+    if _MEASURER is None:
+        _MEASURER = PromptMeasurer(default_counter())
+    return _MEASURER
+
+
+def in_parallel(task: Callable[..., T], paths: Sequence[Path], jobs: int, *args: Any) -> list[T]:
+    """``task(str(path), *args)`` for every path on ``jobs`` processes, in order, with a
+    progress count on stderr."""
+    results: list[T] = []
+    with ProcessPoolExecutor(max_workers=jobs) as workers:
+        futures = [workers.submit(task, str(p), *args) for p in paths]
+        for done, future in enumerate(futures, 1):
+            results.append(future.result())
+            print(f"\r{done}/{len(futures)}", end="", file=sys.stderr, flush=True)
+    print(file=sys.stderr)
+    return results
+
+
+def shortener(offer_tool: OfferTool) -> list[Any]:
+    """The recommended stack's shortener alone (``ToolOutputShorteningMiddleware`` with
+    ``RECOMMENDED_INPUTS``); ``"always"`` offers ``read_original`` from the first call, so every
+    shortening is made (the decisions the raw rewrite and the other adapters make)."""
+    from tokenlean.langchain.output_shortening import ToolOutputShorteningMiddleware
+    from tokenlean.shorten import RECOMMENDED_INPUTS
+
+    return [ToolOutputShorteningMiddleware(offer_tool=offer_tool, inputs=RECOMMENDED_INPUTS)]
