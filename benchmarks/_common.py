@@ -3,6 +3,7 @@ the process pool with its progress line, and the recommended stack's shortener."
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -16,6 +17,21 @@ from tokenlean.tokens import default_counter
 
 T = TypeVar("T")
 _MEASURER: PromptMeasurer | None = None
+
+
+#: The shared trajectories, beside the checkout (``../shared``), where every benchmark reads them.
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "trajectories"
+
+
+def parser(doc: str | None, output: Path) -> argparse.ArgumentParser:
+    """The arguments every per-source benchmark takes: the folder, jobs, a per-source limit and
+    the report it writes (``output``, by default)."""
+    p = argparse.ArgumentParser(description=(doc or "").split("\n")[0])
+    p.add_argument("directory", nargs="?", default=str(DATA))
+    p.add_argument("-j", "--jobs", type=int, default=2)
+    p.add_argument("--limit", type=int, default=0, help="at most N runs per source")
+    p.add_argument("--output", default=str(output))
+    return p
 
 
 def select(directory: Path, limit: int) -> list[Path]:

@@ -34,6 +34,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from benchmarks import _common as common
 from benchmarks._common import in_parallel, measurer, select, shortener
 from tokenlean.raw import Api, RawSettings
 from tokenlean.replay._formats import Trajectory, load_trajectory
@@ -432,13 +433,7 @@ def _why(name: str, bare: float) -> str:
 
 
 def main(argv: Iterable[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument(
-        "directory", nargs="?", default=str(HERE.parent.parent / "shared" / "data" / "trajectories")
-    )
-    parser.add_argument("-j", "--jobs", type=int, default=2)
-    parser.add_argument("--limit", type=int, default=0, help="at most N runs per source")
-    parser.add_argument("--output", default=str(HERE / "adapters.md"))
+    parser = common.parser(__doc__, HERE / "adapters.md")
     parser.add_argument("--results", help="also pickle the measured rows here")
     parser.add_argument("--render", help="write the report from rows pickled by --results")
     parser.add_argument(

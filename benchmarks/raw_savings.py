@@ -31,6 +31,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
+from benchmarks import _common as common
 from benchmarks._common import in_parallel, measurer, select, shortener
 from tokenlean.replay._metrics import RunMetrics, pool
 from tokenlean.tokens import default_counter
@@ -137,13 +138,7 @@ def table(pooled: dict[str, dict[str, RunMetrics]], runs: dict[str, int]) -> lis
 
 
 def main(argv: Iterable[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "directory", nargs="?", default=str(HERE.parent.parent / "shared" / "data" / "trajectories")
-    )
-    parser.add_argument("-j", "--jobs", type=int, default=2)
-    parser.add_argument("--limit", type=int, default=0, help="at most N runs per source")
-    parser.add_argument("--output", default=str(HERE / "raw_savings.md"))
+    parser = common.parser(__doc__, HERE / "raw_savings.md")
     parser.add_argument(
         "--originals",
         default=str(Path(tempfile.gettempdir()) / "tokenlean-cache" / "originals"),

@@ -40,6 +40,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from benchmarks import _common as common
 from benchmarks._common import in_parallel, measurer, select, shortener
 from tokenlean.replay._formats import Trajectory, load_trajectory
 from tokenlean.replay._metrics import RunMetrics, pool
@@ -273,13 +274,7 @@ def markdown(
 
 
 def main(argv: Iterable[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument(
-        "directory", nargs="?", default=str(HERE.parent.parent / "shared" / "data" / "trajectories")
-    )
-    parser.add_argument("-j", "--jobs", type=int, default=2)
-    parser.add_argument("--limit", type=int, default=0, help="at most N runs per source")
-    parser.add_argument("--output", default=str(HERE / "room.md"))
+    parser = common.parser(__doc__, HERE / "room.md")
     args = parser.parse_args(list(argv) if argv is not None else None)
     paths = select(Path(args.directory), args.limit)
     if not paths:
