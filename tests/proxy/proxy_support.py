@@ -10,6 +10,8 @@ from typing import Any
 from tokenlean.proxy import BackgroundProxy, Rewriter
 
 MARKER = "tl-marker"
+#: A proxy token for tests: with one, ``GET /tokenlean/stats`` shows every session.
+TOKEN = "test-token-0123456789abcdef"
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,11 @@ def marker_rewriter(calls: list[str] | None = None) -> Rewriter:
 
 
 ProxyFactory = Callable[..., BackgroundProxy]
+
+
+def with_token(proxy: BackgroundProxy) -> str:
+    """The base URL of a proxy started with ``token=TOKEN``: the token as its path prefix."""
+    return f"{proxy.url}/t/{TOKEN}"
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:

@@ -70,7 +70,11 @@ def test_wrap_runs_the_agent_through_the_proxy(
     pointing = ["-c", f'openai_base_url="{seen["base"]}"'] if agent == "codex" else []
     assert seen["argv"] == [*pointing, "-p", "do it", "--flag"]
     assert seen["base"].startswith("http://127.0.0.1:")
-    assert urlsplit(seen["base"]).path == ("/v1" if agent == "codex" else "")
+    # The proxy's token, made for the run, travels as a base URL prefix the proxy takes off.
+    prefix, token, *suffix = urlsplit(seen["base"]).path.strip("/").split("/")
+    assert (prefix, suffix) == ("t", ["v1"] if agent == "codex" else [])
+    assert len(token) >= 32
+    assert token not in json.dumps([(r.path, r.headers) for r in upstream.requests])
     assert [r.path for r in upstream.requests] == [
         "/v1/messages" if agent == "claude" else "/v1/chat/completions"
     ]

@@ -27,7 +27,7 @@ from tokenlean.testing.upstream import (
     sse_reply,
 )
 
-from .proxy_support import ProxyFactory, marker_rewriter, wait_for
+from .proxy_support import TOKEN, ProxyFactory, marker_rewriter, wait_for, with_token
 
 #: Bounds a test that would otherwise hang; not a speed assertion.
 GENEROUS = 30.0
@@ -217,12 +217,12 @@ def test_a_failing_rewriter_forwards_the_original(make_proxy: ProxyFactory, upst
     def broken(api: Any, body: Any) -> Any:
         raise RuntimeError("rewrite bug")
 
-    proxy = make_proxy(rewriter=broken)
+    url = with_token(make_proxy(rewriter=broken, token=TOKEN))
     body = b'{"model":"m", "messages":[{"role":"user","content":"tl-marker"}]}'
-    reply = _post(proxy.url, body)
+    reply = _post(url, body)
     assert reply.status_code == 200
     assert upstream.requests[-1].body == body
-    stats = httpx.get(proxy.url + "/tokenlean/stats", timeout=GENEROUS).json()
+    stats = httpx.get(url + "/tokenlean/stats", timeout=GENEROUS).json()
     assert stats["total"]["rewritten"] == 0
 
 
@@ -332,7 +332,7 @@ def test_stats_endpoint_groups_requests_by_session(
     make_proxy: ProxyFactory, upstream: FakeUpstream
 ):
 
-    proxy = make_proxy(rewriter=marker_rewriter())
+    url = with_token(make_proxy(rewriter=marker_rewriter(), token=TOKEN))
     long_result = "tl-marker " + "log line\n" * 200
     for session, turns in (("alpha", 3), ("beta", 1)):
         messages: list[Any] = [{"role": "user", "content": f"task {session}"}]
@@ -345,10 +345,10 @@ def test_stats_endpoint_groups_requests_by_session(
                 "messages": messages,
                 "metadata": {"user_id": f"user_{session}"},
             }
-            assert _post(proxy.url, json.dumps(body).encode()).status_code == 200
+            assert _post(url, json.dumps(body).encode()).status_code == 200
 
     def snapshot() -> Any:
-        return httpx.get(proxy.url + "/tokenlean/stats", timeout=GENEROUS).json()
+        return httpx.get(url + "/tokenlean/stats", timeout=GENEROUS).json()
 
     assert wait_for(lambda: snapshot()["total"]["requests"] == 4)
     stats = snapshot()

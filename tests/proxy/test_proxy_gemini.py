@@ -16,7 +16,7 @@ from tokenlean.proxy import default_rewriter
 from tokenlean.proxy._routing import api_for, mask_key, vendor_for
 from tokenlean.testing.upstream import FakeUpstream
 
-from .proxy_support import ProxyFactory, wait_for
+from .proxy_support import TOKEN, ProxyFactory, wait_for, with_token
 
 genai = pytest.importorskip("google.genai", reason="needs google-genai (the dev extra)")
 types = pytest.importorskip("google.genai.types", reason="needs google-genai (the dev extra)")
@@ -121,15 +121,15 @@ def test_stream_goes_back_byte_for_byte(make_proxy: ProxyFactory, upstream: Fake
 def test_stats_count_gemini_sessions(
     make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path
 ):
-    proxy = make_proxy(rewriter=default_rewriter(tmp_path))
-    client = _client(proxy.url)
+    url = with_token(make_proxy(rewriter=default_rewriter(tmp_path), token=TOKEN))
+    client = _client(url)  # the SDK keeps the base URL's path (the token) before its own
     for _ in range(2):
         client.models.generate_content(model="gemini-test", contents=CONTENTS, config=_config())
 
     def stats() -> dict[str, Any]:
         import httpx
 
-        snapshot: dict[str, Any] = httpx.get(proxy.url + "/tokenlean/stats").json()
+        snapshot: dict[str, Any] = httpx.get(url + "/tokenlean/stats").json()
         return snapshot
 
     assert wait_for(lambda: stats()["total"]["requests"] == 2)

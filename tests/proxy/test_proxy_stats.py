@@ -61,6 +61,7 @@ def _book() -> StatsBook:
     return StatsBook({"anthropic": ANTHROPIC, "openai_chat": OPENAI, "openai_responses": OPENAI})
 
 
+SALT = b"a test salt"
 LOG = "".join(f"test_{i} PASSED in 0.0{i % 10}s\n" for i in range(300))
 
 
@@ -97,9 +98,9 @@ def test_a_rewritten_request_counts_the_rewrites_own_figures():
 
 def test_session_key_prefers_explicit_then_client_then_first_message():
     body = {"messages": [{"role": "user", "content": "task"}], "metadata": {"user_id": "u_1"}}
-    by_header = session_key("anthropic", {"x-tokenlean-session": "s"}, body)
-    by_metadata = session_key("anthropic", {}, body)
-    by_message = session_key("anthropic", {}, {"messages": body["messages"]})
+    by_header = session_key("anthropic", {"x-tokenlean-session": "s"}, body, salt=SALT)
+    by_metadata = session_key("anthropic", {}, body, salt=SALT)
+    by_message = session_key("anthropic", {}, {"messages": body["messages"]}, salt=SALT)
     assert [source for _, source in (by_header, by_metadata, by_message)] == [
         "header",
         "metadata.user_id",
@@ -108,9 +109,10 @@ def test_session_key_prefers_explicit_then_client_then_first_message():
     assert len({key for key, _ in (by_header, by_metadata, by_message)}) == 3
     assert "u_1" not in by_metadata[0]  # shown hashed
     chat = {"messages": [{"role": "user", "content": "task"}], "prompt_cache_key": "conv-9"}
-    assert session_key("openai_chat", {}, chat)[1] == "prompt_cache_key"
+    assert session_key("openai_chat", {}, chat, salt=SALT)[1] == "prompt_cache_key"
     # the same first message in another API is another session
-    assert session_key("openai_chat", {}, {"messages": body["messages"]})[0] != by_message[0]
+    other = session_key("openai_chat", {}, {"messages": body["messages"]}, salt=SALT)
+    assert other[0] != by_message[0]
 
 
 def test_the_default_rewriter_is_tokenlean_raw(tmp_path: Path):

@@ -8,12 +8,18 @@ shortening of tool results, long inputs of calls that have run cut; the same byt
 history on every request, so the prompt cache keeps hitting), passes everything else through,
 logs what each request saved, serves ``GET /tokenlean/stats``, and prints a summary when it
 stops (Ctrl-C).
+
+It listens on loopback only unless --host says otherwise, which needs a shared secret (--token
+or TOKENLEAN_PROXY_TOKEN): clients send it as the header x-tokenlean-token, or put it in the
+base URL (http://HOST:PORT/t/TOKEN). Requests from browsers and for other host names (DNS
+rebinding) are refused.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,6 +29,9 @@ if TYPE_CHECKING:
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8787
+TOKEN_ENV = "TOKENLEAN_PROXY_TOKEN"
+#: Addresses that listen on every interface: no one name a client uses can be allowed for them.
+_EVERY_INTERFACE = frozenset({"", "0.0.0.0", "::", "[::]"})
 
 
 def add_proxy_options(p: argparse.ArgumentParser) -> None:
@@ -45,6 +54,12 @@ def add_proxy_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--no-rewrite", action="store_true", help="forward bodies unchanged (measure, compare)"
     )
+    p.add_argument(
+        "--token",
+        default=os.environ.get(TOKEN_ENV) or None,
+        help=f"shared secret every request must carry (default: ${TOKEN_ENV}; prefer the "
+        "variable, a command line is visible to other users)",
+    )
 
 
 def add_subcommand(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -58,12 +73,27 @@ def add_subcommand(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     p.add_argument("--host", default=DEFAULT_HOST, help=f"address to listen on ({DEFAULT_HOST})")
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port ({DEFAULT_PORT})")
     add_proxy_options(p)
+    p.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a Host name clients use to reach the proxy besides loopback ones and --host "
+        "(repeat it; '*' for any); others are refused, against DNS rebinding",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="no log line per request")
     p.set_defaults(func=run)
 
 
-def build_app(args: argparse.Namespace, command: str) -> Starlette | None:
-    """The proxy app for these options, or None after telling the user what is wrong."""
+def _allowed_hosts(args: argparse.Namespace) -> tuple[str, ...]:
+    hosts = list(getattr(args, "allow_host", []))
+    host = getattr(args, "host", DEFAULT_HOST)
+    return (*hosts, host) if host not in _EVERY_INTERFACE else tuple(hosts)
+
+
+def build_app(args: argparse.Namespace, command: str, host: str = DEFAULT_HOST) -> Starlette | None:
+    """The proxy app for these options, listening on ``host``, or None after telling the user
+    what is wrong."""
     try:
         from tokenlean import proxy
     except ImportError as exc:
@@ -76,7 +106,10 @@ def build_app(args: argparse.Namespace, command: str) -> Starlette | None:
         settings = proxy.ProxySettings(
             upstream=args.upstream,
             originals_dir=args.originals or proxy.default_originals_dir(),
+            token=args.token,
+            allowed_hosts=_allowed_hosts(args),
         )
+        proxy.check_listen(host, settings)
     except ValueError as exc:
         print(f"tokenlean {command}: {exc}", file=sys.stderr)
         return None
@@ -90,11 +123,28 @@ def print_summary(app: Starlette) -> None:
         print(line, file=sys.stderr)
 
 
+def _banner(url: str, token: bool) -> str:
+    """How to point clients at the proxy; the token itself is never printed."""
+    if not token:
+        return (
+            f"tokenlean proxy on {url}\n"
+            f"  ANTHROPIC_BASE_URL={url}   OPENAI_BASE_URL={url}/v1\n"
+            f"  stats: {url}/tokenlean/stats with x-tokenlean-session: <id> (your session's; "
+            "every session's need --token)   (Ctrl-C stops and prints the savings)"
+        )
+    prefixed = f"{url}/t/${TOKEN_ENV}"
+    return (
+        f"tokenlean proxy on {url}, token required (header x-tokenlean-token, or in the URL)\n"
+        f"  ANTHROPIC_BASE_URL={prefixed}   OPENAI_BASE_URL={prefixed}/v1\n"
+        f"  stats: {url}/tokenlean/stats   (Ctrl-C stops and prints the savings)"
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         print("tokenlean proxy: --port must be between 0 and 65535", file=sys.stderr)
         return 2
-    app = build_app(args, "proxy")
+    app = build_app(args, "proxy", args.host)
     if app is None:
         return 2
     from tokenlean.proxy import serve
@@ -102,13 +152,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         logging.basicConfig(format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
         logging.getLogger("tokenlean.proxy").setLevel(logging.INFO)
-    url = f"http://{args.host}:{args.port}"
-    print(
-        f"tokenlean proxy on {url}\n"
-        f"  ANTHROPIC_BASE_URL={url}   OPENAI_BASE_URL={url}/v1\n"
-        f"  stats: {url}/tokenlean/stats   (Ctrl-C stops and prints the savings)",
-        file=sys.stderr,
-    )
+    print(_banner(f"http://{args.host}:{args.port}", args.token is not None), file=sys.stderr)
     try:
         serve(app, args.host, args.port)
     except OSError as exc:

@@ -8,6 +8,10 @@ an API key, not with a ChatGPT login; gemini-cli: ``GOOGLE_GEMINI_BASE_URL``, wi
 settings), stops the proxy when the agent exits, prints what was saved, and exits with the
 agent's exit code. Options for tokenlean go before the agent's name; everything after it goes
 to the agent.
+
+The proxy takes only requests that carry its token (--token, $TOKENLEAN_PROXY_TOKEN, or one made
+for the run): the agent's base URL carries it as a prefix (``http://127.0.0.1:PORT/t/TOKEN``),
+so no other local program can use the agent's proxy or read its statistics.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -109,7 +114,8 @@ def run(args: argparse.Namespace) -> int:
         hint = INSTALL_HINTS[args.agent]
         print(f"tokenlean wrap: {args.agent} not found on PATH (install: {hint})", file=sys.stderr)
         return 127
-    app = build_app(args, "wrap")
+    token = args.token or secrets.token_urlsafe(32)
+    app = build_app(argparse.Namespace(**{**vars(args), "token": token}), "wrap")
     if app is None:
         return 2
     from tokenlean.proxy import BackgroundProxy
@@ -117,8 +123,9 @@ def run(args: argparse.Namespace) -> int:
     if args.log:
         _log_to(args.log)
     with BackgroundProxy(app) as proxy:
-        command = [executable, *agent_args(args.agent, proxy.url), *args.args]
-        code = run_agent(command, agent_env(args.agent, proxy.url, os.environ))
+        url = f"{proxy.url}/t/{token}"  # any client takes a base URL; not all take headers
+        command = [executable, *agent_args(args.agent, url), *args.args]
+        code = run_agent(command, agent_env(args.agent, url, os.environ))
     print_summary(app)
     if args.agent == "gemini" and code == GEMINI_AUTH_EXIT:
         print(GEMINI_AUTH_HINT, file=sys.stderr)

@@ -3,7 +3,8 @@
 ``POST /v1/messages`` (Anthropic), ``POST /v1/chat/completions`` and ``POST /v1/responses``
 (OpenAI), ``POST /v1beta/models/{model}:generateContent`` and ``:streamGenerateContent`` (Gemini,
 also under ``/v1``) have their bodies rewritten (first-sight shortening of tool results and past
-tool inputs); every other request passes through untouched. Needs the ``proxy`` extra
+tool inputs); every other request passes through untouched. Only loopback clients, or those
+with the proxy's token, are served (see :mod:`tokenlean.proxy._guard`). Needs the ``proxy`` extra
 (Starlette, uvicorn, httpx): ``pip install 'tokenlean[proxy]'``.
 """
 
@@ -17,6 +18,7 @@ _EXTRA_MODULES = frozenset({"anyio", "httpx", "starlette", "uvicorn"})
 
 try:
     from tokenlean.proxy._app import create_app
+    from tokenlean.proxy._guard import TOKEN_HEADER, authorized, check_listen
     from tokenlean.proxy._rewrite import Prepared, RewriteOutcome, Rewriter, default_rewriter
     from tokenlean.proxy._server import BackgroundProxy, serve
     from tokenlean.proxy._settings import ProxySettings
@@ -30,6 +32,7 @@ except ImportError as _exc:
 
 __all__ = [
     "MISSING_EXTRA",
+    "TOKEN_HEADER",
     "Api",
     "BackgroundProxy",
     "Prepared",
@@ -37,6 +40,8 @@ __all__ = [
     "RewriteOutcome",
     "Rewriter",
     "StatsBook",
+    "authorized",
+    "check_listen",
     "create_app",
     "default_originals_dir",
     "default_rewriter",

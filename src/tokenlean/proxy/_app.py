@@ -17,11 +17,14 @@ import anyio
 import anyio.to_thread
 import httpx
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from tokenlean.proxy._errors import error_response
+from tokenlean.proxy._guard import Guard, authorized
 from tokenlean.proxy._rewrite import Prepared, Rewriter, default_rewriter, prepare
 from tokenlean.proxy._routing import (
     api_for,
@@ -45,12 +48,6 @@ _CLIENT_DEFAULTS = ("accept", "accept-encoding", "user-agent")
 _OWN_HEADERS = frozenset({"x-tokenlean-session"})
 
 OnDone = Callable[[int], None]
-
-
-def error_response(status: int, kind: str, message: str) -> JSONResponse:
-    """An error shaped so both SDKs read its message (``error.message``)."""
-    body = {"type": "error", "error": {"type": kind, "message": message, "code": kind}}
-    return JSONResponse(body, status_code=status)
 
 
 class UpstreamResponse(Response):
@@ -171,6 +168,7 @@ class Proxy:
         return await self.client.send(upstream_request, stream=True)
 
     def _unreachable(self, base: str, exc: httpx.HTTPError) -> JSONResponse:
+        base = mask_key(base)  # an upstream URL may carry credentials (user:secret@)
         if isinstance(exc, httpx.ReadTimeout | httpx.WriteTimeout):
             message = f"upstream {base} did not answer in time ({type(exc).__name__})"
             return error_response(504, "upstream_timeout", message)
@@ -196,7 +194,17 @@ class Proxy:
         return on_done
 
     async def stats_endpoint(self, request: Request) -> Response:
-        return JSONResponse(self.stats.snapshot())
+        """Every session for a request with the token; otherwise only the session it names."""
+        if authorized(request.scope):
+            return JSONResponse(self.stats.snapshot())
+        named = request.headers.get("x-tokenlean-session")
+        if not named:
+            message = (
+                "every session's statistics need the proxy's token (--token); a client sees "
+                "its own session's with the header x-tokenlean-session: <its session id>"
+            )
+            return error_response(403, "permission_error", message)
+        return JSONResponse(self.stats.snapshot(named))
 
 
 def create_app(
@@ -219,7 +227,9 @@ def create_app(
             "openai_chat": settings.openai_pricing,
             "openai_responses": settings.openai_pricing,
             "gemini": settings.gemini_pricing,
-        }
+        },
+        max_sessions=settings.max_sessions,
+        salt=settings.session_salt.encode(),
     )
     proxy = Proxy(settings, rewriter, stats)
 
@@ -237,8 +247,10 @@ def create_app(
             Route("/tokenlean/stats", proxy.stats_endpoint, methods=["GET"]),
             Route("/{path:path}", proxy.handle, methods=_METHODS),
         ],
+        middleware=[Middleware(Guard, settings=settings)],  # in front of every route
         lifespan=lifespan,
     )
+    app.state.settings = settings
     app.state.stats = stats
     app.state.rewriting = rewriter is not None
     return app

@@ -25,6 +25,8 @@ _GEMINI_PATH = re.compile(r"/v1(?:beta)?/models/[^/:]+:(?:generateContent|stream
 _GOOGLE_PATH = re.compile(r"/v1beta/|/v1/models/[^/]+:")
 #: A Google API key in a query string (``?key=...``), masked wherever the proxy shows a URL.
 _KEY_QUERY = re.compile(r"((?:^|[?&\s])key=)[^&\s'\"]+")
+#: Credentials in a URL (``http://user:secret@gateway``), masked the same way.
+_USERINFO = re.compile(r"(://)[^/?#@\s'\"]+@")
 
 #: Hop-by-hop headers (RFC 9110 section 7.6.1) concern one connection, never the next one; host
 #: and content-length are rebuilt for the upstream request.
@@ -87,8 +89,9 @@ def upstream_base(settings: ProxySettings, vendor: Vendor) -> str:
 
 def mask_key(text: str) -> str:
     """``text`` with the value of any ``key=`` query parameter hidden (Google API keys travel
-    in the query), for anything the proxy logs or answers itself."""
-    return _KEY_QUERY.sub(r"\1***", text)
+    in the query) and any credentials of a URL (``user:secret@``), for anything the proxy logs
+    or answers itself."""
+    return _USERINFO.sub(r"\1***@", _KEY_QUERY.sub(r"\1***", text))
 
 
 def upstream_url(base: str, raw_path: str, query: str) -> str:

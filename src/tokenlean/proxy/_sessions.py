@@ -8,7 +8,8 @@ A session is one conversation as the client runs it. The key, first that applies
 3. a hash of the first user message: agents re-send their whole history, so it stays the same
    for every request of one conversation.
 
-Keys are shown hashed, so account ids in ``metadata.user_id`` never reach a log.
+Keys are shown hashed with a secret salt (an HMAC), so account ids in ``metadata.user_id`` never
+reach a log, and a label cannot be used to confirm a guessed first message.
 
 The cost estimate follows the replay engine's rule: a request's cached tokens are those of the
 longest run of leading blocks (tools and system first, then each message) identical to an earlier
@@ -20,11 +21,12 @@ Claude Code interleaves side requests (titles, sub-agents) with the main convers
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, get_args
 
 from tokenlean.proxy._routing import list_key
 from tokenlean.proxy._scan import ScannedBody, rewritten_body
@@ -38,20 +40,29 @@ RECENT_PROMPTS = 8
 Block = tuple[str, int]  # (fingerprint, estimated tokens)
 
 
-def session_key(api: Api, headers: Mapping[str, str], body: Mapping[str, Any]) -> tuple[str, str]:
+def session_key(
+    api: Api, headers: Mapping[str, str], body: Mapping[str, Any], *, salt: bytes
+) -> tuple[str, str]:
     """A short stable label for the session a request belongs to, and where it came from."""
     explicit = headers.get("x-tokenlean-session")
     if explicit:
-        return _short(api, explicit), "header"
+        return _short(api, explicit, salt), "header"
     if api == "anthropic":
         metadata = body.get("metadata")
         if isinstance(metadata, Mapping) and isinstance(metadata.get("user_id"), str):
-            return _short(api, metadata["user_id"]), "metadata.user_id"
+            return _short(api, metadata["user_id"], salt), "metadata.user_id"
     else:
         for field in ("prompt_cache_key", "user"):
             if isinstance(body.get(field), str) and body[field]:
-                return _short(api, body[field]), field
-    return _short(api, _canonical(_first_user_message(api, body))), "first user message"
+                return _short(api, body[field], salt), field
+    first = _canonical(_first_user_message(api, body))
+    return _short(api, first, salt), "first user message"
+
+
+def labels_named(name: str, *, salt: bytes) -> frozenset[str]:
+    """The labels a session named ``name`` has in any API (by ``x-tokenlean-session``, or the
+    client's own id: ``metadata.user_id``, ``prompt_cache_key``, ``user``)."""
+    return frozenset(_short(api, name, salt) for api in get_args(Api))
 
 
 def _first_user_message(api: Api, body: Mapping[str, Any]) -> Any:
@@ -65,10 +76,10 @@ def _first_user_message(api: Api, body: Mapping[str, Any]) -> Any:
     return None
 
 
-def _short(api: Api, text: str) -> str:
+def _short(api: Api, text: str, salt: bytes) -> str:
     """Sessions of different APIs never share a cache, so the API is part of the key."""
     data = f"{api}\n{text}".encode("utf-8", "surrogatepass")
-    return hashlib.sha256(data).hexdigest()[:12]
+    return hmac.new(salt, data, hashlib.sha256).hexdigest()[:12]
 
 
 def _canonical(value: Any) -> str:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -15,6 +17,11 @@ GEMINI_API = "https://generativelanguage.googleapis.com"
 
 #: Request bodies up to this size are accepted (a long coding session with images stays under it).
 MAX_BODY_BYTES = 32 * 1024 * 1024
+#: Sessions whose statistics are kept; the least recently seen goes first (its counts stay in
+#: the total). Each keeps the block fingerprints of its last few prompts.
+MAX_SESSIONS = 1_000
+#: A token must be long enough not to be guessed, and fit in a URL path as it is.
+_TOKEN = re.compile(r"[A-Za-z0-9._~-]{16,}")
 
 
 def default_rewrite_threads() -> int:
@@ -37,6 +44,15 @@ def _check_url(name: str, url: str | None) -> None:
         raise ValueError(f"{name} must not carry a query or fragment")
 
 
+def _check_token(token: str | None) -> None:
+    # The message never repeats the token: it may be a real secret with a typo in it.
+    if token is not None and not _TOKEN.fullmatch(token):
+        raise ValueError(
+            "the proxy token must be at least 16 characters among A-Z a-z 0-9 . _ ~ - "
+            "(make one with: python -c 'import secrets; print(secrets.token_urlsafe(32))')"
+        )
+
+
 @dataclass(frozen=True, kw_only=True)
 class ProxySettings:
     """How the proxy forwards.
@@ -57,6 +73,13 @@ class ProxySettings:
     ``rewrite_threads`` bounds how many request bodies are parsed and rewritten at once (each on
     a worker thread, off the event loop); it bounds the memory and CPU that rewrites take, and
     a small request waits for a large one only when that many are under way.
+
+    ``token`` is the shared secret every request must carry (header ``x-tokenlean-token``, or
+    the base URL prefix ``/t/TOKEN``); without it, only loopback clients should reach the proxy
+    and none sees every session's statistics. ``allowed_hosts`` are the ``Host`` names answered
+    besides loopback ones (``"*"``: any), which is what stops DNS rebinding. ``session_salt``
+    keys the session labels (random per process unless given, so several workers agree when
+    they share it); ``max_sessions`` bounds the statistics' session table.
     """
 
     upstream: str | None = None
@@ -71,6 +94,10 @@ class ProxySettings:
     anthropic_pricing: CachePricing = ANTHROPIC
     openai_pricing: CachePricing = OPENAI
     gemini_pricing: CachePricing = NO_CACHE
+    token: str | None = field(default=None, repr=False)
+    allowed_hosts: tuple[str, ...] = ()
+    session_salt: str = field(default_factory=lambda: secrets.token_hex(16), repr=False)
+    max_sessions: int = MAX_SESSIONS
 
     def __post_init__(self) -> None:
         _check_url("upstream", self.upstream)
@@ -86,3 +113,10 @@ class ProxySettings:
         threads = self.rewrite_threads
         if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
             raise ValueError(f"rewrite_threads must be a positive int, got {threads!r}")
+        _check_token(self.token)
+        if isinstance(self.allowed_hosts, str):
+            raise ValueError("allowed_hosts must be a tuple of host names, not one string")
+        if not self.session_salt:
+            raise ValueError("session_salt must not be empty")
+        if isinstance(self.max_sessions, bool) or self.max_sessions < 1:
+            raise ValueError(f"max_sessions must be at least 1, got {self.max_sessions!r}")

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import logging
 import queue
+import secrets
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -27,7 +29,14 @@ from tokenlean.cost import CachePricing
 from tokenlean.proxy._rewrite import Prepared
 from tokenlean.proxy._routing import list_key
 from tokenlean.proxy._scan import ScannedBody, scan_body
-from tokenlean.proxy._sessions import Block, BlockCounter, PrefixHistory, session_key
+from tokenlean.proxy._sessions import (
+    Block,
+    BlockCounter,
+    PrefixHistory,
+    labels_named,
+    session_key,
+)
+from tokenlean.proxy._settings import MAX_SESSIONS
 from tokenlean.raw import Api
 
 log = logging.getLogger("tokenlean.proxy")
@@ -100,13 +109,27 @@ def _received(api: Api, prepared: Prepared) -> ScannedBody | None:
 
 
 class StatsBook:
-    """Per-session sums; thread-safe, since requests are counted off the event loop."""
+    """Per-session sums; thread-safe, since requests are counted off the event loop.
 
-    def __init__(self, pricing: Mapping[Api, CachePricing]) -> None:
+    At most ``max_sessions`` sessions are kept, the least recently seen dropped first (what it
+    counted stays in the total); ``salt`` keys the session labels (random when not given).
+    """
+
+    def __init__(
+        self,
+        pricing: Mapping[Api, CachePricing],
+        *,
+        max_sessions: int = MAX_SESSIONS,
+        salt: bytes | None = None,
+    ) -> None:
         self._pricing = pricing
-        self._sessions: dict[str, Session] = {}
+        self._sessions: OrderedDict[str, Session] = OrderedDict()
         self._lock = threading.Lock()
         self._counter = BlockCounter()
+        self._max_sessions = max_sessions
+        self._salt = salt or secrets.token_bytes(16)
+        self._dropped = Totals()  # the sums of the sessions dropped from the table
+        self._dropped_sessions = 0
 
     def record(
         self, api: Api, headers: Mapping[str, str], prepared: Prepared, status: int
@@ -116,7 +139,7 @@ class StatsBook:
         received = _received(api, prepared)
         if received is None:
             return None
-        label, source = session_key(api, headers, received.values)
+        label, source = session_key(api, headers, received.values, salt=self._salt)
         blocks_in = self._counter.blocks(api, received)
         outcome = prepared.outcome
         blocks_sent = (
@@ -126,7 +149,7 @@ class StatsBook:
         )
         counted = sum(t for _, t in blocks_in)
         with self._lock:
-            session = self._sessions.setdefault(label, Session(api, source))
+            session = self._session(label, api, source)
             one = Totals(
                 requests=1,
                 rewritten=int(outcome is not None),
@@ -147,18 +170,37 @@ class StatsBook:
             session.last_seen = time.time()
         return RequestRecord(label, status, one)
 
+    def _session(self, label: str, api: Api, source: str) -> Session:
+        """The session named ``label``, made the most recent; a new one may drop the oldest."""
+        session = self._sessions.get(label)
+        if session is not None:
+            self._sessions.move_to_end(label)
+            return session
+        session = self._sessions[label] = Session(api, source)
+        while len(self._sessions) > self._max_sessions:
+            _, dropped = self._sessions.popitem(last=False)
+            self._dropped.add(dropped.totals)
+            self._dropped_sessions += 1
+        return session
+
     def _billed(self, api: Api, tokens: int, blocks: list[Block], history: PrefixHistory) -> float:
         """``tokens`` billed with the share of ``blocks`` that ``history`` has cached."""
         counted = sum(t for _, t in blocks)
         cached = round(tokens * _ratio(history.cached_tokens(blocks), counted))
         return self._pricing[api].billed(tokens, cached)
 
-    def snapshot(self) -> dict[str, Any]:
-        """The JSON served at ``GET /tokenlean/stats``."""
+    def snapshot(self, named: str | None = None) -> dict[str, Any]:
+        """The JSON served at ``GET /tokenlean/stats``: every session, or only the one a client
+        names (its ``x-tokenlean-session``, or its own id such as ``metadata.user_id``)."""
+        only = None if named is None else labels_named(named, salt=self._salt)
         with self._lock:
             total = Totals()
             sessions: dict[str, Any] = {}
+            if only is None:
+                total.add(self._dropped)
             for label, s in self._sessions.items():
+                if only is not None and label not in only:
+                    continue
                 total.add(s.totals)
                 sessions[label] = {
                     "api": s.api,
@@ -167,7 +209,8 @@ class StatsBook:
                     "last_seen": round(s.last_seen, 3),
                     **s.totals.to_dict(),
                 }
-        return {"total": total.to_dict(), "sessions": sessions}
+            dropped = self._dropped_sessions if only is None else 0
+        return {"total": total.to_dict(), "sessions": sessions, "sessions_dropped": dropped}
 
 
 class CountingThread:
@@ -226,8 +269,9 @@ def summary_lines(snapshot: Mapping[str, Any]) -> list[str]:
     t = snapshot["total"]
     if not t["requests"]:
         return ["tokenlean: no requests went through the proxy"]
+    sessions = len(snapshot["sessions"]) + snapshot.get("sessions_dropped", 0)
     return [
-        f"tokenlean: {t['requests']} requests in {len(snapshot['sessions'])} sessions, "
+        f"tokenlean: {t['requests']} requests in {sessions} sessions, "
         f"{t['rewritten']} rewritten ({t['results_shortened']} tool results and "
         f"{t['inputs_shortened']} tool inputs shortened)",
         f"tokenlean: ~{t['tokens_in']:,} prompt tokens in, ~{t['tokens_sent']:,} sent; "
