@@ -34,6 +34,7 @@ import importlib.util
 import json
 import os
 import platform
+import secrets
 import socket
 import statistics
 import subprocess
@@ -155,10 +156,14 @@ def servers(no_rewrite: bool) -> Iterator[tuple[str, str, int]]:
             upstream_url,
             "--quiet",
         ]
+        # A token, so that GET /tokenlean/stats gives the proxy's whole account.
+        token = secrets.token_urlsafe(32)
         proxy = subprocess.Popen(
-            [*command, *(["--no-rewrite"] if no_rewrite else [])], stderr=subprocess.DEVNULL
+            [*command, *(["--no-rewrite"] if no_rewrite else [])],
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, "TOKENLEAN_PROXY_TOKEN": token},
         )
-        proxy_url = f"http://127.0.0.1:{port}"
+        proxy_url = f"http://127.0.0.1:{port}/t/{token}"
         _wait_until_up(proxy_url)
         yield upstream_url, proxy_url, proxy.pid
     finally:
