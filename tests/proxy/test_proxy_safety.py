@@ -21,7 +21,14 @@ import openai
 import pytest
 
 from tokenlean.cost import ANTHROPIC, OPENAI
-from tokenlean.proxy import Prepared, ProxySettings, StatsBook, default_rewriter
+from tokenlean.proxy import (
+    BackgroundProxy,
+    Prepared,
+    ProxySettings,
+    StatsBook,
+    create_app,
+    default_rewriter,
+)
 from tokenlean.testing.upstream import FakeUpstream
 
 from .proxy_support import TOKEN, ProxyFactory, wait_for, with_token
@@ -125,6 +132,8 @@ def test_the_cli_refuses_to_listen_beyond_loopback_without_a_token():
         check_listen("192.168.1.5", ProxySettings())
     check_listen("0.0.0.0", ProxySettings(token=TOKEN))  # with a token it may
     check_listen("::1", ProxySettings())
+    with pytest.raises(ValueError, match="--token or TOKENLEAN_PROXY_TOKEN"):
+        BackgroundProxy(create_app(ProxySettings(), rewriter=None), host="0.0.0.0")
     with pytest.raises(ValueError, match="at least 16 characters"):
         ProxySettings(token="short")
 

@@ -12,6 +12,8 @@ from typing import Any
 import uvicorn
 from starlette.applications import Starlette
 
+from tokenlean.proxy._guard import check_listen
+
 #: How long to wait for the server thread to come up or go down before giving up.
 START_TIMEOUT = 10.0
 
@@ -27,6 +29,13 @@ def _config(app: Starlette, *, access_log: bool) -> uvicorn.Config:
         lifespan="on",
         timeout_graceful_shutdown=5,
     )
+
+
+def _check(app: Starlette, host: str) -> None:
+    """An app of :func:`create_app` listens beyond loopback only with a token (ValueError)."""
+    settings = getattr(app.state, "settings", None)
+    if settings is not None:
+        check_listen(host, settings)
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -48,6 +57,7 @@ def serve(app: Starlette, host: str, port: int) -> None:
     uvicorn shuts down gracefully on either signal and then re-raises it; both are made to
     raise KeyboardInterrupt here, so that a ``kill`` ends the proxy as cleanly as Ctrl-C.
     """
+    _check(app, host)
     sock = bind(host, port)
     previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
@@ -67,6 +77,7 @@ class BackgroundProxy:
 
     def __init__(self, app: Starlette, host: str = "127.0.0.1", port: int = 0) -> None:
         self.app = app
+        _check(app, host)
         self._sock = bind(host, port)
         self._server = uvicorn.Server(_config(app, access_log=False))
         self._thread = threading.Thread(target=self._run, name="tokenlean-proxy", daemon=True)
