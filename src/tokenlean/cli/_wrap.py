@@ -123,7 +123,10 @@ def run(args: argparse.Namespace) -> int:
     if args.log:
         _log_to(args.log)
     with BackgroundProxy(app) as proxy:
-        url = f"{proxy.url}/t/{token}"  # any client takes a base URL; not all take headers
+        # Any client takes a base URL, not all take headers. Codex gets it on its command line,
+        # which other local users can list: the token still keeps out web pages and guesses,
+        # and the proxy holds no key of its own to spend.
+        url = f"{proxy.url}/t/{token}"
         command = [executable, *agent_args(args.agent, url), *args.args]
         code = run_agent(command, agent_env(args.agent, url, os.environ))
     print_summary(app)
