@@ -183,7 +183,8 @@ class Proxy:
     async def _forward(self, request: Request, raw: bytes) -> Response:
         path = request.url.path
         api = api_for(request.method, path)
-        prepared = None if api is None else await self._prepare(api, raw)
+        encoding = request.headers.get("content-encoding")
+        prepared = None if api is None else await self._prepare(api, raw, encoding)
         content = raw if prepared is None else prepared.content
         base = upstream_base(self.settings, vendor_for(path, request.headers))
         raw_path = request.scope.get("raw_path", path.encode()).decode("latin-1")
@@ -199,14 +200,16 @@ class Proxy:
         on_done = self._recorder(request.method, path, api, headers, prepared)
         return UpstreamResponse(upstream, on_done)
 
-    async def _prepare(self, api: Api, raw: bytes) -> Prepared:
+    async def _prepare(self, api: Api, raw: bytes, encoding: str | None) -> Prepared:
         if self.rewriter is None:  # nothing to do on the request's path
             return prepare(None, api, raw)
         # Off the event loop, so parsing and rewriting a long history stalls no other stream;
         # several at once, so a small request never waits for a large one's rewrite to end.
-        return await anyio.to_thread.run_sync(
-            prepare, self.rewriter, api, raw, limiter=self.rewrites
+        # A rewritten body stays within the size the client's body was accepted at.
+        work = partial(
+            prepare, self.rewriter, api, raw, encoding=encoding, limit=self.settings.max_body_bytes
         )
+        return await anyio.to_thread.run_sync(work, limiter=self.rewrites)
 
     async def _send(self, request: Request, url: str, content: bytes) -> httpx.Response:
         assert self.client is not None, "the app's lifespan opens the client"

@@ -105,6 +105,7 @@ class StatsBook:
     def __init__(self, pricing: Mapping[Api, CachePricing]) -> None:
         self._pricing = pricing
         self._sessions: dict[str, Session] = {}
+        self._unread: dict[str, int] = {}  # bodies forwarded unread, by reason (few reasons)
         self._lock = threading.Lock()
         self._counter = BlockCounter()
 
@@ -115,6 +116,9 @@ class StatsBook:
         start = time.thread_time()  # CPU time: what counting costs, however busy the machine
         received = _received(api, prepared)
         if received is None:
+            reason = (prepared.unread or "not a JSON object").split(" (")[0]
+            with self._lock:
+                self._unread[reason] = self._unread.get(reason, 0) + 1
             return None
         label, source = session_key(api, headers, received.values)
         blocks_in = self._counter.blocks(api, received)
@@ -167,7 +171,8 @@ class StatsBook:
                     "last_seen": round(s.last_seen, 3),
                     **s.totals.to_dict(),
                 }
-        return {"total": total.to_dict(), "sessions": sessions}
+            unread = dict(self._unread)
+        return {"total": total.to_dict(), "sessions": sessions, "forwarded_unread": unread}
 
 
 class CountingThread:
