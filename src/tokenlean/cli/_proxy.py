@@ -7,14 +7,19 @@ Gemini ones). It rewrites the bodies of ``/v1/messages``, ``/v1/chat/completions
 shortening of tool results, long inputs of calls that have run cut; the same bytes for the same
 history on every request, so the prompt cache keeps hitting), passes everything else through,
 logs what each request saved, serves ``GET /tokenlean/stats``, and prints a summary when it
-stops (Ctrl-C).
+stops (Ctrl-C). ``--workers N`` serves N processes on the port (each its own statistics and
+summary); the same history gets the same bytes upstream whichever process forwards it.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import os
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,6 +28,8 @@ if TYPE_CHECKING:
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8787
+#: How the ``--workers`` parent hands its options to each worker process it starts.
+WORKER_OPTIONS = "TOKENLEAN_PROXY_WORKER_OPTIONS"
 
 
 def add_proxy_options(p: argparse.ArgumentParser) -> None:
@@ -59,6 +66,13 @@ def add_subcommand(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port ({DEFAULT_PORT})")
     add_proxy_options(p)
     p.add_argument("-q", "--quiet", action="store_true", help="no log line per request")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="serve N processes on the port, for a team (default 1)",
+    )
     p.set_defaults(func=run)
 
 
@@ -90,29 +104,68 @@ def print_summary(app: Starlette) -> None:
         print(line, file=sys.stderr)
 
 
+def _log_requests(quiet: bool) -> None:
+    if not quiet:
+        logging.basicConfig(format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+        logging.getLogger("tokenlean.proxy").setLevel(logging.INFO)
+
+
+def worker_app() -> Starlette:
+    """One ``--workers`` process's app, built from the options its parent checked and passed
+    on; it prints its own summary when it stops."""
+    options = json.loads(os.environ[WORKER_OPTIONS])
+    args = argparse.Namespace(**options)
+    args.originals = Path(args.originals) if args.originals else None
+    _log_requests(args.quiet)
+    app = build_app(args, "proxy")
+    if app is None:
+        raise SystemExit(2)
+    inner = app.router.lifespan_context
+
+    @asynccontextmanager
+    async def lifespan(started: Starlette) -> AsyncIterator[None]:
+        async with inner(started):
+            yield
+        print_summary(app)  # after the lifespan has counted every answered request
+
+    app.router.lifespan_context = lifespan
+    return app
+
+
+def _serve(app: Starlette, args: argparse.Namespace) -> None:
+    from tokenlean.proxy import serve, serve_workers
+
+    if args.workers == 1:
+        serve(app, args.host, args.port)
+        print_summary(app)
+        return
+    options = {k: v for k, v in vars(args).items() if k != "func"}
+    os.environ[WORKER_OPTIONS] = json.dumps(options, default=str)
+    serve_workers(f"{__name__}:worker_app", args.host, args.port, args.workers)
+
+
 def run(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         print("tokenlean proxy: --port must be between 0 and 65535", file=sys.stderr)
         return 2
-    app = build_app(args, "proxy")
+    if args.workers < 1:
+        print("tokenlean proxy: --workers must be at least 1", file=sys.stderr)
+        return 2
+    app = build_app(args, "proxy")  # also checks the options before any worker starts
     if app is None:
         return 2
-    from tokenlean.proxy import serve
-
-    if not args.quiet:
-        logging.basicConfig(format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
-        logging.getLogger("tokenlean.proxy").setLevel(logging.INFO)
+    _log_requests(args.quiet)
     url = f"http://{args.host}:{args.port}"
+    workers = f" ({args.workers} processes)" if args.workers > 1 else ""
     print(
-        f"tokenlean proxy on {url}\n"
+        f"tokenlean proxy on {url}{workers}\n"
         f"  ANTHROPIC_BASE_URL={url}   OPENAI_BASE_URL={url}/v1\n"
         f"  stats: {url}/tokenlean/stats   (Ctrl-C stops and prints the savings)",
         file=sys.stderr,
     )
     try:
-        serve(app, args.host, args.port)
+        _serve(app, args)
     except OSError as exc:
         print(f"tokenlean proxy: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
         return 2
-    print_summary(app)
     return 0

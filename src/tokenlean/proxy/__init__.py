@@ -18,7 +18,7 @@ _EXTRA_MODULES = frozenset({"anyio", "httpx", "starlette", "uvicorn"})
 try:
     from tokenlean.proxy._app import create_app
     from tokenlean.proxy._rewrite import Prepared, RewriteOutcome, Rewriter, default_rewriter
-    from tokenlean.proxy._server import BackgroundProxy, serve
+    from tokenlean.proxy._server import BackgroundProxy, serve, serve_workers
     from tokenlean.proxy._settings import ProxySettings
     from tokenlean.proxy._stats import StatsBook, summary_lines
     from tokenlean.raw import Api
@@ -41,5 +41,6 @@ __all__ = [
     "default_originals_dir",
     "default_rewriter",
     "serve",
+    "serve_workers",
     "summary_lines",
 ]
