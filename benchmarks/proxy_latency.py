@@ -40,7 +40,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -131,8 +131,9 @@ def _free_port() -> int:
 
 
 @contextmanager
-def servers(no_rewrite: bool) -> Iterator[tuple[str, str, int]]:
-    """(upstream URL, proxy URL, proxy pid), each served by its own process."""
+def servers(no_rewrite: bool, extra: Sequence[str] = ()) -> Iterator[tuple[str, str, int]]:
+    """(upstream URL, proxy URL, proxy pid), each served by its own process; ``extra``: more
+    ``tokenlean proxy`` options."""
     upstream = subprocess.Popen(
         [sys.executable, "-c", UPSTREAM_SERVER],
         stdin=subprocess.PIPE,
@@ -156,7 +157,8 @@ def servers(no_rewrite: bool) -> Iterator[tuple[str, str, int]]:
             "--quiet",
         ]
         proxy = subprocess.Popen(
-            [*command, *(["--no-rewrite"] if no_rewrite else [])], stderr=subprocess.DEVNULL
+            [*command, *(["--no-rewrite"] if no_rewrite else []), *extra],
+            stderr=subprocess.DEVNULL,
         )
         proxy_url = f"http://127.0.0.1:{port}"
         _wait_until_up(proxy_url)
