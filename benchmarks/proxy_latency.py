@@ -41,7 +41,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -132,8 +132,9 @@ def _free_port() -> int:
 
 
 @contextmanager
-def servers(no_rewrite: bool) -> Iterator[tuple[str, str, int]]:
-    """(upstream URL, proxy URL, proxy pid), each served by its own process."""
+def servers(no_rewrite: bool, extra: Sequence[str] = ()) -> Iterator[tuple[str, str, int]]:
+    """(upstream URL, proxy URL, proxy pid), each served by its own process; ``extra``: more
+    ``tokenlean proxy`` options."""
     upstream = subprocess.Popen(
         [sys.executable, "-c", UPSTREAM_SERVER],
         stdin=subprocess.PIPE,
@@ -159,7 +160,7 @@ def servers(no_rewrite: bool) -> Iterator[tuple[str, str, int]]:
         # A token, so that GET /tokenlean/stats gives the proxy's whole account.
         token = secrets.token_urlsafe(32)
         proxy = subprocess.Popen(
-            [*command, *(["--no-rewrite"] if no_rewrite else [])],
+            [*command, *(["--no-rewrite"] if no_rewrite else []), *extra],
             stderr=subprocess.DEVNULL,
             env={**os.environ, "TOKENLEAN_PROXY_TOKEN": token},
         )

@@ -13,7 +13,7 @@ from tokenlean.proxy import Prepared, StatsBook, default_rewriter, summary_lines
 from tokenlean.proxy import _rewrite as rewrite_module
 from tokenlean.proxy import _stats as stats_module
 from tokenlean.proxy._rewrite import prepare
-from tokenlean.proxy._scan import scan_body
+from tokenlean.proxy._scan import read_body, scan_body
 from tokenlean.proxy._sessions import BlockCounter, session_key
 from tokenlean.proxy._stats import log_line
 from tokenlean.raw import RawSettings, rewrite_request
@@ -180,7 +180,11 @@ def test_a_body_is_parsed_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         parses.append(data)
         return scan_body(data, list_key)
 
-    monkeypatch.setattr(rewrite_module, "scan_body", counted)
+    def read(data: bytes, list_key: str) -> Any:
+        parses.append(data)
+        return read_body(data, list_key)
+
+    monkeypatch.setattr(rewrite_module, "read_body", read)
     monkeypatch.setattr(stats_module, "scan_body", counted)
     prepared = _prepared(tmp_path, 2)
     assert _book().record("anthropic", {}, prepared, 200) is not None

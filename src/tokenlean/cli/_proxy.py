@@ -12,15 +12,20 @@ stops (Ctrl-C).
 It listens on loopback only unless --host says otherwise, which needs a shared secret (--token
 or TOKENLEAN_PROXY_TOKEN): clients send it as the header x-tokenlean-token, or put it in the
 base URL (http://HOST:PORT/t/TOKEN). Requests from browsers and for other host names (DNS
-rebinding) are refused.
+rebinding) are refused. ``--workers N`` serves N processes on the port (each its own
+statistics and summary); the same history gets the same bytes upstream whichever process
+forwards it.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,6 +37,8 @@ DEFAULT_PORT = 8787
 TOKEN_ENV = "TOKENLEAN_PROXY_TOKEN"
 #: Addresses that listen on every interface: no one name a client uses can be allowed for them.
 _EVERY_INTERFACE = frozenset({"", "0.0.0.0", "::", "[::]"})
+#: How the ``--workers`` parent hands its options to each worker process it starts.
+WORKER_OPTIONS = "TOKENLEAN_PROXY_WORKER_OPTIONS"
 
 
 def add_proxy_options(p: argparse.ArgumentParser) -> None:
@@ -82,6 +89,13 @@ def add_subcommand(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         "(repeat it; '*' for any); others are refused, against DNS rebinding",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no log line per request")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="serve N processes on the port, for a team (default 1)",
+    )
     p.set_defaults(func=run)
 
 
@@ -140,23 +154,65 @@ def _banner(url: str, token: bool) -> str:
     )
 
 
+def _log_requests(quiet: bool) -> None:
+    if not quiet:
+        logging.basicConfig(format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+        logging.getLogger("tokenlean.proxy").setLevel(logging.INFO)
+
+
+def worker_app() -> Starlette:
+    """One ``--workers`` process's app, built from the options its parent checked and passed
+    on; it prints its own summary when it stops."""
+    options = json.loads(os.environ[WORKER_OPTIONS])
+    args = argparse.Namespace(**options)
+    args.originals = Path(args.originals) if args.originals else None
+    _log_requests(args.quiet)
+    app = build_app(args, "proxy", args.host)
+    if app is None:
+        raise SystemExit(2)
+    inner = app.router.lifespan_context
+
+    @asynccontextmanager
+    async def lifespan(started: Starlette) -> AsyncIterator[None]:
+        async with inner(started):
+            yield
+        print_summary(app)  # after the lifespan has counted every answered request
+
+    app.router.lifespan_context = lifespan
+    return app
+
+
+def _serve(app: Starlette, args: argparse.Namespace) -> None:
+    from tokenlean.proxy import serve, serve_workers
+
+    if args.workers == 1:
+        serve(app, args.host, args.port)
+        print_summary(app)
+        return
+    options = {k: v for k, v in vars(args).items() if k != "func"}
+    os.environ[WORKER_OPTIONS] = json.dumps(options, default=str)
+    serve_workers(f"{__name__}:worker_app", args.host, args.port, args.workers)
+
+
 def run(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         print("tokenlean proxy: --port must be between 0 and 65535", file=sys.stderr)
         return 2
-    app = build_app(args, "proxy", args.host)
+    if args.workers < 1:
+        print("tokenlean proxy: --workers must be at least 1", file=sys.stderr)
+        return 2
+    app = build_app(args, "proxy", args.host)  # also checks the options before any worker starts
     if app is None:
         return 2
-    from tokenlean.proxy import serve
-
-    if not args.quiet:
-        logging.basicConfig(format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
-        logging.getLogger("tokenlean.proxy").setLevel(logging.INFO)
-    print(_banner(f"http://{args.host}:{args.port}", args.token is not None), file=sys.stderr)
+    _log_requests(args.quiet)
+    url = f"http://{args.host}:{args.port}"
+    banner = _banner(url, args.token is not None)
+    if args.workers > 1:
+        banner = banner.replace(url, f"{url} ({args.workers} processes)", 1)
+    print(banner, file=sys.stderr)
     try:
-        serve(app, args.host, args.port)
+        _serve(app, args)
     except OSError as exc:
         print(f"tokenlean proxy: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
         return 2
-    print_summary(app)
     return 0

@@ -20,7 +20,7 @@ try:
     from tokenlean.proxy._app import create_app
     from tokenlean.proxy._guard import TOKEN_HEADER, authorized, check_listen
     from tokenlean.proxy._rewrite import Prepared, RewriteOutcome, Rewriter, default_rewriter
-    from tokenlean.proxy._server import BackgroundProxy, serve
+    from tokenlean.proxy._server import BackgroundProxy, serve, serve_workers
     from tokenlean.proxy._settings import ProxySettings
     from tokenlean.proxy._stats import StatsBook, summary_lines
     from tokenlean.raw import Api
@@ -46,5 +46,6 @@ __all__ = [
     "default_originals_dir",
     "default_rewriter",
     "serve",
+    "serve_workers",
     "summary_lines",
 ]

@@ -2,23 +2,28 @@
 
 Responses (JSON, server-sent events, errors) go back byte for byte as they arrive, with the
 upstream's status and headers. What the proxy adds is bounded: it reads at most
-``max_body_bytes`` (413 above), gives a 502 naming the upstream when it cannot connect within
-``connect_timeout``, and closes the upstream stream as soon as the client goes away.
+``max_body_bytes`` (413 above) and waits at most ``body_timeout`` for the next body bytes (408),
+gives a 502 naming the upstream when it cannot connect within ``connect_timeout``, and drops the
+upstream request as soon as the client goes away, whatever it was doing then (reading the body,
+rewriting it, waiting for the upstream's headers, streaming the answer): a client that gave up
+spends nothing more.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
-from typing import Literal
+from functools import partial
+from typing import Literal, TypeVar
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 import httpx
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
@@ -48,6 +53,7 @@ _CLIENT_DEFAULTS = ("accept", "accept-encoding", "user-agent")
 _OWN_HEADERS = frozenset({"x-tokenlean-session"})
 
 OnDone = Callable[[int], None]
+T = TypeVar("T")
 
 
 class UpstreamResponse(Response):
@@ -63,7 +69,7 @@ class UpstreamResponse(Response):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
             async with anyio.create_task_group() as group:
-                group.start_soon(self._watch_disconnect, receive, group.cancel_scope)
+                group.start_soon(_watch_disconnect, receive, group.cancel_scope)
                 await self._pump(send)
                 group.cancel_scope.cancel()
         finally:
@@ -85,26 +91,60 @@ class UpstreamResponse(Response):
             return
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
-    @staticmethod
-    async def _watch_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
-        while (await receive())["type"] != "http.disconnect":
-            pass
-        scope.cancel()
+
+async def _watch_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    scope.cancel()
 
 
-async def _read_body(request: Request, limit: int) -> bytes | None:
-    """The request body, or None when it is larger than ``limit`` bytes."""
+async def _unless_gone(receive: Receive, work: Callable[[], Awaitable[T]]) -> T | None:
+    """What ``work`` returns, or None when the client disconnected first (``work`` is then
+    cancelled: an upstream request it was waiting on is closed). ``work`` must not raise."""
+    done: list[T] = []
+    async with anyio.create_task_group() as group:
+        group.start_soon(_watch_disconnect, receive, group.cancel_scope)
+        done.append(await work())
+        group.cancel_scope.cancel()
+    return done[0] if done else None
+
+
+class _Gone(Response):
+    """The answer to a client that has gone: nothing (the server has no one to send it to)."""
+
+    def __init__(self) -> None:
+        self.background = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        log.debug("tokenlean proxy: the client left before the answer; nothing sent upstream")
+
+
+async def _read_body(request: Request, limit: int, timeout: float) -> bytes | Response:
+    """The request body, or the answer when it cannot be read: 413 when it is larger than
+    ``limit`` bytes, 408 when no bytes came for ``timeout`` seconds, nothing when the client
+    left."""
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
-        return None
+        return error_response(413, "request_too_large", f"body over {limit:,} bytes")
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
-    return b"".join(chunks)
+    stream = request.stream()
+    try:
+        while True:
+            with anyio.fail_after(timeout):
+                chunk = await anext(stream, None)
+            if chunk is None:
+                return b"".join(chunks)
+            size += len(chunk)
+            if size > limit:
+                return error_response(413, "request_too_large", f"body over {limit:,} bytes")
+            chunks.append(chunk)
+    except TimeoutError:
+        message = f"no request body bytes for {timeout:g} s"
+        # The rest of the body may still come: only a new connection starts a clean request.
+        return error_response(408, "request_timeout", message, {"connection": "close"})
+    except ClientDisconnect:
+        return _Gone()
 
 
 class Proxy:
@@ -127,17 +167,26 @@ class Proxy:
         return self.client
 
     async def handle(self, request: Request) -> Response:
-        raw = await _read_body(request, self.settings.max_body_bytes)
-        if raw is None:
-            limit = self.settings.max_body_bytes
-            return error_response(413, "request_too_large", f"body over {limit:,} bytes")
+        s = self.settings
+        raw = await _read_body(request, s.max_body_bytes, s.body_timeout)
+        if isinstance(raw, Response):
+            return raw
+        # From here until the upstream's headers arrive, the client going away cancels it all.
+        answer = await _unless_gone(request.receive, partial(self._forward, request, raw))
+        return _Gone() if answer is None else answer
+
+    async def _forward(self, request: Request, raw: bytes) -> Response:
         path = request.url.path
         api = api_for(request.method, path)
-        prepared = None if api is None else await self._prepare(api, raw)
+        encoding = request.headers.get("content-encoding")
+        prepared = None if api is None else await self._prepare(api, raw, encoding)
         content = raw if prepared is None else prepared.content
         base = upstream_base(self.settings, vendor_for(path, request.headers))
         raw_path = request.scope.get("raw_path", path.encode()).decode("latin-1")
         url = upstream_url(base, raw_path, request.url.query)
+        # A rewrite is never cut short (it holds one of the bounded threads until it ends): a
+        # client that left meanwhile is noticed here, before anything goes upstream.
+        await anyio.lowlevel.checkpoint()
         try:
             upstream = await self._send(request, url, content)
         except httpx.HTTPError as exc:
@@ -146,14 +195,16 @@ class Proxy:
         on_done = self._recorder(request.method, path, api, headers, prepared)
         return UpstreamResponse(upstream, on_done)
 
-    async def _prepare(self, api: Api, raw: bytes) -> Prepared:
+    async def _prepare(self, api: Api, raw: bytes, encoding: str | None) -> Prepared:
         if self.rewriter is None:  # nothing to do on the request's path
             return prepare(None, api, raw)
         # Off the event loop, so parsing and rewriting a long history stalls no other stream;
         # several at once, so a small request never waits for a large one's rewrite to end.
-        return await anyio.to_thread.run_sync(
-            prepare, self.rewriter, api, raw, limiter=self.rewrites
+        # A rewritten body stays within the size the client's body was accepted at.
+        work = partial(
+            prepare, self.rewriter, api, raw, encoding=encoding, limit=self.settings.max_body_bytes
         )
+        return await anyio.to_thread.run_sync(work, limiter=self.rewrites)
 
     async def _send(self, request: Request, url: str, content: bytes) -> httpx.Response:
         assert self.client is not None, "the app's lifespan opens the client"

@@ -6,13 +6,15 @@ token counts, or None when nothing changed. The default one is ``tokenlean.raw.r
 embedders inject their own. Rewrites run concurrently, one per request, so a rewriter must be
 thread-safe and must not mutate the body it is given (the statistics read it afterwards).
 Whatever the rewriter does, :func:`prepare` never makes a request worse than the client's own: a
-body that is not a JSON object (or is nested too deeply to read), or a rewriter that raises,
-forwards the original bytes.
+body it cannot read (not a JSON object, nested too deeply, compressed in a way it cannot decode),
+a rewriter that raises, or a rewritten body larger than the proxy accepts forwards the original
+bytes, with a log line. A compressed body is decoded, rewritten and encoded the same way again;
+a rewritten body keeps the client's bytes wherever the rewrite changed nothing
+(:mod:`tokenlean.proxy._splice`).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -20,8 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from tokenlean.proxy._encoding import Encoder, Undecodable, decode
 from tokenlean.proxy._routing import list_key
-from tokenlean.proxy._scan import ScannedBody, scan_body
+from tokenlean.proxy._scan import ScannedBody, read_body
+from tokenlean.proxy._settings import MAX_BODY_BYTES
+from tokenlean.proxy._splice import serialise
 from tokenlean.raw import Api, RawSettings, rewrite_request
 
 log = logging.getLogger("tokenlean.proxy")
@@ -72,15 +77,28 @@ class Prepared:
     failure: str | None = None  # why a rewrite was abandoned
     body: ScannedBody | None = None
     parsed: bool = False
+    unread: str | None = None  # why the body could not be read (parsed, and ``body`` None)
 
 
-def _serialised(outcome: RewriteOutcome) -> bytes:
-    # ASCII-escaped so that any string the client sent (even a lone surrogate) serialises.
-    return json.dumps(outcome.body, separators=(",", ":")).encode()
+def _read(api: Api, raw: bytes, encoding: str | None, limit: int) -> tuple[ScannedBody, Encoder]:
+    """The body parsed, and the encoder of a rewritten one; raises Undecodable when unread."""
+    data, encoder = decode(encoding, raw, limit)
+    body = read_body(data, list_key(api))
+    if isinstance(body, str):
+        raise Undecodable(body)
+    return body, encoder
 
 
-def prepare(rewriter: Rewriter | None, api: Api | None, raw: bytes) -> Prepared:
-    """Parse and rewrite one request body; any failure forwards ``raw`` unchanged.
+def prepare(
+    rewriter: Rewriter | None,
+    api: Api | None,
+    raw: bytes,
+    *,
+    encoding: str | None = None,
+    limit: int = MAX_BODY_BYTES,
+) -> Prepared:
+    """Parse and rewrite one request body (sent with ``content-encoding: encoding``, within the
+    ``limit`` the proxy accepts); any failure forwards ``raw`` unchanged.
 
     Safe to call from several threads at once (each call has its own body; the default
     rewriter's memo is thread-safe).
@@ -88,12 +106,16 @@ def prepare(rewriter: Rewriter | None, api: Api | None, raw: bytes) -> Prepared:
     if rewriter is None or api is None:
         return Prepared(raw, raw)
     start = time.perf_counter()
-    body = scan_body(raw, list_key(api))
-    if body is None:
-        return Prepared(raw, raw, seconds=time.perf_counter() - start, parsed=True)
+    try:
+        body, encoder = _read(api, raw, encoding, limit)
+    except Undecodable as exc:
+        log.warning("tokenlean proxy: %s body not read (%s); forwarded as sent", api, exc)
+        return Prepared(raw, raw, seconds=time.perf_counter() - start, parsed=True, unread=str(exc))
     try:
         outcome = rewriter(api, body.values)
-        content = None if outcome is None else _serialised(outcome)
+        content = None if outcome is None else encoder(serialise(body, outcome.body, list_key(api)))
+        if content is not None and len(content) > limit:
+            raise ValueError(f"rewritten body of {len(content):,} bytes, over {limit:,}")
     except Exception as exc:  # never break the agent: log it and send what the client sent
         log.warning("tokenlean proxy: rewrite failed, forwarding unchanged: %r", exc)
         seconds = time.perf_counter() - start

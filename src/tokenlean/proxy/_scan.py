@@ -15,8 +15,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+Span = tuple[int, int]
 
 _DECODER = json.JSONDecoder()
 _SPACE = re.compile(r"[ \t\n\r]*")
@@ -29,6 +31,11 @@ class ScannedBody:
     values: dict[str, Any]  # every top-level key, the list included
     texts: dict[str, str]  # the JSON text of each top-level value
     items: list[tuple[Any, str]]  # (value, JSON text) of each element of the list
+    # The text as the client sent it, and where each top-level value and list item lies in it
+    # (a rewrite splices its changes in); None when the texts were rebuilt, not read.
+    source: str | None = None
+    spans: dict[str, Span] = field(default_factory=dict)
+    item_spans: list[Span] = field(default_factory=list)
 
 
 def _skip(text: str, at: int) -> int:
@@ -37,8 +44,9 @@ def _skip(text: str, at: int) -> int:
     return match.end()
 
 
-def _list_items(text: str, at: int) -> tuple[list[tuple[Any, str]], int]:
-    """The elements of the array starting at ``at`` (its ``[``), and the index after it."""
+def _list_items(text: str, at: int, spans: list[Span]) -> tuple[list[tuple[Any, str]], int]:
+    """The elements of the array starting at ``at`` (its ``[``), and the index after it; the
+    span of each element is added to ``spans``."""
     items: list[tuple[Any, str]] = []
     at = _skip(text, at + 1)
     if text[at] == "]":
@@ -47,6 +55,7 @@ def _list_items(text: str, at: int) -> tuple[list[tuple[Any, str]], int]:
         start = at
         value, at = _DECODER.raw_decode(text, at)
         items.append((value, text[start:at]))
+        spans.append((start, at))
         at = _skip(text, at)
         if text[at] == "]":
             return items, at + 1
@@ -59,6 +68,8 @@ def _pairs(text: str, list_key: str) -> ScannedBody:
     values: dict[str, Any] = {}
     texts: dict[str, str] = {}
     items: list[tuple[Any, str]] = []
+    spans: dict[str, Span] = {}
+    item_spans: list[Span] = []
     at = _skip(text, 0)
     if text[at] != "{":
         raise ValueError("not an object")
@@ -70,11 +81,13 @@ def _pairs(text: str, list_key: str) -> ScannedBody:
             raise ValueError(f"expected a key at {at}")
         start = at = _skip(text, at + 1)
         if key == list_key and text[at] == "[":
-            items, at = _list_items(text, at)
+            item_spans.clear()  # a repeated key: the last one counts, as in json.loads
+            items, at = _list_items(text, at, item_spans)
             values[key] = [value for value, _ in items]
         else:
             values[key], at = _DECODER.raw_decode(text, at)
         texts[key] = text[start:at]
+        spans[key] = (start, at)
         at = _skip(text, at)
         if text[at] == ",":
             at = _skip(text, at + 1)
@@ -84,12 +97,18 @@ def _pairs(text: str, list_key: str) -> ScannedBody:
             raise ValueError(f"expected ',' or '}}' at {at}")
     if text[_skip(text, at + 1) :]:
         raise ValueError("data after the object")
-    return ScannedBody(values, texts, items)
+    return ScannedBody(values, texts, items, text, spans, item_spans)
 
 
 def scan_body(data: bytes, list_key: str) -> ScannedBody | None:
     """``data`` as a JSON object whose ``list_key`` list is split into items; None when it is
     not a JSON object, or too deeply nested to read."""
+    scanned = read_body(data, list_key)
+    return scanned if isinstance(scanned, ScannedBody) else None
+
+
+def read_body(data: bytes, list_key: str) -> ScannedBody | str:
+    """:func:`scan_body`, saying why when ``data`` cannot be read."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -98,32 +117,35 @@ def scan_body(data: bytes, list_key: str) -> ScannedBody | None:
         if text is None or text.startswith("\ufeff"):
             return _loaded(data, list_key)
         return _pairs(text, list_key)
-    except (ValueError, IndexError, RecursionError):  # includes JSONDecodeError
-        return None
+    except RecursionError:
+        return "nested too deeply to read"
+    except (ValueError, IndexError):  # includes JSONDecodeError
+        return "not a JSON object"
 
 
-def _loaded(data: bytes, list_key: str) -> ScannedBody | None:
+def _loaded(data: bytes, list_key: str) -> ScannedBody | str:
     """What ``json.loads`` also reads and the scanner does not (a byte-order mark, UTF-16 or 32,
     encoded surrogates), with texts rebuilt: they only name the values to the statistics."""
     body = json.loads(data)
     if not isinstance(body, dict):
-        return None
-    texts = {key: _compact(value) for key, value in body.items()}
+        return "not a JSON object"
+    texts = {key: compact(value) for key, value in body.items()}
     listed = body.get(list_key)
-    items = [(v, _compact(v)) for v in listed] if isinstance(listed, list) else []
+    items = [(v, compact(v)) for v in listed] if isinstance(listed, list) else []
     return ScannedBody(body, texts, items)
 
 
-def _compact(value: Any) -> str:
-    """A value's JSON text as the proxy sends a rewritten body."""
-    return json.dumps(value, separators=(",", ":"))
+def compact(value: Any) -> str:
+    """A value's JSON text as the proxy sends it in a rewritten body (characters as they are:
+    "—" stays one character, not ``\\u2014``)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def rewritten_body(original: ScannedBody, body: Mapping[str, Any], list_key: str) -> ScannedBody:
     """``body``, a rewrite of ``original``, read without parsing the bytes sent for it.
 
     A rewrite copies only what it changes, so a value that is the very object ``original`` holds
-    keeps its text; the others get the text the proxy sends for them (:func:`_compact`). A long
+    keeps its text; the others get the text the proxy sends for them (:func:`compact`). A long
     history with a few shortened results costs the serialisation of those results, not another
     parse. Texts name values to the statistics: equal texts, equal values.
     """
@@ -136,7 +158,7 @@ def rewritten_body(original: ScannedBody, body: Mapping[str, Any], list_key: str
     texts = {k: _text_of(k, v, original) for k, v in values.items() if k != list_key}
     old = original.items
     items = [
-        old[i] if i < len(old) and value is old[i][0] else (value, _compact(value))
+        old[i] if i < len(old) and value is old[i][0] else (value, compact(value))
         for i, value in enumerate(listed)
     ]
     texts[list_key] = "[" + ",".join(text for _, text in items) + "]"
@@ -145,4 +167,4 @@ def rewritten_body(original: ScannedBody, body: Mapping[str, Any], list_key: str
 
 def _text_of(key: str, value: Any, original: ScannedBody) -> str:
     kept = key in original.values and original.values[key] is value
-    return original.texts[key] if kept else _compact(value)
+    return original.texts[key] if kept else compact(value)

@@ -1,8 +1,9 @@
-"""Running the proxy: in the foreground (``tokenlean proxy``) or on a thread (``tokenlean wrap``,
-tests, notebooks), on a port of your choice or a free one."""
+"""Running the proxy: in the foreground (``tokenlean proxy``, in one process or several), or on a
+thread (``tokenlean wrap``, tests, notebooks), on a port of your choice or a free one."""
 
 from __future__ import annotations
 
+import inspect
 import signal
 import socket
 import threading
@@ -11,6 +12,7 @@ from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
+from uvicorn.supervisors import Multiprocess
 
 from tokenlean.proxy._guard import check_listen
 
@@ -18,10 +20,12 @@ from tokenlean.proxy._guard import check_listen
 START_TIMEOUT = 10.0
 
 
-def _config(app: Starlette, *, access_log: bool) -> uvicorn.Config:
+def _config(app: Starlette | str, *, access_log: bool, workers: int = 1) -> uvicorn.Config:
     # The upstream's own Date and Server headers pass through; uvicorn's would duplicate them.
     return uvicorn.Config(
         app,
+        factory=isinstance(app, str),
+        workers=workers,
         log_config=None,
         access_log=access_log,
         server_header=False,
@@ -67,6 +71,32 @@ def serve(app: Starlette, host: str, port: int) -> None:
     finally:
         signal.signal(signal.SIGTERM, previous)
         sock.close()
+
+
+def serve_workers(factory: str, host: str, port: int, workers: int) -> None:
+    """Serve ``workers`` processes on one listening socket until SIGINT or SIGTERM.
+
+    ``factory`` names a function (``module:function``) each worker calls to build its app: an
+    app cannot travel to a new process, the instructions to build one can. The kernel spreads
+    connections over the workers; each has its own statistics and rewrite threads, and all of
+    them write the same bytes for the same history (the rewrite is a pure function of it).
+    """
+    if workers < 2:
+        raise ValueError(f"workers must be at least 2 to run several processes, got {workers}")
+    sock = bind(host, port)
+    config = _config(factory, access_log=False, workers=workers)
+    try:
+        _supervisor(config, sock).run()
+    finally:
+        sock.close()
+
+
+def _supervisor(config: uvicorn.Config, sock: socket.socket) -> Multiprocess:
+    # Older uvicorn releases take the worker's target; newer ones build the server themselves.
+    if "target" in inspect.signature(Multiprocess).parameters:
+        old: Any = Multiprocess
+        return old(config, target=uvicorn.Server(config).run, sockets=[sock])  # type: ignore[no-any-return]
+    return Multiprocess(config, sockets=[sock])
 
 
 class BackgroundProxy:

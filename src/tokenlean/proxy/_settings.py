@@ -69,6 +69,8 @@ class ProxySettings:
     ``connect_timeout`` bounds how long an unreachable upstream can hold a request before the
     client gets a 502; ``read_timeout`` is the longest silence allowed while waiting for upstream
     bytes (a long non-streamed answer can take minutes, so it matches the SDKs' 10 minutes).
+    ``body_timeout`` is the longest silence allowed while the client sends its body: a client
+    that declares more bytes than it sends gets a 408 instead of holding the connection.
 
     ``rewrite_threads`` bounds how many request bodies are parsed and rewritten at once (each on
     a worker thread, off the event loop); it bounds the memory and CPU that rewrites take, and
@@ -90,6 +92,7 @@ class ProxySettings:
     max_body_bytes: int = MAX_BODY_BYTES
     connect_timeout: float = 5.0
     read_timeout: float = 600.0
+    body_timeout: float = 30.0
     rewrite_threads: int = field(default_factory=default_rewrite_threads)
     anthropic_pricing: CachePricing = ANTHROPIC
     openai_pricing: CachePricing = OPENAI
@@ -106,10 +109,10 @@ class ProxySettings:
         _check_url("gemini_upstream", self.gemini_upstream)
         if self.max_body_bytes < 1:
             raise ValueError("max_body_bytes must be at least 1")
-        if self.connect_timeout <= 0:
-            raise ValueError("connect_timeout must be positive")
-        if self.read_timeout <= 0:
-            raise ValueError("read_timeout must be positive")
+        for name in ("connect_timeout", "read_timeout", "body_timeout"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not value > 0:  # NaN is not > 0
+                raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
         threads = self.rewrite_threads
         if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
             raise ValueError(f"rewrite_threads must be a positive int, got {threads!r}")

@@ -124,6 +124,7 @@ class StatsBook:
     ) -> None:
         self._pricing = pricing
         self._sessions: OrderedDict[str, Session] = OrderedDict()
+        self._unread: dict[str, int] = {}  # bodies forwarded unread, by reason (few reasons)
         self._lock = threading.Lock()
         self._counter = BlockCounter()
         self._max_sessions = max_sessions
@@ -138,6 +139,9 @@ class StatsBook:
         start = time.thread_time()  # CPU time: what counting costs, however busy the machine
         received = _received(api, prepared)
         if received is None:
+            reason = (prepared.unread or "not a JSON object").split(" (")[0]
+            with self._lock:
+                self._unread[reason] = self._unread.get(reason, 0) + 1
             return None
         label, source = session_key(api, headers, received.values, salt=self._salt)
         blocks_in = self._counter.blocks(api, received)
@@ -210,7 +214,13 @@ class StatsBook:
                     **s.totals.to_dict(),
                 }
             dropped = self._dropped_sessions if only is None else 0
-        return {"total": total.to_dict(), "sessions": sessions, "sessions_dropped": dropped}
+            unread = dict(self._unread)
+        return {
+            "total": total.to_dict(),
+            "sessions": sessions,
+            "sessions_dropped": dropped,
+            "forwarded_unread": unread,
+        }
 
 
 class CountingThread:

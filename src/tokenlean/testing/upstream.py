@@ -17,7 +17,10 @@ or an iterable of chunks sent (and flushed) one by one as it yields them.
 from __future__ import annotations
 
 import json
+import select
+import socket
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -64,9 +67,13 @@ class Recorded:
 
 @dataclass(frozen=True)
 class Reply:
+    """An answer; ``delay`` seconds pass before it is sent (a slow model), and a client that
+    closes its connection meanwhile gets none (the request is then ``abandoned``)."""
+
     status: int = 200
     body: bytes | Iterable[bytes] = b""
     headers: Sequence[tuple[str, str]] = (("content-type", "application/json"),)
+    delay: float = 0.0
 
 
 Script = Callable[[Recorded], Reply]
@@ -263,7 +270,7 @@ def canned(request: Recorded, text: str = "Hello from the fake upstream") -> Rep
         return _gemini(request, text)
     try:
         stream = bool(request.json().get("stream"))
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):
         stream = False
     if request.path.startswith("/v1/messages/count_tokens"):
         return json_reply({"input_tokens": 42})
@@ -300,17 +307,39 @@ class _Handler(BaseHTTPRequestHandler):
         request = Recorded(self.command, parts.path, parts.query, headers, body)
         fake = self.server.fake
         fake.record(request)
-        self._send(fake.script(request))
+        reply = fake.script(request)
+        if reply.delay and self._client_left_within(reply.delay):
+            fake.abandoned.append(request)
+            self.close_connection = True
+            return
+        if self._send(reply):
+            fake.answered.append(request)
 
-    def _send(self, reply: Reply) -> None:
+    def _client_left_within(self, seconds: float) -> bool:
+        """Wait ``seconds``; True as soon as the client closes its end of the connection."""
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            readable, _, _ = select.select([self.connection], [], [], left)
+            if readable:
+                if not self.connection.recv(1, socket.MSG_PEEK):
+                    return True
+                time.sleep(left)  # a pipelined request, not a close: just wait
+        return False
+
+    def _send(self, reply: Reply) -> bool:
+        """Send ``reply``; False when the client had gone before all of it was written."""
         self.send_response(reply.status)
         for key, value in reply.headers:
             self.send_header(key, value)
         if isinstance(reply.body, bytes):
             self.send_header("content-length", str(len(reply.body)))
             self.end_headers()
-            self.wfile.write(reply.body)
-            return
+            try:
+                self.wfile.write(reply.body)
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True
+                return False
+            return True
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
         try:
@@ -321,6 +350,8 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             self.server.fake.disconnected.set()
             self.close_connection = True
+            return False
+        return True
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
 
@@ -338,6 +369,9 @@ class FakeUpstream:
     requests: list[Recorded] = field(default_factory=list)
     #: Set when a streamed reply could not be written because the client had gone.
     disconnected: threading.Event = field(default_factory=threading.Event)
+    #: Requests whose reply was written in full, and those whose client left during the delay.
+    answered: list[Recorded] = field(default_factory=list)
+    abandoned: list[Recorded] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
