@@ -22,6 +22,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from tokenlean.proxy._metrics import metrics_route
 from tokenlean.proxy._rewrite import Prepared, Rewriter, default_rewriter, prepare
 from tokenlean.proxy._routing import (
     api_for,
@@ -235,6 +236,7 @@ def create_app(
     app = Starlette(
         routes=[
             Route("/tokenlean/stats", proxy.stats_endpoint, methods=["GET"]),
+            metrics_route(stats),
             Route("/{path:path}", proxy.handle, methods=_METHODS),
         ],
         lifespan=lifespan,

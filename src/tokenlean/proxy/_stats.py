@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tokenlean.cost import CachePricing
+from tokenlean.proxy._metrics import Metrics
 from tokenlean.proxy._rewrite import Prepared
 from tokenlean.proxy._routing import list_key
 from tokenlean.proxy._scan import ScannedBody, scan_body
@@ -107,6 +108,7 @@ class StatsBook:
         self._sessions: dict[str, Session] = {}
         self._lock = threading.Lock()
         self._counter = BlockCounter()
+        self.metrics = Metrics()  # what GET /metrics serves: counters that only grow
 
     def record(
         self, api: Api, headers: Mapping[str, str], prepared: Prepared, status: int
@@ -144,6 +146,7 @@ class StatsBook:
             session.history_sent.add(blocks_sent)
             one.count_seconds = time.thread_time() - start
             session.totals.add(one)
+            self.metrics.observe(api, status, one)
             session.last_seen = time.time()
         return RequestRecord(label, status, one)
 
