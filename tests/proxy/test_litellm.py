@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anthropic
 import httpx
 import openai
 import pytest
@@ -209,6 +210,40 @@ def test_streamed_calls_are_rewritten_too(gateways: dict[str, Gateway]):
     assert sent.json()["stream"] is True
     content = sent.json()["messages"][2]["content"]
     assert ERROR in content and len(content) < len(LOG) // 5
+
+
+def _anthropic_messages(gateway: Gateway) -> None:
+    client = anthropic.Anthropic(base_url=gateway.url, api_key=gateway.key, max_retries=0)
+    use = {"type": "tool_use", "id": "t1", "name": "bash", "input": {"cmd": "pytest"}}
+    result = {"type": "tool_result", "tool_use_id": "t1", "content": LOG}
+    messages: Any = [
+        {"role": "user", "content": "run the tests"},
+        {"role": "assistant", "content": [use]},
+        {"role": "user", "content": [result]},
+    ]
+    client.messages.create(model="gpt-test", max_tokens=64, messages=messages)
+
+
+def _responses(gateway: Gateway) -> None:
+    items: Any = [
+        {"type": "message", "role": "user", "content": "run the tests"},
+        {"type": "function_call", "call_id": "c1", "name": "bash", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": LOG},
+    ]
+    gateway.client().responses.create(model="gpt-test", input=items)
+
+
+@pytest.mark.parametrize("call", [_anthropic_messages, _responses])
+def test_messages_and_responses_calls_are_rewritten(gateways: dict[str, Gateway], call: Any):
+    """``/v1/messages`` and ``/v1/responses`` hand the hook their own shapes (LiteLLM then
+    translates them for the model's provider: here, the Responses API)."""
+    gateway = gateways["tokenlean"]
+    before = len(gateway.upstream.requests)
+    call(gateway)
+    (sent,) = [r for r in gateway.upstream.requests[before:] if r.method == "POST"]
+    text = sent.body.decode()
+    assert ERROR in text and "similar lines omitted" in text
+    assert "test_case_150 " not in text  # the passing lines were cut before LiteLLM sent it
 
 
 def test_a_failing_rewrite_sends_the_call_unchanged(gateways: dict[str, Gateway]):
