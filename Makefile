@@ -32,6 +32,15 @@ $(BENCH)/.installed: pyproject.toml benchmarks/requirements-peers.txt
 bench: $(BENCH)/.installed
 	$(BENCH)/bin/python -m benchmarks.compare
 
+# The LiteLLM proxy the plug-in's test starts (tests/proxy/test_litellm.py): heavy, and it pins
+# older rich and websockets, so it has its own environment too (TOKENLEAN_LITELLM names its CLI).
+LITELLM := .venv-litellm
+$(LITELLM)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(LITELLM)
+	$(LITELLM)/bin/python -m pip install --quiet --upgrade pip
+	$(LITELLM)/bin/python -m pip install --quiet -e ".[litellm]"
+	touch $@
+
 lint: $(VENV)/.installed
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
@@ -42,4 +51,4 @@ typecheck: $(VENV)/.installed
 check: lint typecheck test
 
 clean:
-	rm -rf $(VENV) $(BENCH) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(BENCH) $(LITELLM) .pytest_cache .mypy_cache .ruff_cache

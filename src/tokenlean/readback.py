@@ -30,6 +30,7 @@ __all__ = [
     "TOOL_READ_BACK",
     "FileReadBack",
     "ReadBack",
+    "ServedReadBack",
     "ToolReadBack",
     "point_to_file",
 ]
@@ -132,10 +133,44 @@ class FileReadBack:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class ServedReadBack(FileReadBack):
+    """Originals kept as :class:`FileReadBack` keeps them, and markers that name
+    ``read_original`` with the file's handle instead of its path: for agents that read the
+    folder through a tool served over it (``tokenlean mcp``, an MCP server), such as an agent on
+    another machine than the proxy, where the path means nothing."""
+
+    def finish(self, text: str, original: Original) -> str:
+        return name_handle(text, original.handle, make_handle("o", original.text))
+
+    def input_marker(
+        self, omitted: int, first: int, handle: str, text: str, *, final: bool = True
+    ) -> str:
+        if not final:
+            return ToolReadBack(None).input_marker(omitted, first, handle, text)
+        lines = f"{first}-{first + omitted - 1}"
+        return (
+            f"[... {omitted} lines of this input omitted after the call ran; "
+            f'{self.tool}("{make_handle("o", text)}", "{lines}") shows them ...]'
+        )
+
+
 #: The LangChain middleware's read-back: markers name ``read_original``.
 TOOL_READ_BACK = ToolReadBack()
 #: Originals are kept but the agent has no tool to read them: markers name the handle.
 NO_TOOL_READ_BACK = ToolReadBack(None)
+
+
+def _hints(handle: str) -> re.Pattern[str]:
+    """``read_original("<handle>", "a-b")`` as markers lay it out (quotes escaped in JSON)."""
+    return re.compile(
+        rf'{RETRIEVAL_TOOL}\((\\?)"{re.escape(handle)}\1"(?:, \1"(\d+)(?:-(\d+))?\1")?\)'
+    )
+
+
+def name_handle(text: str, handle: str, served: str) -> str:
+    """``text`` with each marker hint for ``handle`` naming ``served`` instead."""
+    return _hints(handle).sub(lambda m: m[0].replace(handle, served), text)
 
 
 def point_to_file(text: str, handle: str, path: str) -> str:
@@ -146,9 +181,7 @@ def point_to_file(text: str, handle: str, path: str) -> str:
     have a dozen markers into the same file. Hints inside JSON strings have escaped quotes, and
     get an escaped path.
     """
-    hint = re.compile(
-        rf'{RETRIEVAL_TOOL}\((\\?)"{re.escape(handle)}\1"(?:, \1"(\d+)(?:-(\d+))?\1")?\)'
-    )
+    hint = _hints(handle)
     named = False
 
     def where(match: re.Match[str]) -> str:

@@ -3,7 +3,8 @@
 ``tokenlean replay`` measures strategies on recorded runs (:mod:`tokenlean.cli._replay`);
 ``tokenlean shorten`` shortens a log in a shell pipeline (:mod:`tokenlean.cli._shorten`);
 ``tokenlean proxy`` serves the same savings to any agent over HTTP (:mod:`tokenlean.cli._proxy`);
-``tokenlean wrap claude|codex|gemini`` runs a coding agent through it (:mod:`tokenlean.cli._wrap`).
+``tokenlean wrap claude|codex|gemini`` runs a coding agent through it (:mod:`tokenlean.cli._wrap`);
+``tokenlean mcp`` serves its originals to agents as an MCP tool (:mod:`tokenlean.cli._mcp`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ SUBCOMMAND_MODULES: list[str] = [
     "tokenlean.cli._shorten",
     "tokenlean.cli._proxy",
     "tokenlean.cli._wrap",
+    "tokenlean.cli._mcp",
 ]
 
 
@@ -34,6 +36,7 @@ EXTRA_OF_MODULE: Mapping[str, str] = {
     "starlette": "proxy",
     "uvicorn": "proxy",
     "httpx": "proxy",
+    "mcp": "mcp",
 }
 #: The extra a subcommand needs as a whole (one install line covers all it imports).
 EXTRA_OF_COMMAND: Mapping[str, str] = {"replay": "replay", "proxy": "proxy", "wrap": "proxy"}

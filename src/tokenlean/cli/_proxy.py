@@ -67,6 +67,11 @@ def add_proxy_options(p: argparse.ArgumentParser) -> None:
         help=f"shared secret every request must carry (default: ${TOKEN_ENV}; prefer the "
         "variable, a command line is visible to other users)",
     )
+    p.add_argument(
+        "--retrieval",
+        choices=["file", "mcp"],
+        help="markers name the file, or read_original for `tokenlean mcp` (default: file)",
+    )
 
 
 def add_subcommand(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -127,7 +132,8 @@ def build_app(args: argparse.Namespace, command: str, host: str = DEFAULT_HOST) 
     except ValueError as exc:
         print(f"tokenlean {command}: {exc}", file=sys.stderr)
         return None
-    return proxy.create_app(settings, rewriter=None if args.no_rewrite else "default")
+    rewriter = proxy.default_rewriter(settings.originals_dir, retrieval=args.retrieval)
+    return proxy.create_app(settings, rewriter=None if args.no_rewrite else rewriter)
 
 
 def print_summary(app: Starlette) -> None:

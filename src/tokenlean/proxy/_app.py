@@ -30,6 +30,7 @@ from starlette.types import Receive, Scope, Send
 
 from tokenlean.proxy._errors import error_response
 from tokenlean.proxy._guard import Guard, authorized
+from tokenlean.proxy._metrics import metrics_route
 from tokenlean.proxy._rewrite import Prepared, Rewriter, default_rewriter, prepare
 from tokenlean.proxy._routing import (
     api_for,
@@ -296,6 +297,7 @@ def create_app(
     app = Starlette(
         routes=[
             Route("/tokenlean/stats", proxy.stats_endpoint, methods=["GET"]),
+            metrics_route(stats),
             Route("/{path:path}", proxy.handle, methods=_METHODS),
         ],
         middleware=[Middleware(Guard, settings=settings)],  # in front of every route

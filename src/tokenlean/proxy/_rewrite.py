@@ -27,7 +27,7 @@ from tokenlean.proxy._routing import list_key
 from tokenlean.proxy._scan import ScannedBody, read_body
 from tokenlean.proxy._settings import MAX_BODY_BYTES
 from tokenlean.proxy._splice import serialise
-from tokenlean.raw import Api, RawSettings, rewrite_request
+from tokenlean.raw import Api, RawSettings, Retrieval, rewrite_request
 
 log = logging.getLogger("tokenlean.proxy")
 
@@ -50,10 +50,11 @@ class RewriteOutcome(Protocol):
 Rewriter = Callable[[Api, Mapping[str, Any]], "RewriteOutcome | None"]
 
 
-def default_rewriter(originals_dir: Path | None) -> Rewriter:
+def default_rewriter(originals_dir: Path | None, *, retrieval: Retrieval | None = None) -> Rewriter:
     """``tokenlean.raw.rewrite_request`` bound to its settings (and so to one planner, whose
-    memo every request of the proxy shares)."""
-    settings = RawSettings(originals_dir=originals_dir)
+    memo every request of the proxy shares); ``retrieval`` as ``RawSettings`` takes it."""
+    given: dict[str, Any] = {} if retrieval is None else {"retrieval": retrieval}
+    settings = RawSettings(originals_dir=originals_dir, **given)
 
     def rewrite(api: Api, body: Mapping[str, Any]) -> RewriteOutcome | None:
         return rewrite_request(api, body, settings=settings)

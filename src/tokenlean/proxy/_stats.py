@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tokenlean.cost import CachePricing
+from tokenlean.proxy._metrics import Metrics
 from tokenlean.proxy._rewrite import Prepared
 from tokenlean.proxy._routing import list_key
 from tokenlean.proxy._scan import ScannedBody, scan_body
@@ -131,6 +132,7 @@ class StatsBook:
         self._salt = salt or secrets.token_bytes(16)
         self._dropped = Totals()  # the sums of the sessions dropped from the table
         self._dropped_sessions = 0
+        self.metrics = Metrics()  # what GET /metrics serves: counters that only grow
 
     def record(
         self, api: Api, headers: Mapping[str, str], prepared: Prepared, status: int
@@ -171,6 +173,7 @@ class StatsBook:
             session.history_sent.add(blocks_sent)
             one.count_seconds = time.thread_time() - start
             session.totals.add(one)
+            self.metrics.observe(api, status, one)
             session.last_seen = time.time()
         return RequestRecord(label, status, one)
 

@@ -33,18 +33,29 @@ from tokenlean.raw import _gemini as gemini
 from tokenlean.raw import _openai_chat as openai_chat
 from tokenlean.raw import _openai_responses as openai_responses
 from tokenlean.raw._view import RawView, Write, apply, strip_cache_control
-from tokenlean.readback import FileReadBack
+from tokenlean.readback import FileReadBack, ServedReadBack
 from tokenlean.shorten._firstsight import OutputShorteningSettings
 from tokenlean.shorten._inputs import RECOMMENDED_INPUTS, InputShorteningSettings
 from tokenlean.shorten._options import ShortenSettings
 from tokenlean.store import FolderOriginalStore, default_originals_dir
 from tokenlean.tokens import DEFAULT_COUNTER, TokenCounter
 
-__all__ = ["Api", "RawSettings", "RewriteResult", "rewrite_request", "strip_cache_control"]
+__all__ = [
+    "Api",
+    "RawSettings",
+    "Retrieval",
+    "RewriteResult",
+    "rewrite_request",
+    "strip_cache_control",
+]
 
 logger = logging.getLogger(__name__)
 
 Api = Literal["anthropic", "openai_chat", "openai_responses", "gemini"]
+#: How markers tell the agent to read an original back: ``"file"``, the file and lines (the
+#: agent opens it: it runs where the folder is); ``"mcp"``, ``read_original`` and a handle (the
+#: agent reads the folder through ``tokenlean mcp``, from any machine that can run it).
+Retrieval = Literal["file", "mcp"]
 _OUTPUTS = OutputShorteningSettings()  # the output shortener's defaults, in their one place
 
 _READERS: dict[str, Callable[[Mapping[str, Any]], RawView | None]] = {
@@ -80,6 +91,7 @@ class RawSettings:
             originals`` or ``~/.cache/tokenlean/originals``); markers name files in it.
         keep_originals: write originals; without them markers give line numbers only and
             inputs are never cut (nothing could show them).
+        retrieval: what markers name to read an original back (:data:`Retrieval`).
         min_tokens: tool results of at most this many tokens are left alone.
         options: every shortening setting (:class:`~tokenlean.shorten.ShortenSettings`).
         dedupe: point to lines the model was already shown instead of repeating them.
@@ -94,6 +106,7 @@ class RawSettings:
 
     originals_dir: Path | None = None
     keep_originals: bool = True
+    retrieval: Retrieval = "file"
     min_tokens: int = _OUTPUTS.min_tokens
     options: ShortenSettings = _OUTPUTS.options
     dedupe: bool = _OUTPUTS.dedupe
@@ -110,6 +123,8 @@ class RawSettings:
         for name in ("keep_originals", "dedupe", "shorten_inputs"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}")
+        if self.retrieval not in ("file", "mcp"):
+            raise ValueError(f"retrieval must be 'file' or 'mcp', got {self.retrieval!r}")
         if isinstance(self.min_tokens, bool) or not isinstance(self.min_tokens, int):
             raise ValueError(f"min_tokens must be a non-negative int, got {self.min_tokens!r}")
         if self.min_tokens < 0:
@@ -157,7 +172,8 @@ class RawSettings:
             orphans=True,  # a provider API can keep the calls server-side
         )
         inputs = replace(self.inputs, never=self.inputs.never | frozenset(self.never_inputs))
-        read_back = FileReadBack(self.store) if self.keep_originals else None
+        kind = ServedReadBack if self.retrieval == "mcp" else FileReadBack
+        read_back = kind(self.store) if self.keep_originals else None
         return PlannerSettings(
             outputs=outputs,
             inputs=inputs if self.shorten_inputs else None,

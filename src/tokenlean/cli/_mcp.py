@@ -1,0 +1,37 @@
+"""``tokenlean mcp``: serve ``read_original`` over an originals folder to an agent, over stdio.
+
+Pair it with a proxy started with ``--retrieval mcp`` (markers then name the tool and a handle
+rather than a file) and register it with the agent, e.g. ``claude mcp add tokenlean -- tokenlean
+mcp`` or, in Codex's ``config.toml``, ``[mcp_servers.tokenlean] command = "tokenlean"
+args = ["mcp"]``. On another machine than the proxy: ``-- ssh PROXY-HOST tokenlean mcp``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def add_subcommand(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Adds ``tokenlean mcp``."""
+    p = sub.add_parser(
+        "mcp",
+        help="serve read_original over the originals folder as an MCP server (stdio)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--originals",
+        type=Path,
+        metavar="DIR",
+        default=None,
+        help="the folder the proxy keeps originals in (default: ~/.cache/tokenlean/originals)",
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from tokenlean.mcp import server
+
+    server(args.originals).run("stdio")
+    return 0

@@ -1,0 +1,51 @@
+"""``read_original`` as an MCP server over an originals folder: ``tokenlean mcp``.
+
+The proxy (or an SDK wrapper, or the LiteLLM plug-in) with ``retrieval="mcp"`` writes markers
+that name ``read_original`` and a handle rather than a file path (:class:`~tokenlean.readback.
+ServedReadBack`); this server answers them from the folder, over stdio, so any agent that takes
+MCP servers (Claude Code, Codex) reads originals back wherever it runs: on the proxy's machine,
+on one that mounts the folder, or through ``ssh PROXY-HOST tokenlean mcp``. Read-only: it never
+writes or lists the folder, and reads only names of the handle's shape. Needs the ``mcp`` extra.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mcp.server.mcpserver import MCPServer
+
+from tokenlean.store import (
+    RETRIEVAL_TOOL,
+    FolderOriginalStore,
+    default_originals_dir,
+    excerpt,
+    retrieval_description,
+)
+
+__all__ = ["read_original", "server"]
+
+
+def read_original(
+    store: FolderOriginalStore, handle: str, lines: str = "", pattern: str = ""
+) -> str:
+    """What the tool answers: the original's lines (a range, or those holding ``pattern``, or
+    all of them), numbered as the markers count them; a sentence when there is none."""
+    found = store.get("", handle.strip())
+    if found is None:
+        return f"No original with handle {handle.strip()!r} is kept in {store.directory}."
+    try:
+        return excerpt(found.text, lines=lines or None, pattern=pattern or None)
+    except ValueError as exc:  # a malformed range: the agent can ask again
+        return str(exc)
+
+
+def server(originals_dir: Path | None = None) -> MCPServer:
+    """The MCP server, reading ``originals_dir`` (default: the proxy's default folder)."""
+    store = FolderOriginalStore((originals_dir or default_originals_dir()).expanduser().absolute())
+    app: MCPServer = MCPServer("tokenlean", instructions=retrieval_description(call_ids=False))
+
+    def tool(handle: str, lines: str = "", pattern: str = "") -> str:
+        return read_original(store, handle, lines, pattern)
+
+    app.add_tool(tool, name=RETRIEVAL_TOOL, description=retrieval_description(call_ids=False))
+    return app
