@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-__all__ = ["cli_params"]
+__all__ = ["cli_params", "pinned"]
 
 
 def _param(label: str, path: str | None, missing: str) -> Any:
@@ -25,19 +25,21 @@ def _param(label: str, path: str | None, missing: str) -> Any:
     return pytest.param(path, id=label)
 
 
+def pinned(command: str, variable: str) -> str | None:
+    """The pinned build: ``$variable``, else ``command`` on PATH (None when neither is set)."""
+    return os.environ.get(variable) or shutil.which(command)
+
+
 def cli_params(command: str, variable: str, package: str) -> list[Any]:
     """The pinned build (``$variable``, else ``command`` on PATH; ``.ci/run`` pins the version)
     and the current release (``${variable}_CURRENT``), as ``pytest.param`` with ids ``pinned``
     and ``current``."""
-    pinned = os.environ.get(variable) or shutil.which(command)
+    build = pinned(command, variable)
     current = os.environ.get(f"{variable}_CURRENT")
     how = "npm install --prefix DIR {}@{}, then {}=DIR/node_modules/.bin/" + command
-    params = [
-        _param(
-            "pinned", pinned, f"{package} not installed ({how.format(package, 'PINNED', variable)})"
-        ),
-    ]
-    if current and pinned and Path(current).resolve() == Path(pinned).resolve():
+    missing = f"{package} not installed ({how.format(package, 'PINNED', variable)})"
+    params = [_param("pinned", build, missing)]
+    if current and build and Path(current).resolve() == Path(build).resolve():
         same = f"{variable}_CURRENT is the pinned build: the current release is the pinned one"
         return [*params, _param("current", None, same)]
     install = how.format(package, "latest", f"{variable}_CURRENT")

@@ -50,9 +50,10 @@ from tokenlean.testing.upstream import (
     sse_reply,
 )
 
-from .agent_clis import cli_params
+from .agent_clis import cli_params, pinned
 
 CLAUDES = cli_params("claude", "TOKENLEAN_CLAUDE", "@anthropic-ai/claude-code")
+CLAUDE = pinned("claude", "TOKENLEAN_CLAUDE")  # the build the recipe tests drive
 HAS_REWRITE = importlib.util.find_spec("tokenlean.raw") is not None
 
 #: About 20 KB of near-identical lines with the one line the model needs near the end (Claude
