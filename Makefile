@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 SHARED ?= ../shared
 export TOKENLEAN_TIKTOKEN_DIR ?= $(abspath $(SHARED)/tokenizers)
 
-.PHONY: demo test bench lint typecheck check clean
+.PHONY: demo test bench lint typecheck check wheel-check clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -49,6 +49,10 @@ typecheck: $(VENV)/.installed
 	$(BIN)/mypy
 
 check: lint typecheck test
+
+# The wheel, built and installed from the file into a clean environment, runs (CI runs this too).
+wheel-check:
+	PYTHON=$(PYTHON) .ci/wheel_check
 
 clean:
 	rm -rf $(VENV) $(BENCH) $(LITELLM) .pytest_cache .mypy_cache .ruff_cache

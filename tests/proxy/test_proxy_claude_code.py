@@ -1,11 +1,14 @@
 """End to end with the real Claude Code CLI: ``claude -p`` through the proxy to a scripted fake
 Anthropic model that asks for two Bash commands and then answers.
 
-Skipped unless Claude Code is installed. Install it outside the repository, offline use needs no
-account (a dummy key and the fake upstream stand in)::
+Each test runs once per build present (:mod:`tests.proxy.agent_clis`): the pinned one and the
+current release; a build not installed is skipped, saying how to install it. Install them outside
+the repository; offline use needs no account (a dummy key and the fake upstream stand in)::
 
-    npm install --prefix ~/cc @anthropic-ai/claude-code
+    npm install --prefix ~/cc @anthropic-ai/claude-code@2.1.197
     export TOKENLEAN_CLAUDE=~/cc/node_modules/.bin/claude     # or put `claude` on PATH
+    npm install --prefix ~/cc-current @anthropic-ai/claude-code@latest
+    export TOKENLEAN_CLAUDE_CURRENT=~/cc-current/node_modules/.bin/claude
 
 What Claude Code 2.1.197 sends (recorded by this test): ``POST /v1/messages?beta=true``, streamed,
 with ``x-api-key``, ``anthropic-version``, a long ``anthropic-beta`` list and an
@@ -15,6 +18,11 @@ thinking), ``output_config`` (effort), ``metadata.user_id`` (a JSON string holdi
 id), a message with ``role: "system"`` inside ``messages``, and ``cache_control`` on the last
 block of the newest message only. Tool results arrive as strings; consecutive tool_use blocks
 of one assistant message share that message's id.
+
+Claude Code 2.1.332 sends the same, except that its ``role: "system"`` message, a list of one
+text block in its first request, is that text as a plain string from the second request on (its
+own drift: it happens without the proxy too). The prefix test compares what the proxy forwarded
+with what the client sent, so that change passes and any the proxy made does not.
 """
 
 from __future__ import annotations
@@ -23,7 +31,6 @@ import importlib.util
 import itertools
 import json
 import os
-import shutil
 import subprocess
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -43,12 +50,10 @@ from tokenlean.testing.upstream import (
     sse_reply,
 )
 
-CLAUDE = os.environ.get("TOKENLEAN_CLAUDE") or shutil.which("claude")
-pytestmark = pytest.mark.skipif(
-    CLAUDE is None or not Path(CLAUDE).exists(),
-    reason="Claude Code not installed (npm install --prefix DIR @anthropic-ai/claude-code, "
-    "then TOKENLEAN_CLAUDE=DIR/node_modules/.bin/claude)",
-)
+from .agent_clis import cli_params, pinned
+
+CLAUDES = cli_params("claude", "TOKENLEAN_CLAUDE", "@anthropic-ai/claude-code")
+CLAUDE = pinned("claude", "TOKENLEAN_CLAUDE")  # the build the recipe tests drive
 HAS_REWRITE = importlib.util.find_spec("tokenlean.raw") is not None
 
 #: About 20 KB of near-identical lines with the one line the model needs near the end (Claude
@@ -128,9 +133,8 @@ def claude_env(home: Path, base_url: str) -> dict[str, str]:
     return env
 
 
-def run_claude(cwd: Path, env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
-    assert CLAUDE is not None
-    command = [CLAUDE, "-p", PROMPT, "--allowedTools", "Bash"]
+def run_claude(claude: str, cwd: Path, env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
+    command = [claude, "-p", PROMPT, "--allowedTools", "Bash"]
     return subprocess.run(
         command, cwd=cwd, env=dict(env), capture_output=True, text=True, timeout=300
     )
@@ -170,10 +174,19 @@ def through_proxy(
     return result, client_bodies, list(upstream.requests)
 
 
+@pytest.fixture(scope="module", params=CLAUDES)
+def claude(request: pytest.FixtureRequest) -> str:
+    """The Claude Code executable: the pinned build, then the current release."""
+    path: str = request.param
+    return path
+
+
 @pytest.fixture(scope="module")
-def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
+def session(claude: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
     root = tmp_path_factory.mktemp("claude-code")
-    run, client_bodies, upstream = through_proxy(root, lambda env: run_claude(root / "work", env))
+    run, client_bodies, upstream = through_proxy(
+        root, lambda env: run_claude(claude, root / "work", env)
+    )
     yield Session(run, client_bodies, upstream)
 
 
@@ -225,12 +238,32 @@ def _strip_cache_control(value: Any) -> Any:
     return value
 
 
+def _system_text_as_string(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
+    """Claude Code's own drift (2.1.332): its system-role message, sent first as a list of text
+    blocks, is the same text as one string in the next requests."""
+    blocks = before["content"]
+    return (
+        before["role"] == after["role"] == "system"
+        and isinstance(blocks, list)
+        and isinstance(after["content"], str)
+        and all(b.get("type") == "text" for b in blocks)
+        and "".join(b["text"] for b in blocks) == after["content"]
+    )
+
+
 def test_zero_prefix_drift_upstream(session: Session):
-    sent = [_strip_cache_control(u) for _, u in session.conversation()]
-    for earlier, later in itertools.pairwise(sent):
-        n = len(earlier["messages"])
-        assert later["messages"][:n] == earlier["messages"]
-        assert (later["system"], later["tools"]) == (earlier["system"], earlier["tools"])
+    """What the model was sent before it is sent again byte for byte wherever the client kept
+    it; where the client itself changed an earlier message (only the known drift), the model gets
+    the client's new message as the client sent it."""
+    pairs = [tuple(map(_strip_cache_control, pair)) for pair in session.conversation()]
+    for (client_before, before), (client_after, after) in itertools.pairwise(pairs):
+        assert (after["system"], after["tools"]) == (before["system"], before["tools"])
+        for i, kept in enumerate(client_before["messages"]):
+            if client_after["messages"][i] == kept:
+                assert after["messages"][i] == before["messages"][i], i
+            else:
+                assert _system_text_as_string(kept, client_after["messages"][i]), i
+                assert after["messages"][i] == client_after["messages"][i], i
 
 
 @pytest.mark.skipif(not HAS_REWRITE, reason="needs the request rewrite (tokenlean.raw)")
@@ -244,11 +277,10 @@ def test_the_long_result_is_shortened_keeping_the_line_the_model_needs(session: 
     assert NEEDLE in shortened
 
 
-def test_tokenlean_wrap_claude(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd):
+def test_tokenlean_wrap_claude(claude: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd):
     """The same run through ``tokenlean wrap claude``, as a user starts it."""
     from tokenlean.cli import main
 
-    assert CLAUDE is not None
     (tmp_path / "home").mkdir()
     monkeypatch.chdir(tmp_path)
     env = claude_env(tmp_path / "home", "unused")
@@ -256,7 +288,7 @@ def test_tokenlean_wrap_claude(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, 
         monkeypatch.delenv(key)
     for key, value in env.items():
         monkeypatch.setenv(key, value)
-    monkeypatch.setenv("PATH", f"{Path(CLAUDE).parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("PATH", f"{Path(claude).parent}{os.pathsep}{os.environ['PATH']}")
     with FakeUpstream(script=scripted_model) as upstream:
         code = main(
             [

@@ -42,6 +42,7 @@ __all__ = [
     "gemini_response",
     "json_reply",
     "response_events",
+    "response_item_events",
     "response_object",
     "sse_event",
     "sse_reply",
@@ -227,6 +228,22 @@ def response_events(text: str, model: str = "gpt-test") -> list[bytes]:
         events.append(sse_event(delta, "response.output_text.delta"))
     completed = {"type": "response.completed", "response": done, "sequence_number": len(events)}
     return [*events, sse_event(completed, "response.completed")]
+
+
+def response_item_events(
+    items: Sequence[Mapping[str, Any]], model: str = "gpt-test", response_id: str = "resp_test"
+) -> list[bytes]:
+    """The event stream of a response whose output is ``items`` (messages, ``function_call`` or
+    ``custom_tool_call`` items), each sent whole as ``response.output_item.added`` and
+    ``.done``: the events Codex builds its turn from."""
+    done = {**response_object("", model), "id": response_id, "output": list(items)}
+    created = {**done, "status": "in_progress", "output": []}
+    events: list[dict[str, Any]] = [{"type": "response.created", "response": created}]
+    for n, item in enumerate(items):
+        for kind in ("response.output_item.added", "response.output_item.done"):
+            events.append({"type": kind, "output_index": n, "item": item})
+    events.append({"type": "response.completed", "response": done})
+    return [sse_event({**e, "sequence_number": n}, e["type"]) for n, e in enumerate(events)]
 
 
 def gemini_response(
