@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from tokenlean.proxy import BackgroundProxy, Rewriter
+from tokenlean.proxy import BackgroundProxy, Rewriter, default_rewriter
 
 MARKER = "tl-marker"
 #: A proxy token for tests: with one, ``GET /tokenlean/stats`` shows every session.
@@ -73,3 +75,35 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+#: A passing test log long enough for the default rewrite to shorten (its original kept on disk).
+PASSING_LOG = "".join(f"test_{i} PASSED in 0.0{i % 10}s\n" for i in range(300))
+
+
+def log_turn(model: str = "claude-test", call_id: str = "t1") -> dict[str, Any]:
+    """An Anthropic body whose last turn is a bash call's long result (:data:`PASSING_LOG`)."""
+    result = {"type": "tool_result", "tool_use_id": call_id, "content": PASSING_LOG}
+    call = {"type": "tool_use", "id": call_id, "name": "bash", "input": {"cmd": "x"}}
+    return {
+        "model": model,
+        "max_tokens": 8,
+        "messages": [
+            {"role": "user", "content": "run the tests"},
+            {"role": "assistant", "content": [call]},
+            {"role": "user", "content": [result]},
+        ],
+    }
+
+
+def recording_rewriter(originals: Path) -> tuple[Rewriter, list[dict[str, Any]]]:
+    """The default rewrite (originals kept in ``originals``), and the list it records each body
+    the client sent into, as the client sent it."""
+    inner = default_rewriter(originals)
+    client_bodies: list[dict[str, Any]] = []
+
+    def recording(api: Any, body: Mapping[str, Any]) -> Any:
+        client_bodies.append(json.loads(json.dumps(body)))
+        return inner(api, body) if inner is not None else None
+
+    return recording, client_bodies

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
-import json
 import os
 import subprocess
 from collections.abc import Callable, Iterator, Mapping
@@ -39,7 +38,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from tokenlean.proxy import BackgroundProxy, ProxySettings, create_app, default_rewriter
+from tokenlean.proxy import BackgroundProxy, ProxySettings, create_app
 from tokenlean.testing.upstream import (
     FakeUpstream,
     Recorded,
@@ -51,6 +50,7 @@ from tokenlean.testing.upstream import (
 )
 
 from .agent_clis import cli_params, pinned
+from .proxy_support import recording_rewriter
 
 CLAUDES = cli_params("claude", "TOKENLEAN_CLAUDE", "@anthropic-ai/claude-code")
 CLAUDE = pinned("claude", "TOKENLEAN_CLAUDE")  # the build the recipe tests drive
@@ -160,12 +160,7 @@ def through_proxy(
     scripted model: what it returned, the bodies it sent the proxy, and what was forwarded."""
     (root / "home").mkdir()
     (root / "work").mkdir()
-    inner = default_rewriter(root / "originals")
-    client_bodies: list[dict[str, Any]] = []
-
-    def recording(api: Any, body: Mapping[str, Any]) -> Any:
-        client_bodies.append(json.loads(json.dumps(body)))
-        return inner(api, body) if inner is not None else None
+    recording, client_bodies = recording_rewriter(root / "originals")
 
     with FakeUpstream(script=scripted_model) as upstream:
         app = create_app(ProxySettings(upstream=upstream.url), rewriter=recording)

@@ -40,7 +40,7 @@ import pytest
 
 from tokenlean.cli import main
 from tokenlean.cli._wrap import agent_args
-from tokenlean.proxy import BackgroundProxy, ProxySettings, create_app, default_rewriter
+from tokenlean.proxy import BackgroundProxy, ProxySettings, create_app
 from tokenlean.testing.upstream import (
     FakeUpstream,
     Recorded,
@@ -52,6 +52,7 @@ from tokenlean.testing.upstream import (
 )
 
 from .agent_clis import cli_params
+from .proxy_support import recording_rewriter
 
 CODEXES = cli_params("codex", "TOKENLEAN_CODEX", "@openai/codex")
 #: About 17 KB of passing tests and the one failure the model needs, last (under the 10,000
@@ -129,12 +130,7 @@ def through_proxy(codex: str, root: Path) -> Session:
     """Run ``codex exec`` pointed at a proxy in front of the scripted model, recording what it
     sent the proxy and what the proxy forwarded."""
     (root / "work").mkdir()
-    inner = default_rewriter(root / "originals")
-    client_bodies: list[dict[str, Any]] = []
-
-    def recording(api: Any, body: Mapping[str, Any]) -> Any:
-        client_bodies.append(json.loads(json.dumps(body)))
-        return inner(api, body) if inner is not None else None
+    recording, client_bodies = recording_rewriter(root / "originals")
 
     with FakeUpstream(script=scripted_model) as upstream:
         app = create_app(ProxySettings(upstream=upstream.url), rewriter=recording)

@@ -31,23 +31,10 @@ from tokenlean.proxy import (
 )
 from tokenlean.testing.upstream import FakeUpstream
 
-from .proxy_support import TOKEN, ProxyFactory, wait_for, with_token
+from .proxy_support import TOKEN, ProxyFactory, log_turn, wait_for, with_token
 
 GENEROUS = 30.0
-LOG = "".join(f"test_{i} PASSED in 0.0{i % 10}s\n" for i in range(300))
-#: A turn whose long tool result the default rewrite shortens, keeping the original on disk.
-BODY: dict[str, Any] = {
-    "model": "claude-test",
-    "max_tokens": 8,
-    "messages": [
-        {"role": "user", "content": "run the tests"},
-        {
-            "role": "assistant",
-            "content": [{"type": "tool_use", "id": "t1", "name": "bash", "input": {"cmd": "x"}}],
-        },
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": LOG}]},
-    ],
-}
+BODY: dict[str, Any] = log_turn("claude-test", "t1")
 
 
 def _post(url: str, body: Any = BODY, **headers: str) -> httpx.Response:

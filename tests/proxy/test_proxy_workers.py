@@ -10,28 +10,17 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 from tokenlean.testing.upstream import FakeUpstream
 
-from .proxy_support import wait_for
+from .proxy_support import log_turn, wait_for
 
 GENEROUS = 60.0
-LOG = "".join(f"test_{i} PASSED in 0.0{i % 10}s\n" for i in range(300))
-BODY = {
-    "model": "m",
-    "max_tokens": 1,
-    "messages": [
-        {"role": "user", "content": "run the tests"},
-        {
-            "role": "assistant",
-            "content": [{"type": "tool_use", "id": "t0", "name": "bash", "input": {"cmd": "t"}}],
-        },
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t0", "content": LOG}]},
-    ],
-}
+BODY: dict[str, Any] = log_turn("m", "t0")
 
 
 def _free_port() -> int:
