@@ -1,0 +1,128 @@
+"""Where coding agents' tool-output cost sits, by kind of output, and how much of it is used.
+
+Usage (from the repository root)::
+
+    python -m benchmarks.output_kinds [TRAJECTORY_DIR] [--sources a,b] [--limit N]
+
+A diagnostic for issue 22, not a strategy: no replay, no middleware. Each tool output of at least
+200 tokens (estimated) is weighted by what keeping it costs with a prompt cache,
+``tokens x (1.25 + 0.1 x later model calls)``, and sorted into a kind by its call (a whole-file
+read, a ranged read, a search, a run of a test or script, anything else). Per source and kind it
+prints that weight as a share of the source's tool-output weight three ways: whole, as
+``shorten()`` keeps it at first sight with its defaults, and as the room's first-sight oracle
+keeps it (the lines holding a reference a later turn uses, ``benchmarks.room``), with the share
+of lines used. Writes ``benchmarks/output_kinds.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from benchmarks import _common as common
+from benchmarks.room import oracle_text, used_references
+from tokenlean.replay._formats import load_trajectory
+from tokenlean.shorten import shorten
+from tokenlean.shorten._detect import file_read
+from tokenlean.shorten._text import estimate_tokens
+
+HERE = Path(__file__).parent
+CODING = (
+    "codex_cli_rollouts",
+    "entire_claude_code",
+    "entire_opencode_pi",
+    "miniswe_deepseek",
+    "openagents_claude_code",
+    "sweagent",
+)
+_RANGED = re.compile(r"offset|limit|sed -n|\bhead\b|\btail\b")
+_SEARCH = re.compile(r"\b(grep|rg|ag)\b")
+_RUN = re.compile(r"pytest|python|npm|cargo|go test|\bmake\b|node ")
+
+
+def kind(name: str, args: Mapping[str, Any]) -> str:
+    """The kind of output a call gives, judged on its tool name and arguments."""
+    command = json.dumps(args)
+    read = file_read(args)
+    if name.lower() in ("read", "read_file", "view") or read:
+        whole = read == "file" or name.lower() == "read"
+        return "whole-file read" if whole and not _RANGED.search(command) else "ranged read"
+    if name.lower() == "grep" or _SEARCH.search(command):
+        return "search"
+    return "run" if _RUN.search(command) else "other"
+
+
+def measure(path: Path, sums: dict[tuple[str, str], list[float]]) -> None:
+    """Adds one trajectory's outputs to ``sums[(source, kind)]``: count, whole, shortened,
+    oracle weights, used lines, lines."""
+    trajectory = load_trajectory(path)
+    messages = trajectory.messages
+    used = used_references(messages)
+    calls = {call.id: call for m in messages for call in m.tool_calls}
+    later = [0] * len(messages)
+    seen = 0
+    for i in range(len(messages) - 1, -1, -1):
+        later[i] = seen
+        seen += messages[i].role == "assistant"
+    for i, message in enumerate(messages):
+        if message.role != "tool" or estimate_tokens(message.text) < 200:
+            continue
+        call = calls.get(message.tool_call_id or "")
+        name, args = (call.name, call.args) if call else (message.name or "", {})
+        keep = used.get(i, frozenset())
+        oracle = oracle_text(message.text, keep)
+        weight = 1.25 + 0.1 * later[i]
+        row = sums[(path.parent.name, kind(name, args))]
+        row[0] += 1
+        row[1] += weight * estimate_tokens(message.text)
+        row[2] += weight * estimate_tokens(shorten(message.text, query=args).text)
+        row[3] += weight * estimate_tokens(oracle)
+        row[4] += sum(1 for line in oracle.split("\n") if not line.startswith("[... "))
+        row[5] += message.text.count("\n") + 1
+
+
+def table(sums: Mapping[tuple[str, str], list[float]]) -> list[str]:
+    totals: dict[str, float] = defaultdict(float)
+    for (source, _), row in sums.items():
+        totals[source] += row[1]
+    out = [
+        "| source | kind | outputs | whole | shortened | oracle | lines used |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for (source, what), row in sorted(sums.items()):
+        n, whole, short, oracle, lines_used, lines = row
+        t = totals[source]
+        out.append(
+            f"| {source} | {what} | {n:.0f} | {whole / t:.3f} | {short / t:.3f} | "
+            f"{oracle / t:.3f} | {lines_used / lines:.1%} |"
+        )
+    return out
+
+
+def main() -> None:
+    p = common.parser(__doc__, HERE / "output_kinds.md")
+    p.add_argument("--sources", default=",".join(CODING), help="comma-separated source names")
+    args = p.parse_args()
+    wanted = set(args.sources.split(","))
+    paths = [q for q in common.select(Path(args.directory), args.limit) if q.parent.name in wanted]
+    sums: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0] * 6)
+    for path in paths:
+        measure(path, sums)
+    head = [
+        "# Coding agents' tool-output cost by kind of output",
+        "",
+        f"Generated by `python -m benchmarks.output_kinds` over {len(paths)} runs "
+        "(see the module docstring for the weights); shares of each source's tool-output "
+        "weight.",
+        "",
+    ]
+    Path(args.output).write_text("\n".join([*head, *table(sums), ""]), encoding="utf-8")
+    print("\n".join(table(sums)))
+
+
+if __name__ == "__main__":
+    main()
