@@ -365,6 +365,40 @@ def test_lines_already_shown_are_pointed_to_not_repeated() -> None:
     assert str(second.content).endswith("ERROR: writer_3 violates naming rules")
 
 
+SOURCE = [f"def handler_{i}(event):\n    return dispatch(event, route_{i})" for i in range(40)]
+FILES = {"before": "\n".join(SOURCE), "after": "\n".join(["import logging", *SOURCE])}
+
+
+@tool
+def read(version: str) -> str:
+    """Read app.py with line numbers (as a coding agent's Read tool shows it)."""
+    lines = FILES[version].split("\n")
+    return "\n".join(f"{n:>6}\u2192{line}" for n, line in enumerate(lines, 1))
+
+
+def test_a_file_read_again_after_an_edit_points_to_the_unchanged_lines() -> None:
+    # The edit added a line at the top, so every line's number moved: the unchanged lines are
+    # matched by what they hold, and only the new line is shown again.
+    agent, model = scripted_agent(
+        [
+            call("read", {"version": "before"}, "c1"),
+            call("read", {"version": "after"}, "c2"),
+            AIMessage(content="done"),
+        ],
+        tools=[read],
+        middleware=[ToolOutputShorteningMiddleware()],
+    )
+    agent.invoke({"messages": [HumanMessage("go")]}, cfg())
+    first, second = tool_messages(model.calls[2].messages)
+    assert "\u2192" + SOURCE[0].split("\n")[0] in str(first.content)  # first read: whole
+    lines = str(second.content).split("\n")
+    # the new line, then the unchanged stretch: its first and last line (their new numbers
+    # say where it now sits) around one pointer to the rest
+    assert lines[:2] == ["     1\u2192import logging", "     2\u2192def handler_0(event):"]
+    assert "78 lines already shown earlier omitted" in lines[2]
+    assert lines[3:] == ["    81\u2192    return dispatch(event, route_39)"]
+
+
 def test_a_result_repeating_one_shown_whole_is_a_pointer_to_that_call() -> None:
     store = InMemoryOriginalStore()
     agent, model = scripted_agent(

@@ -229,21 +229,22 @@ def code_selection(
     seen: Container[str] | None,
     options: ShortenSettings,
     *,
-    view: bool = False,
+    view: list[str] | None = None,
 ) -> Selection:
     """Tiers for source code: outline and query matches first, then their surroundings (for a
-    file view with line numbers, the whole region around each match)."""
+    file view with line numbers, ``view`` holds its lines without the numbers, and the whole
+    region around each match is kept)."""
     query = matching_lines(lines, terms)
     outline = outline_lines(lines.items)
     prose = prose_lines(lines.items)
     must = outline | query | {i for i in _ends(lines.items) if not prose[i]}
     near = _around(query, options.code_context_lines, lines.count)
     near |= {i + 1 for i in outline if i + 1 < lines.count}  # a signature's next line
-    if view:  # the region around what the query names, nearest first, up to a view's size
+    if view is not None:  # the region the query names, nearest first, up to a view's size
         region = _around(query, options.view_context_lines, lines.count)
         near |= region
         must |= _nearest_within(lines.items, region, query, options.view_keep_tokens)
-    forced = dropped_lines(lines, query | outline, seen, options, keep_seen=())
+    forced = dropped_lines(lines, query | outline, seen, options, keep_seen=(), content=view)
     tiers = [REST] * lines.count
     _assign(tiers, near, NEAR)
     for i, is_prose in enumerate(prose):

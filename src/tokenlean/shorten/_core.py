@@ -209,10 +209,11 @@ def _shorten_body(
     # printed; a whole source file keeps its outline and the parts the query names, which on
     # the dev coding sources kept what agents used) and edits them next: only repeats go
     asked = prefixes is not None or read == "range" or (read == "file" and not code)
+    content = items if prefixes else None  # a view repeats what the file holds, not its numbers
     if asked and size <= opts.view_keep_tokens:
-        selection, found = _whole(lines, seen, opts), "code" if code else "text"
+        selection, found = _whole(lines, seen, opts, content=content), "code" if code else "text"
     elif code:
-        selection = code_selection(lines, terms, seen, opts, view=prefixes is not None)
+        selection = code_selection(lines, terms, seen, opts, view=content)
         found = "code"
         budget = _code_budget(budget, size, opts, view=prefixes is not None)
     elif page:
@@ -285,10 +286,16 @@ def _text_or_log(
 
 
 def _whole(
-    lines: Lines, seen: Container[str] | None, opts: ShortenSettings, *, collapse: bool = False
+    lines: Lines,
+    seen: Container[str] | None,
+    opts: ShortenSettings,
+    *,
+    collapse: bool = False,
+    content: list[str] | None = None,
 ) -> Selection:
-    """Everything kept, but runs of lines already shown (and, with ``collapse``, similar runs)."""
-    forced = dropped_lines(lines, (), seen, opts, keep_seen=(), collapse=collapse)
+    """Everything kept, but runs of lines already shown (and, with ``collapse``, similar runs);
+    ``content``: a view's lines without their numbers, matched against what was shown."""
+    forced = dropped_lines(lines, (), seen, opts, keep_seen=(), collapse=collapse, content=content)
     return Selection([MUST] * lines.count, [0] * lines.count, forced, {}, whole=True)
 
 

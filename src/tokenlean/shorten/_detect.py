@@ -14,6 +14,7 @@ import shlex
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import compress, count, repeat
 from operator import itemgetter, not_
 from typing import Any, Literal
@@ -119,6 +120,15 @@ def numbered_view(items: Sequence[str]) -> list[int] | None:
 def strip_view(items: Sequence[str], prefixes: Sequence[int]) -> list[str]:
     """The lines of a numbered view without their numbers (what the file itself holds)."""
     return [line[cut:] for line, cut in zip(items, prefixes, strict=True)]
+
+
+@lru_cache(maxsize=1024)
+def view_content(text: str) -> str | None:
+    """What a numbered file view shows of the file, its numbers left out (``None``: ``text`` is
+    no such view). Memoized: a transcript's messages are read again on every call."""
+    items = text.split("\n")
+    prefixes = numbered_view(items)
+    return "\n".join(strip_view(items, prefixes)) if prefixes else None
 
 
 # -- documents, listings and pages ----------------------------------------------------------------

@@ -25,6 +25,7 @@ from tokenlean import checks
 from tokenlean.cost import ANTHROPIC, CachePricing, resolve_pricing
 from tokenlean.readback import TOOL_READ_BACK, ReadBack
 from tokenlean.shorten._core import shorten
+from tokenlean.shorten._detect import view_content
 from tokenlean.shorten._markers import Retrieval, repeat_marker
 from tokenlean.shorten._options import DEFAULT_OPTIONS, ShortenSettings
 from tokenlean.shorten._report import Omission, ShortenReport
@@ -189,7 +190,11 @@ def add_visible(seen: Seen, messages: Iterable[Message]) -> None:
     each whole text-only tool result under its call's id (a result wrapped in JSON adds the
     lines of the text inside)."""
     for message in messages:
-        seen.add(readable(message.text) if message.role == "tool" else message.text)
+        text = readable(message.text) if message.role == "tool" else message.text
+        seen.add(text)
+        content = view_content(text) if message.role == "tool" else None
+        if content is not None:  # so a later read of the file, its numbers shifted, points here
+            seen.add(content)
         for call in message.tool_calls:
             seen.add_all(_strings(call.args))
         if message.role == "tool" and message.tool_call_id and message.is_text_only:

@@ -89,26 +89,32 @@ def dropped_lines(
     collapse: bool = True,
     filler: Collection[int] = (),
     copies: Collection[int] = (),
+    content: list[str] | None = None,
 ) -> dict[int, Reason]:
     """Lines left out whatever the budget: ``copies`` (lines of a repeated traceback), inner
     lines of similar runs (unless ``collapse`` is off; the lines between copies count as
     adjacent, so ``job 3 failed:`` lines around copies collapse too), and runs of lines the
     reader was already shown (``keep_seen`` lines are never treated as shown; ``filler`` lines
-    never end such a run, and go with it)."""
+    never end such a run, and go with it). ``content``: what each line holds for that match (a
+    file view's lines without their numbers, so a file read again after an edit above, its
+    numbers shifted, still points to what it repeats)."""
     # Per-line steps are C-level passes: a run can hold most of a million-line output.
     forced: dict[int, Reason] = dict.fromkeys(copies, "trace")
     if collapse:
         _collapse_similar(lines, protected, options, forced)
     if seen is not None:
         runs = seen_runs(
-            lines.items,
+            lines.items if content is None else content,
             seen,
             keep_seen,
             min_run=options.seen_run,
             min_chars=options.seen_min_chars,
             filler=filler,
         )
-        dropped = list(chain.from_iterable(run.drop for run in runs))
+        # a view matched by content keeps each run's first and last line: their numbers say
+        # where the unchanged stretch now sits (the agent cites and edits by those numbers)
+        drops = (run.drop if content is None else run.drop[1:-1] for run in runs)
+        dropped = list(chain.from_iterable(drops))
         forced.update(dict.fromkeys(dropped, "seen"))
         if filler:
             _unshown_filler(lines.items, dropped, filler, seen, forced)
