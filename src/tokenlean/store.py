@@ -3,11 +3,11 @@
 Every original lives under a *scope* (the conversation thread) and a *handle* (a short id that
 shortened text names in its omission markers). :class:`OriginalStore` is the one protocol every
 store follows: :class:`InMemoryOriginalStore` keeps them in this process, bounded in bytes per
-thread and in total; :class:`FolderOriginalStore` keeps them as files an agent can open; the
-LangChain adapter adds a store over a LangGraph ``BaseStore``
-(:class:`tokenlean.langchain.store.LangGraphOriginalStore`). A lookup names its own scope, so one
-thread never reads another thread's originals. :func:`excerpt` cuts the part an agent asks for:
-a line range or the lines containing a pattern.
+thread and in total; :class:`FolderOriginalStore` keeps them as files an agent can open, bounded
+in size and in age (:mod:`tokenlean._retention`); the LangChain adapter adds a store over a
+LangGraph ``BaseStore`` (:class:`tokenlean.langchain.store.LangGraphOriginalStore`). A lookup
+names its own scope, so one thread never reads another thread's originals. :func:`excerpt` cuts
+the part an agent asks for: a line range or the lines containing a pattern.
 """
 
 from __future__ import annotations
