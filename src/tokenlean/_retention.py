@@ -84,10 +84,10 @@ def secure_folder(directory: Path) -> None:
     """
     try:
         info = directory.stat()
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return
-    if not stat.S_ISDIR(info.st_mode):
-        raise ValueError(f"the originals folder {directory} exists and is not a folder")
+    if not stat.S_ISDIR(info.st_mode):  # every write will fail, and be forwarded as it came
+        return
     getuid = getattr(os, "getuid", None)  # not on Windows, where modes mean little
     if getuid is None:
         return
