@@ -4,8 +4,10 @@ The proxy (or an SDK wrapper, or the LiteLLM plug-in) with ``retrieval="mcp"`` w
 that name ``read_original`` and a handle rather than a file path (:class:`~tokenlean.readback.
 ServedReadBack`); this server answers them from the folder, over stdio, so any agent that takes
 MCP servers (Claude Code, Codex) reads originals back wherever it runs: on the proxy's machine,
-on one that mounts the folder, or through ``ssh PROXY-HOST tokenlean mcp``. Read-only: it never
-writes or lists the folder, and reads only names of the handle's shape. Needs the ``mcp`` extra.
+on one that mounts the folder, or through ``ssh PROXY-HOST tokenlean mcp``. It never writes an
+original nor lists the folder, and reads only names of the handle's shape; what it reads is marked
+used (so the folder's sweeps keep it longest), and it tells an original the sweeps pruned from an
+unknown handle. Needs the ``mcp`` extra.
 """
 
 from __future__ import annotations
@@ -31,6 +33,11 @@ def read_original(
     """What the tool answers: the original's lines (a range, or those holding ``pattern``, or
     all of them), numbered as the markers count them; a sentence when there is none."""
     found = store.get("", handle.strip())
+    if found is None and store.evicted("", handle.strip()):
+        return (
+            f"The original {handle.strip()!r} was pruned from {store.directory} (unused past "
+            "the age limit, or past the size cap); rerun the command to see its output again."
+        )
     if found is None:
         return f"No original with handle {handle.strip()!r} is kept in {store.directory}."
     try:

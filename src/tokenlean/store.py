@@ -3,11 +3,11 @@
 Every original lives under a *scope* (the conversation thread) and a *handle* (a short id that
 shortened text names in its omission markers). :class:`OriginalStore` is the one protocol every
 store follows: :class:`InMemoryOriginalStore` keeps them in this process, bounded in bytes per
-thread and in total; :class:`FolderOriginalStore` keeps them as files an agent can open; the
-LangChain adapter adds a store over a LangGraph ``BaseStore``
-(:class:`tokenlean.langchain.store.LangGraphOriginalStore`). A lookup names its own scope, so one
-thread never reads another thread's originals. :func:`excerpt` cuts the part an agent asks for:
-a line range or the lines containing a pattern.
+thread and in total; :class:`FolderOriginalStore` keeps them as files an agent can open, bounded
+in size and in age (:mod:`tokenlean._retention`); the LangChain adapter adds a store over a
+LangGraph ``BaseStore`` (:class:`tokenlean.langchain.store.LangGraphOriginalStore`). A lookup
+names its own scope, so one thread never reads another thread's originals. :func:`excerpt` cuts
+the part an agent asks for: a line range or the lines containing a pattern.
 """
 
 from __future__ import annotations
@@ -24,6 +24,16 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from tokenlean import checks
+from tokenlean._retention import ORIGINALS_MAX_AGE as ORIGINALS_MAX_AGE
+from tokenlean._retention import ORIGINALS_MAX_BYTES as ORIGINALS_MAX_BYTES
+from tokenlean._retention import Pruned as Pruned
+from tokenlean._retention import (
+    Retention,
+    check_limits,
+    freshen,
+    secure_folder,
+    was_pruned,
+)
 
 #: The tool through which an agent reads originals back (every marker and placeholder names it).
 RETRIEVAL_TOOL = "read_original"
@@ -254,16 +264,36 @@ class FolderOriginalStore:
     name, so a marker names a path the agent's own file tools open. The scope is not part of the
     name: a handle made from the text alone (:class:`~tokenlean.readback.FileReadBack`) lets any
     number of processes and conversations share one folder and write (and name) the same file.
+
+    The folder is bounded: originals unused for ``max_age`` seconds (default
+    :data:`ORIGINALS_MAX_AGE`, 7 days) are deleted, then the least recently used until it holds
+    at most ``max_bytes`` (default :data:`ORIGINALS_MAX_BYTES`, 1 GiB), by sweeps amortised over
+    the writes; putting or reading an original marks it used. :meth:`prune` sweeps now. An
+    existing folder is made ``0700`` (and its files ``0600`` as they are swept or used); one
+    another user owns is refused with ``ValueError``.
     """
 
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        max_bytes: int = ORIGINALS_MAX_BYTES,
+        max_age: float = ORIGINALS_MAX_AGE,
+    ) -> None:
+        if not isinstance(directory, (str, Path)):
+            raise ValueError(f"directory must be a path, got {directory!r}")
+        self.directory = Path(directory)
+        self.max_bytes, self.max_age = check_limits(max_bytes, max_age)
+        secure_folder(self.directory)
+        self._retention = Retention(
+            self.directory, max_bytes=self.max_bytes, max_age=self.max_age, is_original=_is_file
+        )
 
     def path(self, handle: str) -> Path:
         return self.directory / f"{handle}.txt"
 
     def put(self, scope: str, original: Original) -> None:
-        """Write the text unless it is already there; atomic, private to the user.
+        """Write the text unless it is already there (then mark it used); atomic, private.
 
         Tool output may hold secrets, so the directory is created ``0700`` and files ``0600``.
         The text is written to a temporary file beside the target and renamed over it, so a
@@ -271,7 +301,8 @@ class FolderOriginalStore:
         cannot clash.
         """
         path = self.path(original.handle)
-        if path.exists():
+        if freshen(path):
+            self._retention.after_put(0)
             return
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".txt")
@@ -282,21 +313,42 @@ class FolderOriginalStore:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+        self._retention.after_put(utf8_size(original.text))
 
     def get(self, scope: str, handle: str) -> Original | None:
         if not looks_like_handle(handle):
             return None
+        path = self.path(handle)
         try:
-            text = self.path(handle).read_text(encoding="utf-8", errors="replace")
+            text = path.read_text(encoding="utf-8", errors="replace")
         except FileNotFoundError:
             return None
+        freshen(path)  # read: used
         return Original(handle, text)
+
+    def evicted(self, scope: str, handle: str) -> bool:
+        """Whether ``handle``'s file was deleted by a sweep (of any process) and not since
+        written again."""
+        return (
+            looks_like_handle(handle)
+            and not self.path(handle).exists()
+            and was_pruned(self.directory, handle)
+        )
+
+    def prune(self, *, dry_run: bool = False) -> Pruned:
+        """Sweep now (``dry_run``: only count what would go); what was deleted and kept."""
+        return self._retention.sweep(dry_run=dry_run)
 
     async def aput(self, scope: str, original: Original) -> None:
         self.put(scope, original)
 
     async def aget(self, scope: str, handle: str) -> Original | None:
         return self.get(scope, handle)
+
+
+def _is_file(name: str) -> bool:
+    """Whether ``name`` is an original's file (the only files a sweep deletes)."""
+    return name.endswith(".txt") and looks_like_handle(name[: -len(".txt")])
 
 
 def default_originals_dir() -> Path:

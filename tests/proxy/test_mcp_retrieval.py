@@ -5,8 +5,10 @@ stdio, with nothing but the originals folder between them."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -102,3 +104,20 @@ def test_retrieval_is_checked():
 
     with pytest.raises(ValueError, match="retrieval must be 'file' or 'mcp'"):
         RawSettings(retrieval="ftp")  # type: ignore[arg-type]
+
+
+def test_an_original_the_sweeps_pruned_reads_as_pruned_not_unknown(tmp_path: Path):
+    from tokenlean.mcp import read_original
+    from tokenlean.store import FolderOriginalStore, Original, make_handle
+
+    store = FolderOriginalStore(tmp_path, max_bytes=1)
+    gone = Original(make_handle("o", LOG), LOG)
+    store.put("", gone)
+    os.utime(store.path(gone.handle), (time.time() - 3600, time.time() - 3600))
+    store.prune()  # over the cap, and unused for an hour
+
+    assert read_original(store, gone.handle).startswith(
+        f"The original {gone.handle!r} was pruned from {tmp_path}"
+    )
+    assert "rerun the command" in read_original(store, gone.handle)
+    assert read_original(store, "o000000000000").startswith("No original with handle")

@@ -168,6 +168,26 @@ def test_the_original_is_read_back_through_the_tool() -> None:
     assert_prefixes_kept(scripted.sent)
 
 
+def test_an_original_the_store_dropped_reads_as_dropped_not_unknown() -> None:
+    answers: list[str] = []
+
+    def reply(n: int, messages: list[ModelMessage]) -> ModelResponse:
+        if n == 1:
+            return call("run_tests", {"path": "tests"}, "c1")
+        if n == 2:
+            match = HANDLE.search(str(tool_returns(messages)[0].content))
+            assert match is not None
+            return call("read_original", {"handle": match[1]}, "c2")
+        answers.append(str(tool_returns(messages)[-1].content))
+        return ModelResponse(parts=[TextPart("done")])
+
+    small = InMemoryOriginalStore(max_bytes_per_thread=100, max_bytes=100)  # LOG does not fit
+    make_agent(Scripted(reply), history_processor(store=small), [run_tests]).run_sync("go")
+
+    assert "was dropped to bound the store's size" in answers[0]
+    assert "rerun the command" in answers[0]
+
+
 def test_the_original_is_read_back_from_a_file(tmp_path: Path) -> None:
     def reply(n: int, messages: list[ModelMessage]) -> ModelResponse:
         if n == 1:

@@ -18,7 +18,7 @@ from agentscope.tool import FunctionTool
 
 from tokenlean import checks
 from tokenlean.agentscope._view import result_text
-from tokenlean.raw._keeping import SCOPE, read_back_answer
+from tokenlean.raw._keeping import SCOPE, dropped, read_back_answer
 from tokenlean.store import RETRIEVAL_TOOL, Original, OriginalStore, retrieval_description
 
 __all__ = ["read_original_tool"]
@@ -44,7 +44,8 @@ def read_original_tool(store: OriginalStore, *, name: str = RETRIEVAL_TOOL) -> F
         # adapters' tools do not send (the description says what each argument is).
         key = handle.strip()
         found = _in_memory(_agent_state, key) or await store.aget(SCOPE, key)
-        return read_back_answer(found, handle, lines, pattern)
+        evicted = found is None and dropped(store, key)
+        return read_back_answer(found, handle, lines, pattern, evicted=evicted)
 
     return FunctionTool(
         read_original,  # type: ignore[arg-type]  # FunctionTool wraps a plain str result too

@@ -4,7 +4,8 @@
 ``tokenlean shorten`` shortens a log in a shell pipeline (:mod:`tokenlean.cli._shorten`);
 ``tokenlean proxy`` serves the same savings to any agent over HTTP (:mod:`tokenlean.cli._proxy`);
 ``tokenlean wrap claude|codex|gemini`` runs a coding agent through it (:mod:`tokenlean.cli._wrap`);
-``tokenlean mcp`` serves its originals to agents as an MCP tool (:mod:`tokenlean.cli._mcp`).
+``tokenlean mcp`` serves its originals to agents as an MCP tool (:mod:`tokenlean.cli._mcp`);
+``tokenlean originals prune`` bounds the folder they are kept in (:mod:`tokenlean.cli._originals`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ SUBCOMMAND_MODULES: list[str] = [
     "tokenlean.cli._proxy",
     "tokenlean.cli._wrap",
     "tokenlean.cli._mcp",
+    "tokenlean.cli._originals",
 ]
 
 

@@ -9,6 +9,7 @@ args = ["mcp"]``. On another machine than the proxy: ``-- ssh PROXY-HOST tokenle
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 
@@ -33,5 +34,10 @@ def add_subcommand(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
 def run(args: argparse.Namespace) -> int:
     from tokenlean.mcp import server
 
-    server(args.originals).run("stdio")
+    try:
+        app = server(args.originals)
+    except ValueError as exc:  # an originals folder another user owns
+        print(f"tokenlean mcp: {exc}", file=sys.stderr)
+        return 2
+    app.run("stdio")
     return 0

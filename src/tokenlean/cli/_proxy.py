@@ -29,6 +29,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tokenlean.cli._originals import add_limit_options
+
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
@@ -58,6 +60,7 @@ def add_proxy_options(p: argparse.ArgumentParser) -> None:
         help="where originals of shortened results are kept "
         "(default: ~/.cache/tokenlean/originals)",
     )
+    add_limit_options(p, "originals-")
     p.add_argument(
         "--no-rewrite", action="store_true", help="forward bodies unchanged (measure, compare)"
     )
@@ -125,14 +128,22 @@ def build_app(args: argparse.Namespace, command: str, host: str = DEFAULT_HOST) 
         settings = proxy.ProxySettings(
             upstream=args.upstream,
             originals_dir=args.originals or proxy.default_originals_dir(),
+            originals_max_bytes=args.originals_max_bytes,
+            originals_max_age=args.originals_max_age,
             token=args.token,
             allowed_hosts=_allowed_hosts(args),
         )
         proxy.check_listen(host, settings)
-    except ValueError as exc:
+        # Also opens the originals folder: one another user owns is refused here, at start.
+        rewriter = proxy.default_rewriter(
+            settings.originals_dir,
+            retrieval=args.retrieval,
+            max_bytes=settings.originals_max_bytes,
+            max_age=settings.originals_max_age,
+        )
+    except (ValueError, OSError) as exc:
         print(f"tokenlean {command}: {exc}", file=sys.stderr)
         return None
-    rewriter = proxy.default_rewriter(settings.originals_dir, retrieval=args.retrieval)
     return proxy.create_app(settings, rewriter=None if args.no_rewrite else rewriter)
 
 

@@ -272,7 +272,11 @@ def create_app(
     """
     settings = settings or ProxySettings()
     if isinstance(rewriter, str):
-        rewriter = default_rewriter(settings.originals_dir)
+        rewriter = default_rewriter(
+            settings.originals_dir,
+            max_bytes=settings.originals_max_bytes,
+            max_age=settings.originals_max_age,
+        )
     stats = StatsBook(
         {
             "anthropic": settings.anthropic_pricing,

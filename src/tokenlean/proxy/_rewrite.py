@@ -28,6 +28,7 @@ from tokenlean.proxy._scan import ScannedBody, read_body
 from tokenlean.proxy._settings import MAX_BODY_BYTES
 from tokenlean.proxy._splice import serialise
 from tokenlean.raw import Api, RawSettings, Retrieval, rewrite_request
+from tokenlean.store import ORIGINALS_MAX_AGE, ORIGINALS_MAX_BYTES
 
 log = logging.getLogger("tokenlean.proxy")
 
@@ -50,11 +51,25 @@ class RewriteOutcome(Protocol):
 Rewriter = Callable[[Api, Mapping[str, Any]], "RewriteOutcome | None"]
 
 
-def default_rewriter(originals_dir: Path | None, *, retrieval: Retrieval | None = None) -> Rewriter:
+def default_rewriter(
+    originals_dir: Path | None,
+    *,
+    retrieval: Retrieval | None = None,
+    max_bytes: int = ORIGINALS_MAX_BYTES,
+    max_age: float = ORIGINALS_MAX_AGE,
+) -> Rewriter:
     """``tokenlean.raw.rewrite_request`` bound to its settings (and so to one planner, whose
-    memo every request of the proxy shares); ``retrieval`` as ``RawSettings`` takes it."""
+    memo every request of the proxy shares, and one originals store, which counts the bytes
+    written between sweeps); ``retrieval``, ``max_bytes`` and ``max_age`` as ``RawSettings``
+    takes them (``originals_max_bytes``, ``originals_max_age``). Raises ``ValueError`` for an
+    originals folder another user owns."""
     given: dict[str, Any] = {} if retrieval is None else {"retrieval": retrieval}
-    settings = RawSettings(originals_dir=originals_dir, **given)
+    settings = RawSettings(
+        originals_dir=originals_dir,
+        originals_max_bytes=max_bytes,
+        originals_max_age=max_age,
+        **given,
+    )
 
     def rewrite(api: Api, body: Mapping[str, Any]) -> RewriteOutcome | None:
         return rewrite_request(api, body, settings=settings)

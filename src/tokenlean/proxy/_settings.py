@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from tokenlean._retention import ORIGINALS_MAX_AGE, ORIGINALS_MAX_BYTES, check_limits
 from tokenlean.cost import ANTHROPIC, NO_CACHE, OPENAI, CachePricing
 
 ANTHROPIC_API = "https://api.anthropic.com"
@@ -66,6 +67,10 @@ class ProxySettings:
     ``gemini_pricing`` prices the statistics of Gemini requests: no cache discount by default,
     since Gemini's implicit-cache discount and minimum differ by model (give your own).
 
+    ``originals_max_bytes`` and ``originals_max_age`` bound the originals folder (least
+    recently used first past the size cap; unused for that many seconds: deleted), as
+    :class:`~tokenlean.store.FolderOriginalStore` takes them.
+
     ``connect_timeout`` bounds how long an unreachable upstream can hold a request before the
     client gets a 502; ``read_timeout`` is the longest silence allowed while waiting for upstream
     bytes (a long non-streamed answer can take minutes, so it matches the SDKs' 10 minutes).
@@ -89,6 +94,8 @@ class ProxySettings:
     openai_upstream: str = OPENAI_API
     gemini_upstream: str = GEMINI_API
     originals_dir: Path | None = None
+    originals_max_bytes: int = ORIGINALS_MAX_BYTES
+    originals_max_age: float = ORIGINALS_MAX_AGE
     max_body_bytes: int = MAX_BODY_BYTES
     connect_timeout: float = 5.0
     read_timeout: float = 600.0
@@ -107,6 +114,7 @@ class ProxySettings:
         _check_url("anthropic_upstream", self.anthropic_upstream)
         _check_url("openai_upstream", self.openai_upstream)
         _check_url("gemini_upstream", self.gemini_upstream)
+        check_limits(self.originals_max_bytes, self.originals_max_age, prefix="originals_")
         if self.max_body_bytes < 1:
             raise ValueError("max_body_bytes must be at least 1")
         for name in ("connect_timeout", "read_timeout", "body_timeout"):

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic_ai import Tool
 
 from tokenlean import checks
-from tokenlean.raw._keeping import SCOPE, read_back_answer
+from tokenlean.raw._keeping import SCOPE, dropped, read_back_answer
 from tokenlean.store import RETRIEVAL_TOOL, OriginalStore, retrieval_description
 
 __all__ = ["SCOPE", "read_original_tool"]
@@ -34,6 +34,7 @@ def read_original_tool(store: OriginalStore, *, name: str = RETRIEVAL_TOOL) -> T
 
     async def read_original(handle: str, lines: str = "", pattern: str = "") -> str:
         found = await store.aget(SCOPE, handle.strip())
-        return read_back_answer(found, handle, lines, pattern)
+        evicted = found is None and dropped(store, handle)
+        return read_back_answer(found, handle, lines, pattern, evicted=evicted)
 
     return Tool(read_original, name=name, description=_DESCRIPTION, takes_ctx=False)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tokenlean._failopen import fail_open
+from tokenlean._retention import check_limits
 from tokenlean.pipeline import HistoryEdit, Planner, PlannerSettings
 from tokenlean.raw import _anthropic as anthropic
 from tokenlean.raw import _gemini as gemini
@@ -37,7 +38,12 @@ from tokenlean.readback import FileReadBack, ServedReadBack
 from tokenlean.shorten._firstsight import OutputShorteningSettings
 from tokenlean.shorten._inputs import RECOMMENDED_INPUTS, InputShorteningSettings
 from tokenlean.shorten._options import ShortenSettings
-from tokenlean.store import FolderOriginalStore, default_originals_dir
+from tokenlean.store import (
+    ORIGINALS_MAX_AGE,
+    ORIGINALS_MAX_BYTES,
+    FolderOriginalStore,
+    default_originals_dir,
+)
 from tokenlean.tokens import DEFAULT_COUNTER, TokenCounter
 
 __all__ = [
@@ -89,6 +95,9 @@ class RawSettings:
     Args:
         originals_dir: where originals are written (default ``$XDG_CACHE_HOME/tokenlean/
             originals`` or ``~/.cache/tokenlean/originals``); markers name files in it.
+        originals_max_bytes: the folder's size cap; the least recently used originals go
+            first (:class:`~tokenlean.store.FolderOriginalStore`, default 1 GiB).
+        originals_max_age: originals unused this many seconds are deleted (default 7 days).
         keep_originals: write originals; without them markers give line numbers only and
             inputs are never cut (nothing could show them).
         retrieval: what markers name to read an original back (:data:`Retrieval`).
@@ -105,6 +114,8 @@ class RawSettings:
     """
 
     originals_dir: Path | None = None
+    originals_max_bytes: int = ORIGINALS_MAX_BYTES
+    originals_max_age: float = ORIGINALS_MAX_AGE
     keep_originals: bool = True
     retrieval: Retrieval = "file"
     min_tokens: int = _OUTPUTS.min_tokens
@@ -117,6 +128,7 @@ class RawSettings:
     inputs: InputShorteningSettings = RECOMMENDED_INPUTS
     never_inputs: Collection[str] = frozenset()
     counter: TokenCounter | None = _OUTPUTS.counter
+    store: FolderOriginalStore = field(init=False, repr=False, compare=False)
     planner: Planner = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -148,15 +160,18 @@ class RawSettings:
             raise ValueError(f"originals_dir must be a path, got {directory!r}")
         # Resolved once: the path is part of every marker, so it must not move mid-session.
         resolved = Path(directory).expanduser() if directory is not None else None
-        object.__setattr__(self, "originals_dir", (resolved or default_originals_dir()).absolute())
+        folder = (resolved or default_originals_dir()).absolute()
+        object.__setattr__(self, "originals_dir", folder)
+        check_limits(self.originals_max_bytes, self.originals_max_age, prefix="originals_")
+        # Built once: it counts the bytes written between sweeps of the folder.
+        store = FolderOriginalStore(
+            folder,
+            max_bytes=self.originals_max_bytes,
+            max_age=self.originals_max_age,
+        )
+        object.__setattr__(self, "store", store)
         # The planner (and its memo of histories already planned) belongs to these settings.
         object.__setattr__(self, "planner", Planner(self.policy()))
-
-    @property
-    def store(self) -> FolderOriginalStore:
-        """Where originals are written (markers name files in it)."""
-        assert self.originals_dir is not None  # resolved in __post_init__
-        return FolderOriginalStore(self.originals_dir)
 
     def policy(self) -> PlannerSettings:
         """The core's view of these settings."""

@@ -19,6 +19,7 @@ from tokenlean.raw import RawSettings
 from tokenlean.readback import FileReadBack, ToolReadBack
 from tokenlean.shorten._wrapped import readable
 from tokenlean.store import (
+    EvictingStore,
     FolderOriginalStore,
     InMemoryOriginalStore,
     Original,
@@ -26,7 +27,15 @@ from tokenlean.store import (
     excerpt,
 )
 
-__all__ = ["SCOPE", "Keeping", "ReadBackMode", "keep", "keeping", "read_back_answer"]
+__all__ = [
+    "SCOPE",
+    "Keeping",
+    "ReadBackMode",
+    "dropped",
+    "keep",
+    "keeping",
+    "read_back_answer",
+]
 
 ReadBackMode = Literal["tool", "file"]
 MODES: tuple[ReadBackMode, ...] = ("tool", "file")
@@ -91,10 +100,24 @@ def keep(store: OriginalStore | None, edits: Sequence[HistoryEdit]) -> None:
             store.put(SCOPE, original)
 
 
-def read_back_answer(found: Original | None, handle: str, lines: str, pattern: str) -> str:
+def dropped(store: OriginalStore, handle: str) -> bool:
+    """Whether ``store`` kept ``handle`` once and dropped it to bound its size (memory cap,
+    or a folder's sweeps); a store that cannot tell says no."""
+    return isinstance(store, EvictingStore) and store.evicted(SCOPE, handle.strip())
+
+
+def read_back_answer(
+    found: Original | None, handle: str, lines: str, pattern: str, *, evicted: bool = False
+) -> str:
     """What ``read_original(handle, lines, pattern)`` answers given the original ``found``
     under ``handle``: the lines the markers count (a JSON envelope's text, as they count them),
-    a range, or the lines matching a pattern."""
+    a range, or the lines matching a pattern. ``evicted``: none was found because the store
+    dropped it (:func:`dropped`), which the answer says, so the agent reruns what made it."""
+    if found is None and evicted:
+        return (
+            f"The original {handle.strip()!r} was dropped to bound the store's size; only the "
+            "shortened text is left (rerun the command to see its output again)."
+        )
     if found is None:
         return f"No original with handle {handle.strip()!r} is kept."
     try:

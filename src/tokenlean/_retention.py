@@ -1,0 +1,291 @@
+"""How a folder of originals stays bounded and private: its limits, its sweeps, what was pruned.
+
+The proxy writes the originals of every request's history, so without limits the folder only
+grows. A sweep deletes what was not used for ``max_age`` seconds, then the least recently used
+files until the folder holds at most ``max_bytes``. "Used" is the file's mtime: a store refreshes
+it whenever an original is put again or read (at most once every :data:`TOUCH_AFTER` seconds per
+file, so a history of hundreds of originals does not cost hundreds of syscalls per request).
+
+Why a marker still resolves for everything a live conversation can point at: the proxy puts every
+original of a history on each request, before the body goes upstream, so an original a sweep
+deleted is written again before any marker the model sees names it; and a sweep never deletes a
+file used in the last :data:`GRACE` seconds, which covers the time between a request and the agent
+opening the file its answer names. So the cap may be exceeded by what was used in the last
+minutes, never by what lies idle.
+
+Several processes (``--workers N``, or proxies sharing one folder) sweep the same folder without
+coordinating: every step tolerates a file another process deleted first, and a file is deleted
+only if its mtime is still the one the sweep saw (used since, it stays).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import stat
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from tokenlean._checks import integer, number
+
+__all__ = [
+    "GRACE",
+    "ORIGINALS_MAX_AGE",
+    "ORIGINALS_MAX_BYTES",
+    "Pruned",
+    "Retention",
+    "check_limits",
+    "freshen",
+    "secure_folder",
+    "was_pruned",
+]
+
+log = logging.getLogger("tokenlean.store")
+
+#: The folder's size cap in bytes: 1 GiB is thousands of long tool outputs (a 24 MB request
+#: history writes about that much once), yet small beside a disk.
+ORIGINALS_MAX_BYTES = 2**30
+#: Originals unused this long (seconds) are deleted: 7 days outlasts a paused conversation
+#: (a week-end), and a conversation resumed later re-writes what its history points at.
+ORIGINALS_MAX_AGE = 7 * 24 * 3600.0
+#: A file used this recently (seconds) is never deleted: a marker sent upstream may name it.
+GRACE = 600.0
+#: A used file's mtime is refreshed only once it is this old (seconds).
+TOUCH_AFTER = 60.0
+#: Without reaching the byte trigger, a store that writes sweeps at least this often (seconds),
+#: so the age limit applies to a folder that grows slowly.
+SWEEP_EVERY = 3600.0
+#: A writer's temporary file older than this (seconds) was left by a process that died.
+STRAY_AFTER = 600.0
+#: Handles the sweeps deleted, one a line, so a reader can say "pruned" rather than "unknown".
+PRUNED_LOG = ".pruned"
+PRUNED_LOG_MAX_BYTES = 2**20  # about 75,000 handles; past it the older half is forgotten
+_TMP_PREFIX = ".tmp-"
+
+
+def check_limits(max_bytes: object, max_age: object, *, prefix: str = "") -> tuple[int, float]:
+    """The limits if valid; ``ValueError`` naming ``prefix + "max_bytes"`` (or ``max_age``)."""
+    size = integer(max_bytes, f"{prefix}max_bytes", at_least=1)
+    age = number(max_age, f"{prefix}max_age", at_least=GRACE)  # below, the grace would win
+    return size, age
+
+
+def secure_folder(directory: Path) -> None:
+    """Make an existing ``directory`` private (``0700``), or refuse one another user owns.
+
+    Tool output may hold secrets, and a folder someone else owns could be read by them, or fed
+    with files an agent would take for originals. A folder that does not exist yet is created
+    ``0700`` by the first write.
+    """
+    try:
+        info = directory.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    if not stat.S_ISDIR(info.st_mode):  # every write will fail, and be forwarded as it came
+        return
+    getuid = getattr(os, "getuid", None)  # not on Windows, where modes mean little
+    if getuid is None:
+        return
+    if info.st_uid != getuid():
+        raise ValueError(
+            f"the originals folder {directory} belongs to another user (uid {info.st_uid}); "
+            "tool output kept there may hold secrets, so use a folder of your own "
+            "(--originals DIR, or originals_dir=...)"
+        )
+    if stat.S_IMODE(info.st_mode) & 0o077:
+        directory.chmod(0o700)
+
+
+def freshen(path: Path, now: float | None = None) -> bool:
+    """Whether ``path`` exists; if so, mark it used (mtime) when stale and make it ``0600``."""
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        return False
+    _private(path, info.st_mode)
+    if (now if now is not None else time.time()) - info.st_mtime > TOUCH_AFTER:
+        try:
+            os.utime(path)
+        except FileNotFoundError:  # a sweep took it meanwhile: the caller writes it again
+            return False
+        except OSError:  # not ours to touch (a foreign file); it is still there
+            pass
+    return True
+
+
+def _private(path: Path, mode: int) -> None:
+    if stat.S_IMODE(mode) & 0o077:
+        with contextlib.suppress(OSError):  # gone, or not ours: nothing to do here
+            path.chmod(0o600)
+
+
+@dataclass(frozen=True, slots=True)
+class Pruned:
+    """What a sweep deleted (or would delete, dry) and what it kept, in files and bytes."""
+
+    files: int
+    bytes: int
+    kept_files: int
+    kept_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    mtime: float
+    size: int
+    name: str
+
+
+class Retention:
+    """The limits of one folder and when to sweep it (one per store, shared by its threads).
+
+    A store calls :meth:`after_put` after every put with the bytes it wrote; the first call
+    sweeps (a folder left by earlier runs), then every ``max_bytes // 16`` bytes written, and at
+    least every :data:`SWEEP_EVERY` seconds while writing. So the folder exceeds the cap by at
+    most a sixteenth per process between sweeps, and a sweep's cost (a listing of the folder)
+    is paid once per that many bytes, not per request.
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        max_bytes: int,
+        max_age: float,
+        is_original: Callable[[str], bool],
+    ) -> None:
+        self.directory = directory
+        self.max_bytes = max_bytes
+        self.max_age = max_age
+        self._is_original = is_original
+        self._every = max(1, max_bytes // 16)
+        self._written = 0
+        self._last: float | None = None  # monotonic time of the last sweep; None: none yet
+        self._sweeping = False
+        self._lock = threading.Lock()
+
+    def after_put(self, written: int) -> None:
+        """Count ``written`` bytes and sweep when due; a failed sweep is logged, never raised
+        (it must not cost the request that happened to trigger it)."""
+        with self._lock:
+            self._written += written
+            now = time.monotonic()
+            due = (
+                self._last is None
+                or self._written >= self._every
+                or (self._written > 0 and now - self._last >= SWEEP_EVERY)
+            )
+            if not due or self._sweeping:  # another thread is sweeping: it will do
+                return
+            self._sweeping, self._written, self._last = True, 0, now
+        try:
+            self.sweep()
+        except OSError as exc:
+            log.warning("tokenlean: could not prune the originals in %s: %r", self.directory, exc)
+        finally:
+            self._sweeping = False
+
+    def sweep(self, *, dry_run: bool = False) -> Pruned:
+        """Delete stray temporary files, originals unused for ``max_age``, then the least
+        recently used until the folder holds at most ``max_bytes`` (``dry_run``: count only)."""
+        now = time.time()
+        entries = self._scan(now, dry_run)
+        doomed = [e for e in entries if now - e.mtime > self.max_age]
+        live = sorted((e for e in entries if now - e.mtime <= self.max_age), key=_by_use)
+        total = sum(e.size for e in live)
+        for entry in live:  # least recently used first
+            if total <= self.max_bytes or now - entry.mtime < GRACE:
+                break
+            doomed.append(entry)
+            total -= entry.size
+        removed = doomed if dry_run else [e for e in doomed if self._delete(e)]
+        if not dry_run:
+            _remember(self.directory, (e.name.removesuffix(".txt") for e in removed))
+        gone = sum(e.size for e in removed)
+        kept = sum(e.size for e in entries) - gone
+        return Pruned(len(removed), gone, len(entries) - len(removed), kept)
+
+    def _scan(self, now: float, dry_run: bool) -> list[_Entry]:
+        """The folder's originals (made ``0600`` unless dry); stray temporary files deleted."""
+        try:
+            listing = list(os.scandir(self.directory))
+        except FileNotFoundError:
+            return []
+        entries: list[_Entry] = []
+        for item in listing:
+            try:
+                info = item.stat(follow_symlinks=False)
+            except FileNotFoundError:  # another process deleted it since the listing
+                continue
+            if not stat.S_ISREG(info.st_mode):
+                continue
+            if item.name.startswith(_TMP_PREFIX):
+                if not dry_run and now - info.st_mtime > STRAY_AFTER:
+                    Path(item.path).unlink(missing_ok=True)
+            elif self._is_original(item.name):
+                if not dry_run:
+                    _private(Path(item.path), info.st_mode)
+                entries.append(_Entry(info.st_mtime, info.st_size, item.name))
+        return entries
+
+    def _delete(self, entry: _Entry) -> bool:
+        """Delete ``entry`` unless it was used since the scan or is gone already."""
+        path = self.directory / entry.name
+        try:
+            if path.stat().st_mtime != entry.mtime:
+                return False
+            path.unlink()
+        except FileNotFoundError:
+            return False
+        return True
+
+
+def _by_use(entry: _Entry) -> tuple[float, str]:
+    return entry.mtime, entry.name  # the name breaks ties: every process agrees on the order
+
+
+def _remember(directory: Path, handles: Iterable[str]) -> None:
+    """Append ``handles`` to the pruned log, keeping the log under its bound."""
+    text = "".join(f"{h}\n" for h in handles)
+    if not text:
+        return
+    path = directory / PRUNED_LOG
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, text.encode())  # one O_APPEND write: concurrent sweeps do not interleave
+        size = os.fstat(fd).st_size
+    finally:
+        os.close(fd)
+    if size > PRUNED_LOG_MAX_BYTES:
+        _trim(path)
+
+
+def _trim(path: Path) -> None:
+    """Keep the newer half of the pruned log (a handle appended meanwhile may be lost: the
+    log only picks the words of an answer)."""
+    try:
+        lines = path.read_text(encoding="ascii", errors="replace").splitlines(keepends=True)
+    except FileNotFoundError:
+        return
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=_TMP_PREFIX, suffix=".log")
+    try:
+        with os.fdopen(fd, "w", encoding="ascii") as out:
+            out.writelines(lines[len(lines) // 2 :])
+        Path(tmp).replace(path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def was_pruned(directory: Path, handle: str) -> bool:
+    """Whether a sweep of ``directory`` deleted ``handle`` (as far as the log remembers)."""
+    try:
+        text = (directory / PRUNED_LOG).read_text(encoding="ascii", errors="replace")
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    return handle in text.splitlines()
