@@ -29,6 +29,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tokenlean.cli import add_output_price
+
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
@@ -72,6 +74,7 @@ def add_proxy_options(p: argparse.ArgumentParser) -> None:
         choices=["file", "mcp"],
         help="markers name the file, or read_original for `tokenlean mcp` (default: file)",
     )
+    add_output_price(p, "in the whole bill of the log lines, stats and summary")
 
 
 def add_subcommand(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -127,6 +130,7 @@ def build_app(args: argparse.Namespace, command: str, host: str = DEFAULT_HOST) 
             originals_dir=args.originals or proxy.default_originals_dir(),
             token=args.token,
             allowed_hosts=_allowed_hosts(args),
+            output_price=args.output_price,
         )
         proxy.check_listen(host, settings)
     except ValueError as exc:

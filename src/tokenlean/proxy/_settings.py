@@ -5,11 +5,14 @@ from __future__ import annotations
 import os
 import re
 import secrets
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from tokenlean import checks
 from tokenlean.cost import ANTHROPIC, NO_CACHE, OPENAI, CachePricing
+from tokenlean.raw import Api
 
 ANTHROPIC_API = "https://api.anthropic.com"
 OPENAI_API = "https://api.openai.com"
@@ -65,6 +68,8 @@ class ProxySettings:
 
     ``gemini_pricing`` prices the statistics of Gemini requests: no cache discount by default,
     since Gemini's implicit-cache discount and minimum differ by model (give your own).
+    ``output_price``, when given, replaces the output price of all three (in uncached input
+    tokens, as :attr:`~tokenlean.cost.CachePricing.output`) in the whole bill.
 
     ``connect_timeout`` bounds how long an unreachable upstream can hold a request before the
     client gets a 502; ``read_timeout`` is the longest silence allowed while waiting for upstream
@@ -97,6 +102,7 @@ class ProxySettings:
     anthropic_pricing: CachePricing = ANTHROPIC
     openai_pricing: CachePricing = OPENAI
     gemini_pricing: CachePricing = NO_CACHE
+    output_price: float | None = None
     token: str | None = field(default=None, repr=False)
     allowed_hosts: tuple[str, ...] = ()
     session_salt: str = field(default_factory=lambda: secrets.token_hex(16), repr=False)
@@ -123,3 +129,17 @@ class ProxySettings:
             raise ValueError("session_salt must not be empty")
         if isinstance(self.max_sessions, bool) or self.max_sessions < 1:
             raise ValueError(f"max_sessions must be at least 1, got {self.max_sessions!r}")
+        if self.output_price is not None:
+            checks.number(self.output_price, "output_price", at_least=0)
+
+    def pricing(self) -> Mapping[Api, CachePricing]:
+        """The pricing of each API's statistics, with ``output_price`` applied."""
+        by_api: dict[Api, CachePricing] = {
+            "anthropic": self.anthropic_pricing,
+            "openai_chat": self.openai_pricing,
+            "openai_responses": self.openai_pricing,
+            "gemini": self.gemini_pricing,
+        }
+        if self.output_price is None:
+            return by_api
+        return {api: replace(p, output=self.output_price) for api, p in by_api.items()}
