@@ -283,8 +283,13 @@ def test_garbage_usage_passes_byte_for_byte_with_output_unknown(
         with httpx.stream("POST", proxy.url + "/v1/messages", json=request) as reply:
             got = b"".join(reply.iter_raw())
         assert got == answer
-        t = _counted(proxy)["total"]
+        snapshot = _counted(proxy)
+    t = snapshot["total"]
     assert (t["output_tokens"], t["output_unknown"], t["whole_bill_in"]) == (0, 1, 0)
+    assert (
+        summary_lines(snapshot)[2]
+        == "tokenlean: no answer reported its output tokens: no whole bill"
+    )
 
 
 @pytest.mark.parametrize("stream", [False, True])

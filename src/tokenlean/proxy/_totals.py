@@ -124,7 +124,6 @@ def summary_lines(snapshot: Mapping[str, Any]) -> list[str]:
     if not t["requests"]:
         return ["tokenlean: no requests went through the proxy"]
     sessions = len(snapshot["sessions"]) + snapshot.get("sessions_dropped", 0)
-    known = t["requests"] - t["output_unknown"]
     return [
         f"tokenlean: {t['requests']} requests in {sessions} sessions, "
         f"{t['rewritten']} rewritten ({t['results_shortened']} tool results and "
@@ -132,8 +131,17 @@ def summary_lines(snapshot: Mapping[str, Any]) -> list[str]:
         f"tokenlean: ~{t['tokens_in']:,} prompt tokens in, ~{t['tokens_sent']:,} sent; "
         f"billed input ~{t['billed_in']:,.0f} -> ~{t['billed_sent']:,.0f} token-equivalents "
         f"(-{t['billed_saved_ratio']:.1%}, estimated with cache pricing)",
+        _whole_bill_summary(t),
+    ]
+
+
+def _whole_bill_summary(t: Mapping[str, Any]) -> str:
+    known = t["requests"] - t["output_unknown"]
+    if not known:
+        return "tokenlean: no answer reported its output tokens: no whole bill"
+    return (
         f"tokenlean: {t['output_tokens']:,} output tokens in {known} answers "
         f"({t['output_unknown']} reported none); whole bill ~{t['whole_bill_in']:,.0f} -> "
         f"~{t['whole_bill_sent']:,.0f} token-equivalents (-{t['whole_bill_saved_ratio']:.1%}, "
-        "output at each provider's price, over the answers with output)",
-    ]
+        "output at each provider's price, over the answers with output)"
+    )
