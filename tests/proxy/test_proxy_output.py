@@ -357,3 +357,10 @@ def _answered(url: str, headers: dict[str, str]) -> bool:
         return httpx.post(url + "/v1/messages", json=request, headers=headers).status_code == 200
     except httpx.ConnectError:
         return False
+
+
+def test_a_negative_output_price_is_a_usage_error(capsys: pytest.CaptureFixture[str]):
+    from tokenlean.cli import main
+
+    assert main(["proxy", "--output-price", "-1"]) == 2
+    assert "output_price must be a finite number >= 0, got -1.0" in capsys.readouterr().err

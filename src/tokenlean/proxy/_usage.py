@@ -130,11 +130,26 @@ class AnswerReader:
                 raise ValueError(f"JSON answer over {MAX_KEPT:,} bytes")
             self._partial += piece
             return
-        start = 0
-        while (end := piece.find(b"\n", start)) >= 0:
-            self._line(piece[start:end])
-            start = end + 1
-        self._append(piece[start:])
+        last = piece.rfind(b"\n")
+        if last < 0:
+            self._append(piece)
+            return
+        # Whole lines, searched at C speed: only the few that name a usage are looked at.
+        lines = piece[: last + 1] if self._skipping else bytes(self._partial) + piece[: last + 1]
+        if self._skipping:  # the line that outgrew MAX_KEPT ends here: dropped
+            lines = lines[lines.find(b"\n") + 1 :]
+            self._skipping = False
+        self._partial.clear()
+        self._append(piece[last + 1 :])
+        # A key's closing quote is never escaped, so the marker matches no text in a string:
+        # only the first line naming a usage (if none is kept yet) and the latest one matter.
+        first = lines.find(self._marker)
+        if first < 0:
+            return
+        kept_first = not self._kept and self._keep(_line_at(lines, first))
+        last = lines.rfind(self._marker)
+        if not (kept_first and last == first):
+            self._keep(_line_at(lines, last))
 
     def _append(self, part: bytes) -> None:
         if self._skipping:
@@ -144,15 +159,13 @@ class AnswerReader:
             self._partial.clear()
             self._skipping = True
 
-    def _line(self, part: bytes) -> None:
-        self._append(part)
-        line = bytes(self._partial)
-        self._partial.clear()
-        if self._skipping:
-            self._skipping = False
-        elif line.startswith(b"data:") and self._marker in line:
-            # The first stays (Anthropic's input counts come first), the latest replaces the rest.
-            self._kept[min(len(self._kept), 1) :] = [line]
+    def _keep(self, line: bytes) -> bool:
+        """Keep an event's line: the first stays (Anthropic's input counts come first), the
+        latest replaces the rest; False when it is no event's data or too long."""
+        if not line.startswith(b"data:") or len(line) > MAX_KEPT:
+            return False
+        self._kept[min(len(self._kept), 1) :] = [line]
+        return True
 
     def usage(self) -> Usage | None:
         """The usage the answer reported; None when unknown. Never raises."""
@@ -169,6 +182,11 @@ class AnswerReader:
             return [json.loads(line[5:]) for line in self._kept]
         value = json.loads(self._partial)
         return value if isinstance(value, list) else [value]  # Gemini streams to a JSON array
+
+
+def _line_at(lines: bytes, position: int) -> bytes:
+    start = lines.rfind(b"\n", 0, position) + 1
+    return lines[start : lines.find(b"\n", position)]
 
 
 def answer_reader(api: Api, status: int, headers: Mapping[str, str]) -> AnswerReader | None:
