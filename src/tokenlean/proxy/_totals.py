@@ -51,7 +51,8 @@ class Totals:
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
     def answered(self, usage: Usage | None, output_price: float) -> None:
-        """Count one request's answer into the whole bill, after its billed input."""
+        """Count the answer into the whole bill of this one request's totals (its billed input
+        already set); an answer that reported no usage is only counted as unknown."""
         if usage is None:
             self.output_unknown += 1
             return

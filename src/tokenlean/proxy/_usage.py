@@ -125,11 +125,14 @@ class AnswerReader:
             self._kept.clear()
 
     def _take(self, piece: bytes) -> None:
-        if not self._streamed:
-            if len(self._partial) + len(piece) > MAX_KEPT:
-                raise ValueError(f"JSON answer over {MAX_KEPT:,} bytes")
-            self._partial += piece
+        if self._streamed:
+            self._take_lines(piece)
             return
+        if len(self._partial) + len(piece) > MAX_KEPT:
+            raise ValueError(f"JSON answer over {MAX_KEPT:,} bytes")
+        self._partial += piece
+
+    def _take_lines(self, piece: bytes) -> None:
         last = piece.rfind(b"\n")
         if last < 0:
             self._append(piece)
