@@ -15,7 +15,7 @@ from tokenlean.proxy import _stats as stats_module
 from tokenlean.proxy._rewrite import prepare
 from tokenlean.proxy._scan import read_body, scan_body
 from tokenlean.proxy._sessions import BlockCounter, session_key
-from tokenlean.proxy._stats import log_line
+from tokenlean.proxy._totals import log_line
 from tokenlean.raw import RawSettings, rewrite_request
 
 from .proxy_support import Outcome

@@ -71,6 +71,18 @@ def missing_extra(command: str, exc: ModuleNotFoundError) -> str | None:
     )
 
 
+def add_output_price(p: argparse.ArgumentParser, where: str) -> None:
+    """``--output-price X``: the price of an output token in the whole bill, for every command
+    that reports one (``where`` says where it shows); checked where it is used."""
+    p.add_argument(
+        "--output-price",
+        type=float,
+        metavar="X",
+        help=f"price of an output token, in uncached input tokens, {where} (default: each "
+        "provider's, 5 for Anthropic and 4 for OpenAI)",
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:

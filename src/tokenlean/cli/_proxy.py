@@ -29,6 +29,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tokenlean.cli import add_output_price
 from tokenlean.cli._originals import add_limit_options
 
 if TYPE_CHECKING:
@@ -75,6 +76,7 @@ def add_proxy_options(p: argparse.ArgumentParser) -> None:
         choices=["file", "mcp"],
         help="markers name the file, or read_original for `tokenlean mcp` (default: file)",
     )
+    add_output_price(p, "in the whole bill of the log lines, stats and summary")
 
 
 def add_subcommand(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -132,6 +134,7 @@ def build_app(args: argparse.Namespace, command: str, host: str = DEFAULT_HOST) 
             originals_max_age=args.originals_max_age,
             token=args.token,
             allowed_hosts=_allowed_hosts(args),
+            output_price=args.output_price,
         )
         proxy.check_listen(host, settings)
         # Also opens the originals folder: one another user owns is refused here, at start.

@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from tokenlean.cli import add_output_price
 from tokenlean.replay._formats import (
     Trajectory,
     TrajectoryFormatError,
@@ -50,13 +51,7 @@ def add_subcommand(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     p.add_argument(
         "--by-source", action="store_true", help="also print a table per source (trace folder)"
     )
-    p.add_argument(
-        "--output-price",
-        type=float,
-        metavar="X",
-        help="price of an output token, in uncached input tokens, in the whole-bill columns "
-        "(default: each provider's, 5 for Anthropic and 4 for OpenAI)",
-    )
+    add_output_price(p, "in the whole-bill columns")
     p.add_argument(
         "--by-session",
         action="store_true",

@@ -22,7 +22,8 @@ try:
     from tokenlean.proxy._rewrite import Prepared, RewriteOutcome, Rewriter, default_rewriter
     from tokenlean.proxy._server import BackgroundProxy, serve, serve_workers
     from tokenlean.proxy._settings import ProxySettings
-    from tokenlean.proxy._stats import StatsBook, summary_lines
+    from tokenlean.proxy._stats import StatsBook
+    from tokenlean.proxy._totals import summary_lines
     from tokenlean.raw import Api
     from tokenlean.store import default_originals_dir
 except ImportError as _exc:

@@ -43,6 +43,7 @@ from tokenlean.proxy._routing import (
 )
 from tokenlean.proxy._settings import ProxySettings
 from tokenlean.proxy._stats import CountingThread, StatsBook
+from tokenlean.proxy._usage import AnswerReader, answer_reader
 from tokenlean.raw import Api
 
 log = logging.getLogger("tokenlean.proxy")
@@ -60,9 +61,12 @@ T = TypeVar("T")
 class UpstreamResponse(Response):
     """Passes the upstream response on as it arrives; closes it whatever happens to the client."""
 
-    def __init__(self, upstream: httpx.Response, on_done: OnDone) -> None:
+    def __init__(
+        self, upstream: httpx.Response, on_done: OnDone, reader: AnswerReader | None = None
+    ) -> None:
         self.upstream = upstream
         self.on_done = on_done
+        self.reader = reader  # reads the answer's usage, each chunk after the client has it
         self.status_code = upstream.status_code
         self.raw_headers = response_headers(upstream.headers.raw)
         self.background = None
@@ -85,6 +89,8 @@ class UpstreamResponse(Response):
         try:
             async for chunk in self.upstream.aiter_raw():
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                if self.reader is not None:
+                    self.reader.feed(chunk)
         except httpx.HTTPError as exc:
             # Ending normally would hand the client a truncated body as if it were whole; leaving
             # the response incomplete makes the server drop the connection, which the client sees.
@@ -193,8 +199,9 @@ class Proxy:
         except httpx.HTTPError as exc:
             return self._unreachable(base, exc)
         headers = dict(request.headers)
-        on_done = self._recorder(request.method, path, api, headers, prepared)
-        return UpstreamResponse(upstream, on_done)
+        reader = None if api is None else answer_reader(api, upstream.status_code, upstream.headers)
+        on_done = self._recorder(request.method, path, api, headers, prepared, reader)
+        return UpstreamResponse(upstream, on_done, reader)
 
     async def _prepare(self, api: Api, raw: bytes, encoding: str | None) -> Prepared:
         if self.rewriter is None:  # nothing to do on the request's path
@@ -236,12 +243,13 @@ class Proxy:
         api: Api | None,
         headers: Mapping[str, str],
         prepared: Prepared | None,
+        reader: AnswerReader | None,
     ) -> OnDone:
         def on_done(status: int) -> None:
             if api is None or prepared is None:
                 log.debug("%s %s %d passed through", method, path, status)
             elif self.counting is not None:
-                self.counting.submit(method, path, api, headers, prepared, status)
+                self.counting.submit(method, path, api, headers, prepared, status, reader)
 
         return on_done
 
@@ -278,14 +286,7 @@ def create_app(
             max_age=settings.originals_max_age,
         )
     stats = StatsBook(
-        {
-            "anthropic": settings.anthropic_pricing,
-            "openai_chat": settings.openai_pricing,
-            "openai_responses": settings.openai_pricing,
-            "gemini": settings.gemini_pricing,
-        },
-        max_sessions=settings.max_sessions,
-        salt=settings.session_salt.encode(),
+        settings.pricing(), max_sessions=settings.max_sessions, salt=settings.session_salt.encode()
     )
     proxy = Proxy(settings, rewriter, stats)
 

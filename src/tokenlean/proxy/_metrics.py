@@ -11,6 +11,10 @@ histogram) rather than with a client library, so the ``proxy`` extra needs nothi
     tokenlean_tokens_sent_total{api="anthropic"} 8.9e5    # ... and forwarded
     tokenlean_billed_in_total / tokenlean_billed_sent_total  # the same, priced with the cache
     tokenlean_estimated_saving_ratio{api="anthropic"} 0.21   # 1 - billed sent / billed in
+    tokenlean_output_tokens_total{api="anthropic"} 5.1e4  # as the upstream reported them
+    tokenlean_output_unknown_total{api="anthropic"} 2     # answers that reported none
+    tokenlean_whole_bill_in_total / tokenlean_whole_bill_sent_total  # billed + output priced
+    tokenlean_estimated_whole_bill_saving_ratio{api="anthropic"} 0.12
     tokenlean_rewrite_seconds_bucket{api="anthropic",le="0.01"} 40   # and _sum, _count
 """
 
@@ -27,7 +31,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 if TYPE_CHECKING:
-    from tokenlean.proxy._stats import StatsBook, Totals
+    from tokenlean.proxy._stats import StatsBook
+    from tokenlean.proxy._totals import Totals
 
 __all__ = ["CONTENT_TYPE", "REWRITE_BUCKETS", "Metrics", "metrics_route"]
 
@@ -36,7 +41,7 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 #: millisecond, a long coding session's history tens to hundreds.
 REWRITE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 
-#: name, help and the field of :class:`~tokenlean.proxy._stats.Totals` each counter sums.
+#: name, help and the field of :class:`~tokenlean.proxy._totals.Totals` each counter sums.
 _COUNTERS = (
     ("rewritten_requests", "Requests whose body the rewrite changed.", "rewritten"),
     (
@@ -62,6 +67,49 @@ _COUNTERS = (
         "results_shortened",
     ),
     ("inputs_shortened", "Past tool inputs cut.", "inputs_shortened"),
+    ("output_tokens", "Output tokens the upstream reported in its answers.", "output_tokens"),
+    (
+        "output_unknown",
+        "Requests whose answer reported no output tokens (not in the whole bill).",
+        "output_unknown",
+    ),
+    (
+        "whole_bill_in",
+        "Estimated whole bill without the rewrite: billed input received plus output at the "
+        "provider's output price, in uncached-token equivalents, over answers with output.",
+        "whole_bill_in",
+    ),
+    (
+        "whole_bill_sent",
+        "Estimated whole bill: billed input forwarded plus output at the provider's output "
+        "price, in uncached-token equivalents, over answers with output.",
+        "whole_bill_sent",
+    ),
+    (
+        "upstream_input_tokens",
+        "Prompt tokens the upstream reported (cached part included), where it did.",
+        "upstream_input_tokens",
+    ),
+    (
+        "upstream_cached_tokens",
+        "Prompt tokens the upstream reported reading from its cache, where it did.",
+        "upstream_cached_tokens",
+    ),
+)
+#: name, help, and the two sums each saving ratio compares (1 - sent / in).
+_RATIOS = (
+    (
+        "estimated_saving_ratio",
+        "1 - billed_sent / billed_in, over every request so far.",
+        "billed_in",
+        "billed_sent",
+    ),
+    (
+        "estimated_whole_bill_saving_ratio",
+        "1 - whole_bill_sent / whole_bill_in, over every answer with output so far.",
+        "whole_bill_in",
+        "whole_bill_sent",
+    ),
 )
 
 
@@ -114,14 +162,11 @@ class Metrics:
                 f'tokenlean_{metric}_total{{api="{api}"}} {_number(s.sums[name])}'
                 for api, s in apis
             )
-        yield from _head(
-            "estimated_saving_ratio",
-            "1 - billed_sent / billed_in, over every request so far.",
-            "gauge",
-        )
-        for api, s in apis:
-            saved = 1 - s.sums["billed_sent"] / s.sums["billed_in"] if s.sums["billed_in"] else 0.0
-            yield f'tokenlean_estimated_saving_ratio{{api="{api}"}} {_number(saved)}'
+        for metric, text, whole, part in _RATIOS:
+            yield from _head(metric, text, "gauge")
+            for api, s in apis:
+                saved = 1 - s.sums[part] / s.sums[whole] if s.sums[whole] else 0.0
+                yield f'tokenlean_{metric}{{api="{api}"}} {_number(saved)}'
         yield from _head(
             "rewrite_seconds", "Time spent parsing, rewriting and serialising a body.", "histogram"
         )

@@ -5,12 +5,15 @@ from __future__ import annotations
 import os
 import re
 import secrets
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from tokenlean import checks
 from tokenlean._retention import ORIGINALS_MAX_AGE, ORIGINALS_MAX_BYTES, check_limits
 from tokenlean.cost import ANTHROPIC, NO_CACHE, OPENAI, CachePricing
+from tokenlean.raw import Api
 
 ANTHROPIC_API = "https://api.anthropic.com"
 OPENAI_API = "https://api.openai.com"
@@ -66,6 +69,8 @@ class ProxySettings:
 
     ``gemini_pricing`` prices the statistics of Gemini requests: no cache discount by default,
     since Gemini's implicit-cache discount and minimum differ by model (give your own).
+    ``output_price``, when given, replaces the output price of all three (in uncached input
+    tokens, as :attr:`~tokenlean.cost.CachePricing.output`) in the whole bill.
 
     ``originals_max_bytes`` and ``originals_max_age`` bound the originals folder (least
     recently used first past the size cap; unused for that many seconds: deleted), as
@@ -104,6 +109,7 @@ class ProxySettings:
     anthropic_pricing: CachePricing = ANTHROPIC
     openai_pricing: CachePricing = OPENAI
     gemini_pricing: CachePricing = NO_CACHE
+    output_price: float | None = None
     token: str | None = field(default=None, repr=False)
     allowed_hosts: tuple[str, ...] = ()
     session_salt: str = field(default_factory=lambda: secrets.token_hex(16), repr=False)
@@ -131,3 +137,17 @@ class ProxySettings:
             raise ValueError("session_salt must not be empty")
         if isinstance(self.max_sessions, bool) or self.max_sessions < 1:
             raise ValueError(f"max_sessions must be at least 1, got {self.max_sessions!r}")
+        if self.output_price is not None:
+            checks.number(self.output_price, "output_price", at_least=0)
+
+    def pricing(self) -> Mapping[Api, CachePricing]:
+        """The pricing of each API's statistics, with ``output_price`` applied."""
+        by_api: dict[Api, CachePricing] = {
+            "anthropic": self.anthropic_pricing,
+            "openai_chat": self.openai_pricing,
+            "openai_responses": self.openai_pricing,
+            "gemini": self.gemini_pricing,
+        }
+        if self.output_price is None:
+            return by_api
+        return {api: replace(p, output=self.output_price) for api, p in by_api.items()}

@@ -1,5 +1,6 @@
 """What the proxy saved: per request (a log line), per session (``GET /tokenlean/stats``), and
-in total (the summary printed when it stops).
+in total (the summary printed when it stops); :mod:`tokenlean.proxy._totals` has the sums and
+how they read.
 
 Token counts are estimates. For a body the rewrite changed, "in" and "sent" are the rewrite's
 own figures (``tokens_before`` and ``tokens_after`` of its result, over the whole request), as
@@ -22,7 +23,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from tokenlean.cost import CachePricing
@@ -38,45 +39,13 @@ from tokenlean.proxy._sessions import (
     session_key,
 )
 from tokenlean.proxy._settings import MAX_SESSIONS
+from tokenlean.proxy._totals import RequestRecord, Totals, log_line
+from tokenlean.proxy._usage import AnswerReader
 from tokenlean.raw import Api
 
+__all__ = ["CountingThread", "StatsBook"]
+
 log = logging.getLogger("tokenlean.proxy")
-
-
-@dataclass(slots=True)
-class Totals:
-    """Sums over requests; one per session and one overall."""
-
-    requests: int = 0
-    rewritten: int = 0
-    rewrite_failures: int = 0
-    upstream_errors: int = 0
-    tokens_in: int = 0
-    tokens_sent: int = 0
-    billed_in: float = 0.0
-    billed_sent: float = 0.0
-    results_shortened: int = 0
-    inputs_shortened: int = 0
-    rewrite_seconds: float = 0.0
-    count_seconds: float = 0.0  # CPU time spent on these statistics, after each answer
-
-    def add(self, other: Totals) -> None:
-        for name in self.__slots__:
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-
-    @property
-    def billed_saved(self) -> float:
-        return self.billed_in - self.billed_sent
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["billed_in"] = round(self.billed_in, 1)
-        data["billed_sent"] = round(self.billed_sent, 1)
-        data["billed_saved"] = round(self.billed_saved, 1)
-        data["billed_saved_ratio"] = round(_ratio(self.billed_saved, self.billed_in), 4)
-        data["rewrite_seconds"] = round(self.rewrite_seconds, 3)
-        data["count_seconds"] = round(self.count_seconds, 3)
-        return data
 
 
 @dataclass(slots=True)
@@ -88,19 +57,6 @@ class Session:
     history_sent: PrefixHistory = field(default_factory=PrefixHistory)
     first_seen: float = field(default_factory=time.time)
     last_seen: float = field(default_factory=time.time)
-
-
-@dataclass(frozen=True, slots=True)
-class RequestRecord:
-    """One forwarded request whose body the proxy parsed, as the log line reports it."""
-
-    session: str
-    status: int
-    totals: Totals
-
-
-def _ratio(part: float, whole: float) -> float:
-    return part / whole if whole else 0.0
 
 
 def _received(api: Api, prepared: Prepared) -> ScannedBody | None:
@@ -135,9 +91,15 @@ class StatsBook:
         self.metrics = Metrics()  # what GET /metrics serves: counters that only grow
 
     def record(
-        self, api: Api, headers: Mapping[str, str], prepared: Prepared, status: int
+        self,
+        api: Api,
+        headers: Mapping[str, str],
+        prepared: Prepared,
+        status: int,
+        answer: AnswerReader | None = None,
     ) -> RequestRecord | None:
-        """Count one request; None when its body was not a JSON object (nothing to count)."""
+        """Count one request, with the usage its ``answer`` reported (none read: output
+        unknown); None when its body was not a JSON object (nothing to count)."""
         start = time.thread_time()  # CPU time: what counting costs, however busy the machine
         received = _received(api, prepared)
         if received is None:
@@ -154,6 +116,7 @@ class StatsBook:
             else self._counter.rewritten(api, received, blocks_in, outcome.body)
         )
         counted = sum(t for _, t in blocks_in)
+        usage = None if answer is None else answer.usage()
         with self._lock:
             session = self._session(label, api, source)
             one = Totals(
@@ -171,6 +134,7 @@ class StatsBook:
             one.billed_sent = self._billed(api, one.tokens_sent, blocks_sent, session.history_sent)
             session.history_in.add(blocks_in)
             session.history_sent.add(blocks_sent)
+            one.answered(usage, self._pricing[api].output)
             one.count_seconds = time.thread_time() - start
             session.totals.add(one)
             self.metrics.observe(api, status, one)
@@ -193,7 +157,8 @@ class StatsBook:
     def _billed(self, api: Api, tokens: int, blocks: list[Block], history: PrefixHistory) -> float:
         """``tokens`` billed with the share of ``blocks`` that ``history`` has cached."""
         counted = sum(t for _, t in blocks)
-        cached = round(tokens * _ratio(history.cached_tokens(blocks), counted))
+        share = history.cached_tokens(blocks) / counted if counted else 0.0
+        cached = round(tokens * share)
         return self._pricing[api].billed(tokens, cached)
 
     def snapshot(self, named: str | None = None) -> dict[str, Any]:
@@ -245,8 +210,9 @@ class CountingThread:
         headers: Mapping[str, str],
         prepared: Prepared,
         status: int,
+        answer: AnswerReader | None = None,
     ) -> None:
-        self._jobs.put((method, path, api, headers, prepared, status))
+        self._jobs.put((method, path, api, headers, prepared, status, answer))
 
     def close(self, timeout: float = 30.0) -> None:
         """Count what is queued, then stop."""
@@ -255,39 +221,11 @@ class CountingThread:
 
     def _run(self) -> None:
         while (job := self._jobs.get()) is not None:
-            method, path, api, headers, prepared, status = job
+            method, path, api, headers, prepared, status, answer = job
             try:
-                record = self._book.record(api, headers, prepared, status)
+                record = self._book.record(api, headers, prepared, status, answer)
             except Exception as exc:  # counting must never take the proxy down
                 log.warning("tokenlean proxy: could not count a request: %r", exc)
                 continue
             if record is not None:
                 log.info("%s", log_line(method, path, record))
-
-
-def log_line(method: str, path: str, record: RequestRecord) -> str:
-    t = record.totals
-    saved = _ratio(t.tokens_in - t.tokens_sent, t.tokens_in)
-    shortened = f", {t.results_shortened} results + {t.inputs_shortened} inputs shortened"
-    return (
-        f"{method} {path} {record.status} session {record.session}: "
-        f"~{t.tokens_in:,} tokens in, ~{t.tokens_sent:,} sent ({saved:.1%} fewer), "
-        f"billed input saved ~{t.billed_saved:,.0f} token-equivalents"
-        f"{shortened if t.rewritten else ''}, rewrite {t.rewrite_seconds * 1000:.0f} ms"
-    )
-
-
-def summary_lines(snapshot: Mapping[str, Any]) -> list[str]:
-    """The savings report printed when the proxy stops."""
-    t = snapshot["total"]
-    if not t["requests"]:
-        return ["tokenlean: no requests went through the proxy"]
-    sessions = len(snapshot["sessions"]) + snapshot.get("sessions_dropped", 0)
-    return [
-        f"tokenlean: {t['requests']} requests in {sessions} sessions, "
-        f"{t['rewritten']} rewritten ({t['results_shortened']} tool results and "
-        f"{t['inputs_shortened']} tool inputs shortened)",
-        f"tokenlean: ~{t['tokens_in']:,} prompt tokens in, ~{t['tokens_sent']:,} sent; "
-        f"billed input ~{t['billed_in']:,.0f} -> ~{t['billed_sent']:,.0f} token-equivalents "
-        f"(-{t['billed_saved_ratio']:.1%}, estimated with cache pricing)",
-    ]

@@ -29,6 +29,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 __all__ = [
+    "CHAT_USAGE",
     "FakeUpstream",
     "Recorded",
     "Reply",
@@ -100,7 +101,10 @@ def sse_event(data: Mapping[str, Any] | str, event: str | None = None) -> bytes:
 
 
 def anthropic_message(
-    text: str, model: str = "claude-test", message_id: str = "msg_test"
+    text: str,
+    model: str = "claude-test",
+    message_id: str = "msg_test",
+    usage: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     return {
         "id": message_id,
@@ -110,7 +114,7 @@ def anthropic_message(
         "content": [{"type": "text", "text": text}],
         "stop_reason": "end_turn",
         "stop_sequence": None,
-        "usage": {"input_tokens": 10, "output_tokens": 5},
+        "usage": dict(usage or {"input_tokens": 10, "output_tokens": 5}),
     }
 
 
@@ -119,13 +123,21 @@ def anthropic_events(
     stop_reason: str = "end_turn",
     model: str = "claude-test",
     message_id: str = "msg_test",
+    usage: Mapping[str, Any] | None = None,
 ) -> list[bytes]:
     """The event stream of a message with these content blocks (text or tool_use).
 
     Give each message of a conversation its own ``message_id``: clients such as Claude Code
-    merge the blocks of messages that share one.
+    merge the blocks of messages that share one. With ``usage``, ``message_start`` carries it
+    with a first output count of 1 and ``message_delta`` the final ``output_tokens``, as
+    Anthropic streams them.
     """
-    start = {**anthropic_message("", model, message_id), "content": [], "stop_reason": None}
+    first = None if usage is None else {**usage, "output_tokens": 1}
+    start = {
+        **anthropic_message("", model, message_id, first),
+        "content": [],
+        "stop_reason": None,
+    }
     events = [sse_event({"type": "message_start", "message": start}, "message_start")]
     for i, block in enumerate(blocks):
         if block["type"] == "tool_use":
@@ -145,16 +157,21 @@ def anthropic_events(
             sse_event({"type": "content_block_stop", "index": i}, "content_block_stop"),
         ]
     end = {"stop_reason": stop_reason, "stop_sequence": None}
+    final = {"output_tokens": 5 if usage is None else usage["output_tokens"]}
     events.append(
-        sse_event(
-            {"type": "message_delta", "delta": end, "usage": {"output_tokens": 5}}, "message_delta"
-        )
+        sse_event({"type": "message_delta", "delta": end, "usage": final}, "message_delta")
     )
     events.append(sse_event({"type": "message_stop"}, "message_stop"))
     return events
 
 
-def chat_completion(text: str, model: str = "gpt-test") -> dict[str, Any]:
+#: The usage the canned OpenAI chat answers report.
+CHAT_USAGE: Mapping[str, Any] = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+
+
+def chat_completion(
+    text: str, model: str = "gpt-test", usage: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     message = {"role": "assistant", "content": text}
     return {
         "id": "chatcmpl-test",
@@ -162,29 +179,42 @@ def chat_completion(text: str, model: str = "gpt-test") -> dict[str, Any]:
         "created": 0,
         "model": model,
         "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        "usage": dict(usage or CHAT_USAGE),
     }
 
 
-def chat_events(text: str, model: str = "gpt-test") -> list[bytes]:
-    def chunk(delta: dict[str, Any], finish: str | None) -> bytes:
-        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+def chat_events(
+    text: str, model: str = "gpt-test", usage: Mapping[str, Any] | None = None
+) -> list[bytes]:
+    """The chunks of a streamed chat completion; with ``usage``, a last chunk without choices
+    carries it (what OpenAI sends when asked with ``stream_options.include_usage``)."""
+
+    def chunk(choices: list[Any], **more: Any) -> bytes:
         body = {
             "id": "chatcmpl-test",
             "object": "chat.completion.chunk",
             "created": 0,
             "model": model,
-            "choices": [choice],
+            "choices": choices,
+            **more,
         }
         return sse_event(body)
 
+    def choice(delta: dict[str, Any], finish: str | None) -> list[Any]:
+        return [{"index": 0, "delta": delta, "finish_reason": finish}]
+
     words = [w + " " for w in text.split()] or [""]
-    events = [chunk({"role": "assistant", "content": ""}, None)]
-    events += [chunk({"content": w}, None) for w in words]
-    return [*events, chunk({}, "stop"), sse_event("[DONE]")]
+    events = [chunk(choice({"role": "assistant", "content": ""}, None))]
+    events += [chunk(choice({"content": w}, None)) for w in words]
+    events.append(chunk(choice({}, "stop")))
+    if usage is not None:
+        events.append(chunk([], usage=dict(usage)))
+    return [*events, sse_event("[DONE]")]
 
 
-def response_object(text: str, model: str = "gpt-test") -> dict[str, Any]:
+def response_object(
+    text: str, model: str = "gpt-test", usage: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     content = [{"type": "output_text", "text": text, "annotations": []}]
     item = {
         "type": "message",
@@ -203,12 +233,14 @@ def response_object(text: str, model: str = "gpt-test") -> dict[str, Any]:
         "parallel_tool_calls": True,
         "tool_choice": "auto",
         "tools": [],
-        "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15},
+        "usage": dict(usage or {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}),
     }
 
 
-def response_events(text: str, model: str = "gpt-test") -> list[bytes]:
-    done = response_object(text, model)
+def response_events(
+    text: str, model: str = "gpt-test", usage: Mapping[str, Any] | None = None
+) -> list[bytes]:
+    done = response_object(text, model, usage)
     created = {**done, "status": "in_progress", "output": []}
     events = [
         sse_event(
@@ -247,27 +279,39 @@ def response_item_events(
 
 
 def gemini_response(
-    text: str, model: str = "gemini-test", finish: str | None = "STOP"
+    text: str,
+    model: str = "gemini-test",
+    finish: str | None = "STOP",
+    usage: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A ``generateContent`` answer (also one chunk of a stream, with ``finish=None``)."""
     candidate: dict[str, Any] = {"content": {"role": "model", "parts": [{"text": text}]}}
     if finish is not None:
         candidate["finishReason"] = finish
-    usage = {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15}
+    usage = usage or {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15}
     return {
         "candidates": [{**candidate, "index": 0}],
-        "usageMetadata": usage,
+        "usageMetadata": dict(usage),
         "modelVersion": model,
         "responseId": "resp_test",
     }
 
 
-def gemini_events(text: str, model: str = "gemini-test") -> list[bytes]:
-    """The ``streamGenerateContent?alt=sse`` form: one chunk per word, the last one finished."""
+def gemini_events(
+    text: str, model: str = "gemini-test", usage: Mapping[str, Any] | None = None
+) -> list[bytes]:
+    """The ``streamGenerateContent?alt=sse`` form: one chunk per word, the last one finished.
+    With ``usage``, each chunk carries the usage so far (one candidate token per word before
+    the last), the last one ``usage`` itself, as Gemini streams it."""
     words = [w + " " for w in text.split()] or [""]
     words[-1] = words[-1].rstrip()
+    last = len(words) - 1
+
+    def so_far(i: int) -> Mapping[str, Any] | None:
+        return usage if usage is None or i == last else {**usage, "candidatesTokenCount": i + 1}
+
     return [
-        sse_event(gemini_response(w, model, "STOP" if i == len(words) - 1 else None))
+        sse_event(gemini_response(w, model, "STOP" if i == last else None, so_far(i)))
         for i, w in enumerate(words)
     ]
 
@@ -279,6 +323,13 @@ def _gemini(request: Recorded, text: str) -> Reply:
     if "alt=sse" in request.query.split("&"):
         return sse_reply(gemini_events(text))
     return json_reply([json.loads(e.removeprefix(b"data: ")) for e in gemini_events(text)])
+
+
+def _include_usage(request: Recorded) -> bool:
+    try:
+        return request.json()["stream_options"]["include_usage"] is True
+    except (ValueError, LookupError, TypeError, RecursionError):
+        return False
 
 
 def canned(request: Recorded, text: str = "Hello from the fake upstream") -> Reply:
@@ -297,7 +348,9 @@ def canned(request: Recorded, text: str = "Hello from the fake upstream") -> Rep
             sse_reply(anthropic_events(blocks)) if stream else json_reply(anthropic_message(text))
         )
     if request.path.startswith("/v1/chat/completions"):
-        return sse_reply(chat_events(text)) if stream else json_reply(chat_completion(text))
+        if not stream:
+            return json_reply(chat_completion(text))
+        return sse_reply(chat_events(text, usage=CHAT_USAGE if _include_usage(request) else None))
     if request.path.startswith("/v1/responses"):
         return sse_reply(response_events(text)) if stream else json_reply(response_object(text))
     return json_reply({"error": {"message": f"no such path {request.path}"}}, 404)
