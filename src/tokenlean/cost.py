@@ -36,7 +36,8 @@ class CachePricing:
     A hit counts only when the cached prefix has at least ``min_cached`` tokens, and is rounded
     down to a multiple of ``granularity``. ``output`` is the price of an output token, in the same
     unit: what the whole bill (input billed with caching, plus output) weighs the agent's own
-    tokens by.
+    tokens by. ``cache_ttl`` is how long, in seconds, the provider keeps a cached prefix
+    unused: a call later than that after the previous one writes its whole prompt anyway.
     """
 
     name: str
@@ -45,6 +46,7 @@ class CachePricing:
     min_cached: int = 0
     granularity: int = 1
     output: float = 1.0
+    cache_ttl: float = 300.0
 
     def __post_init__(self) -> None:
         checks.text(self.name, "name", blank=False)
@@ -53,6 +55,7 @@ class CachePricing:
         checks.integer(self.min_cached, "min_cached", at_least=0)
         checks.integer(self.granularity, "granularity", at_least=1)
         checks.number(self.output, "output", at_least=0)
+        checks.number(self.cache_ttl, "cache_ttl", at_least=0)
 
     def billable_cached(self, cached_tokens: int) -> int:
         """How many of ``cached_tokens`` the provider actually bills at the cached price."""
@@ -66,6 +69,7 @@ class CachePricing:
         return self.cached_read * hit + self.uncached * (prompt_tokens - hit)
 
 
+#: Caches live 5 minutes unused, with Anthropic's default cache and OpenAI's automatic one.
 #: Output prices: Anthropic lists output at 5x input on every current model; OpenAI at 4x on
 #: GPT-4.1 and GPT-4o (8x on GPT-5: give a CachePricing of your own); 4x where there is no cache.
 ANTHROPIC = CachePricing("anthropic", cached_read=0.1, uncached=1.25, output=5.0)

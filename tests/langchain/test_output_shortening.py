@@ -157,8 +157,9 @@ def test_a_long_result_is_shortened_before_the_model_first_sees_it() -> None:
     assert state["messages"][2].id == sent.id
     assert middleware.stats.results_shortened == 1
     offered = [[t["function"]["name"] for t in c.tools] for c in model.calls]
-    assert "read_original" not in offered[0]  # nothing kept yet: the tool would only cost
-    assert "read_original" in offered[1]  # offered from the call that first sends a marker
+    # a short prompt and a warm cache: adding the tool would re-write the cache, so it waits
+    # for a cold one (the marker's handle reads back all the same)
+    assert all("read_original" not in names for names in offered)
 
 
 def test_later_calls_send_identical_bytes_and_nothing_seen_is_rewritten() -> None:

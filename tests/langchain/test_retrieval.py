@@ -58,6 +58,10 @@ def _call(name: str, args: dict[str, Any], call_id: str) -> AIMessage:
     )
 
 
+#: A system prompt as long as a coding agent's: the tool's schema is a negligible share of it.
+LONG_SYSTEM = "You are a careful coding agent; read before you edit. " * 1500
+
+
 def _tools(model: Any) -> list[list[str]]:
     return [[t["function"]["name"] for t in c.tools] for c in model.calls]
 
@@ -86,15 +90,16 @@ def test_shorteners_at_their_defaults_share_one_tool_and_one_store() -> None:
     inputs, outputs = ToolInputShorteningMiddleware(), ToolOutputShorteningMiddleware()
     assert inputs.store is outputs.store and inputs.tools[0] is outputs.tools[0]
     turns = [_call("run_tests", {"target": "all"}, "c1"), _read_back, AIMessage("done")]
-    agent, model = scripted_agent(turns, tools=[run_tests], middleware=[inputs, outputs])
+    agent, model = scripted_agent(
+        turns, tools=[run_tests], middleware=[inputs, outputs], system_prompt=LONG_SYSTEM
+    )
     state = _invoke(agent)
-    assert _tools(model)[1].count("read_original") == 1
+    assert [names.count("read_original") for names in _tools(model)] == [1, 1, 1]
     answer = next(
         m for m in state["messages"] if isinstance(m, ToolMessage) and m.tool_call_id == "r1"
     )
     assert "FAILED tests/test_api.py::test_login" in answer.content  # line 151 of the original
-    # offering the tool is the one change to bytes already sent
-    assert [m for _, m in prefix_breaks(model)] == [-1]
+    assert prefix_breaks(model) == []  # offered from the first call: nothing re-written
 
 
 def test_one_tool_per_store_choice_and_name_kept_by_the_choice() -> None:
@@ -110,7 +115,9 @@ def _stores_run(inputs_store: Any, outputs_store: Any) -> tuple[list[list[str]],
     inputs = ToolInputShorteningMiddleware(store=inputs_store)
     outputs = ToolOutputShorteningMiddleware(store=outputs_store)
     turns = [_call("run_tests", {"target": "all"}, "c1"), _read_back, AIMessage("done")]
-    agent, model = scripted_agent(turns, tools=[run_tests], middleware=[inputs, outputs])
+    agent, model = scripted_agent(
+        turns, tools=[run_tests], middleware=[inputs, outputs], system_prompt=LONG_SYSTEM
+    )
     state = _invoke(agent)
     answer = next(
         m for m in state["messages"] if isinstance(m, ToolMessage) and m.tool_call_id == "r1"
@@ -129,7 +136,7 @@ def test_shorteners_given_one_store_offer_the_agent_one_tool() -> None:
     assert not _same_tool(inputs.tools[0], retrieval_tool(InMemoryOriginalStore()))
     assert not _same_tool(inputs.tools[0], retrieval_tool(store, name="read_kept"))
     offered, answer = _stores_run(store, store)
-    assert offered[1].count("read_original") == 1
+    assert [names.count("read_original") for names in offered] == [1, 1, 1]
     assert "FAILED tests/test_api.py::test_login" in answer
     # and they offer it exactly when middleware sharing one choice do
     choice = StoreChoice(InMemoryOriginalStore())
@@ -204,7 +211,10 @@ def test_after_a_read_back_that_tool_is_shortened_less_then_not_at_all() -> None
         AIMessage("done"),
     ]
     agent, model = scripted_agent(
-        turns, tools=[run_tests], middleware=[ToolOutputShorteningMiddleware()]
+        turns,
+        tools=[run_tests],
+        middleware=[ToolOutputShorteningMiddleware()],
+        system_prompt=LONG_SYSTEM,
     )
     state = _invoke(agent)
     sent = {m.tool_call_id: str(m.content) for m in state["messages"] if isinstance(m, ToolMessage)}
@@ -212,19 +222,64 @@ def test_after_a_read_back_that_tool_is_shortened_less_then_not_at_all() -> None
     assert sent["c3"] == LOG  # two read-backs: left whole
     levels = agent.get_state({"configurable": {"thread_id": "t"}}).values
     assert levels["tokenlean_output_shortening_backoff"] == {"run_tests": 2}
-    assert [m for _, m in prefix_breaks(model)] == [-1]  # nothing already sent ever changed
+    assert prefix_breaks(model) == []  # nothing already sent ever changed
 
 
-def test_offering_pays_once_the_savings_so_far_cover_the_rewrite_and_the_schema() -> None:
+def test_offering_never_pays_a_cache_rewrite_and_the_savings_must_cover_the_schema() -> None:
     common = {"schema": 100, "calls": 10}  # the schema costs 100 * (1.25 + 10 * 0.1) = 225
-    # early on the prompt is small: re-writing its 200 cached tokens costs 230
-    assert offering_pays(ANTHROPIC, prompt=2_000, new=1_800, banked=460, **common)
-    assert not offering_pays(ANTHROPIC, prompt=2_000, new=1_800, banked=450, **common)
-    # late, 59,500 cached tokens cost 68,425 to write again: only large savings pay for that
-    assert not offering_pays(ANTHROPIC, prompt=60_000, new=500, banked=68_000, **common)
-    assert offering_pays(ANTHROPIC, prompt=60_000, new=500, banked=68_700, **common)
-    # OpenAI-style pricing re-writes at the uncached price, and nothing under 1,024 is cached
+    # a warm cache is never re-written for the tool, early or late, whatever was saved
+    assert not offering_pays(ANTHROPIC, prompt=2_000, new=1_800, banked=10_000, **common)
+    assert not offering_pays(ANTHROPIC, prompt=60_000, new=500, banked=10**9, **common)
+    # a cold one (every token new) is written anyway: the savings need only cover the schema
+    assert offering_pays(ANTHROPIC, prompt=60_000, new=60_000, banked=225, **common)
+    assert not offering_pays(ANTHROPIC, prompt=60_000, new=60_000, banked=224, **common)
+    # nothing under 1,024 tokens is cached on OpenAI, so nothing is re-written there
     assert offering_pays(OPENAI, prompt=1_000, new=100, banked=201, **common)
+    assert not offering_pays(OPENAI, prompt=5_000, new=100, banked=10**9, **common)
+
+
+def _long_run(middleware: ToolOutputShorteningMiddleware) -> Any:
+    """Six long test runs and an answer, in a short prompt (the schema is no small share)."""
+    turns = [_call("run_tests", {"target": f"t{i}"}, f"c{i}") for i in range(6)]
+    agent, model = scripted_agent(
+        [*turns, AIMessage("done")], tools=[run_tests], middleware=[middleware]
+    )
+    _invoke(agent)
+    return model
+
+
+def test_a_warm_cache_is_never_re_written_to_offer_the_tool_whatever_was_saved() -> None:
+    model = _long_run(ToolOutputShorteningMiddleware(min_remaining_calls=0))
+    assert all(names == ["run_tests"] for names in _tools(model))
+    assert_prefix_kept(model)  # six cuts saved far more than the schema: still no re-write
+
+
+def test_the_tool_joins_at_a_call_whose_cache_went_cold() -> None:
+    middleware = ToolOutputShorteningMiddleware(min_remaining_calls=0)
+    times = iter([0.0, 1.0, 2.0, 2.0 + ANTHROPIC.cache_ttl + 1, *range(10_000, 10_010)])
+    middleware._gate.clock = lambda: float(next(times))  # the fourth call comes after a pause
+    model = _long_run(middleware)
+    assert [names.count("read_original") for names in _tools(model)] == [0, 0, 0, 1, 1, 1, 1]
+    assert [m for _, m in prefix_breaks(model)] == [-1]  # its tool list, on the cold call only
+    assert [c for c, _ in prefix_breaks(model)] == [3]
+
+
+def test_a_long_first_prompt_has_the_tool_from_the_first_call() -> None:
+    turns = [_call("run_tests", {"target": "all"}, "c1"), AIMessage("done")]
+    short, long_ = (
+        scripted_agent(
+            turns,
+            tools=[run_tests],
+            middleware=[ToolOutputShorteningMiddleware()],
+            system_prompt=prompt,
+        )
+        for prompt in ("Be brief.", LONG_SYSTEM)
+    )
+    for agent, _ in (short, long_):
+        _invoke(agent)
+    assert [n.count("read_original") for n in _tools(short[1])] == [0, 0]
+    assert [n.count("read_original") for n in _tools(long_[1])] == [1, 1]
+    assert_prefix_kept(long_[1])
 
 
 def test_a_result_is_shortened_before_the_tool_pays_and_its_handle_still_reads_back() -> None:

@@ -33,6 +33,7 @@ from tokenlean.langchain.retrieval import (
     RetrievalGate,
     add_counts,
     either,
+    later,
     shared_choice,
 )
 from tokenlean.langchain.retrieval import retrieval_tool as retrieval_tool_for
@@ -77,6 +78,7 @@ class InputShorteningState(AgentState[Any]):
     tokenlean_originals_saved: NotRequired[Annotated[int, PrivateStateAttr, add_counts]]
     tokenlean_originals_saved_at: NotRequired[Annotated[int, PrivateStateAttr, add_counts]]
     tokenlean_originals_offered: NotRequired[Annotated[bool, PrivateStateAttr, either]]
+    tokenlean_called_at: NotRequired[Annotated[float, PrivateStateAttr, later]]
 
 
 class ToolInputShorteningMiddleware(AgentMiddleware[InputShorteningState, Any, Any]):
@@ -148,6 +150,7 @@ class ToolInputShorteningMiddleware(AgentMiddleware[InputShorteningState, Any, A
                 min_remaining_calls, "min_remaining_calls", at_least=0
             ),
             always=offer_tool == "always",
+            start_share=_OUTPUTS.start_share,
         )
         if offer_tool not in OFFER_TOOL:
             raise ValueError(f"offer_tool must be one of {OFFER_TOOL}, got {offer_tool!r}")

@@ -61,6 +61,7 @@ from tokenlean.langchain.retrieval import (
     RetrievalGate,
     add_counts,
     either,
+    later,
     read_back,
     shared_choice,
 )
@@ -129,6 +130,7 @@ class ShorteningState(AgentState[Any]):
     tokenlean_originals_saved: NotRequired[Annotated[int, PrivateStateAttr, add_counts]]
     tokenlean_originals_saved_at: NotRequired[Annotated[int, PrivateStateAttr, add_counts]]
     tokenlean_originals_offered: NotRequired[Annotated[bool, PrivateStateAttr, either]]
+    tokenlean_called_at: NotRequired[Annotated[float, PrivateStateAttr, later]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,8 +189,11 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
             the retrieval tool (``"anthropic"``, ``"openai"``, ``"none"`` or a
             :class:`~tokenlean.cost.CachePricing`).
         offer_tool: ``"when_it_pays"`` (results are shortened from the first call; a thread is
-            offered ``read_original`` once its cuts have saved enough to pay for the cache
-            re-write that adding a tool causes, and for the schema) or ``"always"``.
+            offered ``read_original`` from its first call when the schema is at most
+            ``start_share`` of that prompt, else only at a call whose prompt cache is cold
+            anyway, once its cuts have paid for the schema: never as a cache re-write) or
+            ``"always"``.
+        start_share: The share of the first prompt under which the tool's schema is negligible.
         min_remaining_calls: The later calls the tool's schema is charged for, at least.
         inputs: Also cut the long inputs of the calls that have run, before their results are
             shortened (:class:`~tokenlean.shorten.InputShorteningSettings`; ``None``: inputs
@@ -220,6 +225,7 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
         counter: TokenCounter | None = _DEFAULTS.counter,
         pricing: CachePricing | str = _DEFAULTS.pricing,
         offer_tool: OfferTool = _DEFAULTS.offer_tool,
+        start_share: float = _DEFAULTS.start_share,
         min_remaining_calls: int = _DEFAULTS.min_remaining_calls,
         inputs: InputShorteningSettings | None = None,
         name: str | None = None,
@@ -245,6 +251,7 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
             counter=counter,
             pricing=pricing,  # type: ignore[arg-type]  # a preset name is resolved by the policy
             offer_tool=offer_tool,
+            start_share=start_share,
             min_remaining_calls=min_remaining_calls,
         )
         self.stores = StoreChoice.of(store) if store is not None else shared_choice()
@@ -260,6 +267,7 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
             counter=counter or DEFAULT_COUNTER,
             min_remaining_calls=self.policy.min_remaining_calls,
             always=self.policy.offer_tool == "always",
+            start_share=self.policy.start_share,
         )
         named = (self.policy, inputs) if inputs is not None else self.policy
         self._name = middleware_name(self, name, named, _DEFAULTS)

@@ -24,7 +24,8 @@ shortening must pay for (:func:`offering_pays`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -72,11 +73,19 @@ SAVED_KEY = "tokenlean_originals_saved"
 SAVED_AT_KEY = "tokenlean_originals_saved_at"
 #: State key set once the thread has been offered the retrieval tool (it stays offered).
 OFFERED_KEY = "tokenlean_originals_offered"
+#: State key holding when the thread last called the model (seconds since the epoch): a call
+#: later than the pricing's ``cache_ttl`` after it finds the prompt cache cold.
+CALLED_AT_KEY = "tokenlean_called_at"
 
 
 def add_counts(left: int | None, right: int | None) -> int:
     """The reducer of the counting keys: counts add up."""
     return (left or 0) + (right or 0)
+
+
+def later(left: float | None, right: float | None) -> float:
+    """The reducer of :data:`CALLED_AT_KEY`: the later time."""
+    return max(left or 0.0, right or 0.0)
 
 
 def either(left: bool | None, right: bool | None) -> bool:
@@ -287,17 +296,20 @@ class _Seen:
 
 
 class RetrievalGate:
-    """Offers the retrieval tool to a thread once what its shortenings saved pays for it.
+    """Offers the retrieval tool to a thread only where offering it costs no cache re-write.
 
-    Shortenings are made at first sight whether or not the tool is offered yet (their markers
-    name the handle, so they read the same before and after). The tool is hidden from the
-    model (:meth:`hide`, in ``wrap_model_call``) until the tokens the thread's cuts have saved
-    so far outweigh what offering costs: the tool list sits at the very front of the prompt,
-    so adding it re-writes the whole prompt cache once, and its schema is sent on every later
-    call (:func:`offering_pays`). Paying from savings already made, not from savings hoped
-    for, is what keeps a short run, or a run with little to cut, from ending dearer than it
-    would have without tokenlean. The prompt is sized from the messages (counted once each,
-    per thread) and from the system prompt and tool schemas of the thread's last request.
+    The tool list sits at the very front of the prompt: adding the tool to a thread mid-run
+    re-writes the whole prompt cache, which on a long run costs more than every cut saved
+    before it. So a thread is offered the tool either from its first call, when the tool's
+    schema is a negligible share of that prompt (``start_share``: what a long system prompt
+    and tool list, as coding agents send, make of it), or at a call whose cache is cold anyway
+    (the thread's previous call is older than the pricing's ``cache_ttl``, or the pricing has
+    no cache), once its cuts have saved more than the schema costs from then on
+    (:func:`offering_pays`). Never at a warm call: no late re-write, at the end of a run or
+    anywhere else. Shortenings are made at first sight either way, their markers naming the
+    tool and a handle (the same bytes before and after it is offered). The prompt is sized
+    from the messages (counted once each, per thread) and from the system prompt and tool
+    schemas of the thread's last request.
     Messages are read through ``views``, the view cache of the middleware the gate belongs to
     (one of its own when none is given); the gate keeps the schemas of the tools it sizes.
     """
@@ -311,9 +323,16 @@ class RetrievalGate:
         min_remaining_calls: int = 0,
         always: bool = False,
         views: ViewCache | None = None,
+        start_share: float = 0.0,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.tool = tool
         self.always = always
+        self.start_share = start_share
+        self.clock = clock
+        # each thread's choice at its first call (recomputed from a request when not held)
+        self._started: dict[tuple[object, ...], bool] = {}
+        self._threads: dict[str | None, bool] = {}
         self.pricing = pricing
         self.min_remaining_calls = min_remaining_calls
         self.counter = memoized(counter)
@@ -342,7 +361,7 @@ class RetrievalGate:
                     "name of tokenlean's retrieval tool: rename it, or give the shorteners "
                     "another tool_name"
                 )
-        if not self.offered(request.state):
+        if not self.offered(request.state) and not self._from_start(request):
             tools = [t for t in request.tools if not _same_tool(t, self.tool)]
             request = request.override(tools=tools) if len(tools) < len(request.tools) else request
         self._remember_fixed(request)
@@ -357,10 +376,15 @@ class RetrievalGate:
         update: dict[str, Any] = {}
         if kept:
             update[KEPT_KEY] = kept
-        total = int(state.get(SAVED_KEY) or 0) + saved
-        if self.offered(state) or not total:  # nothing to pay for it with yet
-            return update
         scope = thread_scope()
+        if not self.offered(state) and self._threads.get(scope):
+            update[OFFERED_KEY] = True  # offered from the first call: kept through restarts
+        now, last = self.clock(), state.get(CALLED_AT_KEY)
+        update[CALLED_AT_KEY] = now
+        total = int(state.get(SAVED_KEY) or 0) + saved
+        if self.offered(state) or OFFERED_KEY in update or not total:
+            return update
+        cold = not isinstance(last, (int, float)) or now - last > self.pricing.cache_ttl
         size = self._size(scope, messages)
         if saved:
             update[SAVED_KEY] = saved
@@ -369,9 +393,12 @@ class RetrievalGate:
         last = last_ai_index(messages)
         views = views_of(messages, max(0, last), cache=self._views)
         new = sum(message_tokens(m, self.counter) for m in views)
+        prompt = self._fixed_tokens(scope) + size.tokens
+        if cold:  # the provider dropped the cached prefix: this call writes it all anyway
+            new = prompt
         if offering_pays(
             self.pricing,
-            prompt=self._fixed_tokens(scope) + size.tokens,
+            prompt=prompt,
             new=new,
             banked=self.pricing.uncached * total
             + self.pricing.cached_read * (size.turns * total - weighted),
@@ -380,6 +407,35 @@ class RetrievalGate:
         ):
             update[OFFERED_KEY] = True
         return update
+
+    def _from_start(self, request: ModelRequest[Any]) -> bool:
+        """Whether the thread is offered the tool from its first call: the schema is at most
+        ``start_share`` of that call's prompt (the system prompt, the other tools and the
+        messages before the first reply), so a function of the request, the same after a
+        restart. Remembered per thread for :meth:`account`, which keeps it in the state."""
+        if self.start_share <= 0:
+            return False
+        first = []
+        for message in request.messages:
+            if isinstance(message, AIMessage):
+                break
+            first.append(message)
+        tools = [t for t in request.tools if not _same_tool(t, self.tool)]
+        key = (thread_scope(), request.system_prompt, *map(id, tools), *map(id, first))
+        started = self._started.get(key)
+        if started is None:
+            if len(self._started) > 1024:
+                self._started.clear()
+            views = views_of(first, 0, cache=self._views)
+            fixed = count_request(
+                (), self.counter, system=request.system_prompt, tools=self._schemas.schemas(tools)
+            )
+            prompt = fixed + sum(message_tokens(m, self.counter) for m in views)
+            started = self._started[key] = self.schema <= self.start_share * prompt
+        if len(self._threads) > 1024:
+            self._threads.clear()
+        self._threads[thread_scope()] = started
+        return started
 
     def _size(self, scope: str | None, messages: Sequence[Any]) -> _Seen:
         hit = self._sizes.take(scope, messages)
@@ -424,10 +480,12 @@ def offering_pays(
     retrieval tool on a call of ``prompt`` tokens, ``new`` of them not yet cached.
 
     Offering it changes the tool list at the very front of the prompt, so the cached part of
-    this call is written again instead of read, and the ``schema`` is sent on this call and on
-    each of the ``calls`` expected after it.
+    this call would be written again instead of read: that is never paid for (on a long run
+    it costs more than the cuts saved, and at a run's end nothing is left to pay it back), so
+    the tool is only offered where it re-writes nothing cached. Its ``schema`` is sent on this
+    call and on each of the ``calls`` expected after it, which ``banked`` must cover.
     """
     # the one "does this rewrite pay" model, with the edit point at the front and nothing cut
     rewrite = -expected_net_saving(pricing, prompt=prompt, prefix=0, new=new, saved=0, remaining=0)
     schema_cost = schema * (pricing.uncached + pricing.cached_read * calls)
-    return banked >= rewrite + schema_cost
+    return rewrite <= 0 and banked >= schema_cost

@@ -31,6 +31,7 @@ from tokenlean.shorten._options import DEFAULT_OPTIONS, ShortenSettings
 from tokenlean.shorten._pages import page_selection
 from tokenlean.shorten._query import query_terms, query_text
 from tokenlean.shorten._report import Kind, Omission, ShortenReport
+from tokenlean.shorten._seen import view_keys
 from tokenlean.shorten._text import Lines, estimate_tokens
 from tokenlean.shorten._wrapped import NESTING, unwrap
 from tokenlean.tokens import DEFAULT_COUNTER, TokenCounter
@@ -209,7 +210,8 @@ def _shorten_body(
     # printed; a whole source file keeps its outline and the parts the query names, which on
     # the dev coding sources kept what agents used) and edits them next: only repeats go
     asked = prefixes is not None or read == "range" or (read == "file" and not code)
-    content = items if prefixes else None  # a view repeats what the file holds, not its numbers
+    # a view repeats what an earlier view showed of the file, whatever its numbers now
+    content = view_keys(items) if prefixes else None
     if asked and size <= opts.view_keep_tokens:
         selection, found = _whole(lines, seen, opts, content=content), "code" if code else "text"
     elif code:

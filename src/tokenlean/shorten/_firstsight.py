@@ -65,9 +65,12 @@ class OutputShorteningSettings:
         min_remaining_calls: The later calls the tool's schema is charged for, at least, when
             judging that (later on, a run is expected to last as long again).
         offer_tool: ``"when_it_pays"``: results are shortened at first sight from the start,
-            and the retrieval tool joins a thread's tool list once what the thread's cuts have
-            saved so far pays for re-writing the prompt cache and for the schema; ``"always"``:
-            the tool is offered from the first call.
+            and the retrieval tool is in a thread's tool list from its first call when its
+            schema is at most ``start_share`` of that prompt, else from a call whose prompt
+            cache is cold anyway once the thread's cuts have saved more than the schema costs
+            (never as a re-write of a warm cache); ``"always"``: from the first call.
+        start_share: The share of the first prompt under which the tool's schema counts as
+            negligible (a long system prompt and tool list, as coding agents send).
     """
 
     min_tokens: int = 100
@@ -82,6 +85,7 @@ class OutputShorteningSettings:
     pricing: CachePricing = ANTHROPIC
     min_remaining_calls: int = 32
     offer_tool: OfferTool = "when_it_pays"
+    start_share: float = 0.01
 
     def __post_init__(self) -> None:
         saving = self.min_saving
@@ -93,6 +97,7 @@ class OutputShorteningSettings:
             raise ValueError(f"min_saving must be a number in [0, 1), got {saving!r}")
         if not 0.0 <= saving < 1.0:
             raise ValueError(f"min_saving must be in [0, 1), got {saving!r}")
+        checks.number(self.start_share, "start_share", at_least=0, at_most=1)
         if not isinstance(self.options, ShortenSettings):
             raise ValueError(f"options must be a ShortenSettings, got {self.options!r}")
         if not isinstance(self.tool_name, str) or not self.tool_name.isidentifier():
@@ -193,8 +198,8 @@ def add_visible(seen: Seen, messages: Iterable[Message]) -> None:
         text = readable(message.text) if message.role == "tool" else message.text
         seen.add(text)
         content = view_content(text) if message.role == "tool" else None
-        if content is not None:  # so a later read of the file, its numbers shifted, points here
-            seen.add(content)
+        if content is not None:  # so a later view of the file, its numbers shifted, points here
+            seen.add_view(content)
         for call in message.tool_calls:
             seen.add_all(_strings(call.args))
         if message.role == "tool" and message.tool_call_id and message.is_text_only:

@@ -111,14 +111,20 @@ def dropped_lines(
             min_chars=options.seen_min_chars,
             filler=filler,
         )
-        # a view matched by content keeps each run's first and last line: their numbers say
-        # where the unchanged stretch now sits (the agent cites and edits by those numbers)
-        drops = (run.drop if content is None else run.drop[1:-1] for run in runs)
+        # a view matched by content keeps each run's first and last line when their numbers
+        # are new: they say where the unchanged stretch now sits (agents cite and edit by them)
+        drops = (run.drop if content is None else _numbered(run.drop, lines, seen) for run in runs)
         dropped = list(chain.from_iterable(drops))
         forced.update(dict.fromkeys(dropped, "seen"))
         if filler:
             _unshown_filler(lines.items, dropped, filler, seen, forced)
     return forced
+
+
+def _numbered(drop: tuple[int, ...], lines: Lines, seen: Container[str]) -> tuple[int, ...]:
+    """``drop`` less its first and last line where the view shows them under new numbers."""
+    ends = {i for i in (drop[0], drop[-1]) if lines.items[i].strip() not in seen} if drop else ()
+    return tuple(i for i in drop if i not in ends)
 
 
 def _collapse_similar(

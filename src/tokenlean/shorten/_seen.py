@@ -19,6 +19,22 @@ def _lines_of(text: str, min_chars: int) -> frozenset[str]:
     return frozenset(compress(stripped, map(min_chars.__le__, map(len, stripped))))
 
 
+#: Marks a line as the content of a numbered file view (its number left out), so a later view
+#: matches it by what it holds while other text never does: a file first printed without
+#: numbers and then viewed with them is viewed for its numbers, which must stay.
+_VIEW = "\x00"
+
+
+@lru_cache(maxsize=1024)
+def _view_lines_of(text: str, min_chars: int) -> frozenset[str]:
+    return frozenset(_VIEW + line for line in _lines_of(text, min_chars))
+
+
+def view_keys(items: Iterable[str]) -> list[str]:
+    """A view's lines (numbers left out) as :meth:`Seen.add_view` keeps them."""
+    return [_VIEW + line.strip() for line in items]
+
+
 class Seen:
     """Stripped lines the reader was already shown; shorter lines are too common to count.
 
@@ -50,6 +66,10 @@ class Seen:
 
     def add(self, text: str) -> None:
         self.lines |= _lines_of(text, self.min_chars)
+
+    def add_view(self, content: str) -> None:
+        """Add what a numbered file view showed of the file (:func:`view_keys` matches it)."""
+        self.lines |= _view_lines_of(content, self.min_chars)
 
     def add_all(self, texts: Iterable[str]) -> None:
         for text in texts:
