@@ -201,7 +201,9 @@ def add_visible(seen: Seen, messages: Iterable[Message]) -> None:
         if content is not None:  # so a later view of the file, its numbers shifted, points here
             seen.add_view(content)
         for call in message.tool_calls:
-            seen.add_all(_strings(call.args))
+            for text in _strings(call.args):
+                seen.add(text)
+                seen.add_view(text)  # lines the agent wrote: a view showing them points back
         if message.role == "tool" and message.tool_call_id and message.is_text_only:
             seen.add_result(result_digest(message.name or "", message.text), message.tool_call_id)
 
