@@ -177,6 +177,7 @@ class RunMetrics:
             "output_tokens": self.output_tokens,
             "recall": round(self.recall, 5),
             "middleware_ms_per_call": round(self.middleware_ms_per_call, 4),
+            "middleware_seconds": self.middleware_seconds,  # unrounded: a read-back pools as saved
             "wall_seconds": round(self.wall_seconds, 4),
             "extra_calls": self.extra_calls,
             "error": self.error,

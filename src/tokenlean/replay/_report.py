@@ -254,7 +254,10 @@ def _run_from_dict(entry: Mapping[str, Any]) -> RunMetrics:
     run.billed_anthropic = float(entry["billed_anthropic"])
     run.billed_openai = float(entry["billed_openai"])
     run.break_positions = [(int(a), int(b)) for a, b in entry["break_positions"]]
-    run.middleware_seconds = float(entry["middleware_ms_per_call"]) * run.calls / 1000
+    if "middleware_seconds" in entry:
+        run.middleware_seconds = float(entry["middleware_seconds"])
+    else:  # reports made before it keep the rounded ms per call only
+        run.middleware_seconds = float(entry["middleware_ms_per_call"]) * run.calls / 1000
     run.wall_seconds = float(entry["wall_seconds"])
     run.extra_calls = int(entry["extra_calls"])
     run.error = entry.get("error")
