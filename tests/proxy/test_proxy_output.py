@@ -173,6 +173,17 @@ def _counted(proxy: BackgroundProxy, requests: int = 1) -> dict[str, Any]:
     return snapshot
 
 
+def _logged(caplog: pytest.LogCaptureFixture, lines: int = 1) -> list[str]:
+    """The per-request log lines, once ``lines`` of them are there: the proxy logs a request
+    just after counting it, on its counting thread, so the line may trail the count."""
+
+    def found() -> list[str]:
+        return [r.getMessage() for r in caplog.records if " session " in r.getMessage()]
+
+    assert wait_for(lambda: len(found()) >= lines)
+    return found()
+
+
 @pytest.mark.parametrize("case", CASES)
 def test_each_answers_output_makes_the_whole_bill(
     make_proxy: ProxyFactory,
@@ -186,6 +197,7 @@ def test_each_answers_output_makes_the_whole_bill(
     with caplog.at_level(logging.INFO, logger="tokenlean.proxy"):
         assert call(proxy.url) == ANSWER
         snapshot = _counted(proxy)
+        (line,) = _logged(caplog)
     t = snapshot["total"]
     assert t["rewritten"] == 1 and t["billed_sent"] < t["billed_in"] / 2  # the log shortened
     assert (t["output_tokens"], t["output_unknown"]) == (OUTPUT, 0)
@@ -198,7 +210,6 @@ def test_each_answers_output_makes_the_whole_bill(
     assert 0 < t["whole_bill_saved_ratio"] < t["billed_saved_ratio"]
     (session,) = snapshot["sessions"].values()
     assert session["output_tokens"] == OUTPUT  # per session too
-    (line,) = [r.getMessage() for r in caplog.records if " session " in r.getMessage()]
     assert f"output {OUTPUT} tokens, whole bill ~{t['whole_bill_in']:,.0f} -> " in line
     assert f"(-{t['whole_bill_saved_ratio']:.1%})" in line
     assert summary_lines(snapshot)[2].startswith(
@@ -231,6 +242,7 @@ def test_a_chat_stream_without_usage_has_its_output_unknown(
         assert _chat(proxy.url, stream=True, include_usage=False, session="a") == ANSWER
         assert _chat(proxy.url, stream=False, session="b") == ANSWER
         snapshot = _counted(proxy, 2)
+        lines = _logged(caplog, 2)
     assert "stream_options" not in with_usage.requests[0].json()  # the request as sent
     t = snapshot["total"]
     assert (t["output_tokens"], t["output_unknown"]) == (OUTPUT, 1)
@@ -242,7 +254,6 @@ def test_a_chat_stream_without_usage_has_its_output_unknown(
     )
     assert t["whole_bill_in"] == known["whole_bill_in"]  # the unknown one's input left out
     assert known["whole_bill_in"] == pytest.approx(known["billed_in"] + 4 * OUTPUT, abs=0.11)
-    lines = [r.getMessage() for r in caplog.records if " session " in r.getMessage()]
     assert lines[0].endswith("; output unknown (the answer reported none)")
     assert f"output {OUTPUT} tokens" in lines[1]
     assert "in 1 answers (1 reported none)" in summary_lines(_counted(proxy, 2))[2]
