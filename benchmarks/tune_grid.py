@@ -5,12 +5,10 @@
 that bills least on the others while keeping recall and never costing more than no middleware
 there, then reports it on the source left out (``benchmarks/loso.md``).
 
-Two knobs, for the output shortener alone and inside the recommended stack:
-
-- ``view_keep_tokens``: the size up to which a file view with line numbers stays whole
-  (3,000, 6,000 or 12,000 tokens);
-- ``offer_tool``: ``when_it_pays`` (``read_original`` joins the tools once the thread's cuts
-  have saved enough to pay for the cache re-write) or ``always`` (from the first call).
+One knob, for the output shortener alone and inside the recommended stack (everything else
+as the stack ships it, ``read_original`` offered as it decides; ``benchmarks/loso_offer.md``
+checks that decision the same way): ``view_keep_tokens``, the size up to which a file view with
+line numbers or a read the agent asked for stays whole (3,000, 6,000 or 12,000 tokens).
 """
 
 from __future__ import annotations
@@ -22,34 +20,24 @@ from tokenlean.replay._strategies import register
 from tokenlean.shorten._options import DEFAULT_OPTIONS
 
 VIEWS = (3000, 6000, 12000)
-OFFERS = ("when_it_pays", "always")
 
 
-def _factory(stack: str, view: int, offer: str) -> Any:
+def _factory(stack: str, view: int) -> Any:
     def factory() -> list[Any]:
-        from tokenlean.langchain import (
-            ToolInputShorteningMiddleware,
-            ToolOutputShorteningMiddleware,
-            recommended_middleware,
-        )
+        from tokenlean.langchain import ToolOutputShorteningMiddleware, recommended_middleware
+        from tokenlean.shorten import RECOMMENDED_INPUTS
 
         options = replace(DEFAULT_OPTIONS, view_keep_tokens=view)
         if stack == "shorten":
-            return [ToolOutputShorteningMiddleware(options=options, offer_tool=offer)]
+            return [ToolOutputShorteningMiddleware(options=options)]
         out: list[Any] = []
-        for m in recommended_middleware("anthropic"):  # the same stack, these two knobs set
+        for m in recommended_middleware("anthropic"):  # the same stack, this knob set
             if isinstance(m, ToolOutputShorteningMiddleware):
                 m = ToolOutputShorteningMiddleware(
-                    store=m.stores, pricing=m.policy.pricing, options=options, offer_tool=offer
-                )
-            elif isinstance(m, ToolInputShorteningMiddleware) and offer == "always":
-                m = ToolInputShorteningMiddleware(
                     store=m.stores,
-                    retrieval_tool=False,
-                    min_tokens=m.policy.min_tokens,
-                    head_lines=m.policy.head_lines,
-                    tail_lines=m.policy.tail_lines,
-                    offer_tool=offer,
+                    pricing=m.policy.pricing,
+                    options=options,
+                    inputs=RECOMMENDED_INPUTS,
                 )
             out.append(m)
         return out
@@ -59,9 +47,8 @@ def _factory(stack: str, view: int, offer: str) -> Any:
 
 GRID: list[str] = []
 for view in VIEWS:
-    for offer in OFFERS:
-        for stack in ("shorten", "recommended"):
-            name = f"{stack}-view{view // 1000}k-{'paid' if offer == 'when_it_pays' else 'always'}"
-            label = f"{stack}, views whole to {view} tokens, tool offered {offer}"
-            register(name, _factory(stack, view, offer), label, default=False)
-            GRID.append(name)
+    for stack in ("shorten", "recommended"):
+        name = f"{stack}-view{view // 1000}k"
+        label = f"{stack}, views and asked-for reads whole to {view} tokens"
+        register(name, _factory(stack, view), label, default=False)
+        GRID.append(name)
