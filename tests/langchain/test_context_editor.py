@@ -234,7 +234,7 @@ def test_trigger_counts_system_prompt_and_tool_schemas(padding: str) -> None:
     def run(padded: bool) -> list[str]:
         system = "You fix bugs. " + "Follow the house rules carefully. " * 600
         model, _ = _run(
-            [ContextEditorMiddleware(mode="plain", trigger_tokens=12_000)],
+            [ContextEditorMiddleware(mode="plain", trigger_tokens=12_000, keep=3)],
             _calls(10),
             tools=(read_file, big_schema) if padded and padding == "tools" else (read_file,),
             system_prompt=system if padded and padding == "system" else "You fix bugs.",
@@ -429,7 +429,7 @@ def test_non_text_results_and_unpaired_results_pass_through() -> None:
     agent, model = scripted_agent(
         [respond],
         tools=(read_file,),
-        middleware=[ContextEditorMiddleware(mode="plain", trigger_tokens=1_000)],
+        middleware=[ContextEditorMiddleware(mode="plain", trigger_tokens=1_000, keep=3)],
     )
     agent.invoke({"messages": history}, {"configurable": {"thread_id": "x"}})
     sent = {m.id: m for m in model.calls[0].messages}

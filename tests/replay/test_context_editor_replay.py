@@ -31,9 +31,9 @@ def _cleared_ids(messages: Sequence[BaseMessage]) -> set[str]:
 @pytest.mark.parametrize(
     "options",
     [
-        {"trigger_tokens": 10_000},
-        {},  # the defaults: 30k trigger, keep 3, batches of 5
-        {"trigger_tokens": 10_000, "mode": "cache_aware"},
+        {"trigger_tokens": 10_000, "keep": 3},
+        {"keep": 3},  # the defaults but keep (30k trigger, batches of 5), the reference's keep
+        {"trigger_tokens": 10_000, "mode": "cache_aware", "keep": 3},
         {"trigger_tokens": 15_000, "batch": 2, "keep": 6, "clear_tool_inputs": True},
     ],
 )

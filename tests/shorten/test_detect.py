@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from tokenlean import shorten
-from tokenlean.shorten._detect import file_read, runs_own_script
+from tokenlean import ShortenSettings, shorten
+from tokenlean.shorten._detect import file_read, is_listing, requested_lines, runs_own_script
 
 
 @pytest.mark.parametrize(
@@ -53,6 +53,85 @@ def test_file_read(query: Any, expected: str | None) -> None:
     assert file_read(query) == expected
 
 
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ({"command": ["bash", "-lc", "sed -n '1,200p' specs/003/spec.md"]}, 200),
+        ({"command": "sed -n '40,120p' a.py"}, 81),
+        ({"command": "sed -n 7p a.py"}, 1),
+        ({"command": ["bash", "-lc", "nl -ba a.py | sed -n '1,220p'"]}, 220),
+        ({"command": "head -n 80 specs/tasks.md"}, 80),
+        ({"command": "cd /repo && head -n80 a.py"}, 80),
+        ({"command": "head -300 a.py"}, 300),
+        ({"command": "tail --lines=25 a.log"}, 25),
+        ({"command": "head a.py"}, 10),  # head's own count
+        ({"command": "cat a.py | head -n 200"}, 200),
+        ({"command": "sed -n '1,200p' a.py && sed -n '5,20p' b.py"}, 16),  # the fewest
+        ({"filePath": "/src/app.tsx", "offset": 40, "limit": 80}, 80),
+        ({"path": "a.py", "start_line": 5, "end_line": 40}, 36),
+        ({"command": "sed -n '40,$p' a.py"}, None),  # to the end: not said
+        ({"command": "tail -n +40 a.py"}, None),
+        ({"command": "head -n -5 a.py"}, None),
+        ({"command": "sed -n '/def main/,/^$/p' a.py"}, None),
+        ({"filePath": "/src/app.tsx", "offset": 40}, None),
+        ({"command": "cat a.py"}, None),  # the whole file, not a range
+        ({"command": "grep -n x a.py"}, None),
+    ],
+)
+def test_requested_lines(query: Any, expected: int | None) -> None:
+    assert requested_lines(query) == expected
+
+
+LS_L = """total 788
+drwxrwxr-x  19 randy randy   4096 Oct 31 18:49 .
+drwxr-xr-x 362 randy randy  16384 Oct 27 08:15 ..
+-rw-rw-r--   1 randy randy    146 Oct 27 18:11 .editorconfig
+drwxrwxr-x   9 randy randy   4096 Oct 28 18:37 opk
+-rw-rw-r--   1 randy randy    618 Oct 27 18:53 pyproject.toml
+lrwxrwxrwx   1 randy randy     12 Oct 27 18:53 latest -> dist/v2
+-rw-rw-r--   1 randy randy   3948 Oct 27 19:58 README.md"""
+GIT_STATUS = """## main...origin/main [ahead 2]
+ M api_service/main.py
+M  api_service/api/schemas.py
+MM moonmind/config/settings.py
+R  docs/old.md -> docs/new.md
+?? "notes with spaces.txt"
+?? .codex/"""
+GET_CHILD_ITEM = """
+    Directory: C:\\Users\\me\\project
+
+Mode                 LastWriteTime         Length Name
+----                 -------------         ------ ----
+d-----        22-09-2025     12:07                .cursor
+d-----        17-09-2025     15:23                docs
+d-----        17-09-2025     15:23                etl
+d-----        17-09-2025     15:23                examples
+d-----        17-09-2025     15:23                scripts
+d-----        17-09-2025     15:23                tests
+-a----        17-09-2025     15:23           1348 .dockerignore
+-a----        17-09-2025     15:23           6531 .env.example
+-a----        17-09-2025     15:23           4484 .gitignore
+-a----        17-09-2025     15:23           1111 LICENSE
+-a----        26-09-2025     12:12           9205 pixi.toml
+-a----        17-09-2025     15:23           5286 README.md
+"""
+PROSE = """A dog ran across the field.
+ A second dog followed it.
+ M is the thirteenth letter.
+Total 788 apples were counted.
+-- The end of the story --
+Nobody knew what came next."""
+
+
+@pytest.mark.parametrize("text", [LS_L, GIT_STATUS, GET_CHILD_ITEM])
+def test_long_listings_are_listings(text: str) -> None:
+    assert is_listing(text.split("\n"))
+
+
+def test_prose_is_no_listing() -> None:
+    assert not is_listing(PROSE.split("\n"))
+
+
 def test_a_command_given_as_a_list_of_words_is_read_as_one() -> None:
     assert runs_own_script({"command": ["bash", "-lc", "python reproduce.py"]})
     assert not runs_own_script({"command": ["bash", "-lc", "pytest -q"]})
@@ -80,4 +159,18 @@ def test_source_printed_whole_keeps_its_outline_and_a_stretch_of_it_stays_whole(
     whole = shorten(CODE, query={"command": "cat app/handlers.py"}, max_tokens=200)
     assert whole.changed and whole.kind == "code"
     assert all(f"def handler_{i}(request):" in whole.text for i in range(60))
-    assert shorten(CODE, query={"command": "sed -n '1,240p' app/handlers.py"}).text == CODE
+    assert shorten(CODE, query={"command": "sed -n '120,180p' app/handlers.py"}).text == CODE
+
+
+def test_a_page_of_source_read_through_is_kept_as_the_whole_file_and_a_document_stays_whole() -> (
+    None
+):
+    """``sed -n '1,200p' f`` reads a file a page at a time (``page_lines`` and more): its
+    source keeps what ``cat`` would keep, and a document printed so stays whole."""
+    query = {"command": ["bash", "-lc", "sed -n '1,240p' app/handlers.py"]}
+    paged = shorten(CODE, query=query, max_tokens=200)
+    whole = shorten(CODE, query={"command": "cat app/handlers.py"}, max_tokens=200)
+    assert paged.changed and paged.text == whole.text
+    assert shorten(DOC, query={"command": "sed -n '1,240p' specs/spec.md"}).text == DOC
+    longer = ShortenSettings(page_lines=241)  # the setting decides
+    assert shorten(CODE, query=query, max_tokens=200, options=longer).text == CODE

@@ -28,6 +28,7 @@ HINT = Retrieval("o1a2b3", "read_original")
 @cache
 def _trajectory(source: str, name_part: str) -> dict[str, Any]:
     paths = sorted((TRAJECTORIES / source).glob(f"*{name_part}*.json"))
+    paths = [p for p in paths if p.stem.endswith(name_part)] or paths  # ep1, not ep12
     assert len(paths) == 1, f"{source}/*{name_part}*: {paths}"
     data: dict[str, Any] = json.loads(paths[0].read_text(encoding="utf-8"))
     return data
@@ -311,6 +312,31 @@ def test_a_listing_of_distinct_paths_is_not_collapsed() -> None:
     paths = [line for line in text.split("\n") if line.startswith("/testbed/")]
     assert len(paths) > 10 and all(p in report.text.split("\n") for p in paths)
     assert "similar" not in report.text
+
+
+@pytest.mark.parametrize(
+    ("name", "index", "names"),
+    [
+        # ls -la of a project's root: it read README.md and pyproject.toml next
+        ("OpenPrintKit_c61729d4-da6d_ep1", 3, ["README.md", "pyproject.toml", "opk"]),
+        # PowerShell's Get-ChildItem, padded to the console's width
+        ("agentic-neurodata-conver_019985ca", 4, ["README.md", "pyproject.toml"]),
+        # git status -sb of ~280 changed files: it opened ones from the middle
+        (
+            "MoonMind_019a7ae6-1945_ep2",
+            36,
+            ["celery_worker/speckit_worker.py", "ensure_codex_config"],
+        ),
+    ],
+)
+def test_a_long_listing_keeps_every_name(name: str, index: int, names: list[str]) -> None:
+    """``ls -l``, ``Get-ChildItem`` and ``git status --short`` list one entry per line with the
+    name last: listings, kept whole up to ``listing_keep_tokens`` (they were cut as logs)."""
+    text, report = _run("codex_cli_rollouts", name, index)
+    assert report.kind == "listing" and report.text == text
+    assert all(n in text for n in names)
+    small = ShortenSettings(listing_keep_tokens=0)
+    assert shorten(text, options=small, retrieval=HINT).changed  # the setting decides
 
 
 def test_a_long_glob_keeps_the_paths_it_can_and_never_merges_names() -> None:

@@ -110,10 +110,13 @@ class ContextEditorSettings:
     causes; ``"plain"`` clears whenever the request passes the trigger, as the reference editor
     does. ``horizon``: in cache-aware mode without ``expected_calls``, a clearing must pay back
     within this share of the calls made so far (see :mod:`tokenlean.context_editor._cache`).
+    ``keep``: the newest results never cleared; 6, not the reference editor's 3, since with 3
+    Claude Code sessions lost references they went back to (recall 0.956 on one source, 0.981
+    with 6; ``benchmarks/loso_editor.md``).
     """
 
     trigger_tokens: int = 30_000
-    keep: int = 3
+    keep: int = 6
     batch: int = 5
     exclude_tools: frozenset[str] = frozenset()
     clear_tool_inputs: bool = False

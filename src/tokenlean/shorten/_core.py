@@ -17,6 +17,7 @@ from tokenlean.shorten._detect import (
     looks_like_page,
     numbered_view,
     parse_json,
+    requested_lines,
     runs_own_script,
     split_envelope,
     strip_view,
@@ -105,6 +106,7 @@ def shorten(
     budget = opts.max_tokens - estimate_tokens(envelope.head + envelope.tail)
     script = runs_own_script(query)
     read = file_read(query)
+    span = requested_lines(query) if read == "range" else None
     body, found, omissions = _shorten_body(
         envelope.body,
         kind,
@@ -116,6 +118,7 @@ def shorten(
         budget,
         envelope.body_line,
         read=read,
+        paging=span is not None and span >= opts.page_lines,
     )
     new_text = envelope.head + body + envelope.tail
     after = count(new_text) if omissions else before
@@ -168,11 +171,13 @@ def _shorten_body(
     depth: int = 0,
     *,
     read: FileRead | None = None,
+    paging: bool = False,
 ) -> tuple[str, Kind, list[Omission]]:
     """Sizes here are the shortener's own fast :func:`estimate_tokens` (how much of a budget a
     part takes: many parts are sized per text); ``depth``: the JSON envelopes ``body`` was taken
     out of; ``read``: the call printed a file, or a stretch of one
-    (:func:`~tokenlean.shorten._detect.file_read`)."""
+    (:func:`~tokenlean.shorten._detect.file_read`); ``paging``: that stretch was asked for by at
+    least ``page_lines`` lines."""
     ok, parsed = parse_json(body) if kind in ("auto", "json") else (False, None)
     wrapped = None
     if kind != "json" and depth < NESTING:
@@ -190,6 +195,7 @@ def _shorten_body(
             line_offset + wrapped.body_line,
             depth=depth + 1,
             read=read,
+            paging=paging,
         )
         return (wrapped.wrap(inner) if omissions else body), inner_kind, omissions
     if kind in ("auto", "json"):
@@ -208,8 +214,10 @@ def _shorten_body(
     found: Kind
     # the agent asked for exactly these lines (a view, a stretch it printed, a document it
     # printed; a whole source file keeps its outline and the parts the query names, which on
-    # the dev coding sources kept what agents used) and edits them next: only repeats go
-    asked = prefixes is not None or read == "range" or (read == "file" and not code)
+    # the dev coding sources kept what agents used, and so does a page of one read through)
+    # and edits them next: only repeats go
+    paged = code and paging and prefixes is None
+    asked = prefixes is not None or (read == "range" and not paged) or (read == "file" and not code)
     # a view repeats what an earlier view showed of the file, whatever its numbers now
     content = view_keys(items) if prefixes else None
     if asked and size <= opts.view_keep_tokens:
@@ -280,7 +288,7 @@ def _text_or_log(
                 budget = max(budget, opts.script_max_tokens)
             return selection, found, budget
     found = "listing" if listing else "text"
-    if size <= opts.text_keep_tokens:
+    if size <= (opts.listing_keep_tokens if listing else opts.text_keep_tokens):
         return _whole(lines, seen, opts, collapse=collapse), found, budget
     selection = doc_selection(lines, items, terms, seen, opts, collapse=collapse)
     share = opts.text_keep_percent / 100 * size

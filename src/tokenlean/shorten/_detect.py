@@ -191,12 +191,28 @@ def is_prose(items: Sequence[str]) -> bool:
 
 
 def is_listing(items: Sequence[str]) -> bool:
-    """A listing of distinct paths (``find``, ``ls -R``, ``git ls-files``, a glob)."""
-    sample = [line.strip() for line in items[:SAMPLE_LINES] if line.strip()]
+    """A listing of distinct paths (``find``, ``ls -R``, ``git ls-files``, a glob), or of
+    entries one per line with a path last (``ls -l``, ``git status --short``, PowerShell's
+    ``Get-ChildItem``)."""
+    sample = [line.rstrip() for line in items[:SAMPLE_LINES] if line.strip()]
     if len(sample) < 5:
         return False
-    paths = sum(1 for line in sample if _is_path(line))
+    paths = sum(1 for line in sample if _is_path(line.lstrip()) or _is_entry(line))
     return paths >= 0.8 * len(sample)
+
+
+#: A long listing's entry: ``ls -l``'s mode and link count, or PowerShell's mode column and a
+#: date; the name comes last.
+_ENTRY = re.compile(r"[-dlbcps][-rwxsStT]{9}[.@+]?\s+\d+\s|[-d][-a][-r][-h][-s][-l]\s+\d")
+#: ``git status --short``: two status letters (not both blank), a space, one path (quoted when
+#: it holds a space, ``old -> new`` for a rename).
+_STATUS = re.compile(r"(?! {2})[ MADRCUT?!]{2} (\S+(?: -> \S+)?|\".*\")$")
+
+
+def _is_entry(line: str) -> bool:
+    if len(line) > SCAN_CHARS:
+        return False
+    return _ENTRY.match(line) is not None or _STATUS.match(line) is not None
 
 
 def _is_path(line: str) -> bool:
@@ -340,15 +356,8 @@ def file_read(query: str | Mapping[str, Any] | None) -> FileRead | None:
     reads the same way."""
     if isinstance(query, Mapping) and not command_of(query):
         return _read_tool(query)
-    words = _words(command_of(query))
-    while words and words[0].rpartition("/")[2].lower() in _SHELLS:  # bash -lc "..."
-        words = words[1:]
-        while words and words[0].startswith("-"):
-            words = words[1:]
-        if len(words) == 1:
-            words = _words(words[0])
     programs: set[str] = set()
-    for statement in _split(words, _SEPARATORS):
+    for statement in _split(_script(query), _SEPARATORS):
         stages = _split(statement, frozenset({"|"}))
         names = [stage[0].lower() if stage else "" for stage in stages]
         if names == ["cd"]:
@@ -361,6 +370,88 @@ def file_read(query: str | Mapping[str, Any] | None) -> FileRead | None:
     if not programs:
         return None
     return "range" if programs & _RANGE_READERS else "file"
+
+
+def requested_lines(query: str | Mapping[str, Any] | None) -> int | None:
+    """How many lines a ranged read asked for (``sed -n '1,200p' f``: 200; ``head -n 80 f``: 80;
+    a read tool's ``limit``), the fewest when it printed several stretches; ``None`` when that
+    is not said in so many lines (``sed -n '40,$p'``, a script ``sed`` reads otherwise)."""
+    if file_read(query) != "range":
+        return None
+    if isinstance(query, Mapping) and not command_of(query):
+        return _tool_span(query)
+    spans: list[int] = []
+    for statement in _split(_script(query), _SEPARATORS):
+        for stage in _split(statement, frozenset({"|"})):
+            name = stage[0].lower() if stage else ""
+            span = _sed_span(stage) if name == "sed" else _count_option(stage)
+            if name in _RANGE_READERS:
+                if span is None:
+                    return None
+                spans.append(span)
+    return min(spans) if spans else None
+
+
+_SED_RANGE = re.compile(r"(\d+)(?:,(\d+))?p")
+
+
+def _sed_span(words: Sequence[str]) -> int | None:
+    """The lines ``sed -n 'A,Bp'`` prints; ``None`` for any other script."""
+    scripts = [word for word in words[1:] if not word.startswith("-")][:1]
+    match = _SED_RANGE.fullmatch(scripts[0]) if scripts and "-n" in words else None
+    if match is None:
+        return None
+    first, last = int(match.group(1)), int(match.group(2) or match.group(1))
+    return last - first + 1 if last >= first else None
+
+
+def _count_option(words: Sequence[str]) -> int | None:
+    """The line count ``head``/``tail`` are given (``-n 80``, ``-n80``, ``-80``,
+    ``--lines=80``); 10, theirs, when none is; ``None`` for a count from an end (``-n +40``,
+    ``-n -5``: the rest of the file)."""
+    for k, word in enumerate(words[1:], 1):
+        if word in ("-n", "--lines") and k + 1 < len(words):
+            value = words[k + 1]
+        elif word.startswith("--lines="):
+            value = word.partition("=")[2]
+        elif word.startswith("-n"):
+            value = word[2:]
+        elif word.startswith("-") and word[1:].isdigit():
+            value = word[1:]
+        else:
+            continue
+        return int(value) if value.isdigit() else None
+    return 10
+
+
+def _tool_span(args: Mapping[str, Any]) -> int | None:
+    """The lines a file tool's arguments ask for: ``limit``, or its first and last line."""
+    keys = {str(key).lower(): value for key, value in args.items()}
+    limit = _count(keys.get("limit"))
+    if limit:
+        return limit
+    for first, last in (("start_line", "end_line"), ("line_start", "line_end")):
+        start, end = _count(keys.get(first)), _count(keys.get(last))
+        if start and end:
+            return end - start + 1 if end >= start else None
+    return None
+
+
+def _count(value: object) -> int:
+    """``value`` when it is a positive int (not a bool), else 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _script(query: str | Mapping[str, Any] | None) -> list[str]:
+    """The shell words a call ran, out of a shell it was handed to (``bash -lc "cat f"``)."""
+    words = _words(command_of(query))
+    while words and words[0].rpartition("/")[2].lower() in _SHELLS:  # bash -lc "..."
+        words = words[1:]
+        while words and words[0].startswith("-"):
+            words = words[1:]
+        if len(words) == 1:
+            words = _words(words[0])
+    return words
 
 
 #: A file tool's arguments: one of these names the file (compared in lower case, so

@@ -50,8 +50,12 @@ class ShortenSettings:
     """JSON records up to this many tokens stay whole: an API's record is its identifiers and
     values, and the agent quotes them next."""
     text_keep_tokens: int = 1000
-    """Plain text, documents and listings up to this many tokens stay whole (a search result, a
-    lookup, a product page, an issue's description: short dense observations)."""
+    """Plain text and documents up to this many tokens stay whole (a search result, a lookup, a
+    product page, an issue's description: short dense observations)."""
+    listing_keep_tokens: int = 3000
+    """Listings (paths one per line, ``ls -l``, ``git status --short``, ``Get-ChildItem``) up to
+    this many tokens stay whole: an agent opens next what they name. At 1,000 the Codex sessions
+    lost paths they went on to read (recall 0.976 there, 0.999 at 3,000)."""
     text_keep_percent: int = 50
     """Longer documents keep at least this share (in percent) of their tokens: headings, table
     rows and sentences matching the query first."""
@@ -61,6 +65,12 @@ class ShortenSettings:
     next. Longer views keep at least this many, around what the query names first. A whole
     source file read by a coding agent is commonly 3k-12k tokens, and at 3,000 the Claude Code
     sessions lost references from such files (the tuning is in ``benchmarks/loso.md``)."""
+    page_lines: int = 100
+    """A stretch of source code asked for by at least this many lines without line numbers
+    (``sed -n '1,200p' f``, ``head -n 300 f``: reading a file through, a page at a time) is kept
+    as a whole source file is (its outline and what the call names); shorter stretches
+    (``sed -n '120,160p' f``) stay whole, as asked. Documents stay whole at any length. Picked
+    with each source held out in turn, and it held on each (``benchmarks/loso_reads.md``)."""
     view_context_lines: int = 20
     """Lines kept on each side of a query match in a long file view."""
     listing_keep_lines: int = 400
@@ -104,6 +114,7 @@ _MAY_BE_ZERO = frozenset(
         "json_keep_head",
         "json_keep_tokens",
         "text_keep_tokens",
+        "listing_keep_tokens",
         "text_keep_percent",
         "view_keep_tokens",
         "view_context_lines",
