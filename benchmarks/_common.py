@@ -1,5 +1,6 @@
 """What several benchmark scripts share: which runs they take, one token measurer per process,
-the process pool with its progress line, and the recommended stack's shortener."""
+the process pool with its progress line, the recommended stack's shortener, and the stack with
+its shortener's settings changed (for the tuning grids)."""
 
 from __future__ import annotations
 
@@ -76,3 +77,20 @@ def shortener(offer_tool: OfferTool) -> list[Any]:
     from tokenlean.shorten import RECOMMENDED_INPUTS
 
     return [ToolOutputShorteningMiddleware(offer_tool=offer_tool, inputs=RECOMMENDED_INPUTS)]
+
+
+def recommended_with(**settings: Any) -> list[Any]:
+    """``recommended_middleware("anthropic")`` with its output shortener built again with these
+    keyword arguments (``options=``, ``offer_tool=``, ``start_share=``...), everything else as
+    the stack ships it: its store, pricing and ``RECOMMENDED_INPUTS``."""
+    from tokenlean.langchain import ToolOutputShorteningMiddleware, recommended_middleware
+    from tokenlean.shorten import RECOMMENDED_INPUTS
+
+    out: list[Any] = []
+    for m in recommended_middleware("anthropic"):
+        if isinstance(m, ToolOutputShorteningMiddleware):
+            m = ToolOutputShorteningMiddleware(
+                store=m.stores, pricing=m.policy.pricing, inputs=RECOMMENDED_INPUTS, **settings
+            )
+        out.append(m)
+    return out

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from benchmarks._common import recommended_with
 from tokenlean.replay._strategies import register
 from tokenlean.shorten._options import DEFAULT_OPTIONS
 
@@ -24,23 +25,12 @@ VIEWS = (3000, 6000, 12000)
 
 def _factory(stack: str, view: int) -> Any:
     def factory() -> list[Any]:
-        from tokenlean.langchain import ToolOutputShorteningMiddleware, recommended_middleware
-        from tokenlean.shorten import RECOMMENDED_INPUTS
-
         options = replace(DEFAULT_OPTIONS, view_keep_tokens=view)
         if stack == "shorten":
+            from tokenlean.langchain import ToolOutputShorteningMiddleware
+
             return [ToolOutputShorteningMiddleware(options=options)]
-        out: list[Any] = []
-        for m in recommended_middleware("anthropic"):  # the same stack, this knob set
-            if isinstance(m, ToolOutputShorteningMiddleware):
-                m = ToolOutputShorteningMiddleware(
-                    store=m.stores,
-                    pricing=m.policy.pricing,
-                    options=options,
-                    inputs=RECOMMENDED_INPUTS,
-                )
-            out.append(m)
-        return out
+        return recommended_with(options=options)  # the same stack, this knob set
 
     return factory
 

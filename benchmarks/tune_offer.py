@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from benchmarks._common import recommended_with
 from tokenlean.replay._strategies import register
 
 CANDIDATES = {"offer1": 0.01, "offer5": 0.05, "offer-always": None}
@@ -24,21 +25,9 @@ CANDIDATES = {"offer1": 0.01, "offer5": 0.05, "offer-always": None}
 
 def _factory(share: float | None) -> Any:
     def factory() -> list[Any]:
-        from tokenlean.langchain import ToolOutputShorteningMiddleware, recommended_middleware
-        from tokenlean.shorten import RECOMMENDED_INPUTS
-
-        out: list[Any] = []
-        for m in recommended_middleware("anthropic"):
-            if isinstance(m, ToolOutputShorteningMiddleware):
-                m = ToolOutputShorteningMiddleware(
-                    store=m.stores,
-                    pricing=m.policy.pricing,
-                    inputs=RECOMMENDED_INPUTS,
-                    offer_tool="always" if share is None else "when_it_pays",
-                    start_share=share if share is not None else 0.01,
-                )
-            out.append(m)
-        return out
+        if share is None:
+            return recommended_with(offer_tool="always")
+        return recommended_with(offer_tool="when_it_pays", start_share=share)
 
     return factory
 

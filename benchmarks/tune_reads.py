@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from benchmarks._common import recommended_with
 from tokenlean.replay._strategies import register
 from tokenlean.shorten._options import DEFAULT_OPTIONS
 
@@ -36,21 +37,8 @@ PAIRS = (
 
 def _factory(listing: int, page: int) -> Any:
     def factory() -> list[Any]:
-        from tokenlean.langchain import ToolOutputShorteningMiddleware, recommended_middleware
-        from tokenlean.shorten import RECOMMENDED_INPUTS
-
         options = replace(DEFAULT_OPTIONS, listing_keep_tokens=listing, page_lines=page)
-        out: list[Any] = []
-        for m in recommended_middleware("anthropic"):  # the same stack, these two knobs set
-            if isinstance(m, ToolOutputShorteningMiddleware):
-                m = ToolOutputShorteningMiddleware(
-                    store=m.stores,
-                    pricing=m.policy.pricing,
-                    options=options,
-                    inputs=RECOMMENDED_INPUTS,
-                )
-            out.append(m)
-        return out
+        return recommended_with(options=options)
 
     return factory
 
