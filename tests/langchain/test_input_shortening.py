@@ -23,7 +23,7 @@ from tokenlean.replay._formats import load_trajectory
 from tokenlean.replay._metrics import PromptMeasurer
 from tokenlean.shorten._inputs import InputShorteningSettings, argument_handle
 from tokenlean.store import InMemoryOriginalStore, Original, excerpt
-from tokenlean.testing import scripted_agent
+from tokenlean.testing import assert_prefix_kept, scripted_agent
 from tokenlean.tokens import EstimateCounter
 from tokenlean.transcript import mark_of
 
@@ -137,6 +137,27 @@ def test_the_model_first_sees_the_turn_with_its_long_input_cut() -> None:
     assert by_id(model.calls[2].messages, "ai-1") == sent  # later calls repeat the same bytes
     assert middleware.stats.calls_shortened == 1
     assert middleware.stats.tokens_after < middleware.stats.tokens_before
+
+
+def test_a_first_cut_late_in_a_warm_run_never_adds_the_tool_mid_run() -> None:
+    """The gate dates every call of the thread, not only the calls that cut: a first long input
+    at the fourth call of a run whose calls come seconds apart finds the cache warm, so the
+    tool list stays as it was (it used to take the missing date for a cold cache and add
+    ``read_original``, re-writing the cache: ``shorten-inputs`` billed 1.114 of none on Claude
+    Code sessions)."""
+    responses = [
+        turn(("run_python", {"code": SHORT}, "c1"), ai_id="ai-1"),
+        turn(("run_python", {"code": SHORT}, "c2"), ai_id="ai-2"),
+        turn(("run_python", {"code": SCRIPT}, "c3"), ai_id="ai-3"),
+        AIMessage("looks fine", id="ai-4"),
+    ]
+    middleware = small(min_remaining_calls=0)
+    _, model, _ = run(responses, middleware=[middleware])
+    assert middleware.stats.calls_shortened == 1  # the long input was cut at first sight
+    tools = [[t["function"]["name"] for t in call.tools] for call in model.calls]
+    assert all(names == tools[0] for names in tools)
+    assert "read_original" not in tools[0]
+    assert_prefix_kept(model)
 
 
 def test_every_other_field_is_kept() -> None:

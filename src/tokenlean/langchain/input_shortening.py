@@ -65,7 +65,7 @@ class InputShorteningStats:
 
 @dataclass(frozen=True, slots=True)
 class _Planned:
-    message: AnyMessage
+    message: AnyMessage | None  # None: nothing cut, the call only counted
     plan: InputPlan
     scope: str
     accounted: dict[str, Any]  # the retrieval gate's state update (originals, savings, offer)
@@ -222,8 +222,9 @@ class ToolInputShorteningMiddleware(AgentMiddleware[InputShorteningState, Any, A
             inputs=self.policy,
             read_back=self._read_back,
         ).inputs
-        if not plan.edits:
-            return None
+        if not plan.edits:  # counted all the same: the gate dates every call of the thread
+            accounted = self._gate.account(state, messages, saved=0, kept=0)
+            return _Planned(None, plan, scope, accounted) if accounted else None
         saved = sum(c.tokens_before - c.tokens_after for c in plan.cuts)
         edited = apply_edit(turn, plan.edits[0])
         sent = [*messages[:start], edited, *messages[start + 1 :]]  # what the model will be sent
@@ -231,6 +232,8 @@ class ToolInputShorteningMiddleware(AgentMiddleware[InputShorteningState, Any, A
         return _Planned(edited, plan, scope, accounted)
 
     def _commit(self, planned: _Planned) -> dict[str, Any]:
+        if planned.message is None:
+            return dict(planned.accounted)
         self._tally.add(
             calls_shortened=planned.plan.calls,
             tokens_before=sum(c.tokens_before for c in planned.plan.cuts),

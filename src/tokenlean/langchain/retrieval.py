@@ -384,7 +384,10 @@ class RetrievalGate:
         total = int(state.get(SAVED_KEY) or 0) + saved
         if self.offered(state) or OFFERED_KEY in update or not total:
             return update
-        cold = not isinstance(last, (int, float)) or now - last > self.pricing.cache_ttl
+        if isinstance(last, (int, float)):
+            cold = now - last > self.pricing.cache_ttl
+        else:  # no call dated: cold at the thread's first call, else not known to be (a state
+            cold = last_ai_index(messages) < 0  # from before calls were dated): assume warm
         size = self._size(scope, messages)
         if saved:
             update[SAVED_KEY] = saved
