@@ -367,7 +367,14 @@ def test_lines_already_shown_are_pointed_to_not_repeated() -> None:
 
 
 SOURCE = [f"def handler_{i}(event):\n    return dispatch(event, route_{i})" for i in range(40)]
-FILES = {"before": "\n".join(SOURCE), "after": "\n".join(["import logging", *SOURCE])}
+FILES = {
+    "before": "\n".join(SOURCE),
+    "after": "\n".join(["import logging", *SOURCE]),
+    # the same functions moved into a class: every line one level deeper
+    "nested": "\n".join(
+        ["class App:", *("\n".join(f"    {line}" for line in s.split("\n")) for s in SOURCE)]
+    ),
+}
 
 
 @tool
@@ -398,6 +405,23 @@ def test_a_file_read_again_after_an_edit_points_to_the_unchanged_lines() -> None
     assert lines[:2] == ["     1\u2192import logging", "     2\u2192def handler_0(event):"]
     assert "78 lines already shown earlier omitted" in lines[2]
     assert lines[3:] == ["    81\u2192    return dispatch(event, route_39)"]
+
+
+def test_lines_read_again_at_another_depth_are_shown_again() -> None:
+    # Moved under a class, each line holds the same text one level deeper, which changes what
+    # it means: a view matches lines with their indentation, so nothing here was shown before.
+    agent, model = scripted_agent(
+        [
+            call("read", {"version": "before"}, "c1"),
+            call("read", {"version": "nested"}, "c2"),
+            AIMessage(content="done"),
+        ],
+        tools=[read],
+        middleware=[ToolOutputShorteningMiddleware()],
+    )
+    agent.invoke({"messages": [HumanMessage("go")]}, cfg())
+    _, second = tool_messages(model.calls[2].messages)
+    assert second.content == read.invoke({"version": "nested"})
 
 
 def test_a_result_repeating_one_shown_whole_is_a_pointer_to_that_call() -> None:

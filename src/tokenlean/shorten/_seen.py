@@ -21,18 +21,28 @@ def _lines_of(text: str, min_chars: int) -> frozenset[str]:
 
 #: Marks a line as the content of a numbered file view (its number left out), so a later view
 #: matches it by what it holds while other text never does: a file first printed without
-#: numbers and then viewed with them is viewed for its numbers, which must stay.
+#: numbers and then viewed with them is viewed for its numbers, which must stay. A view's line
+#: keeps its indentation: a line the agent re-indented (or wrote at the wrong depth in an edit)
+#: is a change it has to see, not a line already shown.
 _VIEW = "\x00"
 
 
 @lru_cache(maxsize=1024)
 def _view_lines_of(text: str, min_chars: int) -> frozenset[str]:
-    return frozenset(_VIEW + line for line in _lines_of(text, min_chars))
+    lines = text.split("\n")
+    long_enough = map(min_chars.__le__, map(len, map(str.strip, lines)))
+    return frozenset(map(_VIEW.__add__, compress(map(str.rstrip, lines), long_enough)))
 
 
 def view_keys(items: Iterable[str]) -> list[str]:
     """A view's lines (numbers left out) as :meth:`Seen.add_view` keeps them."""
-    return [_VIEW + line.strip() for line in items]
+    return [_VIEW + line.rstrip() for line in items]
+
+
+def key_length(key: str) -> int:
+    """How long the line behind a key is, a view line's mark and indentation left out (what
+    decides whether it is too short to mean anything)."""
+    return len(key[1:].lstrip()) if key[:1] == _VIEW else len(key)
 
 
 class Seen:

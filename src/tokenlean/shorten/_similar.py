@@ -12,7 +12,7 @@ from collections.abc import Callable, Collection, Container
 from dataclasses import dataclass
 from itertools import compress
 
-from tokenlean.shorten._seen import Seen
+from tokenlean.shorten._seen import Seen, key_length
 
 _DIGITS = b"0123456789"
 
@@ -80,7 +80,7 @@ def seen_runs(
     # Runs are only looked for from the lines already shown, found with one set intersection
     # (or one question per distinct line): a large output that repeats nothing costs a few
     # C-level passes, not a call per line.
-    shown = {line for line in shown_lines(stripped, seen) if len(line) >= min_chars}
+    shown = {line for line in shown_lines(stripped, seen) if key_length(line) >= min_chars}
     if not shown:
         return []
 
@@ -92,8 +92,9 @@ def seen_runs(
             return 2
         if i in filler:
             return 1
-        if len(line) < min_chars:
-            return 1 if len(line) <= 3 else 0
+        size = key_length(line)
+        if size < min_chars:
+            return 1 if size <= 3 else 0
         return 0
 
     starts = list(compress(range(len(stripped)), map(shown.__contains__, stripped)))
