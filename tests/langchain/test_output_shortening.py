@@ -424,6 +424,58 @@ def test_lines_read_again_at_another_depth_are_shown_again() -> None:
     assert second.content == read.invoke({"version": "nested"})
 
 
+def _window(lines: list[str]) -> str:
+    """A file view as SWE-agent's ``open`` and ``edit`` show it."""
+    body = "\n".join(f"{n}:{line}" for n, line in enumerate(lines, 1))
+    return f"[File: /repo/app.py ({len(lines)} lines total)]\n{body}"
+
+
+#: The edit puts line 2 one level too shallow: still valid Python, no longer the same function.
+SHALLOW = "return dispatch(event, route_0)"
+EDITED = FILES["before"].split("\n")
+EDITED[1] = SHALLOW
+
+
+@tool
+def open_file(path: str) -> str:
+    """Show a file with line numbers."""
+    return _window(FILES["before"].split("\n"))
+
+
+@tool
+def edit(command: str = "", old_string: str = "", new_string: str = "") -> str:
+    """Edit the open file by line numbers (``edit A:B``) or by search and replace."""
+    return "File updated.\n" + _window(EDITED)
+
+
+@pytest.mark.parametrize(
+    ("args", "shown"),
+    [
+        ({"command": f"edit 2:2\n{SHALLOW}\nend_of_edit"}, True),
+        ({"old_string": "    " + SHALLOW, "new_string": SHALLOW}, False),
+    ],
+)
+def test_an_edit_by_line_numbers_shows_what_it_wrote_in_its_window(
+    args: dict[str, str], shown: bool
+) -> None:
+    # An edit by line numbers is checked in the window it answers with (where its text landed,
+    # at what depth), so the lines it wrote are shown there, not pointed to as already shown.
+    # A search-and-replace edit's arguments already say what changed and where.
+    agent, model = scripted_agent(
+        [
+            call("open_file", {"path": "app.py"}, "c1"),
+            call("edit", args, "c2"),
+            AIMessage(content="done"),
+        ],
+        tools=[open_file, edit],
+        middleware=[ToolOutputShorteningMiddleware()],
+    )
+    agent.invoke({"messages": [HumanMessage("go")]}, cfg())
+    _, window = tool_messages(model.calls[2].messages)
+    assert (f"2:{SHALLOW}" in str(window.content)) is shown
+    assert "already shown earlier omitted" in str(window.content)  # the rest points back
+
+
 def test_a_result_repeating_one_shown_whole_is_a_pointer_to_that_call() -> None:
     store = InMemoryOriginalStore()
     agent, model = scripted_agent(

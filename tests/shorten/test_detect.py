@@ -7,7 +7,13 @@ from typing import Any
 import pytest
 
 from tokenlean import ShortenSettings, shorten
-from tokenlean.shorten._detect import file_read, is_listing, requested_lines, runs_own_script
+from tokenlean.shorten._detect import (
+    file_read,
+    is_listing,
+    requested_lines,
+    runs_own_script,
+    writes_by_line,
+)
 
 
 @pytest.mark.parametrize(
@@ -80,6 +86,24 @@ def test_file_read(query: Any, expected: str | None) -> None:
 )
 def test_requested_lines(query: Any, expected: int | None) -> None:
     assert requested_lines(query) == expected
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        ({"command": "edit 1475:1475\n        return x\nend_of_edit"}, True),  # SWE-agent
+        ({"command": "insert 12\nimport os\nend_of_insert"}, True),
+        ({"start_line": 5, "end_line": 9, "replacement_text": "pass"}, True),
+        ({"command": "insert", "path": "a.py", "insert_line": 3, "new_str": "x = 1"}, True),
+        ({"file_path": "a.py", "old_string": "x = 1", "new_string": "x = 2"}, False),
+        ({"search": "x = 1", "replace": "x = 2"}, False),
+        ({"command": "str_replace", "path": "a.py", "old_str": "a", "new_str": "b"}, False),
+        ({"command": "edit src/app.py"}, False),  # names no lines
+        ({"command": "python edit.py 12:14"}, False),
+    ],
+)
+def test_writes_by_line(args: dict[str, Any], expected: bool) -> None:
+    assert writes_by_line(args) is expected
 
 
 LS_L = """total 788

@@ -312,6 +312,25 @@ def command_of(query: str | Mapping[str, Any] | None) -> str:
     return command if isinstance(command, str) else ""
 
 
+#: The first line of SWE-agent's line edits: ``edit 12:14`` (lines 12-14 replaced by the text
+#: below), ``insert 12``.
+_LINE_EDIT = re.compile(r"(?:edit|insert)\s+\d+(?::\d+)?")
+#: Arguments that place an edit tool's text by line number.
+_LINE_KEYS = frozenset({"start_line", "end_line", "line_start", "line_end", "insert_line"})
+
+
+def writes_by_line(args: Mapping[str, Any]) -> bool:
+    """The call writes text at lines it names by number (SWE-agent's ``edit 12:14``, an edit
+    tool's ``start_line`` or ``insert_line``): what it replaced, and where its text landed,
+    shows only in its result, unlike a search-and-replace edit, whose arguments say both."""
+    command = args.get("command")
+    if isinstance(command, str):
+        first = command.lstrip().split("\n", 1)[0].strip()
+        if _LINE_EDIT.fullmatch(first):
+            return True
+    return any(str(key).lower() in _LINE_KEYS for key in args)
+
+
 #: A command passed as a string argument inside a custom tool's code (Codex's code mode:
 #: ``text(await tools.exec_command({cmd: "cat spec.md", max_output_tokens: 4000}))``).
 _EMBEDDED = re.compile(r"""["']?\b(?:cmd|command)["']?\s*:\s*("(?:[^"\\\n]|\\.)*")""")

@@ -25,7 +25,7 @@ from tokenlean import checks
 from tokenlean.cost import ANTHROPIC, CachePricing, resolve_pricing
 from tokenlean.readback import TOOL_READ_BACK, ReadBack
 from tokenlean.shorten._core import shorten
-from tokenlean.shorten._detect import view_content
+from tokenlean.shorten._detect import view_content, writes_by_line
 from tokenlean.shorten._markers import Retrieval, repeat_marker
 from tokenlean.shorten._options import DEFAULT_OPTIONS, ShortenSettings
 from tokenlean.shorten._report import Omission, ShortenReport
@@ -208,6 +208,16 @@ def add_visible(seen: Seen, messages: Iterable[Message]) -> None:
             seen.add_result(result_digest(message.name or "", message.text), message.tool_call_id)
 
 
+def _written(seen: Seen, turn: Message) -> frozenset[str]:
+    """What ``turn``'s edits by line number wrote, as file views match it: never "already
+    shown" in the views answering them. Such an edit's window is where the agent checks that
+    its text landed where and as it meant (its depth, no line doubled or lost); later views
+    point back to it. A search-and-replace edit's arguments say that already."""
+    calls = [call for call in turn.tool_calls if writes_by_line(call.args)]
+    keys = [seen.view_lines(text) for call in calls for text in _strings(call.args)]
+    return frozenset().union(*keys)
+
+
 def _strings(value: object) -> Iterable[str]:
     if isinstance(value, str):
         yield value
@@ -257,7 +267,10 @@ def plan_first_sight(
     ]
     if not candidates:
         return FirstSightPlan(log=log)
-    seen = Seen(min_chars=log.seen.min_chars, parent=log.seen) if log is not None else None
+    seen = None
+    if log is not None:  # a view answering the newest calls is where the agent checks them
+        written = _written(log.seen, window[first - 1]) if first else frozenset()
+        seen = Seen(min_chars=log.seen.min_chars, parent=log.seen, unmatched=written)
     current, done = list(window), first
     edits: list[Edit] = []
     originals: list[Original] = []

@@ -51,16 +51,23 @@ class Seen:
     A ``parent`` holds lines shown before these: it is read, never written, so a long
     transcript's lines are gathered once and a call's own additions stay apart. ``results`` maps
     :func:`result_digest` of each whole tool result shown to the id of the call it answered (the
-    first such call).
+    first such call). ``unmatched`` lines never count as shown here, whoever showed them.
     """
 
-    __slots__ = ("lines", "min_chars", "parent", "results")
+    __slots__ = ("lines", "min_chars", "parent", "results", "unmatched")
 
-    def __init__(self, *, min_chars: int = 8, parent: Seen | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        min_chars: int = 8,
+        parent: Seen | None = None,
+        unmatched: frozenset[str] = frozenset(),
+    ) -> None:
         self.lines: set[str] = set()
         self.results: dict[str, str] = {}
         self.min_chars = min_chars
         self.parent = parent
+        self.unmatched = unmatched
 
     def add_result(self, digest: str, call_id: str) -> None:
         if self.result(digest) is None:
@@ -81,11 +88,17 @@ class Seen:
         """Add what a numbered file view showed of the file (:func:`view_keys` matches it)."""
         self.lines |= _view_lines_of(content, self.min_chars)
 
+    def view_lines(self, content: str) -> frozenset[str]:
+        """The keys :meth:`add_view` would add for ``content``."""
+        return _view_lines_of(content, self.min_chars)
+
     def add_all(self, texts: Iterable[str]) -> None:
         for text in texts:
             self.add(text)
 
     def __contains__(self, line: object) -> bool:
+        if line in self.unmatched:
+            return False
         return line in self.lines or (self.parent is not None and line in self.parent)
 
 

@@ -107,7 +107,7 @@ def shown_lines(lines: list[str], seen: Container[str]) -> set[str]:
         found = seen.lines.intersection(lines)
         if seen.parent is not None:
             found |= shown_lines(lines, seen.parent)
-        return found
+        return found - seen.unmatched if seen.unmatched else found
     if isinstance(seen, (set, frozenset)):
         return set(seen.intersection(lines))
     return {line for line in set(lines) if line in seen}
