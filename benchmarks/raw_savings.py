@@ -7,11 +7,11 @@ Usage (from the repository root)::
 
 Each trajectory is replayed through a real ``create_agent`` three times: with no middleware,
 with ``ToolOutputShorteningMiddleware(inputs=RECOMMENDED_INPUTS)`` (the shortening half of the
-recommended stack, same settings: ``read_original`` joins the tool list with the first
-shortening that pays for the cache re-write), and with the same shortener offering ``read_original``
-from the first call (``offer_tool="always"``: every shortening is made, the decisions the raw
-rewrite makes, since a proxy's markers name files and add no tool). The no-middleware prompts
-are then sent, one request per model call, as raw Anthropic Messages bodies through
+recommended stack, same settings: every result shortened at first sight, ``read_original`` added
+to the tool list only where that re-writes no warm cache), and with the same shortener offering
+``read_original`` from the first call (``offer_tool="always"``). Both make the decisions the raw
+rewrite makes; a proxy's markers name files and add no tool. The no-middleware prompts are then
+sent, one request per model call, as raw Anthropic Messages bodies through
 ``tokenlean.raw.rewrite_request`` (what the proxy and the SDK wrappers do). All rows are
 measured after the same round trip through an Anthropic body (:mod:`tokenlean.replay._raw`),
 with the replay's metrics. One more row measures the always-offering middleware's prompts with
@@ -39,15 +39,15 @@ from tokenlean.tokens import default_counter
 HERE = Path(__file__).parent
 ROWS = ("none", "middleware", "middleware-always", "middleware-same-tools", "raw")
 EXPLANATION = [
-    "How to read it. *mw* is the middleware as shipped: `read_original` joins the tool list",
-    "with a thread's first shortening, and that shortening is made only when it pays for the",
-    "cache re-write the new tool list causes (one prefix break per run that shortens, in",
-    "*prefix breaks: mw*); until then results pass whole. A proxy's markers name files and add",
-    "no tool, so the raw rewrite has no such re-write to pay for and shortens from the first",
-    'call: it makes the decisions of *mw always* (`offer_tool="always"`), the same results',
-    "and inputs cut to the same lines (`tests/raw/test_savings.py` checks it call by call), so",
-    "its reference recall is that row's. Against *mw always* the bills differ for two reasons",
-    "only:",
+    "How to read it. *mw* is the middleware as shipped: it shortens every result at first",
+    "sight, and adds its `read_original` tool to a thread's tool list only where that re-writes",
+    "no warm cache (from the first call when the schema is at most 1% of that prompt, else at a",
+    "call whose cache went cold; a replay has no clock, so here only the first can happen): no",
+    'prefix break, in *prefix breaks: mw*. *mw always* (`offer_tool="always"`) lists the tool',
+    "from the first call. A proxy's markers name files and add no tool; the raw rewrite makes the",
+    "same decisions as both, the same results and inputs cut to the same lines",
+    "(`tests/raw/test_savings.py` checks it call by call), so its reference recall is theirs.",
+    "Against *mw always* the bills differ for two reasons only:",
     "",
     "- the middleware adds its `read_original` tool to every request, and the raw rewrite adds",
     "  nothing (column *mw always w/o its tool* measures that middleware's prompts with the",
