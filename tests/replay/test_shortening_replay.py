@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +20,9 @@ from tokenlean.replay._formats import load_trajectory
 from tokenlean.replay._metrics import PromptMeasurer
 from tokenlean.shorten import shorten
 from tokenlean.shorten._firstsight import OutputShorteningSettings
+from tokenlean.shorten._wrapped import readable
 from tokenlean.tokens import DEFAULT_COUNTER, EstimateCounter
-from tokenlean.transcript import mark_of
+from tokenlean.transcript import Message, mark_of
 
 
 def _mark(message: Any) -> Any:
@@ -56,6 +60,8 @@ def test_no_call_changes_bytes_already_sent(path: Path) -> None:
         firsts = [c for c in result.calls if any(m.id == message.id for m in c.messages)]
         sent = next(m for m in firsts[0].messages if m.id == message.id)
         assert sent.content == message.content
+    originals = {m.tool_call_id: m.text for m in trajectory.messages if m.role == "tool"}
+    assert _pointed_back_but_never_shown(to_view(result.final_messages), originals) == []
 
 
 @needs_shared
@@ -92,3 +98,60 @@ def test_shortening_happened_on_most_trajectories_with_long_outputs() -> None:
     assert len(long_runs) >= 10
     assert sum(1 for run in long_runs if SHORTENED[run]) >= 0.8 * len(long_runs)
     assert sum(1 for n in SHORTENED.values() if n) >= len(SHORTENED) / 3
+
+
+#: An "already shown" marker and the lines of the original it stands for: from its hint
+#: (``read_original("<handle>", "a-b")``, quotes escaped inside JSON) or, once the text has
+#: named the handle, from its own ``(a-b)``.
+_SHOWN = re.compile(
+    r"already shown earlier omitted"
+    r'(?:; \w+\(\\?"[^"\\]+\\?", \\?"(\d+)(?:-(\d+))?\\?"\)| \((\d+)(?:-(\d+))?\))'
+)
+#: What precedes a line's own text in a numbered view or a grep hit (``12→``, ``12\t``,
+#: ``12:``, ``path:12:``, ``path-12-``); its text alone is what was shown before.
+_NUMBERED = re.compile(r"^(?:\S*?[:-]\d+[:-]|\s*\d+(?:→|\t|:|-|\s{1,3}))")
+#: Lines no marker needs to have shown: too short to look for, or a traceback's caret lines
+#: (cut from every traceback as filler, so a run of shown frames may enclose one).
+_UNCHECKED = re.compile(r"^[\s^~]*$|^.{0,3}$")
+
+
+def _pointed_back_but_never_shown(
+    messages: Sequence[Message], originals: dict[str | None, str]
+) -> list[tuple[str | None, int, str]]:
+    """The lines that "already shown earlier" markers stand for and that no message before
+    the marker's holds (the result's own kept lines count too), as (call id, line, text)."""
+    missing: list[tuple[str | None, int, str]] = []
+    earlier: list[str] = []
+    for message in messages:
+        texts = [
+            *_strings(message.text),
+            *(t for c in message.tool_calls for t in _strings(c.args)),
+        ]
+        matches = list(_SHOWN.finditer(message.text)) if message.role == "tool" else []
+        if matches and message.tool_call_id in originals:
+            lines = readable(originals[message.tool_call_id]).split("\n")
+            shown = "\n".join([*earlier, *texts])
+            for match in matches:
+                first = int(match[1] or match[3])
+                for number in range(first, int(match[2] or match[4] or first) + 1):
+                    key = _NUMBERED.sub("", lines[number - 1].rstrip("\r"), count=1).strip()
+                    if not _UNCHECKED.match(key) and key not in shown:
+                        missing.append((message.tool_call_id, number, key))
+        earlier += texts
+    return missing
+
+
+def _strings(value: Any) -> list[str]:
+    """A text as sent and as read (an envelope's body; a JSON document's strings), or every
+    string in a tool call's arguments."""
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _strings(v)]
+    if isinstance(value, list):
+        return [t for v in value for t in _strings(v)]
+    if not isinstance(value, str):
+        return [str(value)]
+    texts = [value, readable(value)]
+    if value.lstrip()[:1] in ("{", "["):
+        with contextlib.suppress(ValueError):  # not JSON after all
+            texts += _strings(json.loads(value))
+    return texts
