@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tokenlean.shorten import query_terms
+from tokenlean.shorten._calls import runs_own_script
 from tokenlean.shorten._code import (
     _CODE_END,
     _CODE_START,
@@ -34,7 +35,6 @@ from tokenlean.shorten._detect import (
     is_table_row,
     looks_like_document,
     numbered_view,
-    runs_own_script,
 )
 from tokenlean.shorten._seen import _lines_of
 from tokenlean.shorten._text import is_sentence, letter_count

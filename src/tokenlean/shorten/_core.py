@@ -7,18 +7,15 @@ from dataclasses import replace
 from typing import Any, Literal
 
 from tokenlean import checks
+from tokenlean.shorten._calls import FileRead, file_read, requested_lines, runs_own_script
 from tokenlean.shorten._classify import classify
 from tokenlean.shorten._code import code_selection, looks_like_code
 from tokenlean.shorten._detect import (
-    FileRead,
-    file_read,
     is_listing,
     looks_like_document,
     looks_like_page,
     numbered_view,
     parse_json,
-    requested_lines,
-    runs_own_script,
     split_envelope,
     strip_view,
 )
@@ -176,7 +173,7 @@ def _shorten_body(
     """Sizes here are the shortener's own fast :func:`estimate_tokens` (how much of a budget a
     part takes: many parts are sized per text); ``depth``: the JSON envelopes ``body`` was taken
     out of; ``read``: the call printed a file, or a stretch of one
-    (:func:`~tokenlean.shorten._detect.file_read`); ``paging``: that stretch was asked for by at
+    (:func:`~tokenlean.shorten._calls.file_read`); ``paging``: that stretch was asked for by at
     least ``page_lines`` lines."""
     ok, parsed = parse_json(body) if kind in ("auto", "json") else (False, None)
     wrapped = None

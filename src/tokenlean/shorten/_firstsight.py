@@ -24,8 +24,9 @@ from typing import Any, Literal, get_args
 from tokenlean import checks
 from tokenlean.cost import ANTHROPIC, CachePricing, resolve_pricing
 from tokenlean.readback import TOOL_READ_BACK, ReadBack
+from tokenlean.shorten._calls import writes_by_line
 from tokenlean.shorten._core import shorten
-from tokenlean.shorten._detect import view_content, writes_by_line
+from tokenlean.shorten._detect import view_content
 from tokenlean.shorten._markers import Retrieval, repeat_marker
 from tokenlean.shorten._options import DEFAULT_OPTIONS, ShortenSettings
 from tokenlean.shorten._report import Omission, ShortenReport

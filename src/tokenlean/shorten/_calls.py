@@ -1,0 +1,293 @@
+"""What a tool call ran, read or wrote, judged from its arguments alone.
+
+The shortener keeps an output by what the call asked for: a script of the agent's own
+(:func:`runs_own_script`), a file printed whole or a stretch of one (:func:`file_read`,
+:func:`requested_lines`), text written at lines named by number (:func:`writes_by_line`). Each
+reads a bounded prefix of the command (:data:`_READ_MAX_CHARS` characters to split it into
+shell words, 2,000 to scan it), so judging a call stays linear whatever it holds.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from itertools import compress, count, repeat
+from operator import itemgetter
+from typing import Any, Literal
+
+__all__ = [
+    "FileRead",
+    "command_of",
+    "file_read",
+    "requested_lines",
+    "runs_own_script",
+    "writes_by_line",
+]
+
+#: Commands that run tests, builds or installs: their output is a log, not a script's result.
+_RUNNERS = frozenset(
+    {
+        "pytest", "py.test", "tox", "nox", "pip", "pip3", "make", "cargo", "npm", "yarn", "pnpm",
+        "mvn", "gradle", "go", "manage.py", "runtests.py", "setup.py", "-m",
+    }
+)  # fmt: skip
+_INTERPRETERS = frozenset({"python", "python3", "node", "ruby", "bash", "sh", "perl", "php"})
+_SCRIPT_ENDS = (".py", ".js", ".mjs", ".rb", ".sh", ".pl", ".php")
+_SHELL_SPLIT = re.compile(r"[\s;&|()]+")
+
+
+def runs_own_script(query: str | Mapping[str, Any] | None) -> bool:
+    """Whether the call ran a script of the agent's own (``python reproduce.py``,
+    ``python -c ...``, ``./exploit``) rather than a test runner or a build: its output is the
+    result the agent is after. Judged on the command's words (the first 2,000 characters)."""
+    command = command_of(query)
+    if not command:
+        return False
+    # C-level passes pick the few words that matter (a heredoc can hold hundreds)
+    words = list(map(str.strip, filter(None, _SHELL_SPLIT.split(command[:2000])), repeat("\"'")))
+    names = list(map(itemgetter(2), map(str.rpartition, words, repeat("/"))))  # no folder
+    if not _RUNNERS.isdisjoint(names):
+        return False
+    after = [*words[1:], ""]
+    for k in compress(count(), map(_INTERPRETERS.__contains__, names)):
+        if after[k].endswith(_SCRIPT_ENDS) or after[k] == "-c":
+            return True
+    for k in compress(count(), map(str.startswith, words, repeat("./"))):
+        if len(words[k]) > 2 and (k == 0 or words[k - 1] != "cd"):
+            return True
+    return False
+
+
+def command_of(query: str | Mapping[str, Any] | None) -> str:
+    """The shell command a call ran: its ``command`` (or ``cmd``) argument, a list of words
+    joined (Codex's ``["bash", "-lc", "..."]``), or the query text itself."""
+    command = query.get("command") or query.get("cmd") if isinstance(query, Mapping) else query
+    if isinstance(command, (list, tuple)) and all(isinstance(word, str) for word in command):
+        command = " ".join(command)
+    if not command and isinstance(query, Mapping) and isinstance(query.get("input"), str):
+        command = _embedded_command(query["input"])
+    return command if isinstance(command, str) else ""
+
+
+#: The first line of SWE-agent's line edits: ``edit 12:14`` (lines 12-14 replaced by the text
+#: below), ``insert 12``.
+_LINE_EDIT = re.compile(r"(?:edit|insert)\s+\d+(?::\d+)?")
+#: Arguments that place an edit tool's text by line number.
+_LINE_KEYS = frozenset({"start_line", "end_line", "line_start", "line_end", "insert_line"})
+
+
+def writes_by_line(args: Mapping[str, Any]) -> bool:
+    """The call writes text at lines it names by number (SWE-agent's ``edit 12:14``, an edit
+    tool's ``start_line`` or ``insert_line``): what it replaced, and where its text landed,
+    shows only in its result, unlike a search-and-replace edit, whose arguments say both."""
+    command = args.get("command")
+    if isinstance(command, str):
+        first = command.lstrip().split("\n", 1)[0].strip()
+        if _LINE_EDIT.fullmatch(first):
+            return True
+    return any(str(key).lower() in _LINE_KEYS for key in args)
+
+
+#: A command passed as a string argument inside a custom tool's code (Codex's code mode:
+#: ``text(await tools.exec_command({cmd: "cat spec.md", max_output_tokens: 4000}))``).
+_EMBEDDED = re.compile(r"""["']?\b(?:cmd|command)["']?\s*:\s*("(?:[^"\\\n]|\\.)*")""")
+
+
+def _embedded_command(code: str) -> str:
+    """The one command string a tool's code passes to a command tool; ``""`` when there is
+    none, or more than one (the first 2,000 characters are read)."""
+    found = _EMBEDDED.findall(code[:2000])
+    if len(found) != 1:
+        return ""
+    try:
+        value = json.loads(found[0])
+    except ValueError:
+        return ""
+    return value if isinstance(value, str) else ""
+
+
+#: Programs that print a file, or some of its lines, as they are.
+_READERS = frozenset(
+    {"cat", "nl", "head", "tail", "sed", "bat", "batcat", "type", "get-content", "gc"}
+)
+#: What a read may be piped through and stay a read of those lines.
+_LINE_FILTERS = frozenset({"cat", "nl", "head", "tail", "sed"})
+#: Shells a command is handed to (``bash -lc "cat f"``): their script is what ran.
+_SHELLS = frozenset({"bash", "sh", "zsh", "powershell", "powershell.exe", "pwsh", "cmd"})
+_READ_MAX_CHARS = 400
+_SEPARATORS = frozenset({"&&", "||", ";", "&"})
+
+
+#: Readers that print a stretch of a file rather than all of it.
+_RANGE_READERS = frozenset({"sed", "head", "tail"})
+FileRead = Literal["range", "file"]
+
+
+def file_read(query: str | Mapping[str, Any] | None) -> FileRead | None:
+    """Whether the call printed a file as it is (``"file"``: ``cat f``, ``nl -ba f``,
+    ``Get-Content f``) or a stretch of one (``"range"``: ``sed -n '1,200p' f``, ``head -n 80 f``,
+    ``nl -ba f | sed -n '40,90p'``), perhaps after a ``cd``; ``None`` for anything else. The
+    agent asked for exactly that text, as it does with a file view's line numbers. A file tool's
+    call (its arguments one file path, perhaps a line range: an MCP ``read_file``, Pi's ``read``)
+    reads the same way."""
+    if isinstance(query, Mapping) and not command_of(query):
+        return _read_tool(query)
+    programs: set[str] = set()
+    for statement in _split(_script(query), _SEPARATORS):
+        stages = _split(statement, frozenset({"|"}))
+        names = [stage[0].lower() if stage else "" for stage in stages]
+        if names == ["cd"]:
+            continue
+        if names[0] not in _READERS or not _names_a_file(stages[0]):
+            return None
+        if not _LINE_FILTERS.issuperset(names[1:]):
+            return None
+        programs.update(names)
+    if not programs:
+        return None
+    return "range" if programs & _RANGE_READERS else "file"
+
+
+def requested_lines(query: str | Mapping[str, Any] | None) -> int | None:
+    """How many lines a ranged read asked for (``sed -n '1,200p' f``: 200; ``head -n 80 f``: 80;
+    a read tool's ``limit``), the fewest when it printed several stretches; ``None`` when that
+    is not said in so many lines (``sed -n '40,$p'``, a script ``sed`` reads otherwise)."""
+    if file_read(query) != "range":
+        return None
+    if isinstance(query, Mapping) and not command_of(query):
+        return _tool_span(query)
+    spans: list[int] = []
+    for statement in _split(_script(query), _SEPARATORS):
+        for stage in _split(statement, frozenset({"|"})):
+            name = stage[0].lower() if stage else ""
+            span = _sed_span(stage) if name == "sed" else _count_option(stage)
+            if name in _RANGE_READERS:
+                if span is None:
+                    return None
+                spans.append(span)
+    return min(spans) if spans else None
+
+
+_SED_RANGE = re.compile(r"(\d+)(?:,(\d+))?p")
+
+
+def _sed_span(words: Sequence[str]) -> int | None:
+    """The lines ``sed -n 'A,Bp'`` prints; ``None`` for any other script."""
+    scripts = [word for word in words[1:] if not word.startswith("-")][:1]
+    match = _SED_RANGE.fullmatch(scripts[0]) if scripts and "-n" in words else None
+    if match is None:
+        return None
+    first, last = int(match.group(1)), int(match.group(2) or match.group(1))
+    return last - first + 1 if last >= first else None
+
+
+def _count_option(words: Sequence[str]) -> int | None:
+    """The line count ``head``/``tail`` are given (``-n 80``, ``-n80``, ``-80``,
+    ``--lines=80``); 10, theirs, when none is; ``None`` for a count from an end (``-n +40``,
+    ``-n -5``: the rest of the file)."""
+    for k, word in enumerate(words[1:], 1):
+        if word in ("-n", "--lines") and k + 1 < len(words):
+            value = words[k + 1]
+        elif word.startswith("--lines="):
+            value = word.partition("=")[2]
+        elif word.startswith("-n"):
+            value = word[2:]
+        elif word.startswith("-") and word[1:].isdigit():
+            value = word[1:]
+        else:
+            continue
+        return int(value) if value.isdigit() else None
+    return 10
+
+
+def _tool_span(args: Mapping[str, Any]) -> int | None:
+    """The lines a file tool's arguments ask for: ``limit``, or its first and last line."""
+    keys = {str(key).lower(): value for key, value in args.items()}
+    limit = _count(keys.get("limit"))
+    if limit:
+        return limit
+    for first, last in (("start_line", "end_line"), ("line_start", "line_end")):
+        start, end = _count(keys.get(first)), _count(keys.get(last))
+        if start and end:
+            return end - start + 1 if end >= start else None
+    return None
+
+
+def _count(value: object) -> int:
+    """``value`` when it is a positive int (not a bool), else 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _script(query: str | Mapping[str, Any] | None) -> list[str]:
+    """The shell words a call ran, out of a shell it was handed to (``bash -lc "cat f"``)."""
+    words = _words(command_of(query))
+    while words and words[0].rpartition("/")[2].lower() in _SHELLS:  # bash -lc "..."
+        words = words[1:]
+        while words and words[0].startswith("-"):
+            words = words[1:]
+        if len(words) == 1:
+            words = _words(words[0])
+    return words
+
+
+#: A file tool's arguments: one of these names the file (compared in lower case, so
+#: ``filePath`` too), the others say which lines.
+_PATH_ARGS = frozenset({"path", "file_path", "filepath", "filename", "file", "target_file"})
+_RANGE_ARGS = frozenset(
+    {"offset", "limit", "head", "tail", "start_line", "end_line", "line_start", "line_end"}
+)
+_OTHER_READ_ARGS = frozenset({"encoding"})
+
+
+def _read_tool(args: Mapping[str, Any]) -> FileRead | None:
+    """``"file"`` or ``"range"`` when ``args`` are a file tool's: one path with a file name
+    extension (a folder is listed, not read), line bounds and nothing else."""
+    keys = {str(key).lower(): value for key, value in args.items()}
+    paths = [value for key, value in keys.items() if key in _PATH_ARGS]
+    if len(paths) != 1 or not isinstance(paths[0], str) or not _READ_ARGS.issuperset(keys):
+        return None
+    name = paths[0].rstrip().rpartition("/")[2]
+    if "." not in name.strip("."):
+        return None
+    return "range" if _RANGE_ARGS.intersection(keys) else "file"
+
+
+_READ_ARGS = _PATH_ARGS | _RANGE_ARGS | _OTHER_READ_ARGS
+
+
+def _words(command: str) -> list[str]:
+    """Shell words with ``|``, ``&&`` and ``;`` apart (quotes removed); a command that is too
+    long, unbalanced, or holds a heredoc or redirection has none."""
+    if not command or len(command) > _READ_MAX_CHARS:
+        return []
+    command = command.replace("2>/dev/null", " ").replace("2>&1", " ")  # no output redirected
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        words = list(lexer)
+    except ValueError:
+        return []
+    return [] if any(word[:1] in ("<", ">") for word in words) else words
+
+
+def _split(words: Sequence[str], separators: frozenset[str]) -> list[list[str]]:
+    out: list[list[str]] = [[]]
+    for word in words:
+        if word in separators:
+            out.append([])
+        else:
+            out[-1].append(word)
+    return out
+
+
+def _names_a_file(words: Sequence[str]) -> bool:
+    """A reader's words name something to read, and it changes nothing (no ``sed -i``): a word
+    after the program that is no option, line count or ``sed`` script."""
+    if words[0].lower() == "sed" and any(word.startswith("-i") for word in words):
+        return False
+    rest = [word for word in words[1:] if not word.startswith("-") and not word.isdigit()]
+    if words[0].lower() == "sed":
+        rest = rest[1:]  # the script ('1,200p') comes first
+    return bool(rest)
