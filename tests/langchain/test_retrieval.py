@@ -254,6 +254,23 @@ def test_a_warm_cache_is_never_re_written_to_offer_the_tool_whatever_was_saved()
     assert_prefix_kept(model)  # six cuts saved far more than the schema: still no re-write
 
 
+def test_a_marker_read_back_is_answered_while_the_tool_is_not_yet_listed() -> None:
+    """Markers are laid out at first sight and never change, so they name ``read_original``
+    before a thread is offered it (in a short prompt, maybe never). The tool is still the
+    agent's: a model that calls it from a marker gets the lines, and no byte sent changes."""
+    turns = [_call("run_tests", {"target": "all"}, "c1"), _read_back, AIMessage("done")]
+    middleware = ToolOutputShorteningMiddleware(store=InMemoryOriginalStore())
+    agent, model = scripted_agent(turns, tools=[run_tests], middleware=[middleware])
+    state = _invoke(agent)
+    assert all(names == ["run_tests"] for names in _tools(model))  # never listed
+    answer = next(
+        m for m in state["messages"] if isinstance(m, ToolMessage) and m.tool_call_id == "r1"
+    )
+    assert answer.name == "read_original" and answer.status != "error"
+    assert "FAILED tests/test_api.py::test_login" in answer.content  # line 151 of the original
+    assert_prefix_kept(model)
+
+
 def test_the_tool_joins_at_a_call_whose_cache_went_cold() -> None:
     middleware = ToolOutputShorteningMiddleware(min_remaining_calls=0)
     times = iter([0.0, 1.0, 2.0, 2.0 + ANTHROPIC.cache_ttl + 1, *range(10_000, 10_010)])
