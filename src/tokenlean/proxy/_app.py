@@ -302,7 +302,7 @@ def create_app(
     app = Starlette(
         routes=[
             Route("/tokenlean/stats", proxy.stats_endpoint, methods=["GET"]),
-            metrics_route(stats),
+            metrics_route(stats.metrics),
             Route("/{path:path}", proxy.handle, methods=_METHODS),
         ],
         middleware=[Middleware(Guard, settings=settings)],  # in front of every route

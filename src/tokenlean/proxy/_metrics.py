@@ -31,7 +31,6 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 if TYPE_CHECKING:
-    from tokenlean.proxy._stats import StatsBook
     from tokenlean.proxy._totals import Totals
 
 __all__ = ["CONTENT_TYPE", "REWRITE_BUCKETS", "Metrics", "metrics_route"]
@@ -191,10 +190,10 @@ def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
-def metrics_route(stats: StatsBook) -> Route:
-    """``GET /metrics``, from the book's :class:`Metrics`."""
+def metrics_route(metrics: Metrics) -> Route:
+    """``GET /metrics``, from ``metrics`` (the statistics book's, which it feeds)."""
 
     async def endpoint(request: Request) -> Response:
-        return Response(stats.metrics.exposition(), media_type=CONTENT_TYPE)
+        return Response(metrics.exposition(), media_type=CONTENT_TYPE)
 
     return Route("/metrics", endpoint, methods=["GET"])
