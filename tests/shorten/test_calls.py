@@ -34,6 +34,12 @@ from tokenlean.shorten._calls import file_read, requested_lines, runs_own_script
         ({"input": "*** Begin Patch\n*** End Patch"}, None),
         ({"path": "docs/guide.md"}, "file"),  # a file tool (MCP read_file, Pi's read)
         ({"filePath": "/src/app.tsx", "offset": 40, "limit": 80}, "range"),
+        ({"absolute_path": "/repo/docs/guide.md"}, "file"),  # gemini-cli's read_file, mid-2025
+        ({"file_path": "/repo/a.py", "start_line": 5, "end_line": 40}, "range"),  # and now
+        ({"command": "view", "path": "/repo/spec.md"}, "file"),  # a file editor's view
+        ({"command": "view", "path": "/repo/a.py", "view_range": [40, 90]}, "range"),
+        ({"command": "view", "path": "/repo/src"}, None),  # a folder's listing
+        ({"command": "create", "path": "/repo/a.py", "file_text": "x = 1"}, None),
         ({"path": "src/"}, None),  # a folder is listed, not read
         ({"file_path": "a.py", "old_string": "x", "new_string": "y"}, None),  # an edit
         ({"path": "a.md", "pattern": "TODO"}, None),  # a search
@@ -74,6 +80,8 @@ def test_file_read(query: Any, expected: str | None) -> None:
         ({"command": "head -n -5 a.py"}, None),
         ({"command": "sed -n '/def main/,/^$/p' a.py"}, None),
         ({"filePath": "/src/app.tsx", "offset": 40}, None),
+        ({"command": "view", "path": "/repo/a.py", "view_range": [40, 90]}, 51),
+        ({"command": "view", "path": "/repo/a.py", "view_range": [40, -1]}, None),  # to the end
         ({"command": "cat a.py"}, None),  # the whole file, not a range
         ({"command": "grep -n x a.py"}, None),
     ],
@@ -121,6 +129,9 @@ def test_a_document_the_agent_printed_stays_whole_and_one_it_searched_is_cut() -
     assert shorten(DOC, query={"command": "cat specs/spec.md"}).text == DOC
     assert shorten(DOC, query={"command": "sed -n '1,400p' specs/spec.md"}).text == DOC
     assert shorten(DOC, query={"command": "grep -n MUST specs/spec.md"}).changed
+    # read by a file tool named otherwise: gemini-cli's read_file (mid-2025), an editor's view
+    assert shorten(DOC, query={"absolute_path": "/repo/specs/spec.md"}).text == DOC
+    assert shorten(DOC, query={"command": "view", "path": "/repo/specs/spec.md"}).text == DOC
 
 
 def test_source_printed_whole_keeps_its_outline_and_a_stretch_of_it_stays_whole() -> None:

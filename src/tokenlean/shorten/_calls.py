@@ -131,9 +131,10 @@ def file_read(query: str | Mapping[str, Any] | None) -> FileRead | None:
     ``nl -ba f | sed -n '40,90p'``), perhaps after a ``cd``; ``None`` for anything else. The
     agent asked for exactly that text, as it does with a file view's line numbers. A file tool's
     call (its arguments one file path, perhaps a line range: an MCP ``read_file``, Pi's ``read``)
-    reads the same way."""
-    if isinstance(query, Mapping) and not command_of(query):
-        return _read_tool(query)
+    reads the same way, and so does a file editor's ``view`` (Anthropic's text editor tool,
+    OpenHands' and SWE-agent's ``str_replace_editor``: a path, perhaps a ``view_range``)."""
+    if isinstance(query, Mapping) and (tool := _tool_args(query)) is not None:
+        return _read_tool(tool)
     programs: set[str] = set()
     for statement in _split(_script(query), _SEPARATORS):
         stages = _split(statement, frozenset({"|"}))
@@ -156,8 +157,8 @@ def requested_lines(query: str | Mapping[str, Any] | None) -> int | None:
     is not said in so many lines (``sed -n '40,$p'``, a script ``sed`` reads otherwise)."""
     if file_read(query) != "range":
         return None
-    if isinstance(query, Mapping) and not command_of(query):
-        return _tool_span(query)
+    if isinstance(query, Mapping) and (tool := _tool_args(query)) is not None:
+        return _tool_span(tool)
     spans: list[int] = []
     for statement in _split(_script(query), _SEPARATORS):
         for stage in _split(statement, frozenset({"|"})):
@@ -202,12 +203,25 @@ def _count_option(words: Sequence[str]) -> int | None:
     return 10
 
 
+def _tool_args(query: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """A file tool's arguments (an editor's ``view`` without its command word); ``None`` for a
+    call that ran a command."""
+    if query.get("command") == "view":
+        return {key: value for key, value in query.items() if key != "command"}
+    return None if command_of(query) else query
+
+
 def _tool_span(args: Mapping[str, Any]) -> int | None:
-    """The lines a file tool's arguments ask for: ``limit``, or its first and last line."""
+    """The lines a file tool's arguments ask for: ``limit``, its first and last line, or an
+    editor's ``view_range`` (``[a, b]``; ``b`` of -1 is the file's end, so not said)."""
     keys = {str(key).lower(): value for key, value in args.items()}
     limit = _count(keys.get("limit"))
     if limit:
         return limit
+    span = keys.get("view_range")
+    if isinstance(span, (list, tuple)) and len(span) == 2:
+        start, end = _count(span[0]), _count(span[1])
+        return end - start + 1 if start and end >= start else None
     for first, last in (("start_line", "end_line"), ("line_start", "line_end")):
         start, end = _count(keys.get(first)), _count(keys.get(last))
         if start and end:
@@ -234,10 +248,15 @@ def _script(query: str | Mapping[str, Any] | None) -> list[str]:
 
 #: A file tool's arguments: one of these names the file (compared in lower case, so
 #: ``filePath`` too), the others say which lines.
-_PATH_ARGS = frozenset({"path", "file_path", "filepath", "filename", "file", "target_file"})
-_RANGE_ARGS = frozenset(
-    {"offset", "limit", "head", "tail", "start_line", "end_line", "line_start", "line_end"}
+_PATH_ARGS = frozenset(
+    {"path", "file_path", "filepath", "filename", "file", "target_file", "absolute_path"}
 )
+_RANGE_ARGS = frozenset(
+    {
+        "offset", "limit", "head", "tail", "start_line", "end_line", "line_start", "line_end",
+        "view_range",
+    }
+)  # fmt: skip
 _OTHER_READ_ARGS = frozenset({"encoding"})
 
 
