@@ -7,7 +7,13 @@ from typing import Any
 import pytest
 
 from tokenlean import ShortenSettings, shorten
-from tokenlean.shorten._calls import file_read, requested_lines, runs_own_script, writes_by_line
+from tokenlean.shorten._calls import (
+    asks_an_agent,
+    file_read,
+    requested_lines,
+    runs_own_script,
+    writes_by_line,
+)
 
 
 @pytest.mark.parametrize(
@@ -106,6 +112,50 @@ def test_requested_lines(query: Any, expected: int | None) -> None:
 )
 def test_writes_by_line(args: dict[str, Any], expected: bool) -> None:
     assert writes_by_line(args) is expected
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        # Claude Code's and OpenCode's Task, deepagents' task: a sub-agent's report
+        ({"description": "Explore", "prompt": "Find the hooks", "subagent_type": "Explore"}, True),
+        ({"description": "Review the PR for security issues", "subagent_type": "reviewer"}, True),
+        ({"url": "https://example.org/docs", "prompt": "What are the rate limits?"}, True),
+        ({"objective": "Map how sessions are stored and resumed"}, True),
+        ({"task_id": "a2f0c7b", "block": True, "timeout": 30000}, True),  # TaskOutput
+        ({"prompt": "go"}, False),  # no question: fewer than three words
+        ({"task_id": "3", "status": "completed"}, False),  # a to-do list's update
+        ({"command": "claude -p 'explain the hooks module'"}, False),  # a command it ran
+        ({"query": "rate limits of the API"}, False),  # a search
+        ({"file_path": "a.md"}, False),
+        ("what are the rate limits", False),
+        (None, False),
+    ],
+)
+def test_asks_an_agent(query: Any, expected: bool) -> None:
+    assert asks_an_agent(query) is expected
+
+
+REPORT = "\n".join(
+    [
+        "## Findings",
+        "",
+        *(
+            f"- **Stage {i}**: `hooks.go:{1200 + i}` clears `LastCheckpointID` (line {1246 + i})"
+            " before the next prompt starts, so a split commit gets a new one."
+            for i in range(100)
+        ),
+    ]
+)
+
+
+def test_a_sub_agents_report_stays_whole_as_another_models_answer() -> None:
+    """It is the investigation the agent delegated, already distilled for it: an outline of
+    it loses the file lines and names the agent goes on to use."""
+    task = {"description": "Investigate", "prompt": "How are checkpoint IDs reused?"}
+    assert shorten(REPORT, query={**task, "subagent_type": "Explore"}).text == REPORT
+    assert shorten(REPORT, query={"task_id": "a2f0c7b", "block": True}).text == REPORT
+    assert shorten(REPORT).changed  # the same text from no one in particular
 
 
 def test_a_command_given_as_a_list_of_words_is_read_as_one() -> None:

@@ -400,3 +400,15 @@ def test_test_logs_still_keep_failures_and_summaries() -> None:
     for line in text.split("\n"):
         if line.startswith(("FAIL:", "ERROR:")) or re.match(r"Ran \d+ tests", line):
             assert line in report.text
+
+
+@pytest.mark.parametrize(
+    ("source", "name"),
+    [("entire_claude_code", "32f95fca3df2_0"), ("entire_opencode_pi", "93Dszf5mqrcKTj")],
+)
+def test_a_sub_agents_report_in_a_real_session_stays_whole(source: str, name: str) -> None:
+    """Claude Code's and OpenCode's ``Task``: the report (12-17k characters of findings with
+    file lines) is what the agent delegated the reading for; it lost references when cut."""
+    text, report = _run(source, name, 2)
+    assert "subagent_type" in _result(source, name, 2)[1]
+    assert report.text == text

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 __all__ = [
     "FileRead",
+    "asks_an_agent",
     "command_of",
     "file_read",
     "requested_lines",
@@ -69,6 +70,32 @@ def command_of(query: str | Mapping[str, Any] | None) -> str:
     if not command and isinstance(query, Mapping) and isinstance(query.get("input"), str):
         command = _embedded_command(query["input"])
     return command if isinstance(command, str) else ""
+
+
+#: Arguments that ask another model for an answer written for the agent: a sub-agent's task
+#: (Claude Code's and OpenCode's ``Task``, deepagents' ``task``), a question about a page or an
+#: investigation (``WebFetch``'s ``prompt``, gemini-cli's investigator's ``objective``), and a
+#: background agent's result fetched by its id, with how long to wait (Claude Code's
+#: ``TaskOutput``). Compared in lower case.
+_AGENT_ARGS = frozenset({"subagent_type", "agent_type"})
+_PROMPT_ARGS = frozenset({"prompt", "objective"})
+_RESULT_ARGS = frozenset({"task_id", "taskid", "agent_id", "agentid"})
+_WAIT_ARGS = frozenset({"block", "timeout", "wait"})
+
+
+def asks_an_agent(query: str | Mapping[str, Any] | None) -> bool:
+    """Whether the call asked another model for an answer (a sub-agent's report, a page read
+    to answer a prompt): its output was written for the agent and is already distilled, so the
+    agent reads all of it, as it reads a file it printed. A prompt is at least three words."""
+    if not isinstance(query, Mapping) or command_of(query):
+        return False
+    keys = {str(key).lower(): value for key, value in query.items()}
+    if not _AGENT_ARGS.isdisjoint(keys):
+        return True
+    for key in _PROMPT_ARGS.intersection(keys):
+        if isinstance(keys[key], str) and len(keys[key][:200].split()) >= 3:
+            return True
+    return not _RESULT_ARGS.isdisjoint(keys) and (_RESULT_ARGS | _WAIT_ARGS).issuperset(keys)
 
 
 #: The first line of SWE-agent's line edits: ``edit 12:14`` (lines 12-14 replaced by the text

@@ -7,7 +7,13 @@ from dataclasses import replace
 from typing import Any, Literal
 
 from tokenlean import checks
-from tokenlean.shorten._calls import FileRead, file_read, requested_lines, runs_own_script
+from tokenlean.shorten._calls import (
+    FileRead,
+    asks_an_agent,
+    file_read,
+    requested_lines,
+    runs_own_script,
+)
 from tokenlean.shorten._classify import classify
 from tokenlean.shorten._code import code_selection, looks_like_code
 from tokenlean.shorten._detect import (
@@ -63,7 +69,8 @@ def shorten(
     - File views with line numbers (``cat -n``, ``grep -n``, a Read tool, SWE-agent's ``open``)
       stay whole up to ``view_keep_tokens``; longer ones keep the region the query names. So
       do a stretch of a file a command printed as it is (``sed -n '1,200p' f``, ``head f``)
-      and a whole file that is not source code (``cat spec.md``).
+      and a whole file that is not source code (``cat spec.md``), and another model's answer
+      to the call (a sub-agent's report, ``WebFetch``'s answer about a page).
     - Source code keeps its outline and the parts the query is about.
     - Plain text, documents and listings (search results, lookups, articles, ``find``) stay
       whole up to ``text_keep_tokens``; longer documents keep headings, table rows,
@@ -116,6 +123,7 @@ def shorten(
         envelope.body_line,
         read=read,
         paging=span is not None and span >= opts.page_lines,
+        answer=asks_an_agent(query),
     )
     new_text = envelope.head + body + envelope.tail
     after = count(new_text) if omissions else before
@@ -169,12 +177,14 @@ def _shorten_body(
     *,
     read: FileRead | None = None,
     paging: bool = False,
+    answer: bool = False,
 ) -> tuple[str, Kind, list[Omission]]:
     """Sizes here are the shortener's own fast :func:`estimate_tokens` (how much of a budget a
     part takes: many parts are sized per text); ``depth``: the JSON envelopes ``body`` was taken
     out of; ``read``: the call printed a file, or a stretch of one
     (:func:`~tokenlean.shorten._calls.file_read`); ``paging``: that stretch was asked for by at
-    least ``page_lines`` lines."""
+    least ``page_lines`` lines; ``answer``: another model wrote it for the agent
+    (:func:`~tokenlean.shorten._calls.asks_an_agent`)."""
     ok, parsed = parse_json(body) if kind in ("auto", "json") else (False, None)
     wrapped = None
     if kind != "json" and depth < NESTING:
@@ -193,6 +203,7 @@ def _shorten_body(
             depth=depth + 1,
             read=read,
             paging=paging,
+            answer=answer,
         )
         return (wrapped.wrap(inner) if omissions else body), inner_kind, omissions
     if kind in ("auto", "json"):
@@ -212,9 +223,10 @@ def _shorten_body(
     # the agent asked for exactly these lines (a view, a stretch it printed, a document it
     # printed; a whole source file keeps its outline and the parts the query names, which on
     # the dev coding sources kept what agents used, and so does a page of one read through)
-    # and edits them next: only repeats go
+    # and edits them next, or another model's answer, written for it: only repeats go
     paged = code and paging and prefixes is None
     asked = prefixes is not None or (read == "range" and not paged) or (read == "file" and not code)
+    asked = asked or answer
     # a view repeats what an earlier view showed of the file, whatever its numbers now
     content = view_keys(items) if prefixes else None
     if asked and size <= opts.view_keep_tokens:
