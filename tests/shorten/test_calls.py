@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from tokenlean import ShortenSettings, shorten
 from tokenlean.shorten._calls import (
     asks_an_agent,
+    fetches_a_record,
     file_read,
     requested_lines,
     runs_own_script,
@@ -156,6 +158,49 @@ def test_a_sub_agents_report_stays_whole_as_another_models_answer() -> None:
     assert shorten(REPORT, query={**task, "subagent_type": "Explore"}).text == REPORT
     assert shorten(REPORT, query={"task_id": "a2f0c7b", "block": True}).text == REPORT
     assert shorten(REPORT).changed  # the same text from no one in particular
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ({"id": "d-016"}, True),  # an MCP server's directive_get
+        ({"owner": "octo", "repo": "cli", "issue_number": 12}, True),  # GitHub's get_issue
+        ({"order_id": "#W2378156"}, True),
+        ({"taskId": "3"}, True),
+        ({"key": "PROJ-7"}, True),
+        ({"query": "open issues"}, False),  # a search
+        ({"owner": "octo", "repo": "cli", "state": "open"}, False),  # a list, no record named
+        ({"id": "d-016", "body": "a new body for it"}, False),  # an update with text
+        ({"id": "d-016", "labels": ["bug"]}, False),
+        ({"path": "a.py"}, False),
+        ({"keyword": "x"}, False),
+        ({}, False),
+        ("d-016", False),
+    ],
+)
+def test_fetches_a_record(query: Any, expected: bool) -> None:
+    assert fetches_a_record(query) is expected
+
+
+DIRECTIVE = json.dumps(
+    {
+        "id": "d-016",
+        "title": "Measure actions per minute",
+        "status": "active",
+        "body": "\n".join(
+            f"## Step {i}\n\nRecord `{i}` per session in `metrics_{i}.db`, then chart it."
+            for i in range(80)
+        ),
+    },
+    indent=2,
+)
+
+
+def test_a_record_fetched_by_its_id_stays_whole_as_a_file_read_does() -> None:
+    """The agent asked for that record: its body is the document it reads next (a directive,
+    an issue), kept as ``cat`` of the same document would be."""
+    assert shorten(DIRECTIVE, query={"id": "d-016"}).text == DIRECTIVE
+    assert shorten(DIRECTIVE, query={"query": "metrics"}).changed  # a search's hit is cut
 
 
 def test_a_command_given_as_a_list_of_words_is_read_as_one() -> None:

@@ -412,3 +412,14 @@ def test_a_sub_agents_report_in_a_real_session_stays_whole(source: str, name: st
     text, report = _run(source, name, 2)
     assert "subagent_type" in _result(source, name, 2)[1]
     assert report.text == text
+
+
+def test_a_directive_fetched_by_its_id_in_a_real_session_stays_whole() -> None:
+    """An MCP server's ``directive_get(id=...)``: a JSON record whose body is the directive
+    the agent then follows; cut to its headings it lost the references the agent used."""
+    text, report = _run("openagents_claude_code", "105911-call-issue-ready-now-to", 4)
+    assert _result("openagents_claude_code", "105911-call-issue-ready-now-to", 4)[1] == {
+        "id": "d-016"
+    }
+    assert estimate_tokens(text) > ShortenSettings().json_keep_tokens  # else kept anyway
+    assert report.text == text

@@ -21,6 +21,7 @@ __all__ = [
     "FileRead",
     "asks_an_agent",
     "command_of",
+    "fetches_a_record",
     "file_read",
     "requested_lines",
     "runs_own_script",
@@ -96,6 +97,27 @@ def asks_an_agent(query: str | Mapping[str, Any] | None) -> bool:
         if isinstance(keys[key], str) and len(keys[key][:200].split()) >= 3:
             return True
     return not _RESULT_ARGS.isdisjoint(keys) and (_RESULT_ARGS | _WAIT_ARGS).issuperset(keys)
+
+
+#: An argument that names one record: ``id``, ``order_id``, ``taskId``, ``issue_number``, ``key``.
+_ID_KEY = re.compile(r"(?i:(?:\w*[_-])?(?:id|number|key|slug))|\w*[a-z](?:Id|ID|Number|Key)")
+_ID_MAX_CHARS = 80
+
+
+def fetches_a_record(query: str | Mapping[str, Any] | None) -> bool:
+    """Whether the call fetched one record by its identifier (``directive_get(id="d-016")``,
+    ``get_issue(owner, repo, issue_number)``): at most four arguments, each a number or a
+    short word, one of them naming the record. The record is what the agent asked to read."""
+    if not isinstance(query, Mapping) or not 0 < len(query) <= 4 or command_of(query):
+        return False
+    named = False
+    for key, value in query.items():
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            return False
+        if isinstance(value, str) and (len(value) > _ID_MAX_CHARS or " " in value.strip()):
+            return False
+        named = named or _ID_KEY.fullmatch(str(key)) is not None
+    return named
 
 
 #: The first line of SWE-agent's line edits: ``edit 12:14`` (lines 12-14 replaced by the text

@@ -10,6 +10,7 @@ from tokenlean import checks
 from tokenlean.shorten._calls import (
     FileRead,
     asks_an_agent,
+    fetches_a_record,
     file_read,
     requested_lines,
     runs_own_script,
@@ -123,7 +124,7 @@ def shorten(
         envelope.body_line,
         read=read,
         paging=span is not None and span >= opts.page_lines,
-        answer=asks_an_agent(query),
+        answer=asks_an_agent(query) or fetches_a_record(query),
     )
     new_text = envelope.head + body + envelope.tail
     after = count(new_text) if omissions else before
@@ -209,6 +210,8 @@ def _shorten_body(
     if kind in ("auto", "json"):
         if ok:
             size = estimate_tokens(body)
+            if answer and size <= opts.view_keep_tokens:
+                return body, "json", []
             return _shorten_json(body, parsed, terms, retrieval, opts, size)
         if kind == "json":
             return body, "json", []
