@@ -174,6 +174,7 @@ def test_a_sub_agents_report_stays_whole_as_another_models_answer() -> None:
         ({"id": "d-016", "labels": ["bug"]}, False),
         ({"path": "a.py"}, False),
         ({"keyword": "x"}, False),
+        ({"path": "src/app.py", "line_number": 1474}, False),  # a place in a file, no record
         ({}, False),
         ("d-016", False),
     ],
@@ -201,6 +202,23 @@ def test_a_record_fetched_by_its_id_stays_whole_as_a_file_read_does() -> None:
     an issue), kept as ``cat`` of the same document would be."""
     assert shorten(DIRECTIVE, query={"id": "d-016"}).text == DIRECTIVE
     assert shorten(DIRECTIVE, query={"query": "metrics"}).changed  # a search's hit is cut
+
+
+TEST_LOG = "\n".join(
+    [
+        *(f"tests/test_mod.py::test_case_{i} PASSED [{i % 100:3d}%]" for i in range(400)),
+        "FAILED tests/test_api.py::test_login - KeyError: 'token'",
+        "======== 1 failed, 399 passed in 12.31s ========",
+    ]
+)
+
+
+def test_a_log_fetched_by_an_id_is_still_cut_as_a_log() -> None:
+    """A background command's output polled by its id (Claude Code's ``BashOutput``) is a log:
+    its failures and summary are what the agent reads, as from any test run."""
+    report = shorten(TEST_LOG, query={"bash_id": "b7"})
+    assert report.changed and report.kind == "log"
+    assert "FAILED tests/test_api.py::test_login - KeyError: 'token'" in report.text
 
 
 def test_a_command_given_as_a_list_of_words_is_read_as_one() -> None:

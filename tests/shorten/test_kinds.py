@@ -87,7 +87,9 @@ def test_a_retail_order_keeps_every_item_id_and_price() -> None:
 
 
 def test_a_crushed_issue_list_keeps_rare_statuses_and_names_what_it_dropped() -> None:
-    _text, report = _run("openagents_claude_code", "105911", 4)
+    # the record as any tool might return it: fetched by its id, it stays whole (below)
+    text, _args = _result("openagents_claude_code", "105911", 4)
+    report = shorten(text, retrieval=HINT)
     data = json.loads(report.text)  # still valid JSON
     assert report.kind == "json" and report.tokens_after < 0.6 * report.tokens_before
     kept = {item["number"]: item for item in data["issues"] if isinstance(item, dict)}

@@ -99,8 +99,12 @@ def asks_an_agent(query: str | Mapping[str, Any] | None) -> bool:
     return not _RESULT_ARGS.isdisjoint(keys) and (_RESULT_ARGS | _WAIT_ARGS).issuperset(keys)
 
 
-#: An argument that names one record: ``id``, ``order_id``, ``taskId``, ``issue_number``, ``key``.
-_ID_KEY = re.compile(r"(?i:(?:\w*[_-])?(?:id|number|key|slug))|\w*[a-z](?:Id|ID|Number|Key)")
+#: An argument that names one record: ``id``, ``order_id``, ``taskId``, ``issue_number``, ``key``
+#: (not a place in a text: ``line_number``, ``pageNumber``).
+_ID_KEY = re.compile(
+    r"(?!(?i:line|page|start|end))"
+    r"(?:(?i:(?:\w*[_-])?(?:id|number|key|slug))|\w*[a-z](?:Id|ID|Number|Key))"
+)
 _ID_MAX_CHARS = 80
 
 

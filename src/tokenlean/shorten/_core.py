@@ -124,7 +124,8 @@ def shorten(
         envelope.body_line,
         read=read,
         paging=span is not None and span >= opts.page_lines,
-        answer=asks_an_agent(query) or fetches_a_record(query),
+        answer=asks_an_agent(query),
+        record=fetches_a_record(query),
     )
     new_text = envelope.head + body + envelope.tail
     after = count(new_text) if omissions else before
@@ -179,13 +180,15 @@ def _shorten_body(
     read: FileRead | None = None,
     paging: bool = False,
     answer: bool = False,
+    record: bool = False,
 ) -> tuple[str, Kind, list[Omission]]:
     """Sizes here are the shortener's own fast :func:`estimate_tokens` (how much of a budget a
     part takes: many parts are sized per text); ``depth``: the JSON envelopes ``body`` was taken
     out of; ``read``: the call printed a file, or a stretch of one
     (:func:`~tokenlean.shorten._calls.file_read`); ``paging``: that stretch was asked for by at
     least ``page_lines`` lines; ``answer``: another model wrote it for the agent
-    (:func:`~tokenlean.shorten._calls.asks_an_agent`)."""
+    (:func:`~tokenlean.shorten._calls.asks_an_agent`); ``record``: the call fetched it by its
+    identifier (:func:`~tokenlean.shorten._calls.fetches_a_record`)."""
     ok, parsed = parse_json(body) if kind in ("auto", "json") else (False, None)
     wrapped = None
     if kind != "json" and depth < NESTING:
@@ -205,12 +208,13 @@ def _shorten_body(
             read=read,
             paging=paging,
             answer=answer,
+            record=record,
         )
         return (wrapped.wrap(inner) if omissions else body), inner_kind, omissions
     if kind in ("auto", "json"):
         if ok:
             size = estimate_tokens(body)
-            if answer and size <= opts.view_keep_tokens:
+            if (answer or record) and size <= opts.view_keep_tokens:
                 return body, "json", []
             return _shorten_json(body, parsed, terms, retrieval, opts, size)
         if kind == "json":
@@ -247,7 +251,17 @@ def _shorten_body(
         found = "page"
     else:
         selection, found, budget = _text_or_log(
-            lines, items, kind, terms, script, seen, opts, budget, size, view=prefixes is not None
+            lines,
+            items,
+            kind,
+            terms,
+            script,
+            seen,
+            opts,
+            budget,
+            size,
+            view=prefixes is not None,
+            record=record,
         )
     if cut is not None:  # the stretches between its windows always go
         selection = replace(
@@ -280,9 +294,12 @@ def _text_or_log(
     size: int,
     *,
     view: bool,
+    record: bool = False,
 ) -> tuple[Selection, Kind, float]:
     """Logs keep errors and summaries within the budget; documents, listings and plain text
-    stay whole up to ``text_keep_tokens`` and keep a share of themselves beyond it."""
+    stay whole up to ``text_keep_tokens`` (a record fetched by its id, up to
+    ``view_keep_tokens``: a document the agent asked for) and keep a share of themselves
+    beyond it."""
     listing = kind == "auto" and not view and is_listing(items)
     collapse = not listing or lines.total > opts.listing_keep_lines
     if kind == "log" or (kind == "auto" and not view and not listing):
@@ -300,7 +317,8 @@ def _text_or_log(
                 budget = max(budget, opts.script_max_tokens)
             return selection, found, budget
     found = "listing" if listing else "text"
-    if size <= (opts.listing_keep_tokens if listing else opts.text_keep_tokens):
+    keep = opts.listing_keep_tokens if listing else opts.text_keep_tokens
+    if size <= (max(keep, opts.view_keep_tokens) if record else keep):
         return _whole(lines, seen, opts, collapse=collapse), found, budget
     selection = doc_selection(lines, items, terms, seen, opts, collapse=collapse)
     share = opts.text_keep_percent / 100 * size
