@@ -416,6 +416,15 @@ def test_a_sub_agents_report_in_a_real_session_stays_whole(source: str, name: st
     assert report.text == text
 
 
+def test_a_background_agents_report_fetched_by_its_id_stays_whole() -> None:
+    """Claude Code's ``TaskOutput(task_id, block, timeout)`` once the agent is done: its
+    report, 12k characters, is a record the agent fetched (a shell's log so fetched is cut as
+    a log: ``tests/shorten/test_calls.py``)."""
+    text, report = _run("entire_claude_code", "f810e13fce67_0", 35)
+    assert "<status>completed</status>" in text and "local_agent" in text
+    assert report.text == text
+
+
 def test_a_directive_fetched_by_its_id_in_a_real_session_stays_whole() -> None:
     """An MCP server's ``directive_get(id=...)``: a JSON record whose body is the directive
     the agent then follows; cut to its headings it lost the references the agent used."""

@@ -75,13 +75,11 @@ def command_of(query: str | Mapping[str, Any] | None) -> str:
 
 #: Arguments that ask another model for an answer written for the agent: a sub-agent's task
 #: (Claude Code's and OpenCode's ``Task``, deepagents' ``task``), a question about a page or an
-#: investigation (``WebFetch``'s ``prompt``, gemini-cli's investigator's ``objective``), and a
-#: background agent's result fetched by its id, with how long to wait (Claude Code's
-#: ``TaskOutput``). Compared in lower case.
+#: investigation (``WebFetch``'s ``prompt``, gemini-cli's investigator's ``objective``).
+#: Compared in lower case. (A background task's output fetched by its id, Claude Code's
+#: ``TaskOutput``, is a record: a sub-agent's report stays whole, a shell's log is a log.)
 _AGENT_ARGS = frozenset({"subagent_type", "agent_type"})
 _PROMPT_ARGS = frozenset({"prompt", "objective"})
-_RESULT_ARGS = frozenset({"task_id", "taskid", "agent_id", "agentid"})
-_WAIT_ARGS = frozenset({"block", "timeout", "wait"})
 
 
 def asks_an_agent(query: str | Mapping[str, Any] | None) -> bool:
@@ -93,10 +91,8 @@ def asks_an_agent(query: str | Mapping[str, Any] | None) -> bool:
     keys = {str(key).lower(): value for key, value in query.items()}
     if not _AGENT_ARGS.isdisjoint(keys):
         return True
-    for key in _PROMPT_ARGS.intersection(keys):
-        if isinstance(keys[key], str) and len(keys[key][:200].split()) >= 3:
-            return True
-    return not _RESULT_ARGS.isdisjoint(keys) and (_RESULT_ARGS | _WAIT_ARGS).issuperset(keys)
+    prompts = (keys[key] for key in _PROMPT_ARGS.intersection(keys))
+    return any(isinstance(text, str) and len(text[:200].split()) >= 3 for text in prompts)
 
 
 #: An argument that names one record: ``id``, ``order_id``, ``taskId``, ``issue_number``, ``key``
@@ -110,13 +106,14 @@ _ID_MAX_CHARS = 80
 
 def fetches_a_record(query: str | Mapping[str, Any] | None) -> bool:
     """Whether the call fetched one record by its identifier (``directive_get(id="d-016")``,
-    ``get_issue(owner, repo, issue_number)``): at most four arguments, each a number or a
-    short word, one of them naming the record. The record is what the agent asked to read."""
+    ``get_issue(owner, repo, issue_number)``, ``TaskOutput(task_id, block, timeout)``): at most
+    four arguments, each a number, a flag or a short word, one of them naming the record. The
+    record is what the agent asked to read."""
     if not isinstance(query, Mapping) or not 0 < len(query) <= 4 or command_of(query):
         return False
     named = False
     for key, value in query.items():
-        if isinstance(value, bool) or not isinstance(value, (str, int)):
+        if not isinstance(value, (str, int)):  # a bool is an int
             return False
         if isinstance(value, str) and (len(value) > _ID_MAX_CHARS or " " in value.strip()):
             return False
