@@ -47,6 +47,13 @@ from tokenlean.shorten._calls import (
         ({"command": "view", "path": "/repo/spec.md"}, "file"),  # a file editor's view
         ({"command": "view", "path": "/repo/a.py", "view_range": [40, 90]}, "range"),
         ({"command": "view", "path": "/repo/src"}, None),  # a folder's listing
+        # newer OpenHands editors label every call's risk: the read is the same
+        ({"command": "view", "path": "/repo/a.md", "security_risk": "LOW"}, "file"),
+        ({"paths": ["README.md", "docs/*.md"]}, "file"),  # gemini-cli's read_many_files
+        ({"include": ["src/**/*.ts"], "exclude": ["**/*.test.ts"], "recursive": True}, "file"),
+        ({"include": "src/**/*.ts"}, None),  # not a list of paths
+        ({"include": ["*.ts"], "pattern": "TODO"}, None),  # a search narrowed to some files
+        ({"paths": []}, None),
         ({"command": "create", "path": "/repo/a.py", "file_text": "x = 1"}, None),
         ({"path": "src/"}, None),  # a folder is listed, not read
         ({"file_path": "a.py", "old_string": "x", "new_string": "y"}, None),  # an edit
@@ -168,6 +175,10 @@ def test_a_sub_agents_report_stays_whole_as_another_models_answer() -> None:
         ({"taskId": "3"}, True),
         ({"task_id": "a2f0c7b", "block": True, "timeout": 30000}, True),  # TaskOutput
         ({"key": "PROJ-7"}, True),
+        ({"name": "frontend-design"}, True),  # OpenCode's skill: instructions to follow
+        ({"table_name": "orders"}, True),
+        ({"promptName": "review"}, True),
+        ({"name": "find the slow query"}, False),  # words, not a name
         ({"query": "open issues"}, False),  # a search
         ({"owner": "octo", "repo": "cli", "state": "open"}, False),  # a list, no record named
         ({"id": "d-016", "body": "a new body for it"}, False),  # an update with text
@@ -202,6 +213,37 @@ def test_a_record_fetched_by_its_id_stays_whole_as_a_file_read_does() -> None:
     an issue), kept as ``cat`` of the same document would be."""
     assert shorten(DIRECTIVE, query={"id": "d-016"}).text == DIRECTIVE
     assert shorten(DIRECTIVE, query={"query": "metrics"}).changed  # a search's hit is cut
+
+
+_VERBS = ("Animate", "Fade", "Scale", "Slide", "Blur", "Tint", "Lift", "Stagger", "Spring", "Hold")
+_EASES = ("ease-out", "a spring", "ease-in-out", "a cubic curve", "steps", "no easing at all")
+SKILL = "\n".join(
+    line
+    for i in range(12)
+    for line in (
+        f"## Rule {i}",
+        "",
+        *(
+            f"- {verb} `panel_{i}_{k}` with {_EASES[(i + k) % 6]} over {100 + 7 * k} ms."
+            for k, verb in enumerate(_VERBS)
+        ),
+        "",
+    )
+)
+
+
+def test_a_skill_loaded_by_its_name_stays_whole() -> None:
+    """OpenCode's ``skill(name=...)`` returns instructions the agent goes on to follow: an
+    outline of them is a half of the rules (about 3k tokens here, above ``text_keep_tokens``)."""
+    assert shorten(SKILL).changed  # the same text from no one in particular
+    assert shorten(SKILL, query={"name": "emil-design-eng"}).text == SKILL
+
+
+def test_files_read_many_at_once_are_read_as_files() -> None:
+    """gemini-cli's ``read_many_files`` prints the documents it names one after another."""
+    many = "--- docs/a.md ---\n" + DOC + "\n--- docs/b.md ---\n" + SKILL
+    assert shorten(many, query={"paths": ["docs/*.md"]}).text == many
+    assert shorten(many, query={"include": ["docs/*.md"], "recursive": True}).text == many
 
 
 TEST_LOG = "\n".join(

@@ -95,18 +95,20 @@ def asks_an_agent(query: str | Mapping[str, Any] | None) -> bool:
     return any(isinstance(text, str) and len(text[:200].split()) >= 3 for text in prompts)
 
 
-#: An argument that names one record: ``id``, ``order_id``, ``taskId``, ``issue_number``, ``key``
-#: (not a place in a text: ``line_number``, ``pageNumber``).
+#: An argument that names one record: ``id``, ``order_id``, ``taskId``, ``issue_number``, ``key``,
+#: ``name`` (OpenCode's ``skill``: instructions the agent follows, ``table_name``) (not a place
+#: in a text: ``line_number``, ``pageNumber``).
 _ID_KEY = re.compile(
     r"(?!(?i:line|page|start|end))"
-    r"(?:(?i:(?:\w*[_-])?(?:id|number|key|slug))|\w*[a-z](?:Id|ID|Number|Key))"
+    r"(?:(?i:(?:\w*[_-])?(?:id|number|key|slug|name))|\w*[a-z](?:Id|ID|Number|Key|Name))"
 )
 _ID_MAX_CHARS = 80
 
 
 def fetches_a_record(query: str | Mapping[str, Any] | None) -> bool:
     """Whether the call fetched one record by its identifier (``directive_get(id="d-016")``,
-    ``get_issue(owner, repo, issue_number)``, ``TaskOutput(task_id, block, timeout)``): at most
+    ``get_issue(owner, repo, issue_number)``, ``TaskOutput(task_id, block, timeout)``,
+    ``skill(name="frontend-design")``): at most
     four arguments, each a number, a flag or a short word, one of them naming the record. The
     record is what the agent asked to read."""
     if not isinstance(query, Mapping) or not 0 < len(query) <= 4 or command_of(query):
@@ -182,7 +184,8 @@ def file_read(query: str | Mapping[str, Any] | None) -> FileRead | None:
     agent asked for exactly that text, as it does with a file view's line numbers. A file tool's
     call (its arguments one file path, perhaps a line range: an MCP ``read_file``, Pi's ``read``)
     reads the same way, and so does a file editor's ``view`` (Anthropic's text editor tool,
-    OpenHands' and SWE-agent's ``str_replace_editor``: a path, perhaps a ``view_range``)."""
+    OpenHands' and SWE-agent's ``str_replace_editor``: a path, perhaps a ``view_range``), and
+    gemini-cli's ``read_many_files`` (a list of paths and globs: ``"file"``)."""
     if isinstance(query, Mapping) and (tool := _tool_args(query)) is not None:
         return _read_tool(tool)
     programs: set[str] = set()
@@ -307,13 +310,27 @@ _RANGE_ARGS = frozenset(
         "view_range",
     }
 )  # fmt: skip
-_OTHER_READ_ARGS = frozenset({"encoding"})
+#: Arguments that change nothing in what a read shows (OpenHands' editor asks every call for a
+#: ``security_risk`` label).
+_OTHER_READ_ARGS = frozenset({"encoding", "security_risk"})
+#: gemini-cli's ``read_many_files``: files named or matched by globs, printed one after another
+#: (``paths`` in its early releases, ``include`` since), and what narrows that set.
+_MANY_PATH_ARGS = frozenset({"paths", "include"})
+_MANY_READ_ARGS = _MANY_PATH_ARGS | frozenset(
+    {"exclude", "recursive", "usedefaultexcludes", "file_filtering_options"}
+)
 
 
 def _read_tool(args: Mapping[str, Any]) -> FileRead | None:
     """``"file"`` or ``"range"`` when ``args`` are a file tool's: one path with a file name
-    extension (a folder is listed, not read), line bounds and nothing else."""
+    extension (a folder is listed, not read), line bounds and nothing else; or files named by
+    a list of paths and globs, and what narrows them (``"file"``: they are printed whole)."""
     keys = {str(key).lower(): value for key, value in args.items()}
+    many = [keys[key] for key in _MANY_PATH_ARGS.intersection(keys)]
+    if many and _MANY_READ_ARGS.issuperset(keys):
+        names = [value for value in many if isinstance(value, list) and value]
+        valid = len(names) == len(many) and all(isinstance(n, str) for v in names for n in v)
+        return "file" if valid else None
     paths = [value for key, value in keys.items() if key in _PATH_ARGS]
     if len(paths) != 1 or not isinstance(paths[0], str) or not _READ_ARGS.issuperset(keys):
         return None
