@@ -179,6 +179,17 @@ def test_a_sub_agents_report_stays_whole_as_another_models_answer() -> None:
         ({"table_name": "orders"}, True),
         ({"promptName": "review"}, True),
         ({"name": "find the slow query"}, False),  # words, not a name
+        # a command that shows one record by its id
+        ({"command": "gh issue view 12 --comments"}, True),
+        ({"command": "gh pr view 45 --repo octo/cli"}, True),
+        ({"command": "cd /repo && cargo run -p ap -- directive show d-004"}, True),
+        ({"command": ["bash", "-lc", "kubectl describe pod web-7f9c"]}, True),
+        ("gh pr view 45", True),
+        ({"command": "kubectl get pods -n prod"}, False),  # a listing: no record named
+        ({"command": "git show HEAD:src/app.py"}, False),  # a file at a revision
+        ({"command": "gh issue view 12 | head -40"}, False),  # piped: a part of it
+        ({"command": "gh issue list --state open"}, False),
+        ({"command": "show 12"}, False),  # no program before the verb
         ({"query": "open issues"}, False),  # a search
         ({"owner": "octo", "repo": "cli", "state": "open"}, False),  # a list, no record named
         ({"id": "d-016", "body": "a new body for it"}, False),  # an update with text
@@ -213,6 +224,10 @@ def test_a_record_fetched_by_its_id_stays_whole_as_a_file_read_does() -> None:
     an issue), kept as ``cat`` of the same document would be."""
     assert shorten(DIRECTIVE, query={"id": "d-016"}).text == DIRECTIVE
     assert shorten(DIRECTIVE, query={"query": "metrics"}).changed  # a search's hit is cut
+    # shown by a command line: the same record
+    shown = DIRECTIVE.replace('"', "")
+    assert shorten(shown, query={"command": "cargo autopilot directive show d-016"}).text == shown
+    assert shorten(shown, query={"command": "cargo autopilot directive list"}).changed
 
 
 _VERBS = ("Animate", "Fade", "Scale", "Slide", "Blur", "Tint", "Lift", "Stagger", "Spring", "Hold")

@@ -110,8 +110,12 @@ def fetches_a_record(query: str | Mapping[str, Any] | None) -> bool:
     ``get_issue(owner, repo, issue_number)``, ``TaskOutput(task_id, block, timeout)``,
     ``skill(name="frontend-design")``): at most
     four arguments, each a number, a flag or a short word, one of them naming the record. The
-    record is what the agent asked to read."""
-    if not isinstance(query, Mapping) or not 0 < len(query) <= 4 or command_of(query):
+    record is what the agent asked to read. A command that shows one record by its id
+    (``gh issue view 12``, ``kubectl describe pod web-7f9c``, ``cargo autopilot directive show
+    d-004``) fetches it too."""
+    if (command := command_of(query)) or isinstance(query, str):
+        return _shows_a_record(command)
+    if not isinstance(query, Mapping) or not 0 < len(query) <= 4:
         return False
     named = False
     for key, value in query.items():
@@ -121,6 +125,36 @@ def fetches_a_record(query: str | Mapping[str, Any] | None) -> bool:
             return False
         named = named or _ID_KEY.fullmatch(str(key)) is not None
     return named
+
+
+#: A command's word that shows the one record the next word names.
+_SHOW_VERBS = frozenset({"show", "view", "get", "describe", "inspect"})
+#: A record's id on a command line: one word holding a digit (``12``, ``#12``, ``d-004``,
+#: ``PROJ-7``, ``web-7f9c``), not a path or a revision (``HEAD:src/a.py``, ``a/b``).
+_ID_WORD = re.compile(r"#?[A-Za-z0-9][\w.-]*")
+
+
+def _shows_a_record(command: str) -> bool:
+    """Whether ``command`` is one program showing one record: a word of :data:`_SHOW_VERBS`
+    after the program's name, then (past any flags) an id, perhaps after the record's kind
+    (``kubectl get pod web-7f9c``); perhaps after a ``cd``, with no pipe."""
+    statements = [s for s in _split(_script(command), _SEPARATORS) if s and s[0] != "cd"]
+    if len(statements) != 1 or "|" in statements[0]:
+        return False
+    words = statements[0]
+    for k in range(1, len(words) - 1):
+        if words[k].lower() in _SHOW_VERBS:
+            named = [word for word in words[k + 1 :] if not word.startswith("-")][:2]
+            return any(map(_names_a_record, named))
+    return False
+
+
+def _names_a_record(word: str) -> bool:
+    return (
+        len(word) <= _ID_MAX_CHARS
+        and _ID_WORD.fullmatch(word) is not None
+        and any(map(str.isdigit, word))
+    )
 
 
 #: The first line of SWE-agent's line edits: ``edit 12:14`` (lines 12-14 replaced by the text
