@@ -187,7 +187,10 @@ def test_a_sub_agents_report_stays_whole_as_another_models_answer() -> None:
         ("gh pr view 45", True),
         ({"command": "kubectl get pods -n prod"}, False),  # a listing: no record named
         ({"command": "git show HEAD:src/app.py"}, False),  # a file at a revision
-        ({"command": "gh issue view 12 | head -40"}, False),  # piped: a part of it
+        ({"command": "gh pr diff 6 --repo o/cli 2>/dev/null | head -1000"}, True),  # a part
+        ({"command": "cd /testbed && git show 658bcc16f1 --stat"}, True),
+        ({"command": "gh issue view 12 | grep -n token"}, False),  # searched
+        ({"command": "git diff"}, False),  # the agent's own changes
         ({"command": "gh issue list --state open"}, False),
         ({"command": "show 12"}, False),  # no program before the verb
         ({"query": "open issues"}, False),  # a search
@@ -259,6 +262,35 @@ def test_files_read_many_at_once_are_read_as_files() -> None:
     many = "--- docs/a.md ---\n" + DOC + "\n--- docs/b.md ---\n" + SKILL
     assert shorten(many, query={"paths": ["docs/*.md"]}).text == many
     assert shorten(many, query={"include": ["docs/*.md"], "recursive": True}).text == many
+
+
+PR_DIFF = "\n".join(
+    line
+    for i in range(30)
+    for line in (
+        f"diff --git a/pkg/agent/agent_{i}.go b/pkg/agent/agent_{i}.go",
+        f"--- a/pkg/agent/agent_{i}.go",
+        f"+++ b/pkg/agent/agent_{i}.go",
+        f"@@ -{10 * i},4 +{10 * i},6 @@ func Register{i}(r *Registry) error {{",
+        f"     name := r.Name({i})",
+        f"-    return r.Add{i}(name)",
+        f"+    if _, err := exec.LookPath(name); errors.Is(err, exec.ErrNotFound{i}) {{",
+        f'+        return fmt.Errorf("agent {i} not installed: %w", err)',
+        "+    }",
+        f"+    return r.Add{i}(name, agent.Default{i})",
+        "     }",
+    )
+)
+
+
+def test_a_change_fetched_by_its_id_stays_whole_and_the_agents_own_diff_is_cut() -> None:
+    """A pull request's diff is what a reviewing agent reads line by line (the names it then
+    comments on: ``exec.ErrNotFound``, ``agent.Default``); the agent's own ``git diff`` repeats
+    the edits it made, and is cut as a log."""
+    assert shorten(PR_DIFF, query={"command": "gh pr diff 227"}).text == PR_DIFF
+    assert shorten(PR_DIFF, query={"command": "git show 4a54611"}).text == PR_DIFF
+    own = shorten(PR_DIFF, query={"command": "git diff"})
+    assert own.changed and own.kind == "diff"
 
 
 TEST_LOG = "\n".join(

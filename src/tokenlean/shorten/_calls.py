@@ -112,7 +112,7 @@ def fetches_a_record(query: str | Mapping[str, Any] | None) -> bool:
     four arguments, each a number, a flag or a short word, one of them naming the record. The
     record is what the agent asked to read. A command that shows one record by its id
     (``gh issue view 12``, ``kubectl describe pod web-7f9c``, ``cargo autopilot directive show
-    d-004``) fetches it too."""
+    d-004``, ``gh pr diff 45``, ``git show 4a54611``) fetches it too."""
     if (command := command_of(query)) or isinstance(query, str):
         return _shows_a_record(command)
     if not isinstance(query, Mapping) or not 0 < len(query) <= 4:
@@ -127,8 +127,11 @@ def fetches_a_record(query: str | Mapping[str, Any] | None) -> bool:
     return named
 
 
-#: A command's word that shows the one record the next word names.
-_SHOW_VERBS = frozenset({"show", "view", "get", "describe", "inspect"})
+#: A command's word that shows the one record the next word names (``diff``: a change by its
+#: id, ``gh pr diff 45``).
+_SHOW_VERBS = frozenset({"show", "view", "get", "describe", "inspect", "diff"})
+#: What a record may be piped through and still be shown as it is: at most a part of it.
+_CAPS = frozenset({"head", "tail", "cat"})
 #: A record's id on a command line: one word holding a digit (``12``, ``#12``, ``d-004``,
 #: ``PROJ-7``, ``web-7f9c``), not a path or a revision (``HEAD:src/a.py``, ``a/b``).
 _ID_WORD = re.compile(r"#?[A-Za-z0-9][\w.-]*")
@@ -137,11 +140,14 @@ _ID_WORD = re.compile(r"#?[A-Za-z0-9][\w.-]*")
 def _shows_a_record(command: str) -> bool:
     """Whether ``command`` is one program showing one record: a word of :data:`_SHOW_VERBS`
     after the program's name, then (past any flags) an id, perhaps after the record's kind
-    (``kubectl get pod web-7f9c``); perhaps after a ``cd``, with no pipe."""
+    (``kubectl get pod web-7f9c``); perhaps after a ``cd``, and piped at most through
+    ``head``, ``tail`` or ``cat`` (a part of the record is still the record)."""
     statements = [s for s in _split(_script(command), _SEPARATORS) if s and s[0] != "cd"]
-    if len(statements) != 1 or "|" in statements[0]:
+    if len(statements) != 1:
         return False
-    words = statements[0]
+    words, *filters = _split(statements[0], frozenset({"|"}))
+    if not _CAPS.issuperset(stage[0].lower() if stage else "" for stage in filters):
+        return False
     for k in range(1, len(words) - 1):
         if words[k].lower() in _SHOW_VERBS:
             named = [word for word in words[k + 1 :] if not word.startswith("-")][:2]

@@ -296,16 +296,20 @@ def _text_or_log(
     view: bool,
     record: bool = False,
 ) -> tuple[Selection, Kind, float]:
-    """Logs keep errors and summaries within the budget; documents, listings and plain text
-    stay whole up to ``text_keep_tokens`` (a record fetched by its id, up to
-    ``view_keep_tokens``: a document the agent asked for) and keep a share of themselves
-    beyond it."""
+    """Logs keep errors and summaries within the budget (a diff fetched by its id stays whole
+    up to ``view_keep_tokens``); documents, listings and plain text stay whole up to
+    ``text_keep_tokens`` (a record fetched by its id, up to ``view_keep_tokens``: a document the
+    agent asked for) and keep a share of themselves beyond it."""
     listing = kind == "auto" and not view and is_listing(items)
     collapse = not listing or lines.total > opts.listing_keep_lines
     if kind == "log" or (kind == "auto" and not view and not listing):
         document = kind == "auto" and looks_like_document(items)
         marks = classify(lines)
         found = log_kind(lines, marks, document=document)
+        if found == "diff" and record and size <= opts.view_keep_tokens:
+            # a change fetched by its id (gh pr diff 45) is what the agent reviews: not the
+            # agent's own edits (git diff), which are cut as a log
+            return _whole(lines, seen, opts), found, budget
         if kind == "log" or found in ("log", "diff") or (script and not document):
             # a log's selection only once it is known to be one (most text is not)
             selection = log_selection(
