@@ -8,7 +8,9 @@ there, then reports it on the source left out (``benchmarks/loso.md``).
 One knob, for the output shortener alone and inside the recommended stack (everything else
 as the stack ships it, ``read_original`` offered as it decides; ``benchmarks/loso_offer.md``
 checks that decision the same way): ``view_keep_tokens``, the size up to which a file view with
-line numbers or a read the agent asked for stays whole (3,000, 6,000 or 12,000 tokens).
+line numbers or a read the agent asked for stays whole (3,000, 6,000 or 12,000 tokens; and 500,
+where almost every view is cut as source code is: not a default anyone would ship, but the
+bound on what smaller views could save on each source).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from benchmarks._common import recommended_with
 from tokenlean.replay._strategies import register
 from tokenlean.shorten._options import DEFAULT_OPTIONS
 
-VIEWS = (3000, 6000, 12000)
+VIEWS = (500, 3000, 6000, 12000)
 
 
 def _factory(stack: str, view: int) -> Any:
@@ -38,7 +40,7 @@ def _factory(stack: str, view: int) -> Any:
 GRID: list[str] = []
 for view in VIEWS:
     for stack in ("shorten", "recommended"):
-        name = f"{stack}-view{view // 1000}k"
+        name = f"{stack}-view{view // 1000}k" if view >= 1000 else f"{stack}-view{view}"
         label = f"{stack}, views and asked-for reads whole to {view} tokens"
         register(name, _factory(stack, view), label, default=False)
         GRID.append(name)
