@@ -267,6 +267,11 @@ JSON = st.recursive(
                     "function",
                     "tool_call_id",
                     "messages",
+                    "stdout",
+                    "stderr",
+                    "action",
+                    "commands",
+                    "command",
                 ]
             ),
             inner,
@@ -284,6 +289,10 @@ TYPES = st.sampled_from(
         "function_call",
         "function_call_output",
         "custom_tool_call",
+        "shell_call",
+        "shell_call_output",
+        "local_shell_call",
+        "local_shell_call_output",
         "image",
         "reasoning",
     ]
@@ -309,7 +318,10 @@ MESSAGE = st.fixed_dictionaries(
         ),
         "tool_call_id": JSON,
         "call_id": JSON | st.just("c"),
-        "output": JSON | st.just(LONG),
+        "output": JSON
+        | st.just(LONG)
+        | st.lists(st.fixed_dictionaries({"stdout": st.just(LONG) | JSON}), max_size=2),
+        "action": JSON,
         "name": JSON,
         "arguments": JSON,
         "tool_calls": JSON,

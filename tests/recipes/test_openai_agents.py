@@ -3,7 +3,9 @@
 
 A real ``agents.Agent`` runs with a real function tool against the recording fake provider over
 a socket on 127.0.0.1, through both of the SDK's OpenAI models (Responses and Chat Completions),
-and the test reads the bodies the provider received.
+and with the SDK's built-in shells (``ShellTool``, ``LocalShellTool``: ``shell_call_output`` and
+``local_shell_call_output`` items) through the Responses model; the test reads the bodies the
+provider received.
 """
 
 from __future__ import annotations
@@ -43,22 +45,52 @@ def run_tests(target: str) -> str:
     return LOG
 
 
-def _responses_script(calls: int) -> Callable[[Recorded], Reply]:
-    """Answer with ``calls`` tool calls in turn, then a final text (Responses API)."""
+def _shell(request: Any) -> Any:
+    """The executor of both built-in shells: every command prints the test log."""
+    return LOG
+
+
+# The Responses API's calls of each tool, as the model sends them (``{turn}``: the call's number)
+TOOLS: dict[str, tuple[Any, Callable[[int], dict[str, Any]]]] = {
+    "function": (
+        run_tests,
+        lambda turn: {
+            "type": "function_call",
+            "id": f"fc_{turn}",
+            "name": "run_tests",
+            "arguments": json.dumps({"target": f"tests/ run {turn}"}),
+        },
+    ),
+    "shell": (
+        agents.ShellTool(executor=_shell),
+        lambda turn: {
+            "type": "shell_call",
+            "id": f"sh_{turn}",
+            "action": {"commands": ["cd app", f"pytest -q tests/ # run {turn}"]},
+        },
+    ),
+    "local_shell": (
+        agents.LocalShellTool(executor=_shell),
+        lambda turn: {
+            "type": "local_shell_call",
+            "id": f"lsh_{turn}",
+            "action": {"type": "exec", "command": ["pytest", "-q", f"tests/{turn}"], "env": {}},
+        },
+    ),
+}
+CALLS = ("function_call", "shell_call", "local_shell_call")
+OUTPUTS = ("function_call_output", "shell_call_output", "local_shell_call_output")
+
+
+def _responses_script(calls: int, tool: str) -> Callable[[Recorded], Reply]:
+    """Answer with ``calls`` calls of ``tool`` in turn, then a final text (Responses API)."""
 
     def reply(request: Recorded) -> Reply:
-        turn = sum(1 for item in request.json()["input"] if item.get("type") == "function_call")
+        turn = sum(1 for item in request.json()["input"] if item.get("type") in CALLS)
         if turn >= calls:
             return json_reply(response_object("The login test fails on a missing token."))
         done = response_object("")
-        call = {
-            "type": "function_call",
-            "id": f"fc_{turn}",
-            "call_id": f"call_{turn}",
-            "name": "run_tests",
-            "arguments": json.dumps({"target": f"tests/ run {turn}"}),
-            "status": "completed",
-        }
+        call = TOOLS[tool][1](turn) | {"call_id": f"call_{turn}", "status": "completed"}
         return json_reply({**done, "output": [call]})
 
     return reply
@@ -85,16 +117,20 @@ def _chat_script(calls: int) -> Callable[[Recorded], Reply]:
 
 
 def _outputs(body: dict[str, Any]) -> list[str]:
-    """The tool results a request carries, in order (either API)."""
+    """The tool results a request carries, in order (either API; a shell's its one chunk's
+    stdout)."""
     if "input" in body:
-        return [i["output"] for i in body["input"] if i.get("type") == "function_call_output"]
+        outputs = [i["output"] for i in body["input"] if i.get("type") in OUTPUTS]
+        return [out if isinstance(out, str) else out[0]["stdout"] for out in outputs]
     return [m["content"] for m in body["messages"] if m.get("role") == "tool"]
 
 
-def _run(api: str, wrap: bool, tmp_path: Path, calls: int = 2) -> list[dict[str, Any]]:
+def _run(
+    api: str, wrap: bool, tmp_path: Path, calls: int = 2, tool: str = "function"
+) -> list[dict[str, Any]]:
     """Run the agent against the fake provider; the bodies it received, oldest first."""
     agents.set_tracing_disabled(True)  # the tracer would post to api.openai.com
-    script = _responses_script(calls) if api == "responses" else _chat_script(calls)
+    script = _responses_script(calls, tool) if api == "responses" else _chat_script(calls)
     with FakeUpstream(script) as upstream:
         client = openai.AsyncOpenAI(base_url=upstream.url + "/v1", api_key="test", max_retries=0)
         if wrap:
@@ -106,7 +142,7 @@ def _run(api: str, wrap: bool, tmp_path: Path, calls: int = 2) -> list[dict[str,
         agent = agents.Agent(
             name="tester",
             instructions="Find out why the suite fails.",
-            tools=[run_tests],
+            tools=[TOOLS[tool][0]],
             model=model_class(model="gpt-test", openai_client=client),
         )
         result = agents.Runner.run_sync(agent, "Why does the suite fail?")
@@ -114,11 +150,17 @@ def _run(api: str, wrap: bool, tmp_path: Path, calls: int = 2) -> list[dict[str,
         return [r.json() for r in upstream.requests]
 
 
-@pytest.mark.parametrize("api", ["responses", "chat"])
-def test_a_wrapped_client_shortens_what_the_agent_resends(api: str, tmp_path: Path) -> None:
-    plain = _run(api, wrap=False, tmp_path=tmp_path)
+# each of the Responses model's tools, and the Chat Completions model's function tool
+RUNS = [("responses", tool) for tool in TOOLS] + [("chat", "function")]
+
+
+@pytest.mark.parametrize(("api", "tool"), RUNS)
+def test_a_wrapped_client_shortens_what_the_agent_resends(
+    api: str, tool: str, tmp_path: Path
+) -> None:
+    plain = _run(api, wrap=False, tmp_path=tmp_path, tool=tool)
     assert _outputs(plain[1]) == [LOG]  # without tokenlean the whole log goes back
-    bodies = _run(api, wrap=True, tmp_path=tmp_path)
+    bodies = _run(api, wrap=True, tmp_path=tmp_path, tool=tool)
     assert len(bodies) == 3
     shortened = _outputs(bodies[1])[0]
     assert len(shortened) < len(LOG) / 3
@@ -128,9 +170,25 @@ def test_a_wrapped_client_shortens_what_the_agent_resends(api: str, tmp_path: Pa
     assert str(tmp_path / "originals") in shortened  # the marker names the file to read
 
 
-@pytest.mark.parametrize("api", ["responses", "chat"])
-def test_what_was_sent_is_sent_again_byte_for_byte(api: str, tmp_path: Path) -> None:
-    bodies = _run(api, wrap=True, tmp_path=tmp_path, calls=3)
+def test_a_shell_output_keeps_its_outcome_and_fields(tmp_path: Path) -> None:
+    plain, shortened = (
+        _run("responses", wrap=wrap, tmp_path=tmp_path, tool="shell")[1]["input"][-1]
+        for wrap in (False, True)
+    )
+    assert plain["type"] == shortened["type"] == "shell_call_output"
+    assert {k: v for k, v in shortened.items() if k != "output"} == {
+        k: v for k, v in plain.items() if k != "output"
+    }
+    (chunk,), (before,) = shortened["output"], plain["output"]
+    assert {k: v for k, v in chunk.items() if k != "stdout"} == {
+        k: v for k, v in before.items() if k != "stdout"
+    }
+    assert len(chunk["stdout"]) < len(before["stdout"]) / 3
+
+
+@pytest.mark.parametrize(("api", "tool"), RUNS)
+def test_what_was_sent_is_sent_again_byte_for_byte(api: str, tool: str, tmp_path: Path) -> None:
+    bodies = _run(api, wrap=True, tmp_path=tmp_path, calls=3, tool=tool)
     key = "input" if api == "responses" else "messages"
     for earlier, later in itertools.pairwise(bodies):
         sent = [json.dumps(item, sort_keys=True) for item in earlier[key]]

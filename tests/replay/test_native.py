@@ -96,6 +96,41 @@ def test_codex_rollout_reads_to_a_valid_trajectory(path: Path) -> None:
         assert trajectory.meta["skipped"]["dropped:reasoning"] > 0
 
 
+@pytest.mark.parametrize(
+    "output",
+    [
+        {"type": "function_call_output", "call_id": "call_1"},  # what Codex sends back
+        {"type": "local_shell_call_output", "call_id": "call_1"},  # what the Agents SDK sends
+    ],
+)
+def test_a_local_shell_call_in_a_rollout_is_a_named_call(
+    output: dict[str, Any], tmp_path: Path
+) -> None:
+    call = {
+        "type": "local_shell_call",
+        "id": "lsh_1",
+        "call_id": "call_1",
+        "status": "completed",
+        "action": {"type": "exec", "command": ["bash", "-lc", "pytest -q"], "env": {}},
+    }
+    user = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]}
+    lines = [
+        {"type": "session_meta", "payload": {"id": "s-1"}},
+        *({"type": "response_item", "payload": item} for item in (user, call)),
+        {"type": "response_item", "payload": {**output, "output": "1 failed, 9 passed"}},
+    ]
+    path = tmp_path / "rollout-1.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines), encoding="utf-8")
+    trajectory = load_trajectory(path)
+    (turn,) = [m for m in trajectory.messages if m.role == "assistant"]
+    assert [(c.id, c.name, c.args["command"]) for c in turn.tool_calls] == [
+        ("call_1", "local_shell", ["bash", "-lc", "pytest -q"])
+    ]
+    assert _results(trajectory.messages) == ["call_1"]
+    assert trajectory.messages[-1].text == "1 failed, 9 passed"
+    assert trajectory.meta["repaired"] == {}
+
+
 def test_a_message_typed_while_tools_ran_follows_the_results() -> None:
     if not TYPED_WHILE_RUNNING.is_file():
         pytest.skip(f"needs the shared data folder: {TYPED_WHILE_RUNNING} is not there")

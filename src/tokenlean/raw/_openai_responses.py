@@ -1,11 +1,15 @@
 """OpenAI Responses bodies (``POST /v1/responses``) as a neutral view.
 
-``input`` is a list of items. Tool results are ``function_call_output`` and
-``custom_tool_call_output`` items (string output or a list of text parts); past tool inputs are
-``function_call.arguments`` (a JSON string) and ``custom_tool_call.input``. An assistant turn is
-a run of consecutive assistant items (messages, reasoning, calls), as the model produced them.
-``instructions``, reasoning items (encrypted content), built-in tool calls, item references and
-every field the view does not know pass through as the same objects.
+``input`` is a list of items. Tool results are ``function_call_output``,
+``custom_tool_call_output`` and ``local_shell_call_output`` items (string output or a list of
+text parts), and ``shell_call_output`` items (a list of ``stdout``/``stderr`` chunks); past tool
+inputs are ``function_call.arguments`` (a JSON string) and ``custom_tool_call.input``. The
+built-in shells' calls (``shell_call``, ``local_shell_call``) are calls the view names ``shell``
+and ``local_shell`` with their command, so their outputs are read as a command's output; their
+actions are never rewritten. An assistant turn is a run of consecutive assistant items
+(messages, reasoning, calls), as the model produced them. ``instructions``, reasoning items
+(encrypted content), hosted tools' calls, item references and every field the view does not
+know pass through as the same objects.
 """
 
 from __future__ import annotations
@@ -14,11 +18,19 @@ from collections.abc import Mapping
 from typing import Any
 
 from tokenlean.raw._openai_chat import parse_arguments
-from tokenlean.raw._view import RawView, Slot, ViewBuilder, plain_text, result_content
+from tokenlean.raw._view import (
+    RawView,
+    Slot,
+    ViewBuilder,
+    plain_text,
+    result_content,
+    shell_output,
+)
 from tokenlean.transcript import Message, Role, ToolCall
 
 _ROLES: dict[str, Role] = {"system": "system", "developer": "system", "user": "user"}
-_OUTPUTS = ("function_call_output", "custom_tool_call_output")
+_OUTPUTS = ("function_call_output", "custom_tool_call_output", "local_shell_call_output")
+_CALLS = ("function_call", "custom_tool_call", "shell_call", "local_shell_call")
 
 
 class _Turn:
@@ -41,6 +53,16 @@ def read(body: Mapping[str, Any]) -> RawView | None:
     if not isinstance(items, list):
         return None
     out, turn = ViewBuilder(), _Turn()
+    # a local shell's output may name its call by the call item's ``id`` (the API reference)
+    # rather than its ``call_id`` (what the Agents SDK sends): both lead to the same call
+    aliases = {
+        item["id"]: item["call_id"]
+        for item in items
+        if isinstance(item, Mapping)
+        and item.get("type") == "local_shell_call"
+        and isinstance(item.get("id"), str)
+        and isinstance(item.get("call_id"), str)
+    }
     for j, item in enumerate(items):
         if not isinstance(item, Mapping):
             turn.close(out)
@@ -51,17 +73,19 @@ def read(body: Mapping[str, Any]) -> RawView | None:
             turn.texts.append(plain_text(item.get("content")))
         elif kind == "reasoning":
             turn.open = True
-        elif kind in ("function_call", "custom_tool_call"):
+        elif kind in _CALLS:
             turn.open = True
             turn.calls += _call(item, j)
         else:
             turn.close(out)
-            _other(out, item, j, kind, role)
+            _other(out, item, j, aliases)
     turn.close(out)
     return out.build()
 
 
 def _call(item: Mapping[str, Any], j: int) -> list[tuple[ToolCall, Slot | None]]:
+    if item.get("type") in ("shell_call", "local_shell_call"):
+        return _shell_call(item)
     call_id, name = item.get("call_id"), item.get("name")
     if not isinstance(call_id, str) or not isinstance(name, str):
         return []
@@ -75,9 +99,27 @@ def _call(item: Mapping[str, Any], j: int) -> list[tuple[ToolCall, Slot | None]]
     return [(ToolCall(call_id, name, {"input": text}), Slot(("input", j, "input"), "raw-text"))]
 
 
-def _other(out: ViewBuilder, item: Mapping[str, Any], j: int, kind: object, role: object) -> None:
-    if kind in _OUTPUTS and isinstance(item.get("call_id"), str):
+def _shell_call(item: Mapping[str, Any]) -> list[tuple[ToolCall, Slot | None]]:
+    """A built-in shell's call, named by its tool, with its command (one line per command)."""
+    call_id, action = item.get("call_id"), item.get("action")
+    if not isinstance(call_id, str):
+        return []
+    local = item.get("type") == "local_shell_call"
+    words = action.get("command" if local else "commands") if isinstance(action, Mapping) else None
+    ok = isinstance(words, list) and all(isinstance(word, str) for word in words)
+    command = (" " if local else "\n").join(words) if ok else ""  # type: ignore[arg-type]
+    return [(ToolCall(call_id, "local_shell" if local else "shell", {"command": command}), None)]
+
+
+def _other(out: ViewBuilder, item: Mapping[str, Any], j: int, aliases: Mapping[str, str]) -> None:
+    kind, role, call_id = item.get("type", "message"), item.get("role"), item.get("call_id")
+    if kind == "local_shell_call_output" and not isinstance(call_id, str):
+        call_id = aliases.get(str(item.get("id")))
+    if kind in _OUTPUTS and isinstance(call_id, str):
         shown, slot = result_content(item.get("output"), ("input", j, "output"))
-        out.result(Message(role="tool", content=shown, tool_call_id=item["call_id"]), slot)
+        out.result(Message(role="tool", content=shown, tool_call_id=call_id), slot)
+    elif kind == "shell_call_output" and isinstance(call_id, str):
+        shown, slot = shell_output(item.get("output"), ("input", j, "output"))
+        out.result(Message(role="tool", content=shown, tool_call_id=call_id), slot)
     elif kind == "message" and isinstance(role, str) and role in _ROLES:
         out.add(Message(role=_ROLES[role], content=plain_text(item.get("content"))))

@@ -19,14 +19,16 @@ from tokenlean.transcript import Content, Message, ToolCall
 Key = str | int
 Path = tuple[Key, ...]
 
-Form = Literal["text", "text-blocks", "object", "json", "raw-text", "json-object"]
+Form = Literal["text", "text-blocks", "object", "json", "raw-text", "json-object", "shell-output"]
 """How a value is written: a string (``text``); a list of text blocks, replaced by one block of
 the same shape (``text-blocks``); an arguments object (``object``); arguments as a JSON string
 (``json``, OpenAI); a free-form input string that the view shows as ``{"input": ...}``
 (``raw-text``, custom tools); an object the view shows as its JSON text (``json-object``, a
 Gemini function response), written back as the object the new text is, or as
 ``{"output": text}`` when the new text is no longer a JSON object (Gemini reads a response's
-``output`` as the function's output)."""
+``output`` as the function's output); a built-in shell's one chunk of output (``shell-output``,
+OpenAI's ``shell_call_output``), shown as its stdout then its stderr, written back as that chunk
+with the new text as its stdout, an empty stderr and its outcome kept)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +95,24 @@ def result_content(content: object, path: Path) -> tuple[Content, Slot | None]:
     return tuple(_stub(block) for block in content), None
 
 
+def shell_output(chunks: object, path: Path) -> tuple[Content, Slot | None]:
+    """A built-in shell's output (a list of ``stdout``/``stderr`` chunks, one per command) as
+    the view shows it: each chunk's stdout, then its stderr. Only an output of one chunk has a
+    slot: the outputs of several commands each keep their own exit code, so they are never
+    merged into one. Chunks that are not text are shown as a stub the core leaves alone."""
+    if not isinstance(chunks, list) or not chunks:
+        return "", None
+    texts: list[str] = []
+    for chunk in chunks:
+        streams = (
+            [chunk.get(key) for key in ("stdout", "stderr")] if isinstance(chunk, Mapping) else []
+        )
+        if not streams or not all(isinstance(stream, str | None) for stream in streams):
+            return ({"type": "unknown"},), None
+        texts.append("\n".join(stream for stream in streams if isinstance(stream, str) and stream))
+    return "\n".join(texts), Slot(path, "shell-output") if len(chunks) == 1 else None
+
+
 def _stub(block: object) -> Mapping[str, Any]:
     if isinstance(block, Mapping):
         if isinstance(block.get("text"), str):
@@ -139,6 +159,8 @@ def _at(body: Any, path: Path) -> Any:
 def _render_text(slot: Slot, current: Any, text: str) -> Any:
     if slot.form == "json-object":
         return _json_object(text)
+    if slot.form == "shell-output":
+        return [{**current[0], "stdout": text, "stderr": ""}]
     if slot.form != "text-blocks":
         return text
     # One block replaces the list (providers reject empty text blocks). It is a copy of the last

@@ -1,7 +1,8 @@
 """Codex rollouts (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``) as neutral messages.
 
 A rollout logs Responses API items (``response_item``): messages, ``function_call`` /
-``custom_tool_call`` and their outputs. Consecutive assistant items (a message and the calls
+``custom_tool_call`` / ``local_shell_call`` (a built-in shell's call, which has no name: it is
+named ``local_shell``) and their outputs. Consecutive assistant items (a message and the calls
 after it) make one assistant turn. ``event_msg`` lines echo the same conversation for the UI
 and are skipped, as are encrypted ``reasoning`` and ``ghost_snapshot`` items. Outputs are kept as
 the model read them: the ``{"output": ..., "metadata": ...}`` JSON string of older CLIs included.
@@ -17,8 +18,9 @@ from typing import Any
 
 from tokenlean.transcript import Message, ToolCall
 
-_CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
-_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
+#: The calls, each with the name it has when the item names none
+_CALLS = {"function_call": None, "custom_tool_call": None, "local_shell_call": "local_shell"}
+_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output", "local_shell_call_output"})
 _DROPPED = frozenset({"reasoning", "ghost_snapshot"})
 
 
@@ -60,16 +62,13 @@ class _Reader:
         kind = str(item.get("type"))
         if kind == "message":
             self._message(item)
-        elif kind in _CALLS and isinstance(item.get("name"), str):
+        elif kind in _CALLS and isinstance(name := item.get("name", _CALLS[kind]), str):
             call_id = item.get("call_id") or item.get("id")
-            self.calls.append(ToolCall(id=str(call_id), name=item["name"], args=_args(item)))
-        elif kind in _OUTPUTS and isinstance(item.get("call_id"), str):
+            self.calls.append(ToolCall(id=str(call_id), name=name, args=_args(item)))
+        elif kind in _OUTPUTS and isinstance(call_id := item.get("call_id"), str):
             self._flush()
-            self.out.append(
-                Message(
-                    role="tool", content=_output(item.get("output")), tool_call_id=item["call_id"]
-                )
-            )
+            output = _output(item.get("output"))
+            self.out.append(Message(role="tool", content=output, tool_call_id=call_id))
         else:
             self.skipped[f"{'dropped' if kind in _DROPPED else 'item'}:{kind}"] += 1
 
