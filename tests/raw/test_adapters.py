@@ -293,6 +293,8 @@ TYPES = st.sampled_from(
         "shell_call_output",
         "local_shell_call",
         "local_shell_call_output",
+        "apply_patch_call",
+        "apply_patch_call_output",
         "image",
         "reasoning",
     ]
@@ -322,6 +324,8 @@ MESSAGE = st.fixed_dictionaries(
         | st.just(LONG)
         | st.lists(st.fixed_dictionaries({"stdout": st.just(LONG) | JSON}), max_size=2),
         "action": JSON,
+        "operation": JSON
+        | st.fixed_dictionaries({"diff": st.just(LONG) | JSON}, optional={"path": JSON}),
         "name": JSON,
         "arguments": JSON,
         "tool_calls": JSON,

@@ -4,8 +4,9 @@
 A real ``agents.Agent`` runs with a real function tool against the recording fake provider over
 a socket on 127.0.0.1, through both of the SDK's OpenAI models (Responses and Chat Completions),
 and with the SDK's built-in shells (``ShellTool``, ``LocalShellTool``: ``shell_call_output`` and
-``local_shell_call_output`` items) through the Responses model; the test reads the bodies the
-provider received.
+``local_shell_call_output`` items) and its ``ApplyPatchTool`` (``apply_patch_call``, whose diff
+is cut once it has run) through the Responses model; the test reads the bodies the provider
+received.
 """
 
 from __future__ import annotations
@@ -50,6 +51,32 @@ def _shell(request: Any) -> Any:
     return LOG
 
 
+#: What the model patches in: a new module of 60 handlers.
+DIFF = "\n".join(
+    f"+def handler_{i}(request):\n+    return compute_value_{i}(request.payload)" for i in range(60)
+)
+
+
+class _Editor:
+    """The host's editor behind ``ApplyPatchTool``: it records each diff it is given and answers
+    with the test log (as a hook that runs the suite after each patch would)."""
+
+    def __init__(self) -> None:
+        self.diffs: list[str] = []
+
+    def create_file(self, operation: Any) -> str:
+        self.diffs.append(operation.diff)
+        return LOG
+
+    update_file = create_file
+
+    def delete_file(self, operation: Any) -> str:
+        return LOG
+
+
+EDITOR = _Editor()
+
+
 # The Responses API's calls of each tool, as the model sends them (``{turn}``: the call's number)
 TOOLS: dict[str, tuple[Any, Callable[[int], dict[str, Any]]]] = {
     "function": (
@@ -77,9 +104,22 @@ TOOLS: dict[str, tuple[Any, Callable[[int], dict[str, Any]]]] = {
             "action": {"type": "exec", "command": ["pytest", "-q", f"tests/{turn}"], "env": {}},
         },
     ),
+    "apply_patch": (
+        agents.ApplyPatchTool(editor=EDITOR),
+        lambda turn: {
+            "type": "apply_patch_call",
+            "id": f"ap_{turn}",
+            "operation": {"type": "create_file", "path": f"app/handlers_{turn}.py", "diff": DIFF},
+        },
+    ),
 }
-CALLS = ("function_call", "shell_call", "local_shell_call")
-OUTPUTS = ("function_call_output", "shell_call_output", "local_shell_call_output")
+CALLS = ("function_call", "shell_call", "local_shell_call", "apply_patch_call")
+OUTPUTS = (
+    "function_call_output",
+    "shell_call_output",
+    "local_shell_call_output",
+    "apply_patch_call_output",
+)
 
 
 def _responses_script(calls: int, tool: str) -> Callable[[Recorded], Reply]:
@@ -184,6 +224,19 @@ def test_a_shell_output_keeps_its_outcome_and_fields(tmp_path: Path) -> None:
         k: v for k, v in before.items() if k != "stdout"
     }
     assert len(chunk["stdout"]) < len(before["stdout"]) / 3
+
+
+def test_a_patch_is_applied_whole_and_cut_once_it_has_run(tmp_path: Path) -> None:
+    EDITOR.diffs.clear()
+    bodies = _run("responses", wrap=True, tmp_path=tmp_path, tool="apply_patch")
+    assert EDITOR.diffs == [DIFF, DIFF]  # the host's editor gets every diff whole
+    (call,) = [item for item in bodies[1]["input"] if item.get("type") == "apply_patch_call"]
+    assert call["call_id"] == "call_0" and call["status"] == "completed"
+    operation = call["operation"]
+    assert (operation["type"], operation["path"]) == ("create_file", "app/handlers_0.py")
+    assert len(operation["diff"]) < len(DIFF) / 3
+    assert operation["diff"].startswith("+def handler_0(request):")
+    assert str(tmp_path / "originals") in operation["diff"]  # where the whole diff is kept
 
 
 @pytest.mark.parametrize(("api", "tool"), RUNS)

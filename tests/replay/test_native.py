@@ -131,6 +131,30 @@ def test_a_local_shell_call_in_a_rollout_is_a_named_call(
     assert trajectory.meta["repaired"] == {}
 
 
+def test_an_apply_patch_call_in_a_rollout_is_a_named_call(tmp_path: Path) -> None:
+    call = {
+        "type": "apply_patch_call",
+        "id": "ap_1",
+        "call_id": "call_1",
+        "status": "completed",
+        "operation": {"type": "update_file", "path": "app.py", "diff": "@@\n-a\n+b"},
+    }
+    output = {"type": "apply_patch_call_output", "call_id": "call_1", "output": "Updated app.py"}
+    lines = [
+        {"type": "session_meta", "payload": {"id": "s-1"}},
+        *({"type": "response_item", "payload": item} for item in (call, output)),
+    ]
+    path = tmp_path / "rollout-1.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines), encoding="utf-8")
+    trajectory = load_trajectory(path)
+    (turn,) = [m for m in trajectory.messages if m.role == "assistant"]
+    assert [(c.id, c.name, c.args) for c in turn.tool_calls] == [
+        ("call_1", "apply_patch", {"input": "@@\n-a\n+b", "path": "app.py"})
+    ]
+    assert _results(trajectory.messages) == ["call_1"]
+    assert trajectory.messages[-1].text == "Updated app.py"
+
+
 def test_a_message_typed_while_tools_ran_follows_the_results() -> None:
     if not TYPED_WHILE_RUNNING.is_file():
         pytest.skip(f"needs the shared data folder: {TYPED_WHILE_RUNNING} is not there")

@@ -1,11 +1,14 @@
 """OpenAI Responses bodies (``POST /v1/responses``) as a neutral view.
 
 ``input`` is a list of items. Tool results are ``function_call_output``,
-``custom_tool_call_output`` and ``local_shell_call_output`` items (string output or a list of
-text parts), and ``shell_call_output`` items (a list of ``stdout``/``stderr`` chunks); past tool
-inputs are ``function_call.arguments`` (a JSON string) and ``custom_tool_call.input``. The
-built-in shells' calls (``shell_call``, ``local_shell_call``) are calls the view names ``shell``
-and ``local_shell`` with their command, so their outputs are read as a command's output; their
+``custom_tool_call_output``, ``local_shell_call_output`` and ``apply_patch_call_output`` items
+(string output or a list of text parts), and ``shell_call_output`` items (a list of
+``stdout``/``stderr`` chunks); past tool inputs are ``function_call.arguments`` (a JSON string),
+``custom_tool_call.input`` and the built-in ``apply_patch_call``'s ``operation.diff`` (a call
+the view names ``apply_patch``, as Codex names its own patch tool, with the diff as its
+``input`` and the file as its ``path``; a deletion has no diff and is only read). The built-in
+shells' calls (``shell_call``, ``local_shell_call``) are calls the view names ``shell`` and
+``local_shell`` with their command, so their outputs are read as a command's output; their
 actions are never rewritten. An assistant turn is a run of consecutive assistant items
 (messages, reasoning, calls), as the model produced them. ``instructions``, reasoning items
 (encrypted content), hosted tools' calls, item references and every field the view does not
@@ -29,8 +32,13 @@ from tokenlean.raw._view import (
 from tokenlean.transcript import Message, Role, ToolCall
 
 _ROLES: dict[str, Role] = {"system": "system", "developer": "system", "user": "user"}
-_OUTPUTS = ("function_call_output", "custom_tool_call_output", "local_shell_call_output")
-_CALLS = ("function_call", "custom_tool_call", "shell_call", "local_shell_call")
+_OUTPUTS = (
+    "function_call_output",
+    "custom_tool_call_output",
+    "local_shell_call_output",
+    "apply_patch_call_output",
+)
+_CALLS = ("function_call", "custom_tool_call", "shell_call", "local_shell_call", "apply_patch_call")
 
 
 class _Turn:
@@ -86,6 +94,8 @@ def read(body: Mapping[str, Any]) -> RawView | None:
 def _call(item: Mapping[str, Any], j: int) -> list[tuple[ToolCall, Slot | None]]:
     if item.get("type") in ("shell_call", "local_shell_call"):
         return _shell_call(item)
+    if item.get("type") == "apply_patch_call":
+        return _patch_call(item, j)
     call_id, name = item.get("call_id"), item.get("name")
     if not isinstance(call_id, str) or not isinstance(name, str):
         return []
@@ -109,6 +119,26 @@ def _shell_call(item: Mapping[str, Any]) -> list[tuple[ToolCall, Slot | None]]:
     ok = isinstance(words, list) and all(isinstance(word, str) for word in words)
     command = (" " if local else "\n").join(words) if ok else ""  # type: ignore[arg-type]
     return [(ToolCall(call_id, "local_shell" if local else "shell", {"command": command}), None)]
+
+
+def _patch_call(item: Mapping[str, Any], j: int) -> list[tuple[ToolCall, Slot | None]]:
+    """The built-in apply_patch's call: its diff is written back where it came from, every other
+    field of the item and its operation (``type``, ``path``, ``move_to``) kept."""
+    call_id = item.get("call_id")
+    if not isinstance(call_id, str):
+        return []
+    args = patch_arguments(item.get("operation"))
+    slot = Slot(("input", j, "operation", "diff"), "raw-text") if "input" in args else None
+    return [(ToolCall(call_id, "apply_patch", args), slot)]
+
+
+def patch_arguments(operation: object) -> dict[str, str]:
+    """An ``apply_patch_call``'s operation as a call's arguments: its diff as ``input`` (as
+    Codex's own patch tool takes it) and its file as ``path``, each when it is a string."""
+    if not isinstance(operation, Mapping):
+        return {}
+    keys = (("input", "diff"), ("path", "path"))
+    return {key: operation[field] for key, field in keys if isinstance(operation.get(field), str)}
 
 
 def _other(out: ViewBuilder, item: Mapping[str, Any], j: int, aliases: Mapping[str, str]) -> None:

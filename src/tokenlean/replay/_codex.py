@@ -2,11 +2,13 @@
 
 A rollout logs Responses API items (``response_item``): messages, ``function_call`` /
 ``custom_tool_call`` / ``local_shell_call`` (a built-in shell's call, which has no name: it is
-named ``local_shell``) and their outputs. Consecutive assistant items (a message and the calls
-after it) make one assistant turn. ``event_msg`` lines echo the same conversation for the UI
-and are skipped, as are encrypted ``reasoning`` and ``ghost_snapshot`` items. Outputs are kept as
-the model read them: the ``{"output": ..., "metadata": ...}`` JSON string of older CLIs included.
-Developer messages before the conversation become the system prompt, later ones user messages.
+named ``local_shell``) / ``apply_patch_call`` (the built-in patch tool's, named ``apply_patch``
+with its diff as ``input``, as the raw rewrite reads it) and their outputs. Consecutive
+assistant items (a message and the calls after it) make one assistant turn. ``event_msg``
+lines echo the same conversation for the UI and are skipped, as are encrypted ``reasoning`` and
+``ghost_snapshot`` items. Outputs are kept as the model read them: the ``{"output": ...,
+"metadata": ...}`` JSON string of older CLIs included. Developer messages before the
+conversation become the system prompt, later ones user messages.
 """
 
 from __future__ import annotations
@@ -16,11 +18,24 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tokenlean.raw._openai_responses import patch_arguments
 from tokenlean.transcript import Message, ToolCall
 
 #: The calls, each with the name it has when the item names none
-_CALLS = {"function_call": None, "custom_tool_call": None, "local_shell_call": "local_shell"}
-_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output", "local_shell_call_output"})
+_CALLS = {
+    "function_call": None,
+    "custom_tool_call": None,
+    "local_shell_call": "local_shell",
+    "apply_patch_call": "apply_patch",
+}
+_OUTPUTS = frozenset(
+    {
+        "function_call_output",
+        "custom_tool_call_output",
+        "local_shell_call_output",
+        "apply_patch_call_output",
+    }
+)
 _DROPPED = frozenset({"reasoning", "ghost_snapshot"})
 
 
@@ -104,6 +119,8 @@ class _Reader:
 
 def _args(item: Mapping[str, Any]) -> dict[str, Any]:
     """Function arguments are a JSON object in a string; a custom tool's input is free text."""
+    if item.get("type") == "apply_patch_call":
+        return patch_arguments(item.get("operation"))
     raw = item.get("arguments", item.get("input", item.get("action")))
     if isinstance(raw, str):
         try:
