@@ -1,11 +1,13 @@
 """What several benchmark scripts share: which runs they take, one token measurer per process,
-the process pool with its progress line, the recommended stack's shortener, and the stack with
-its shortener's settings changed (for the tuning grids)."""
+the process pool with its progress line (and the timed run of one task over every run), the
+recommended stack's shortener, and the stack with its shortener's settings changed (for the
+tuning grids)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -67,6 +69,20 @@ def in_parallel(task: Callable[..., T], paths: Sequence[Path], jobs: int, *args:
             print(f"\r{done}/{len(futures)}", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)
     return results
+
+
+def measure_runs(
+    args: argparse.Namespace, task: Callable[[str], T]
+) -> tuple[list[T], float] | None:
+    """``task`` of every run ``args`` select (:func:`parser`'s folder and limit) on ``args.jobs``
+    processes, and the minutes that took; ``None``, said on stderr, when there is no run."""
+    paths = select(Path(args.directory), args.limit)
+    if not paths:
+        print(f"no trajectories under {args.directory}", file=sys.stderr)
+        return None
+    started = time.perf_counter()
+    results = in_parallel(task, paths, args.jobs)
+    return results, (time.perf_counter() - started) / 60
 
 
 def shortener(offer_tool: OfferTool) -> list[Any]:

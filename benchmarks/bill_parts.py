@@ -30,10 +30,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from benchmarks import _common as common
-from benchmarks._common import in_parallel, measurer, select
+from benchmarks._common import measurer
 from benchmarks.room import oracle_trajectory
 from tokenlean.cost import ANTHROPIC
 from tokenlean.replay._formats import load_trajectory
+from tokenlean.replay._metrics import _common_prefix as common_prefix
 from tokenlean.tokens import default_counter
 from tokenlean.transcript import Message
 
@@ -45,8 +46,9 @@ FIXED = (SCHEMAS, SYSTEM, USER, OWN)
 #: Tools shown by name in a source's table (the dearest under no middleware); the rest are summed.
 TOP_TOOLS = 6
 
-#: ``{row: {part: billed}}`` for one run or a source's runs.
-Parts = dict[str, Counter[str]]
+#: ``{part: billed}``, and ``{row: {part: billed}}`` for one run or a source's runs.
+Bill = defaultdict[str, float]
+Parts = dict[str, Bill]
 
 
 def part_of(message: Message, names: Mapping[str, str]) -> str:
@@ -59,17 +61,13 @@ def part_of(message: Message, names: Mapping[str, str]) -> str:
 
 def billed_parts(
     prompts: Sequence[tuple[Sequence[str], Sequence[int], Sequence[str]]],
-) -> Counter[str]:
+) -> Bill:
     """Each part's Anthropic-style bill over calls given as ``(blocks, tokens, parts)``: the
     blocks the previous call's prompt began with are read from the cache."""
-    out: Counter[str] = Counter()
+    out: Bill = defaultdict(float)
     previous: Sequence[str] = ()
     for blocks, tokens, parts in prompts:
-        same = 0
-        for left, right in zip(previous, blocks, strict=False):
-            if left != right:
-                break
-            same += 1
+        same = common_prefix(previous, blocks)
         for i, (count, part) in enumerate(zip(tokens, parts, strict=True)):
             price = ANTHROPIC.cached_read if i < same else ANTHROPIC.uncached
             out[part] += price * count
@@ -107,15 +105,16 @@ def measure_one(path: str) -> tuple[str, Parts]:
 
 def pooled(results: Iterable[tuple[str, Parts]]) -> dict[str, Parts]:
     """Parts summed by source (then ``(all)``)."""
-    out: dict[str, Parts] = defaultdict(lambda: {row: Counter() for row in ROWS})
+    out: dict[str, Parts] = defaultdict(lambda: {row: defaultdict(float) for row in ROWS})
     for source, parts in results:
         for group in (source, "(all)"):
             for row in ROWS:
-                out[group][row].update(parts[row])
+                for part, billed in parts[row].items():
+                    out[group][row][part] += billed
     return {s: out[s] for s in sorted(out, key=lambda s: (s == "(all)", s))}
 
 
-def _tools(parts: Counter[str]) -> int:
+def _tools(parts: Bill) -> float:
     return sum(v for k, v in parts.items() if k not in FIXED)
 
 
@@ -191,13 +190,10 @@ def markdown(
 def main(argv: Iterable[str] | None = None) -> int:
     parser = common.parser(__doc__, HERE / "bill_parts.md")
     args = parser.parse_args(list(argv) if argv is not None else None)
-    paths = select(Path(args.directory), args.limit)
-    if not paths:
-        print(f"no trajectories under {args.directory}")
+    done = common.measure_runs(args, measure_one)
+    if done is None:
         return 1
-    started = time.perf_counter()
-    results = in_parallel(measure_one, paths, args.jobs)
-    minutes = (time.perf_counter() - started) / 60
+    results, minutes = done
     runs: Counter[str] = Counter(source for source, _ in results)
     runs["(all)"] = len(results)
     table = pooled(results)

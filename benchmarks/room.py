@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import _common as common
-from benchmarks._common import in_parallel, measurer, select, shortener
+from benchmarks._common import measurer, shortener
 from tokenlean.replay._formats import Trajectory, load_trajectory
 from tokenlean.replay._metrics import RunMetrics, pool
 from tokenlean.replay._refs import extract_refs, first_appearances, learned_references, message_refs
@@ -276,13 +276,10 @@ def markdown(
 def main(argv: Iterable[str] | None = None) -> int:
     parser = common.parser(__doc__, HERE / "room.md")
     args = parser.parse_args(list(argv) if argv is not None else None)
-    paths = select(Path(args.directory), args.limit)
-    if not paths:
-        print(f"no trajectories under {args.directory}")
+    done = common.measure_runs(args, measure_one)
+    if done is None:
         return 1
-    started = time.perf_counter()
-    results = in_parallel(measure_one, paths, args.jobs)
-    minutes = (time.perf_counter() - started) / 60
+    results, minutes = done
     measured = pooled(results)
     runs: dict[str, int] = defaultdict(int)
     for rows in results:

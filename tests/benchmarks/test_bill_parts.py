@@ -14,6 +14,7 @@ from benchmarks.bill_parts import (
     OWN,
     ROWS,
     SCHEMAS,
+    Parts,
     billed_parts,
     markdown,
     measure_one,
@@ -36,12 +37,12 @@ RUNS = [  # two bundled runs: one short, one with long outputs
 
 
 @pytest.fixture(scope="module")
-def measured() -> list[tuple[str, dict[str, Counter[str]]]]:
+def measured() -> list[tuple[str, Parts]]:
     return [measure_one(str(path)) for path in RUNS]
 
 
 def test_a_rows_parts_add_up_to_the_bill_the_room_measures(
-    measured: list[tuple[str, dict[str, Counter[str]]]],
+    measured: list[tuple[str, Parts]],
 ) -> None:
     for path, (_, parts) in zip(RUNS, measured, strict=True):
         trajectory = load_trajectory(path)
@@ -56,7 +57,7 @@ def test_a_rows_parts_add_up_to_the_bill_the_room_measures(
 
 
 def test_the_oracle_bills_what_is_not_tool_output_as_none_does(
-    measured: list[tuple[str, dict[str, Counter[str]]]],
+    measured: list[tuple[str, Parts]],
 ) -> None:
     for _, parts in measured:
         for part in FIXED:
@@ -88,12 +89,17 @@ def test_a_block_in_the_shared_prefix_is_billed_at_the_cached_price() -> None:
 
 
 def test_the_report_has_a_summary_and_a_table_per_source(
-    measured: list[tuple[str, dict[str, Counter[str]]]],
+    measured: list[tuple[str, Parts]],
 ) -> None:
     table = pooled(measured)
     assert list(table) == ["miniswe_deepseek", "sweagent", "(all)"]
     for row in ROWS:
-        assert table["(all)"][row] == table["miniswe_deepseek"][row] + table["sweagent"][row]
+        pooled_parts = table["(all)"][row]
+        for part in {*table["miniswe_deepseek"][row], *table["sweagent"][row]}:
+            alone = table["miniswe_deepseek"][row].get(part, 0) + table["sweagent"][row].get(
+                part, 0
+            )
+            assert pooled_parts[part] == pytest.approx(alone), (row, part)
     args = argparse.Namespace(directory="d", jobs=2, limit=0)
     runs = Counter({"miniswe_deepseek": 1, "sweagent": 1, "(all)": 2})
     text = "\n".join(markdown(table, runs, 0.1, args))
