@@ -212,7 +212,10 @@ def test_other_jsonl_is_a_clear_error_when_named_and_skipped_in_a_folder(
         load_trajectory(log)
     assert main(["replay", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert "skipped" in err and "not a Claude Code or Codex session" in err
+    assert (
+        "skipped" in err
+        and "not a trajectory, nor a Claude Code, Codex or gemini-cli session" in err
+    )
     assert "no traces found" in err
 
 

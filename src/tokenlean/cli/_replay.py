@@ -1,9 +1,10 @@
 """``tokenlean replay [PATHS...]``: replay traces through each strategy and print what it saves.
 
 Traces are files or folders of ``.json`` trajectories (the bundled samples when none are given),
-or coding agents' own sessions: Claude Code transcripts (``~/.claude/projects/<project>``) and Codex
-rollouts (``~/.codex/sessions``), ``.jsonl`` files found in folders by their content. Sessions get a
-table per session. Every available strategy is replayed unless some are named with ``-s``.
+or coding agents' own sessions: Claude Code transcripts (``~/.claude/projects/<project>``), Codex
+rollouts (``~/.codex/sessions``) and gemini-cli sessions (``~/.gemini/tmp``), found in folders by
+their content. Sessions get a table per session. Every available strategy is replayed unless
+some are named with ``-s``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from tokenlean.replay._formats import (
     load_trajectory,
     message_sequence_problem,
 )
+
+NOT_A_TRACE = "not a trajectory, nor a Claude Code, Codex or gemini-cli session"
 
 
 def add_subcommand(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -68,8 +71,9 @@ def add_subcommand(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
 
 
 def _collect(paths: Sequence[Path]) -> list[tuple[Path, bool]]:
-    """The trace files to read, each with whether it was named (a ``.jsonl`` found in a folder
-    may be some other log: it is skipped when it is no agent session, a named one is an error)."""
+    """The trace files to read, each with whether it was named (a file found in a folder may be
+    some other log or setting, as gemini-cli keeps beside its sessions: it is skipped when it is
+    no trace, a named one is an error)."""
     from tokenlean.replay._bundled import bundled_paths
 
     if not paths:
@@ -78,7 +82,7 @@ def _collect(paths: Sequence[Path]) -> list[tuple[Path, bool]]:
     for path in paths:
         if path.is_dir():
             found = (p for p in path.rglob("*.json") if p.name != "index.json")
-            files.extend((p, True) for p in sorted(found))
+            files.extend((p, False) for p in sorted(found))
             files.extend((p, False) for p in sorted(path.rglob("*.jsonl")))
         else:
             files.append((path, True))
@@ -94,7 +98,7 @@ def _load(paths: Sequence[Path]) -> list[Trajectory]:
         except TrajectoryFormatError:
             if named:
                 raise
-            print(f"tokenlean: skipped {path}: not a Claude Code or Codex session", file=sys.stderr)
+            print(f"tokenlean: skipped {path}: {NOT_A_TRACE}", file=sys.stderr)
             continue
         if "native_format" in trajectory.meta:
             problem = message_sequence_problem(trajectory.messages)

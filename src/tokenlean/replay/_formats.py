@@ -3,7 +3,8 @@
 Supported, detected per file: tokenlean's neutral JSON (as in ``shared/data/trajectories``),
 LangChain message dumps (``messages_to_dict``), OpenAI chat-completions message lists and
 Anthropic Messages API message lists (optionally wrapped as ``{"system": ..., "messages": [...]}``),
-and coding agents' own session files: Claude Code transcripts and Codex rollouts (``_native``).
+and coding agents' own session files: Claude Code transcripts, Codex rollouts and gemini-cli
+sessions (``_native``).
 Anything malformed raises :class:`TrajectoryFormatError` naming the file and the position.
 """
 

@@ -1,10 +1,13 @@
-"""Coding agents' own session files: Claude Code transcripts and Codex rollouts, read as they are.
+"""Coding agents' own session files: Claude Code transcripts, Codex rollouts and gemini-cli
+sessions, read as they are.
 
-Both are JSON Lines. The format is told by content, never by path: Codex lines carry a
-``payload`` under a ``type`` such as ``session_meta`` or ``response_item``; Claude Code lines carry
-a ``message`` under ``type`` ``user`` / ``assistant`` with a ``sessionId``. Lines a reader does not
-understand are skipped and counted in ``meta["skipped"]``, never an error; the tool calls and
-results are then paired up (:func:`repair_pairing`) so the run replays like a recorded agent.
+All are JSON Lines (gemini-cli's before 0.61: one JSON object). The format is told by content,
+never by path: Codex lines carry a ``payload`` under a ``type`` such as ``session_meta`` or
+``response_item``; Claude Code lines carry a ``message`` under ``type`` ``user`` / ``assistant``
+with a ``sessionId``; gemini-cli's first line holds its ``sessionId`` and ``projectHash``. Lines
+a reader does not understand are skipped and counted in ``meta["skipped"]``, never an error; the
+tool calls and results are then paired up (:func:`repair_pairing`) so the run replays like a
+recorded agent.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any, Literal
 
 from tokenlean.transcript import Message
 
-NativeFormat = Literal["claude_code", "codex"]
+NativeFormat = Literal["claude_code", "codex", "gemini_cli"]
 
 _CODEX_TYPES = frozenset({"session_meta", "response_item", "turn_context", "event_msg"})
 _CLAUDE_TYPES = frozenset({"user", "assistant"})
@@ -43,6 +46,8 @@ def native_format(objects: Sequence[Any]) -> NativeFormat | None:
         if not isinstance(obj, Mapping):
             continue
         kind = obj.get("type")
+        if isinstance(obj.get("sessionId"), str) and isinstance(obj.get("projectHash"), str):
+            return "gemini_cli"
         if kind in _CODEX_TYPES and isinstance(obj.get("payload"), Mapping):
             return "codex"
         message = obj.get("message")
@@ -55,6 +60,8 @@ def read_native(objects: Sequence[Any], fmt: NativeFormat) -> tuple[list[Message
     """The neutral messages of a session and what was skipped or repaired on the way."""
     if fmt == "codex":
         from tokenlean.replay._codex import read_codex as reader
+    elif fmt == "gemini_cli":
+        from tokenlean.replay._gemini_cli import read_gemini_cli as reader
     else:
         from tokenlean.replay._claude_code import read_claude_code as reader
     messages, meta = reader(objects)
