@@ -218,13 +218,32 @@ def test_json_arrays_are_crushed_and_stay_valid() -> None:
     kept = [x for x in data["items"] if isinstance(x, dict)]
     markers = [x for x in data["items"] if isinstance(x, str)]
     assert report.kind == "json" and data["total"] == 60
-    assert [x["id"] for x in kept] == [0, 1, 17, 33, 41, 59]  # head, error, outlier, query, last
+    head = [x["id"] for x in kept if x["id"] not in (17, 33, 41, 59)]
+    assert head == list(range(len(head))) and len(head) >= 8  # as many rows as the budget holds
+    assert {17, 33, 41, 59} <= {x["id"] for x in kept}  # error, outlier, query, last
+    assert report.tokens_after <= report.tokens_before / 2  # text_keep_percent of it, at most
     assert sum(int(m.split()[1]) for m in markers) == 60 - len(kept)
     assert 'read_original("o1a2b3")' in markers[0]  # the first says how to get items back
     assert report.text.startswith("{\n  ")  # the input's layout is kept
     tighter = ShortenSettings(json_keep_tokens=50, text_keep_percent=5)
     tight = json.loads(shorten(text, query="needle", options=tighter).text)  # valid, same keys
     assert [x["id"] for x in tight["items"] if isinstance(x, dict)] == [0, 17, 33, 41, 59]
+
+
+def test_a_query_result_keeps_as_many_rows_as_its_budget_holds() -> None:
+    """Rows an agent asked for (a SQL result as JSON records) are not cut to the two of the
+    mildest cut when half of the result may stay: up to 64 head rows, the rest marked."""
+    rows = [{"id": i, "customer": f"cust_{i}", "total": i * 1.5} for i in range(300)]
+    report = shorten(json.dumps(rows), query={"sql": "SELECT * FROM orders"}, retrieval=HINT)
+    data = json.loads(report.text)
+    kept = [x["id"] for x in data if isinstance(x, dict)]
+    assert kept == [*range(64), 299]
+    assert "235 similar items omitted" in data[64] and 'read_original("o1a2b3")' in data[64]
+    wide = [{"id": i, "text": f"row {i} " + "lorem ipsum dolor " * 12} for i in range(30)]
+    report = shorten(json.dumps(wide))
+    kept = [x["id"] for x in json.loads(report.text) if isinstance(x, dict)]
+    assert 8 <= len(kept) - 1 < 30 and kept[-1] == 29  # wide rows: fewer, within the budget
+    assert report.tokens_after <= report.tokens_before / 2
 
 
 def test_long_strings_in_json_are_cut_inside_the_string() -> None:

@@ -351,6 +351,11 @@ def _code_budget(budget: float, size: int, opts: ShortenSettings, *, view: bool)
     return max(budget + opts.code_max_tokens - opts.max_tokens, share, floor)
 
 
+#: The most head items of each long array a JSON result keeps when its budget holds them (then
+#: half as many, down to ``json_max_items``: the mildest cut keeps ``json_keep_head``).
+_MOST_ROWS = 64
+
+
 def _shorten_json(
     body: str,
     parsed: Any,
@@ -361,25 +366,38 @@ def _shorten_json(
 ) -> tuple[str, Kind, list[Omission]]:
     """Records up to ``json_keep_tokens`` stay whole; larger ones lose long uniform arrays'
     middles and long strings' bodies, mildest first, until they fit that size or
-    ``text_keep_percent`` of theirs."""
+    ``text_keep_percent`` of theirs. Long arrays then keep as many head items as that budget
+    holds (rows the agent asked for, a query's records), up to :data:`_MOST_ROWS`."""
     if size <= opts.json_keep_tokens:
         return body, "json", []
     limit = opts.json_max_string
-    tries = [
-        (opts.json_max_items, opts.json_keep_head, 4 * limit),
-        (opts.json_max_items, opts.json_keep_head, limit),
-        (opts.json_max_items, min(1, opts.json_keep_head), max(80, limit // 2)),
-    ]
-    text, omissions = crush_json(
-        body,
-        parsed,
-        tries=tries,
-        budget=max(opts.json_keep_tokens, opts.text_keep_percent / 100 * size),
-        estimate=estimate_tokens,
-        terms=terms,
-        retrieval=retrieval,
-        documents=lambda value: _document_string(value, terms, retrieval, opts),
+    budget = max(opts.json_keep_tokens, opts.text_keep_percent / 100 * size)
+
+    def crush(tries: list[tuple[int, int, int]]) -> tuple[str, list[Omission]]:
+        return crush_json(
+            body,
+            parsed,
+            tries=tries,
+            budget=budget,
+            estimate=estimate_tokens,
+            terms=terms,
+            retrieval=retrieval,
+            documents=lambda value: _document_string(value, terms, retrieval, opts),
+        )
+
+    text, omissions = crush(
+        [
+            (opts.json_max_items, opts.json_keep_head, 4 * limit),
+            (opts.json_max_items, opts.json_keep_head, limit),
+            (opts.json_max_items, min(1, opts.json_keep_head), max(80, limit // 2)),
+        ]
     )
+    rows = _MOST_ROWS if any(o.unit == "items" for o in omissions) else 0
+    while rows > opts.json_max_items:
+        wider, more = crush([(rows, rows, 4 * limit)])
+        if estimate_tokens(wider) <= budget:
+            return wider, "json", more
+        rows //= 2
     return text, "json", omissions
 
 
