@@ -223,6 +223,7 @@ def test_json_arrays_are_crushed_and_stay_valid() -> None:
     assert {17, 33, 41, 59} <= {x["id"] for x in kept}  # error, outlier, query, last
     assert report.tokens_after <= report.tokens_before / 2  # text_keep_percent of it, at most
     assert sum(int(m.split()[1]) for m in markers) == 60 - len(kept)
+    assert min(int(m.split()[1]) for m in markers) > 1  # one item is kept, not marked
     assert 'read_original("o1a2b3")' in markers[0]  # the first says how to get items back
     assert report.text.startswith("{\n  ")  # the input's layout is kept
     tighter = ShortenSettings(json_keep_tokens=50, text_keep_percent=5)

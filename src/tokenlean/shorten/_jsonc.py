@@ -93,6 +93,10 @@ class _Crusher:
             j = i
             while j < len(items) and j not in keep:
                 j += 1
+            if j - i == 1:  # one item between kept ones: its marker would cost about as much
+                out.append(self.value(items[i]))
+                i = j
+                continue
             names = _names(items[i:j])
             out.append(item_marker(j - i, i, j - 1, self.retrieval, names, hinted=self.hinted))
             self.hinted = True
