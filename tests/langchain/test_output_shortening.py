@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import itertools
 import logging
 import re
+import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
@@ -571,3 +573,50 @@ def test_orphan_results_and_invalid_unicode_pass_through_without_breaking() -> N
     assert first[0].content == LOG  # an orphan result is left as it is
     sent = tool_messages(model.calls[1].messages)[-1]
     assert _mark(sent) is not None and "FAILED tests/test_api.py" in str(sent.content)
+
+
+def _orders_db() -> sqlite3.Connection:
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE orders (id INTEGER, city TEXT, total REAL, status TEXT)")
+    db.executemany(
+        "INSERT INTO orders VALUES (?, ?, ?, ?)",
+        [
+            (i, ("Lyon", "Nice")[i % 2], i * 2.5, "open" if i % 50 else "refunded")
+            for i in range(500)
+        ],
+    )
+    return db
+
+
+@tool
+def sql_db_query(query: str) -> str:
+    """Run a SQL query; the rows come back as Python prints them (as LangChain's SQL tool)."""
+    return str(_orders_db().execute(query).fetchall())
+
+
+def test_a_query_result_printed_on_one_line_keeps_whole_rows_and_reads_back_whole() -> None:
+    agent, model = scripted_agent(
+        [
+            call("sql_db_query", {"query": "SELECT * FROM orders"}, "q1"),
+            lambda messages: call(
+                "read_original", {"handle": _mark(tool_messages(messages)[-1])["handle"]}, "r1"
+            ),
+            AIMessage(content="done"),
+        ],
+        tools=[sql_db_query],
+        middleware=[ToolOutputShorteningMiddleware()],
+    )
+    agent.invoke({"messages": [HumanMessage("list the refunded orders")]}, cfg())
+    seen = str(tool_messages(model.calls[1].messages)[0].content)
+    rows = ast.literal_eval(seen)  # what the model first sees is still the printed list
+    kept = [row for row in rows if isinstance(row, tuple)]
+    assert [row[0] for row in kept[:64]] == list(range(64)) and kept[-1][0] == 499
+    assert {(i, ("Lyon", "Nice")[i % 2], i * 2.5, "refunded") for i in range(0, 500, 50)} <= set(
+        kept
+    )
+    assert 'read_original("o' in next(row for row in rows if isinstance(row, str))
+    fetched = str(tool_messages(model.calls[2].messages)[-1].content)
+    assert (
+        "(250, 'Lyon', 625.0, 'refunded')" in fetched and "(251, 'Nice', 627.5, 'open')" in fetched
+    )
+    assert seen == str(tool_messages(model.calls[2].messages)[0].content)  # sent again as it was

@@ -28,20 +28,23 @@ from tokenlean.shorten._detect import (
 )
 from tokenlean.shorten._docs import doc_selection
 from tokenlean.shorten._huge import windowed
-from tokenlean.shorten._jsonc import crush_json
+from tokenlean.shorten._jsonc import MOST_ROWS, crush_json
 from tokenlean.shorten._lines import MUST, Selection, render
 from tokenlean.shorten._logs import dropped_lines, log_kind, log_selection
-from tokenlean.shorten._markers import Retrieval
+from tokenlean.shorten._markers import Retrieval, line_marker
 from tokenlean.shorten._options import DEFAULT_OPTIONS, ShortenSettings
 from tokenlean.shorten._pages import page_selection
 from tokenlean.shorten._query import query_terms, query_text
+from tokenlean.shorten._records import Tables, find_tables, printed_items, shorten_printed
 from tokenlean.shorten._report import Kind, Omission, ShortenReport
 from tokenlean.shorten._seen import view_keys
-from tokenlean.shorten._text import Lines, estimate_tokens
+from tokenlean.shorten._text import Lines, estimate_tokens, line_cost
 from tokenlean.shorten._wrapped import NESTING, unwrap
 from tokenlean.tokens import DEFAULT_COUNTER, TokenCounter
 
 KindChoice = Literal["auto", "log", "code", "json", "text"]
+#: What an omission marker costs, about (a budget that leaves stretches out pays for them).
+_MARKER_COST = line_cost(line_marker("budget", 99, 100, 199, Retrieval(), hinted=True))
 _KINDS = ("auto", "log", "code", "json", "text")
 
 
@@ -74,8 +77,12 @@ def shorten(
       to the call (a sub-agent's report, ``WebFetch``'s answer about a page).
     - Source code keeps its outline and the parts the query is about.
     - Plain text, documents and listings (search results, lookups, articles, ``find``) stay
-      whole up to ``text_keep_tokens``; longer documents keep headings, table rows,
-      conclusions and query lines, ``text_keep_percent`` of themselves.
+      whole up to ``text_keep_tokens``; longer documents keep headings (and labels over
+      indented blocks: a disassembly's functions), table rows, conclusions and query lines,
+      ``text_keep_percent`` of themselves.
+    - A query's rows, printed on one line (``str(cursor.fetchall())``) or as a delimited table
+      (``psql``, ``sqlite3``, CSV), keep what a JSON array of them would: the first rows as
+      far as the budget holds, the rows holding a rare value or a query term, the last.
     - Accessibility trees and HTML pages keep every element the agent can act on.
     - An output wrapped in JSON (Codex's ``{"output": ..., "metadata": ...}``, an MCP result's
       ``content``, a harness's ``stdout``; a short header before it is fine) is shortened by the
@@ -219,6 +226,10 @@ def _shorten_body(
             return _shorten_json(body, parsed, terms, retrieval, opts, size)
         if kind == "json":
             return body, "json", []
+    if kind in ("auto", "text") and read is None and not (answer or record):
+        printed = _printed_body(body, terms, retrieval, opts, line_offset)
+        if printed is not None:
+            return printed
     cut = windowed(body, terms, opts)
     lines = cut or Lines(body)
     size = estimate_tokens(lines.text)
@@ -282,6 +293,33 @@ def _shorten_body(
     return text, found, omissions
 
 
+def _printed_body(
+    body: str, terms: list[str], retrieval: Retrieval, opts: ShortenSettings, line_offset: int
+) -> tuple[str, Kind, list[Omission]] | None:
+    """A list of records printed on one line (``str(cursor.fetchall())``), shortened item by
+    item (:mod:`tokenlean.shorten._records`) within what plain text keeps; ``None`` when
+    ``body`` is no such line."""
+    stripped = body.strip()
+    if "\n" in stripped or len(body) > opts.window_above_chars:
+        return None
+    size = estimate_tokens(body)
+    if size <= opts.text_keep_tokens:
+        return None  # the line engine keeps it whole
+    printed = printed_items(body)
+    if printed is None:
+        return None
+    text, omissions = shorten_printed(
+        body,
+        printed,
+        budget=max(float(opts.text_keep_tokens), opts.text_keep_percent / 100 * size),
+        estimate=estimate_tokens,
+        terms=terms,
+        retrieval=retrieval,
+        number=line_offset + body[: len(body) - len(body.lstrip())].count("\n") + 1,
+    )
+    return text, "text", omissions
+
+
 def _text_or_log(
     lines: Lines,
     items: list[str],
@@ -324,9 +362,29 @@ def _text_or_log(
     keep = opts.listing_keep_tokens if listing else opts.text_keep_tokens
     if size <= (max(keep, opts.view_keep_tokens) if record else keep):
         return _whole(lines, seen, opts, collapse=collapse), found, budget
-    selection = doc_selection(lines, items, terms, seen, opts, collapse=collapse)
+    tables = _record_tables(items) if not listing else Tables()
+    selection = doc_selection(lines, items, terms, seen, opts, collapse=collapse, tables=tables)
     share = opts.text_keep_percent / 100 * size
+    if tables.rest:  # rows past a table's head: as many as a JSON array of them would keep
+        share = max(float(keep), min(share, _without(lines, tables.rest, size)))
     return selection, found, max(budget, share, float(opts.text_keep_tokens) if view else 0.0)
+
+
+def _without(lines: Lines, rest: frozenset[int], size: int) -> float:
+    """What ``lines`` (``size`` tokens) cost without the lines ``rest``, a marker for each
+    stretch of them included."""
+    stretches = sum(1 for i in rest if i - 1 not in rest)
+    gone = sum(map(line_cost, map(lines.items.__getitem__, rest)))
+    return size - gone + stretches * _MARKER_COST
+
+
+def _record_tables(items: list[str]) -> Tables:
+    """The tables of a text made mostly of them (a query's rows, a CSV); of a document with
+    tables in its prose (a converted web page), only their rows holding a rare value."""
+    tables = find_tables(items)
+    if 2 * len(tables.rows) >= len(items) - items.count(""):
+        return tables
+    return Tables(rare=tables.rare)
 
 
 def _whole(
@@ -351,11 +409,6 @@ def _code_budget(budget: float, size: int, opts: ShortenSettings, *, view: bool)
     return max(budget + opts.code_max_tokens - opts.max_tokens, share, floor)
 
 
-#: The most head items of each long array a JSON result keeps when its budget holds them (then
-#: half as many, down to ``json_max_items``: the mildest cut keeps ``json_keep_head``).
-_MOST_ROWS = 64
-
-
 def _shorten_json(
     body: str,
     parsed: Any,
@@ -367,7 +420,8 @@ def _shorten_json(
     """Records up to ``json_keep_tokens`` stay whole; larger ones lose long uniform arrays'
     middles and long strings' bodies, mildest first, until they fit that size or
     ``text_keep_percent`` of theirs. Long arrays then keep as many head items as that budget
-    holds (rows the agent asked for, a query's records), up to :data:`_MOST_ROWS`."""
+    holds (rows the agent asked for, a query's records), up to
+    :data:`~tokenlean.shorten._jsonc.MOST_ROWS`."""
     if size <= opts.json_keep_tokens:
         return body, "json", []
     limit = opts.json_max_string
@@ -392,7 +446,7 @@ def _shorten_json(
             (opts.json_max_items, min(1, opts.json_keep_head), max(80, limit // 2)),
         ]
     )
-    rows = _MOST_ROWS if any(o.unit == "items" for o in omissions) else 0
+    rows = MOST_ROWS if any(o.unit == "items" for o in omissions) else 0
     while rows > opts.json_max_items:
         wider, more = crush([(rows, rows, 4 * limit)])
         if estimate_tokens(wider) <= budget:

@@ -157,6 +157,7 @@ _UNDERLINE = frozenset("=-")
 _PROSE_LINES = 30  # a few sentence lines: a snippet or a paragraph, not a log
 _PARAGRAPH = 120  # mean characters per line of text written in paragraphs
 _BULLETS = ("- ", "* ", "> ")
+_MAX_LABEL = 120  # a longer line ending in a colon is a sentence, not a label
 
 
 def is_heading(line: str, below: str = "") -> bool:
@@ -167,6 +168,19 @@ def is_heading(line: str, below: str = "") -> bool:
         return level <= 6 and stripped[level : level + 1] == " "
     under = below.strip()
     return bool(stripped) and len(under) >= 3 and set(under) <= _UNDERLINE
+
+
+def is_label(line: str, below: str = "") -> bool:
+    """A line that names the indented block below it: ``0000000000401136 <main>:`` over a
+    disassembly, ``Section Headers:`` over ``readelf``'s table, ``Dump of assembler code for
+    function main:``."""
+    return (
+        len(line) <= _MAX_LABEL
+        and line[:1].strip() != ""
+        and line.rstrip().endswith(":")
+        and below[:1] in (" ", "\t")
+        and bool(below.strip())
+    )
 
 
 def is_table_row(line: str) -> bool:

@@ -1,10 +1,11 @@
 """Documents: markdown, articles, converted PDFs and web pages a research agent reads.
 
-Headings (with the lines around them, where sections start and end), the header rows of
-tables, conclusions (``Therefore ... 0.1777 m3``), error lines and lines holding the query's
-rarer terms are kept; table rows and lines holding its common terms come next, then the text
-nearest to them while the budget lasts. Reference lists, notes and link sections go first.
-Long lines are cut around query matches by the line engine.
+Headings and labels over indented blocks (with the lines around them, where sections start and
+end), the header rows of tables and the rows holding a value rare in their column, conclusions
+(``Therefore ... 0.1777 m3``), error lines and lines holding the query's rarer terms are kept;
+table rows and lines holding its common terms come next, then the text nearest to them while
+the budget lasts. Reference lists, notes and link sections go first. Long lines are cut around
+query matches by the line engine.
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ from __future__ import annotations
 from collections.abc import Container, Sequence
 
 from tokenlean.shorten._classify import error_lines
-from tokenlean.shorten._detect import is_heading, is_table_row
+from tokenlean.shorten._detect import is_heading, is_label, is_table_row
 from tokenlean.shorten._lines import MUST, NEAR, PROSE, REST, Selection
 from tokenlean.shorten._logs import _around, _assign, _ends, distances, dropped_lines
 from tokenlean.shorten._options import ShortenSettings
 from tokenlean.shorten._query import matching_lines
+from tokenlean.shorten._records import Tables
 from tokenlean.shorten._text import Lines
 
 #: Words that open a conclusion; a line holding one and a number is kept early.
@@ -44,30 +46,42 @@ def doc_selection(
     options: ShortenSettings,
     *,
     collapse: bool = True,
+    tables: Tables | None = None,
 ) -> Selection:
     """Tiers for a document. ``items`` are its lines as the file holds them (without a view's
-    line numbers); ``collapse`` off keeps similar lines apart (a listing of paths)."""
+    line numbers); ``collapse`` off keeps similar lines apart (a listing of paths); ``tables``:
+    its delimited tables, whose rows past each one's head come last unless they hold a rare
+    value."""
     n = lines.count
-    headings = {i for i in range(n) if is_heading(items[i], items[i + 1] if i + 1 < n else "")}
+    tables = tables or Tables()
+    below = [*items[1:], ""]
+    headings = {
+        i for i in range(n) if is_heading(items[i], below[i]) or is_label(items[i], below[i])
+    }
     back = _back_matter(items, headings)
     query = matching_lines(lines, terms) - back
     rare = matching_lines(lines, terms, max_share=_RARE_SHARE) - back
     headings |= {i + 1 for i in headings if i + 1 < n and _is_underline(items[i + 1])}
-    tables = {i for i in range(n) if is_table_row(items[i])} - back
-    table_heads = {i for i in tables if i - 1 not in tables} | {
-        i + 1 for i in tables if i - 1 not in tables and i + 1 in tables
+    markdown = {i for i in range(n) if is_table_row(items[i])} - back
+    table_heads = {i for i in markdown if i - 1 not in markdown} | {
+        i + 1 for i in markdown if i - 1 not in markdown and i + 1 in markdown
     }
     errors = set(error_lines(lines.text)) - back
-    must = headings | table_heads | rare | errors | _conclusions(lines, back) | _ends(items)
+    must = headings | table_heads | rare | errors | (tables.rare - back)
+    must |= _conclusions(lines, back)
+    must |= _ends(items)
     near = _around(headings, _HEADING_CONTEXT, n) | _around(rare, options.context_lines, n)
-    near |= tables | query
+    near |= (markdown - tables.rest) | tables.head | query
     forced = dropped_lines(lines, must, seen, options, keep_seen=(), collapse=collapse)
     tiers = [REST] * n
     _assign(tiers, near - back, NEAR)
     for i in back:
         tiers[i] = PROSE
     _assign(tiers, must, MUST)
-    return Selection(tiers, distances(must, n), forced, {})
+    ranks = distances(must, n)
+    for i in tables.head:  # a table's head fills from its top down, as a query's rows read
+        ranks[i] = 0
+    return Selection(tiers, ranks, forced, {})
 
 
 def _back_matter(items: Sequence[str], headings: set[int]) -> set[int]:

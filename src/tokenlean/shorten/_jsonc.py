@@ -38,6 +38,9 @@ _MILD_SLACK = 1.25
 #: among their first and last half of this many only: each item costs Python steps, and a
 #: 50 MB array holds millions.
 _SCAN_ITEMS = 20_000
+#: The most head items of each long array a result keeps when its budget holds them (a JSON
+#: array: then half as many, down to ``json_max_items``; the mildest cut keeps ``json_keep_head``).
+MOST_ROWS = 64
 
 
 @dataclass

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Container
 from dataclasses import dataclass
-from itertools import compress
+from itertools import compress, count
+from operator import eq
 
+from tokenlean.shorten._records import is_record
 from tokenlean.shorten._seen import Seen, key_length
 
 _DIGITS = b"0123456789"
@@ -27,9 +29,20 @@ class Run:
 
 
 def shapes(text: str) -> list[str]:
-    """Each line of ``text`` trimmed and without digits (one byte-level pass over the text)."""
+    """Each line of ``text`` trimmed and without digits (one byte-level pass over the text),
+    but a record's (:func:`~tokenlean.shorten._records.is_record`: a table's row, whose
+    numbers are what it says) that has the shape of a line next to it keeps its digits."""
     raw = text.encode("utf-8", "surrogatepass").translate(None, _DIGITS)
-    return [line.strip() for line in raw.decode("utf-8", "surrogatepass").split("\n")]
+    shaped = [line.strip() for line in raw.decode("utf-8", "surrogatepass").split("\n")]
+    # only lines shaped like a neighbour are looked at (C-level passes find them)
+    alike = set(compress(count(1), map(eq, shaped, shaped[1:])))
+    alike |= {i - 1 for i in alike}
+    if alike:
+        items = text.split("\n")
+        for i in alike:
+            if is_record(items[i]):
+                shaped[i] = items[i].strip()
+    return shaped
 
 
 def similar_runs(
