@@ -19,6 +19,7 @@ from tokenlean.shorten._code import (
     _CODE_END,
     _CODE_START,
     _COMMENTS,
+    _IMPORT,
     _LOG_HINTS,
     _OUTLINE,
     _TRACE_START,
@@ -296,6 +297,11 @@ _DOC_LINES = [
     "    def f(x):",
     "async def g():",
     "  7:class K:",
+    "from m import (",
+    "pub use m::{",
+    "def f(",
+    ")",
+    "};",
 ]
 
 
@@ -303,8 +309,12 @@ _DOC_LINES = [
 @given(st.lists(st.one_of(st.sampled_from(_DOC_LINES + _LINES), st.text(max_size=40)), max_size=60))
 def test_code_line_readers_match_their_plain_forms(items: list[str]) -> None:
     assert prose_lines(items) == _prose_lines(items)
-    plain = {i for i, line in enumerate(items) if strip_number(line).lstrip().startswith(_OUTLINE)}
-    assert outline_lines(items) == plain
+    opens = [strip_number(line).lstrip() for line in items]
+    plain = {i for i, s in enumerate(opens) if s.startswith(_OUTLINE) or _IMPORT.match(s)}
+    outline = outline_lines(items)
+    assert plain <= outline
+    for k in outline - plain:  # the rest of a declaration opened above it
+        assert any(opens[i].rstrip().endswith(("(", "{")) for i in plain if 0 < k - i <= 40)
     for min_chars in (0, 8):
         kept = frozenset(s for s in (line.strip() for line in "\n".join(items).split("\n")))
         assert _lines_of("\n".join(items), min_chars) == {s for s in kept if len(s) >= min_chars}

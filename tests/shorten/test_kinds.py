@@ -152,10 +152,72 @@ def test_file_views_under_the_view_size_pass_whole(
     assert report.text == text and line in report.text
 
 
-def test_a_whole_source_file_read_by_a_coding_agent_stays_whole() -> None:
-    # 10.7k tokens of lib.rs whose doc header the agent rewrote next (18 references)
+def test_a_whole_source_file_read_keeps_its_outline_with_whole_re_exports() -> None:
+    # 10.7k tokens of lib.rs (a Read of the path alone): its module list and every name its
+    # multi-line ``pub use m::{...};`` blocks re-export, which the agent went on to quote
     text, report = _run("openagents_claude_code", "143545", 8, context="look at nip44 exports")
-    assert report.kind == "code" and not report.changed and report.text == text
+    out = report.text.split("\n")
+    assert report.kind == "code" and report.changed
+    assert ShortenSettings().file_keep_tokens < report.tokens_after < 0.8 * report.tokens_before
+    assert "   206→mod nip07;" in out
+    for block in ("nip07", "nip42"):
+        start = text.index(f"pub use {block}::{{")
+        declaration = text[text.rindex("\n", 0, start) + 1 : text.index("};", start) + 2]
+        assert all(line in out for line in declaration.split("\n"))
+    # every gap is a range of the file's own line numbers (what the agent's Read can fetch)
+    assert out[0] == '     [... 196 lines omitted; read_original("o1a2b3", "1-196") ...]'
+    assert out[1].startswith("   197→")
+
+
+def test_the_same_file_read_as_an_asked_range_stays_whole() -> None:
+    text, args = _result("openagents_claude_code", "143545", 8)
+    asked = {**args, "offset": 1, "limit": 2000}
+    assert shorten(text, query=asked, retrieval=HINT).text == text
+    assert shorten(text, query=args, retrieval=HINT, options=_WHOLE_FILES).text == text
+
+
+_WHOLE_FILES = ShortenSettings(file_keep_tokens=12_000)
+
+
+def _python_module(functions: int) -> str:
+    lines = ["from collections.abc import (", "    Mapping,", "    Sequence,", ")", "import os", ""]
+    for k in range(functions):
+        lines += [
+            f"def handler_{k}(",
+            f"    request_{k}: Mapping[str, str],",
+            "    *,",
+            f"    retries_{k}: int = 3,",
+            ") -> Sequence[str]:",
+            f'    """Serve request {k}."""',
+        ]
+        lines += [
+            f"    value_{k}_{j} = request_{k}.get('key_{j}', os.sep) * {j}" for j in range(12)
+        ]
+        lines += [f"    return [value_{k}_0]", ""]
+    return "\n".join(f"{n:>6}\u2192{line}" for n, line in enumerate(lines, 1))
+
+
+def test_a_whole_python_file_read_keeps_whole_signatures_and_imports() -> None:
+    text = _python_module(40)
+    read = {"file_path": "/repo/app/handlers.py"}
+    report = shorten(text, query=read, retrieval=HINT)
+    out = report.text.split("\n")
+    assert report.kind == "code" and report.changed
+    declarations = [
+        line
+        for line in text.split("\n")
+        if re.search(
+            r"\u2192(from |    Mapping|    Sequence|\)$|import |def |    request_|    \*,|"
+            r"    retries_|\) -> )",
+            line,
+        )
+    ]
+    assert len(declarations) == 5 + 40 * 5 and all(line in out for line in declarations)
+    small = _python_module(3)  # under file_keep_tokens: whole
+    assert estimate_tokens(small) <= ShortenSettings().file_keep_tokens
+    assert shorten(small, query=read, retrieval=HINT).text == small
+    ranged = {**read, "offset": 1, "limit": 2000}  # asked for: a view, whole to its own size
+    assert shorten(text, query=ranged, retrieval=HINT).text == text
 
 
 def test_a_long_file_view_keeps_its_outline_and_the_region_the_query_names() -> None:

@@ -178,9 +178,37 @@ def looks_like_code(items: Sequence[str], sample: int = 400) -> bool:
 
 
 def outline_lines(items: Sequence[str]) -> set[int]:
-    """The lines opening a definition (C-level passes over the lines)."""
-    stripped = map(str.lstrip, map(_strip_number, repeat(""), items, repeat(1)))
-    return set(compress(count(), map(str.startswith, stripped, repeat(_OUTLINE))))
+    """The lines opening a definition (C-level passes over the lines), with the rest of a
+    declaration spread over several lines: a signature's parameters, the names an import or
+    a re-export lists (``pub use m::{``, ``def f(``), never a body."""
+    stripped = list(map(str.lstrip, map(_strip_number, repeat(""), items, repeat(1))))
+    opens = set(compress(count(), map(str.startswith, stripped, repeat(_OUTLINE))))
+    opens.update(compress(count(), map(_IMPORT.match, stripped)))
+    out = set(opens)
+    for i in opens:
+        line = stripped[i].rstrip()
+        if not line.endswith("(") and not (line.endswith("{") and _IMPORT.match(line)):
+            continue
+        depth = _depth(line)
+        for k in range(i + 1, min(i + 1 + _MOST_CONTINUED, len(items))):
+            if depth <= 0:
+                break
+            out.add(k)
+            depth += _depth(stripped[k])
+    return out
+
+
+#: an import or re-export: ``import x``, ``from m import (``, ``use a::{``, ``pub use m::{``,
+#: ``export {``, Go's ``import (`` (a prefix match: linear)
+_IMPORT = re.compile(
+    r"(?:import [\w{(*\"']|from [\w.]+ import |(?:pub(?:\([\w ]+\))? )?use [\w:]+(?:::|;)"
+    r"|export [{*])"
+)
+_MOST_CONTINUED = 40  # lines of one declaration kept with it
+
+
+def _depth(line: str) -> int:
+    return sum(map(line.count, "([{")) - sum(map(line.count, ")]}"))
 
 
 def prose_lines(items: Sequence[str]) -> list[bool]:
@@ -230,10 +258,12 @@ def code_selection(
     options: ShortenSettings,
     *,
     view: list[str] | None = None,
+    view_tokens: int | None = None,
 ) -> Selection:
     """Tiers for source code: outline and query matches first, then their surroundings (for a
-    file view with line numbers, ``view`` holds its lines without the numbers, and the whole
-    region around each match is kept)."""
+    file view with line numbers, ``view`` holds its lines without the numbers, and the region
+    around each match is kept, nearest first, up to ``view_tokens``: by default
+    ``view_keep_tokens``)."""
     query = matching_lines(lines, terms)
     outline = outline_lines(lines.items)
     prose = prose_lines(lines.items)
@@ -243,7 +273,8 @@ def code_selection(
     if view is not None:  # the region the query names, nearest first, up to a view's size
         region = _around(query, options.view_context_lines, lines.count)
         near |= region
-        must |= _nearest_within(lines.items, region, query, options.view_keep_tokens)
+        most = options.view_keep_tokens if view_tokens is None else view_tokens
+        must |= _nearest_within(lines.items, region, query, most)
     forced = dropped_lines(lines, query | outline, seen, options, keep_seen=(), content=view)
     tiers = [REST] * lines.count
     _assign(tiers, near, NEAR)

@@ -70,12 +70,15 @@ def shorten(
       the middle of long uniform arrays (items with errors, rare statuses or query matches
       stay; the marker names the identifiers dropped) and the bodies of long strings (a
       markdown string is shortened as a document).
-    - File views with line numbers (``cat -n``, ``grep -n``, a Read tool, SWE-agent's ``open``)
+    - File views with line numbers (``grep -n``, a Read tool's range, SWE-agent's ``open``)
       stay whole up to ``view_keep_tokens``; longer ones keep the region the query names. So
       do a stretch of a file a command printed as it is (``sed -n '1,200p' f``, ``head f``)
       and a whole file that is not source code (``cat spec.md``), and another model's answer
-      to the call (a sub-agent's report, ``WebFetch``'s answer about a page).
-    - Source code keeps its outline and the parts the query is about.
+      to the call (a sub-agent's report, ``WebFetch``'s answer about a page). A whole source
+      file read with its line numbers (a Read tool given a path alone, ``cat -n f``) stays
+      whole up to ``file_keep_tokens``.
+    - Source code keeps its outline (whole signatures, imports and re-exports) and the parts
+      the query is about.
     - Plain text, documents and listings (search results, lookups, articles, ``find``) stay
       whole up to ``text_keep_tokens``; longer documents keep headings (and labels over
       indented blocks: a disassembly's functions), table rows, conclusions and query lines,
@@ -247,12 +250,13 @@ def _shorten_body(
     asked = asked or answer
     # a view repeats what an earlier view showed of the file, whatever its numbers now
     content = view_keys(items) if prefixes else None
-    if asked and size <= opts.view_keep_tokens:
+    limit = _whole_up_to(opts, read=read, code=code)
+    if asked and size <= limit:
         selection, found = _whole(lines, seen, opts, content=content), "code" if code else "text"
     elif code:
-        selection = code_selection(lines, terms, seen, opts, view=content)
+        selection = code_selection(lines, terms, seen, opts, view=content, view_tokens=limit)
         found = "code"
-        budget = _code_budget(budget, size, opts, view=prefixes is not None)
+        budget = _code_budget(budget, size, opts, floor=limit if prefixes is not None else 0)
     elif page:
         if size <= opts.text_keep_tokens:
             selection = _whole(lines, seen, opts)
@@ -354,7 +358,7 @@ def _text_or_log(
                 lines, marks, terms, seen, opts, script=script, collapse=collapse
             )
             if found == "diff":
-                budget = _code_budget(budget, size, opts, view=False)
+                budget = _code_budget(budget, size, opts)
             elif script:
                 budget = max(budget, opts.script_max_tokens)
             return selection, found, budget
@@ -401,12 +405,18 @@ def _whole(
     return Selection([MUST] * lines.count, [0] * lines.count, forced, {}, whole=True)
 
 
-def _code_budget(budget: float, size: int, opts: ShortenSettings, *, view: bool) -> float:
+def _code_budget(budget: float, size: int, opts: ShortenSettings, *, floor: int = 0) -> float:
     """Source code and diffs: the reader asked for exactly these lines, so cut less; a long file
-    view keeps at least ``view_keep_tokens``."""
+    view keeps at least ``floor`` (what it would have kept whole)."""
     share = opts.code_keep_percent / 100 * size
-    floor = float(opts.view_keep_tokens) if view else 0.0
-    return max(budget + opts.code_max_tokens - opts.max_tokens, share, floor)
+    return max(budget + opts.code_max_tokens - opts.max_tokens, share, float(floor))
+
+
+def _whole_up_to(opts: ShortenSettings, *, read: FileRead | None, code: bool) -> int:
+    """Up to how many tokens a text the agent asked for stays whole: a whole source file,
+    ``file_keep_tokens`` (it goes on to use a few scattered lines of it); a stretch it asked
+    for, a view, a document, ``view_keep_tokens``."""
+    return opts.file_keep_tokens if read == "file" and code else opts.view_keep_tokens
 
 
 def _shorten_json(
