@@ -620,3 +620,61 @@ def test_a_query_result_printed_on_one_line_keeps_whole_rows_and_reads_back_whol
         "(250, 'Lyon', 625.0, 'refunded')" in fetched and "(251, 'Nice', 627.5, 'open')" in fetched
     )
     assert seen == str(tool_messages(model.calls[2].messages)[0].content)  # sent again as it was
+
+
+def _module(functions: int) -> list[str]:
+    """A Python module: multi-line imports, then handlers with multi-line signatures."""
+    lines = ["from collections.abc import (", "    Mapping,", "    Sequence,", ")", "import os"]
+    for k in range(functions):
+        lines += ["", f"def handler_{k}(", f"    request_{k}: Mapping[str, str],", ") -> str:"]
+        lines += [f"    part_{k}_{j} = request_{k}.get('key_{j}', os.sep) * {j}" for j in range(12)]
+        lines += [f"    return part_{k}_0"]
+    return lines
+
+
+MODULE = _module(40)
+
+
+@tool("Read")
+def claude_read(file_path: str, offset: int = 0, limit: int = 0) -> str:
+    """Read a file as Claude Code's Read tool shows it: each line after its number."""
+    first = max(offset, 1)
+    last = first + limit - 1 if limit else len(MODULE)
+    return "\n".join(f"{n:>6}\u2192{MODULE[n - 1]}" for n in range(first, last + 1))
+
+
+def test_a_whole_file_read_keeps_its_declarations_and_its_gaps_read_back_by_line() -> None:
+    def read_back(messages: Sequence[BaseMessage]) -> AIMessage:
+        found = marker(tool_messages(messages)[0])
+        span = f"{found.group(2)}-{found.group(3)}"
+        return call("read_original", {"handle": found.group(1), "lines": span}, "r1")
+
+    agent, model = scripted_agent(
+        [
+            call("Read", {"file_path": "/repo/app/handlers.py"}, "c1"),
+            read_back,
+            call("Read", {"file_path": "/repo/app/handlers.py", "offset": 1, "limit": 300}, "c2"),
+            AIMessage(content="done"),
+        ],
+        tools=[claude_read],
+        middleware=[ToolOutputShorteningMiddleware()],
+    )
+    agent.invoke({"messages": [HumanMessage("which handler reads key_7?")]}, cfg())
+    seen = str(tool_messages(model.calls[1].messages)[0].content)
+    shown = seen.split("\n")
+    whole = claude_read.invoke({"file_path": "/repo/app/handlers.py"}).split("\n")
+    assert len(seen) < 0.8 * len("\n".join(whole))
+    declarations = [
+        line
+        for line in whole
+        if re.search(r"\u2192(from|    Mapping|    Seq|\)|import|def|    request_)", line)
+    ]
+    assert len(declarations) == 5 + 40 * 3 and all(line in shown for line in declarations)
+    found = marker(tool_messages(model.calls[1].messages)[0])
+    first, last = int(found.group(2)), int(found.group(3))
+    fetched = str(tool_messages(model.calls[2].messages)[1].content)
+    assert all(whole[n - 1] in fetched for n in range(first, last + 1))  # the file's own lines
+    ranged = str(tool_messages(model.calls[3].messages)[2].content)
+    # a range the agent asked for: nothing cut, only what it was shown already pointed to
+    assert re.search(r"\d+ lines omitted", ranged) is None and whole[299] in ranged
+    assert seen == str(tool_messages(model.calls[3].messages)[0].content)  # sent again as it was
