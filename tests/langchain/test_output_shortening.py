@@ -20,6 +20,7 @@ from langgraph.store.memory import InMemoryStore
 from tokenlean.langchain import ToolOutputShorteningMiddleware
 from tokenlean.langchain._adapter import to_view
 from tokenlean.langchain.store import LangGraphOriginalStore
+from tokenlean.shorten import InputShorteningSettings
 from tokenlean.store import InMemoryOriginalStore, Original
 from tokenlean.testing import scripted_agent
 from tokenlean.transcript import canonical, mark_of
@@ -643,16 +644,18 @@ def claude_read(file_path: str, offset: int = 0, limit: int = 0) -> str:
     return "\n".join(f"{n:>6}\u2192{MODULE[n - 1]}" for n in range(first, last + 1))
 
 
-def test_a_whole_file_read_keeps_its_declarations_and_its_gaps_read_back_by_line() -> None:
-    def read_back(messages: Sequence[BaseMessage]) -> AIMessage:
-        found = marker(tool_messages(messages)[0])
-        span = f"{found.group(2)}-{found.group(3)}"
-        return call("read_original", {"handle": found.group(1), "lines": span}, "r1")
+def read_first_gap(messages: Sequence[BaseMessage]) -> AIMessage:
+    """The agent's next turn: read back the lines the first marker of the first result names."""
+    found = marker(tool_messages(messages)[0])
+    span = f"{found.group(2)}-{found.group(3)}"
+    return call("read_original", {"handle": found.group(1), "lines": span}, "r1")
 
+
+def test_a_whole_file_read_keeps_its_declarations_and_its_gaps_read_back_by_line() -> None:
     agent, model = scripted_agent(
         [
             call("Read", {"file_path": "/repo/app/handlers.py"}, "c1"),
-            read_back,
+            read_first_gap,
             call("Read", {"file_path": "/repo/app/handlers.py", "offset": 1, "limit": 300}, "c2"),
             AIMessage(content="done"),
         ],
@@ -678,3 +681,63 @@ def test_a_whole_file_read_keeps_its_declarations_and_its_gaps_read_back_by_line
     # a range the agent asked for: nothing cut, only what it was shown already pointed to
     assert re.search(r"\d+ lines omitted", ranged) is None and whole[299] in ranged
     assert seen == str(tool_messages(model.calls[3].messages)[0].content)  # sent again as it was
+
+
+LEDGER = [f"    total_{n} = ledger.post(account_{n % 7}, amount={n * 13})" for n in range(1, 401)]
+
+
+@tool("bash")
+def swe_agent_shell(command: str) -> str:
+    """SWE-agent's shell: ``open path N`` shows the hundred lines of the file around line N;
+    ``edit A:B`` echoes the hundred from ten lines above A."""
+    words = command.split("\n", 1)[0].split()
+    at = int(words[-1]) if words[0] == "open" else int(words[1].split(":")[0]) + 40
+    first = max(1, at - 50)
+    body = [f"{n}:{LEDGER[n - 1]}" for n in range(first, first + 100)]
+    head = ["[File: /repo/ledger.py (400 lines total)]", f"({first - 1} more lines above)"]
+    return "\n".join([*head, *body, f"({400 - first - 99} more lines below)", "bash-$"])
+
+
+def test_a_window_opened_at_a_line_keeps_its_surroundings_and_reads_back_the_rest() -> None:
+    agent, model = scripted_agent(
+        [
+            call("bash", {"command": "open ledger.py 250"}, "c1"),
+            read_first_gap,
+            AIMessage(content="done"),
+        ],
+        tools=[swe_agent_shell],
+        middleware=[ToolOutputShorteningMiddleware()],
+    )
+    agent.invoke({"messages": [HumanMessage("where is account 3 posted?")]}, cfg())
+    seen = str(tool_messages(model.calls[1].messages)[0].content)
+    numbers = [int(n) for n in re.findall(r"^(\d+):", seen, re.MULTILINE)]
+    assert numbers == list(range(230, 271))  # line 250 and 20 lines on each side
+    assert seen.startswith("[File: /repo/ledger.py (400 lines total)]\n(199 more lines above)")
+    found = marker(tool_messages(model.calls[1].messages)[0])
+    fetched = str(tool_messages(model.calls[2].messages)[1].content)
+    first, last = int(found.group(2)), int(found.group(3))
+    assert [f"{n}:{LEDGER[n - 1]}" in fetched for n in (200, 229)] == [True, True]
+    assert last - first + 1 == 30 and f"230:{LEDGER[229]}" not in fetched
+    assert seen == str(tool_messages(model.calls[2].messages)[0].content)  # sent again as it was
+
+
+def test_an_edit_echo_is_placed_by_all_the_edit_wrote_though_its_input_is_cut() -> None:
+    wrote = "\n".join(LEDGER[109:189])  # lines 110-189, long enough to be cut once it ran
+    agent, model = scripted_agent(
+        [
+            # (an id: the turn it was made in is cut once it ran, as a checkpointed one is)
+            call("bash", {"command": f"edit 110:189\n{wrote}\nend_of_edit"}, "c1").model_copy(
+                update={"id": "turn-1"}
+            ),
+            AIMessage(content="done"),
+        ],
+        tools=[swe_agent_shell],
+        middleware=[ToolOutputShorteningMiddleware(inputs=InputShorteningSettings())],
+    )
+    agent.invoke({"messages": [HumanMessage("post every entry again")]}, cfg())
+    sent = model.calls[1].messages
+    turn = next(m for m in sent if isinstance(m, AIMessage) and m.tool_calls)
+    assert "64 lines of this input omitted" in turn.tool_calls[0]["args"]["command"]  # as cut
+    echo = str(tool_messages(sent)[0].content)
+    numbers = [int(n) for n in re.findall(r"^(\d+):", echo, re.MULTILINE)]
+    assert numbers == list(range(100, 200))  # every line within 20 of what the edit wrote

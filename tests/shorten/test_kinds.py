@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
@@ -139,7 +140,7 @@ def test_json_records_under_the_keep_size_are_left_alone() -> None:
     ("source", "name", "index", "line"),
     [
         ("openagents_claude_code", "174827", 18, "AllowAllPermissions, DenyAllPermissions"),
-        ("sweagent", "cursors_window100__marshmallow-cod_b53556ca", 13, "1475:        return int("),
+        ("sweagent", "install_from_source__marshmallow-code__m_f234b311", 5, "46:setup("),
         ("miniswe_deepseek", "astropy-12907", 23, "171:def _coord_matrix(model, pos, noutp):"),
     ],
 )
@@ -150,6 +151,36 @@ def test_file_views_under_the_view_size_pass_whole(
     assert numbered_view(text.split("\n")) is not None
     assert estimate_tokens(text) <= ShortenSettings().view_keep_tokens
     assert report.text == text and line in report.text
+
+
+def _numbers(text: str) -> list[int]:
+    return [int(m.group(1)) for m in re.finditer(r"^(\d+):", text, re.MULTILINE)]
+
+
+@pytest.mark.parametrize(
+    ("name", "index", "kept"),
+    [
+        # ``open numpy_handler.py 293``: the check the issue names, where the agent edits next
+        ("pydicom-1458", 12, range(273, 314)),
+        # ``edit 287:296``: its echo keeps what it wrote and what is around it (a line it
+        # wrote that stands at 281 as well, ``raise AttributeError(``, counts there too)
+        ("pydicom-1458", 20, range(261, 317)),
+        # ``open fields.py 1474`` with the cursors at 1374: the selection stays too
+        (
+            "cursors_window100__marshmallow-cod_b53556ca",
+            13,
+            [*range(1374, 1395), *range(1454, 1495)],
+        ),
+    ],
+)
+def test_a_window_around_a_named_line_keeps_the_lines_near_it(
+    name: str, index: int, kept: Sequence[int]
+) -> None:
+    text, report = _run("sweagent", name, index)
+    assert _numbers(text)[-1] - _numbers(text)[0] >= 99 and report.changed
+    assert _numbers(report.text) == list(kept)
+    assert text.split("\n")[0] == report.text.split("\n")[0]  # [File: ... (N lines total)]
+    assert "(Open file: " in report.text
 
 
 def test_a_whole_source_file_read_keeps_its_outline_with_whole_re_exports() -> None:

@@ -27,6 +27,7 @@ from tokenlean.shorten._detect import (
     strip_view,
 )
 from tokenlean.shorten._docs import doc_selection
+from tokenlean.shorten._focus import Focus, focus_of
 from tokenlean.shorten._huge import windowed
 from tokenlean.shorten._jsonc import MOST_ROWS, crush_json
 from tokenlean.shorten._lines import MUST, Selection, render
@@ -36,7 +37,7 @@ from tokenlean.shorten._options import DEFAULT_OPTIONS, ShortenSettings
 from tokenlean.shorten._pages import page_selection
 from tokenlean.shorten._query import query_terms, query_text
 from tokenlean.shorten._records import Tables, find_tables, printed_items, shorten_printed
-from tokenlean.shorten._report import Kind, Omission, ShortenReport
+from tokenlean.shorten._report import Kind, Omission, Reason, ShortenReport
 from tokenlean.shorten._seen import view_keys
 from tokenlean.shorten._text import Lines, estimate_tokens, line_cost
 from tokenlean.shorten._wrapped import NESTING, unwrap
@@ -76,7 +77,9 @@ def shorten(
       and a whole file that is not source code (``cat spec.md``), and another model's answer
       to the call (a sub-agent's report, ``WebFetch``'s answer about a page). A whole source
       file read with its line numbers (a Read tool given a path alone, ``cat -n f``) stays
-      whole up to ``file_keep_tokens``.
+      whole up to ``file_keep_tokens``. A window the tool chose around a line the call named
+      (SWE-agent's ``open f 1474``) or around the text an edit wrote keeps
+      ``view_context_lines`` on each side of it (:mod:`tokenlean.shorten._focus`).
     - Source code keeps its outline (whole signatures, imports and re-exports) and the parts
       the query is about.
     - Plain text, documents and listings (search results, lookups, articles, ``find``) stay
@@ -136,6 +139,7 @@ def shorten(
         paging=span is not None and span >= opts.page_lines,
         answer=asks_an_agent(query),
         record=fetches_a_record(query),
+        focus=focus_of(query),
     )
     new_text = envelope.head + body + envelope.tail
     after = count(new_text) if omissions else before
@@ -191,6 +195,7 @@ def _shorten_body(
     paging: bool = False,
     answer: bool = False,
     record: bool = False,
+    focus: Focus | None = None,
 ) -> tuple[str, Kind, list[Omission]]:
     """Sizes here are the shortener's own fast :func:`estimate_tokens` (how much of a budget a
     part takes: many parts are sized per text); ``depth``: the JSON envelopes ``body`` was taken
@@ -198,7 +203,8 @@ def _shorten_body(
     (:func:`~tokenlean.shorten._calls.file_read`); ``paging``: that stretch was asked for by at
     least ``page_lines`` lines; ``answer``: another model wrote it for the agent
     (:func:`~tokenlean.shorten._calls.asks_an_agent`); ``record``: the call fetched it by its
-    identifier (:func:`~tokenlean.shorten._calls.fetches_a_record`)."""
+    identifier (:func:`~tokenlean.shorten._calls.fetches_a_record`); ``focus``: the line a
+    viewer was moved to, or the lines an edit wrote (:mod:`tokenlean.shorten._focus`)."""
     ok, parsed = parse_json(body) if kind in ("auto", "json") else (False, None)
     wrapped = None
     if kind != "json" and depth < NESTING:
@@ -219,6 +225,7 @@ def _shorten_body(
             paging=paging,
             answer=answer,
             record=record,
+            focus=focus,
         )
         return (wrapped.wrap(inner) if omissions else body), inner_kind, omissions
     if kind in ("auto", "json"):
@@ -278,6 +285,11 @@ def _shorten_body(
             view=prefixes is not None,
             record=record,
         )
+    if focus is not None and prefixes is not None:  # a window the tool chose around the focus
+        far: dict[int, Reason] = dict.fromkeys(
+            focus.outside(lines.items, opts.view_context_lines), "budget"
+        )
+        selection = replace(selection, forced={**far, **selection.forced})
     if cut is not None:  # the stretches between its windows always go
         selection = replace(
             selection, forced={**selection.forced, **dict.fromkeys(cut.gaps, "budget")}
