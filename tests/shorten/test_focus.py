@@ -7,6 +7,8 @@ import re
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tokenlean import ShortenSettings, shorten
 from tokenlean.shorten import Retrieval
@@ -109,3 +111,29 @@ def test_a_snippet_no_wider_than_the_context_stays_whole() -> None:
     text = "\n".join(f"{n:>6}\t{_code(n)}" for n in range(146, 156))
     query = {"file_path": "src/ledger.py", "old_string": "x", "new_string": _code(150)}
     assert shorten(text, query=query, retrieval=HINT).text == text
+
+
+_KEYS = ["command", "path", "line_number", "line", "replace", "new_str", "text", "search"]
+_VALUES = st.one_of(
+    st.text(max_size=120),
+    st.sampled_from(["open src/ledger.py 150", "goto 7", "edit 3:4\n" + _code(150), "150"]),
+    st.integers(-5, 500),
+    st.integers(10**20, 10**30),
+    st.booleans(),
+    st.none(),
+)
+
+
+@given(
+    args=st.dictionaries(st.sampled_from(_KEYS), _VALUES, max_size=4),
+    first=st.integers(1, 300),
+    size=st.integers(1, 150),
+)
+def test_any_call_on_any_window_keeps_its_unnumbered_lines(
+    args: dict[str, Any], first: int, size: int
+) -> None:
+    text = _window(first, first + size - 1)
+    report = shorten(text, query=args, retrieval=HINT)
+    assert len(report.text) <= len(text)
+    out = report.text.split("\n")
+    assert all(line in out for line in text.split("\n") if not re.match(r"\d+:", line))

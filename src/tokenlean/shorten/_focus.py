@@ -25,7 +25,9 @@ from tokenlean.shorten._code import number_prefix
 __all__ = ["Focus", "focus_of"]
 
 #: SWE-agent's viewer moved to a line: ``open path 1474``, ``goto 1474``.
-_MOVE = re.compile(r"\s*(?:open\s+\S+|goto)\s+(\d+)\s*")
+_MOVE = re.compile(r"\s*(?:open\s+\S+|goto)\s+([0-9]{1,9})\s*")
+#: A line number given as text.
+_NUMBER = re.compile(r"[0-9]{1,9}")
 #: The lines around a viewer's selection: ``<<<<< START CURSOR >>>>>``.
 _CURSOR = re.compile(r"<{3,} *(?:START|END) CURSOR *>{3,}")
 #: An editor's command whose text follows on the next lines: ``edit 12:14``, ``insert 12``,
@@ -128,6 +130,6 @@ def _moved_to(query: Mapping[str, Any]) -> int | None:
     if len(lines) != 1 or len(paths) != 1 or len(keys) != 2 or not isinstance(paths[0], str):
         return None
     value = lines[0]
-    if isinstance(value, str) and value.strip().isdigit():
+    if isinstance(value, str) and _NUMBER.fullmatch(value.strip()):
         value = int(value)
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
