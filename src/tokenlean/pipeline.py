@@ -80,8 +80,8 @@ def plan_turn(
 
     ``inputs`` cuts the turn's answered inputs (only with a ``read_back``: nothing could show
     them otherwise); ``outputs`` then shortens the results that follow it, seeing the inputs as
-    cut and judging each result by its call as it was made. ``log``, ``backoff`` and the
-    window's bounds are as for :func:`~tokenlean.shorten._firstsight.plan_first_sight`.
+    cut. ``log``, ``backoff`` and the window's bounds are as for
+    :func:`~tokenlean.shorten._firstsight.plan_first_sight`.
     """
     cut, current = _NO_INPUTS, window
     if inputs is not None and read_back is not None:
@@ -93,13 +93,7 @@ def plan_turn(
     if outputs is None:
         return TurnPlan(cut, _NO_OUTPUTS)
     shown = plan_first_sight(
-        current,
-        outputs,
-        offset=offset,
-        log=log,
-        read_back=read_back,
-        backoff=backoff,
-        asked=window if current is not window else None,
+        current, outputs, offset=offset, log=log, read_back=read_back, backoff=backoff
     )
     if read_back is not None and shown.edits:
         shown = _finished(shown, read_back, outputs)

@@ -238,7 +238,6 @@ def plan_first_sight(
     log: SeenLog | None = None,
     read_back: ReadBack | None = TOOL_READ_BACK,
     backoff: Mapping[str, int] | None = None,
-    asked: Sequence[Message] | None = None,
 ) -> FirstSightPlan:
     """The first-sight shortenings of the unseen tool results in ``window``.
 
@@ -251,9 +250,6 @@ def plan_first_sight(
     plan's ``log`` covers every message before the unseen results, ready for the next call.
     ``backoff`` counts, per tool, how often the agent read an original of that tool back: its
     results are shortened less (see :meth:`OutputShorteningSettings.options_for`).
-    ``asked``: ``window`` with the newest turn's calls as the agent made them, when ``window``
-    holds them with their inputs cut (what the model sees): each result is judged by its call
-    as it was made (an edit's echo is placed by the whole text it wrote).
     """
     first = last_assistant(window) + 1
     if policy.dedupe:
@@ -264,8 +260,7 @@ def plan_first_sight(
         log.upto = offset + first
     else:
         log = None
-    made = window if asked is None else asked
-    calls = _calls(made[:first])
+    calls = _calls(window[:first])
     candidates = [
         i
         for i in range(first, len(window))
@@ -275,7 +270,7 @@ def plan_first_sight(
         return FirstSightPlan(log=log)
     seen = None
     if log is not None:  # a view answering the newest calls is where the agent checks them
-        written = _written(log.seen, made[first - 1]) if first else frozenset()
+        written = _written(log.seen, window[first - 1]) if first else frozenset()
         seen = Seen(min_chars=log.seen.min_chars, parent=log.seen, unmatched=written)
     current, done = list(window), first
     edits: list[Edit] = []

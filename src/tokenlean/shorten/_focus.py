@@ -58,14 +58,18 @@ class Focus:
     def outside(self, items: Sequence[str], context: int) -> list[int]:
         """The indexes of ``items`` (a numbered view's lines, numbers included) further than
         ``context`` lines of the file from every focused line; none when the focus is not
-        in the window."""
+        in the window. An edit's focus is the whole stretch from the first line of its text
+        the window shows to the last: what lies between is what it wrote, even when the
+        middle of its text is all the call still holds (its input cut once it ran, as the
+        model sees it and as an adapter replanning the stored history reads it)."""
         numbered = [(i, number_prefix(line)) for i, line in enumerate(items)]
         placed = [(i, found[0], items[i][found[1] :].strip()) for i, found in numbered if found]
         if self.line is not None:
             numbers = {n for _, n, _ in placed}
             anchors = [self.line] if self.line in numbers else []
-        else:
-            anchors = [n for _, n, text in placed if text in self.written]
+        else:  # an edit writes one stretch: from the first line of its text shown to the last
+            found = [n for _, n, text in placed if text in self.written]
+            anchors = list(range(min(found), max(found) + 1)) if found else []
         anchors += _selected(items)
         if not anchors:
             return []

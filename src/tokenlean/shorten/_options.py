@@ -85,8 +85,9 @@ class ShortenSettings:
     focus of a window the tool chose (SWE-agent's ``open f 1474`` shows a hundred lines around
     the line named; its ``edit 12:14`` echoes a hundred around the text written): the rest of
     such a window goes, each gap a line range. On SWE-agent, the one dev source with such
-    windows, 20 is the fewest that loses no reference (recall 0.967 at 10, 0.956 at 5), and
-    the recommended stack bills 0.801 of no middleware there instead of 0.836."""
+    windows, 20 is the fewest that loses no reference (recall 0.967 at 10, 0.962 at 5), and
+    the recommended stack bills 0.801 of no middleware there instead of 0.836
+    (``benchmarks/loso_focus.md``: the other sources cannot tell the candidates apart)."""
     listing_keep_lines: int = 400
     """Listings of distinct paths (``find``, ``ls -R``) up to this many lines never collapse
     similar names (``L004.py`` and ``L005.py`` are different files)."""
