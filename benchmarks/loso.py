@@ -14,7 +14,9 @@ Then, for each source S (a folder of trajectories), the candidates are judged on
 sources only: among those with recall >= ``--floor`` on every other source with at least
 ``--min-refs`` references, pooled recall over the others >= ``--pooled-floor``, and tokens sent
 and billed input <= none on every other source, the one with the lowest pooled billed input
-(Anthropic-style) is picked, and its figures on S — never seen while choosing — are reported.
+(Anthropic-style) is picked — unless another billing at most ``--keep-within`` more keeps more
+references on its worst source (when in doubt, keep) — and its figures on S, never seen while
+choosing, are reported.
 The table goes to ``benchmarks/loso.md`` with the command that produced it.
 """
 
@@ -48,9 +50,12 @@ class Rules:
     floor: float = 0.97  # recall on every source with >= min_refs references
     pooled_floor: float = 0.98  # recall pooled over the sources tuned on
     min_refs: int = report.MIN_REFS
+    # When in doubt, keep: a pick may bill up to this much more (x none, pooled) than the cheapest
+    # eligible candidate when its worst source keeps more references (at the 3 decimals reported).
+    keep_within: float = 0.005
 
     def __post_init__(self) -> None:
-        for name in ("floor", "pooled_floor"):
+        for name in ("floor", "pooled_floor", "keep_within"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)!r}")
         if self.min_refs < 0:
@@ -136,12 +141,21 @@ class Fold:
 def pick(
     result: ReplayReport, candidates: Sequence[str], sources: Sequence[str], rules: Rules
 ) -> tuple[str, Figures, int]:
-    """The eligible candidate with the lowest pooled billed input on ``sources`` (ties: name)."""
+    """The eligible candidate with the lowest pooled billed input on ``sources`` (ties: name),
+    unless one billing at most ``rules.keep_within`` more keeps more on its worst source.
+    """
     judged = [(figures(result, name, sources, rules), name) for name in candidates]
     ok = sorted((f.billed, name, f) for f, name in judged if not f.broken)
     if not ok:
         return BASELINE, figures(result, BASELINE, sources, rules), 0
-    return ok[0][1], ok[0][2], len(ok)
+    near = [row for row in ok if row[0] <= ok[0][0] + rules.keep_within + 1e-12]
+    _, name, chosen = max(near, key=lambda row: (_kept(row[2]), -row[0]))
+    return name, chosen, len(ok)
+
+
+def _kept(f: Figures) -> int:
+    """Worst-source recall in thousandths, as the tables show it (no judged source: all kept)."""
+    return 1000 if f.worst_recall is None else round(f.worst_recall * 1000)
 
 
 def leave_one_out(result: ReplayReport, candidates: Sequence[str], rules: Rules) -> list[Fold]:
@@ -201,8 +215,10 @@ def replay_cached(
     cache: Path,
     plugins: Sequence[str],
     jobs: int | None,
-) -> ReplayReport:
-    """Every name's runs, replaying only the names whose cached entry is missing or stale."""
+) -> tuple[ReplayReport, int]:
+    """Every name's runs, replaying only the names whose cached entry is missing or stale; and
+    how many were replayed.
+    """
     base = f"{code_key()}:{data_key(trajectories)}"
     keys = {n: f"{base}:{strategy_key(n)}" for n in names}
     stored = json.loads(cache.read_text()) if cache.is_file() else {}
@@ -222,21 +238,21 @@ def replay_cached(
         "pooled": [{"strategy": n} for n in names],
         "runs": [run for n in names for run in entries[n]["runs"]],
     }
-    return report.from_json(data)
+    return report.from_json(data), len(todo)
 
 
 # -- output --------------------------------------------------------------------------------------
 
 
 def markdown(
-    result: ReplayReport, candidates: Sequence[str], rules: Rules, command: str, seconds: float
+    result: ReplayReport, candidates: Sequence[str], rules: Rules, command: str, timing: str
 ) -> str:
     folds = leave_one_out(result, candidates, rules)
     everywhere = pick(result, candidates, list(result.by_source), rules)
     lines = [
         "# Leave one source out",
         "",
-        f"Produced by `{command}` in {seconds:.0f} s (cached replays reused), over"
+        f"Produced by `{command}` ({timing}), over"
         f" {len({r.trajectory for r in result.runs})} trajectories from"
         f" {len(result.by_source)} sources. Tokens counted with: {result.counter}.",
         "",
@@ -246,7 +262,10 @@ def markdown(
         " billed input (Anthropic-style, x none) among those with recall"
         f" >= {rules.floor} on every other source with >= {rules.min_refs} references, pooled"
         f" recall >= {rules.pooled_floor}, and tokens sent and billed <= none on every other"
-        " source (`none` when no candidate qualifies). Then its figures on the source left out;"
+        " source (`none` when no candidate qualifies); when in doubt, keep: of the eligible"
+        f" candidates billing at most {rules.keep_within} more than that, the one whose worst"
+        " source keeps the most references (to the 3 decimals shown; ties: the cheapest)."
+        " Then its figures on the source left out;"
         f" it holds there when recall >= {rules.floor} (if the source has >= {rules.min_refs}"
         " references) and tokens and billed <= none.",
         "",
@@ -325,8 +344,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--floor", type=float, default=Rules.floor)
     parser.add_argument("--pooled-floor", type=float, default=Rules.pooled_floor)
     parser.add_argument("--min-refs", type=int, default=Rules.min_refs)
+    parser.add_argument("--keep-within", type=float, default=Rules.keep_within)
     args = parser.parse_args(argv)
-    rules = Rules(floor=args.floor, pooled_floor=args.pooled_floor, min_refs=args.min_refs)
+    rules = Rules(
+        floor=args.floor,
+        pooled_floor=args.pooled_floor,
+        min_refs=args.min_refs,
+        keep_within=args.keep_within,
+    )
     strategies.load_plugins(args.plugin)
     candidates = candidates_from(args.candidates, args.plugin)
     if not candidates:
@@ -336,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
     paths = sorted(p for p in args.trajectories.rglob("*.json") if p.name != "index.json")
     trajectories = [load_trajectory(p) for p in paths]
     start = time.perf_counter()
-    result = replay_cached(
+    result, replayed = replay_cached(
         trajectories,
         [BASELINE, *candidates],
         cache=args.cache,
@@ -344,8 +369,12 @@ def main(argv: list[str] | None = None) -> int:
         jobs=args.jobs,
     )
     seconds = time.perf_counter() - start
+    timing = (
+        f"{seconds:.0f} s; {replayed} of {len(candidates) + 1} strategies replayed, the others"
+        " taken from replays of the same code and data cached by an earlier run"
+    )
     command = "python -m benchmarks.loso " + " ".join(sys.argv[1:] if argv is None else argv)
-    text = markdown(result, candidates, rules, command.strip(), seconds)
+    text = markdown(result, candidates, rules, command.strip(), timing)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text, encoding="utf-8")
     print(text)

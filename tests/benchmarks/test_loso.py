@@ -65,3 +65,20 @@ def test_rules_are_configurable_and_checked() -> None:
     assert figures(report, "x", ["a"], few_refs, pooled_rule=False).broken == ()
     with pytest.raises(ValueError, match="floor"):
         Rules(floor=1.5)
+
+
+def test_when_in_doubt_the_pick_keeps_more_on_its_worst_source() -> None:
+    rows = {
+        ("cheap", "a"): (80, 80.0, 200, 195),  # worst recall 0.975
+        ("cheap", "b"): (80, 80.0, 200, 200),
+        ("keeps", "a"): (80, 80.8, 200, 199),  # 0.004 dearer pooled, worst recall 0.995
+        ("keeps", "b"): (80, 80.0, 200, 200),
+    }
+    runs = [_run("none", s, (100, 100.0, 200, 200)) for s in "ab"]
+    runs += [_run(n, s, rows[n, s]) for n in ("cheap", "keeps") for s in "ab"]
+    report = ReplayReport(["none", "cheap", "keeps"], runs, "test")
+    assert pick(report, ["cheap", "keeps"], ["a", "b"], Rules())[0] == "keeps"
+    assert pick(report, ["cheap", "keeps"], ["a", "b"], Rules(keep_within=0.003))[0] == "cheap"
+    assert pick(report, ["cheap", "keeps"], ["a", "b"], Rules(keep_within=0.0))[0] == "cheap"
+    with pytest.raises(ValueError, match="keep_within"):
+        Rules(keep_within=-0.1)
