@@ -9,9 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.messages import ToolMessage
 
 from tests.data import NATIVE, shared_params
 from tokenlean.cli import main
+from tokenlean.langchain import ToolOutputShorteningMiddleware
+from tokenlean.replay._engine import replay
 from tokenlean.replay._formats import (
     TrajectoryFormatError,
     load_trajectory,
@@ -23,6 +26,8 @@ from tokenlean.transcript import Message, ToolCall
 CLAUDE = sorted((NATIVE / "claude_code").glob("*.jsonl"))
 CODEX = sorted((NATIVE / "codex").glob("*.jsonl"))
 TYPED_WHILE_RUNNING = NATIVE / "claude_code" / "entireio_cli__d6_5f53d0e8e2_0_full.jsonl"
+#: A code review: the agent reads its branch's diff, then briefs six sub-agents with its lines.
+BRANCH_REVIEW = NATIVE / "claude_code" / "entireio_cli__51_0c10bf7b7a_0_full.jsonl"
 NO_TOOLS = "ThalesMMS_vLLM-config"
 
 
@@ -243,3 +248,26 @@ def test_replay_on_the_agents_folders_prints_each_session_and_the_total(
         rows = [line.split()[1] for line in per_session.splitlines() if line.startswith(stem)]
         assert rows == ["none", "shorten"], stem
     assert "no assistant turns to replay" in err and NO_TOOLS in err
+
+
+def test_a_reviewed_branch_diff_reaches_the_model_whole() -> None:
+    """``git diff main...HEAD`` is the branch under review, as ``gh pr diff 45`` is, and the
+    review quotes its removed and added lines (``G306``, ``os.WriteFile``): it stays whole, in a
+    real ``create_agent`` loop, where the agent's own ``git diff`` would be cut as a log."""
+    if not BRANCH_REVIEW.is_file():
+        pytest.skip(f"needs the shared data folder: {BRANCH_REVIEW} is not there")
+    trajectory = load_trajectory(BRANCH_REVIEW)
+    calls = {c.id: c for m in trajectory.messages for c in m.tool_calls}
+    diff = next(
+        m
+        for m in trajectory.messages
+        if m.role == "tool" and calls[m.tool_call_id].args.get("command") == "git diff main...HEAD"
+    )
+    result = replay(trajectory, [ToolOutputShorteningMiddleware()])
+    sent = [
+        m.content
+        for call in result.calls
+        for m in call.messages
+        if isinstance(m, ToolMessage) and m.tool_call_id == diff.tool_call_id
+    ]
+    assert sent and all(text == diff.text for text in sent)

@@ -191,6 +191,13 @@ def test_a_sub_agents_report_stays_whole_as_another_models_answer() -> None:
         ({"command": "cd /testbed && git show 658bcc16f1 --stat"}, True),
         ({"command": "gh issue view 12 | grep -n token"}, False),  # searched
         ({"command": "git diff"}, False),  # the agent's own changes
+        ({"command": "git diff -- src/app.py"}, False),
+        ({"command": "git diff main...HEAD"}, True),  # a branch under review
+        ({"command": "git diff origin/main..HEAD -- cmd/setup.go | head -400"}, True),
+        ({"command": "git diff HEAD~3.."}, True),
+        ({"command": "git diff src/../lib/a.py"}, False),  # a path, not a range
+        ({"command": "git diff ../other/a.py"}, False),
+        ({"command": "git diff main...HEAD && go test ./..."}, False),  # two programs
         ({"command": "gh issue list --state open"}, False),
         ({"command": "show 12"}, False),  # no program before the verb
         ({"query": "open issues"}, False),  # a search
@@ -289,6 +296,8 @@ def test_a_change_fetched_by_its_id_stays_whole_and_the_agents_own_diff_is_cut()
     the edits it made, and is cut as a log."""
     assert shorten(PR_DIFF, query={"command": "gh pr diff 227"}).text == PR_DIFF
     assert shorten(PR_DIFF, query={"command": "git show 4a54611"}).text == PR_DIFF
+    # a branch's commits, as a reviewing agent reads them before sending its sub-agents off
+    assert shorten(PR_DIFF, query={"command": "git diff main...HEAD"}).text == PR_DIFF
     own = shorten(PR_DIFF, query={"command": "git diff"})
     assert own.changed and own.kind == "diff"
 

@@ -112,7 +112,7 @@ def fetches_a_record(query: str | Mapping[str, Any] | None) -> bool:
     four arguments, each a number, a flag or a short word, one of them naming the record. The
     record is what the agent asked to read. A command that shows one record by its id
     (``gh issue view 12``, ``kubectl describe pod web-7f9c``, ``cargo autopilot directive show
-    d-004``, ``gh pr diff 45``, ``git show 4a54611``) fetches it too."""
+    d-004``, ``gh pr diff 45``, ``git show 4a54611``, ``git diff main...HEAD``) fetches it too."""
     if (command := command_of(query)) or isinstance(query, str):
         return _shows_a_record(command)
     if not isinstance(query, Mapping) or not 0 < len(query) <= 4:
@@ -135,6 +135,9 @@ _CAPS = frozenset({"head", "tail", "cat"})
 #: A record's id on a command line: one word holding a digit (``12``, ``#12``, ``d-004``,
 #: ``PROJ-7``, ``web-7f9c``), not a path or a revision (``HEAD:src/a.py``, ``a/b``).
 _ID_WORD = re.compile(r"#?[A-Za-z0-9][\w.-]*")
+#: A revision range (``main...HEAD``, ``origin/main..HEAD``, ``HEAD~3..``): commits the agent
+#: reviews (``git diff main...HEAD``), not its own edits; not a path (``a/../b``, ``../a``).
+_RANGE_WORD = re.compile(r"[\w@^~{}/-]*[\w@^~{}-]\.\.\.?(?!/)[\w@^~{}/-]*")
 
 
 def _shows_a_record(command: str) -> bool:
@@ -156,11 +159,11 @@ def _shows_a_record(command: str) -> bool:
 
 
 def _names_a_record(word: str) -> bool:
-    return (
-        len(word) <= _ID_MAX_CHARS
-        and _ID_WORD.fullmatch(word) is not None
-        and any(map(str.isdigit, word))
-    )
+    if len(word) > _ID_MAX_CHARS:
+        return False
+    if _RANGE_WORD.fullmatch(word):
+        return True
+    return _ID_WORD.fullmatch(word) is not None and any(map(str.isdigit, word))
 
 
 #: The first line of SWE-agent's line edits: ``edit 12:14`` (lines 12-14 replaced by the text
