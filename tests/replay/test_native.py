@@ -26,6 +26,8 @@ from tokenlean.transcript import Message, ToolCall
 CLAUDE = sorted((NATIVE / "claude_code").glob("*.jsonl"))
 CODEX = sorted((NATIVE / "codex").glob("*.jsonl"))
 TYPED_WHILE_RUNNING = NATIVE / "claude_code" / "entireio_cli__d6_5f53d0e8e2_0_full.jsonl"
+#: A Codex session whose test run fails in a conftest, reported with pytest's short frames.
+CONFTEST_FAILURE = next((p for p in CODEX if "bumpy-croc" in p.name), NATIVE / "codex" / "-")
 #: A code review: the agent reads its branch's diff, then briefs six sub-agents with its lines.
 BRANCH_REVIEW = NATIVE / "claude_code" / "entireio_cli__51_0c10bf7b7a_0_full.jsonl"
 NO_TOOLS = "ThalesMMS_vLLM-config"
@@ -271,3 +273,21 @@ def test_a_reviewed_branch_diff_reaches_the_model_whole() -> None:
         if isinstance(m, ToolMessage) and m.tool_call_id == diff.tool_call_id
     ]
     assert sent and all(text == diff.text for text in sent)
+
+
+def test_pytests_short_frames_reach_the_model() -> None:
+    """``src/risk/risk_manager.py:42: in RiskParameters`` is where the error is: the frames of
+    a conftest's import failure stay when the test run's output is shortened."""
+    if not CONFTEST_FAILURE.is_file():
+        pytest.skip(f"needs the shared data folder: {CONFTEST_FAILURE} is not there")
+    trajectory = load_trajectory(CONFTEST_FAILURE)
+    frame = "src/risk/risk_manager.py:42: in RiskParameters"
+    (result,) = [m for m in trajectory.messages if m.role == "tool" and frame in m.text]
+    replayed = replay(trajectory, [ToolOutputShorteningMiddleware()])
+    sent = [
+        m.content
+        for call in replayed.calls
+        for m in call.messages
+        if isinstance(m, ToolMessage) and m.tool_call_id == result.tool_call_id
+    ]
+    assert sent and all(isinstance(text, str) and frame in text for text in sent)

@@ -67,6 +67,56 @@ def test_a_log_keeps_errors_traceback_summary_and_exit_code() -> None:
     assert _marked_lines(report) == sum(o.count for o in report.omissions if o.reason != "caret")
 
 
+def test_pytests_short_traceback_keeps_its_frames() -> None:
+    """A conftest that fails to import is reported with pytest's short frames (``path:line: in
+    name`` over the code line): the frames say where the error is, as Python's ``File "..."``
+    frames do, and stay (a Codex session lost ``src/risk/risk_manager.py`` to this cut)."""
+    frames = [
+        "tests/conftest.py:81: in <module>",
+        "    from src.risk.risk_manager import RiskParameters",
+        "src/risk/__init__.py:1: in <module>",
+        "    from .risk_manager import RiskManager, RiskParameters",
+        "src/risk/risk_manager.py:27: in <module>",
+        "    class RiskParameters:",
+        "src/risk/risk_manager.py:42: in RiskParameters",
+        "    partial_exit_targets: list[float] | None = None",
+    ]
+    lines = [
+        *_noise(60),
+        "ImportError while loading conftest '/repo/tests/conftest.py'.",
+        *frames,
+        "E   TypeError: unsupported operand type(s) for |: 'types.GenericAlias' and 'NoneType'",
+        *_noise(60, 60),
+    ]
+    report = shorten("\n".join(lines), retrieval=HINT)
+    assert report.kind == "log" and report.changed
+    out = report.text.split("\n")
+    assert all(line in out for line in frames)
+
+
+def test_a_frame_every_traceback_repeats_is_key_once() -> None:
+    """Seventeen test modules that fail to import each show importlib's frame, then their own:
+    their own frames stay, importlib's is key the first time only."""
+    library = "/usr/lib/python3.10/importlib/__init__.py:126: in import_module"
+    lines = ["==================== ERRORS ===================="]
+    for i in range(17):
+        lines += [
+            f"_______ ERROR collecting tests/test_mod_{i}.py _______",
+            "Traceback:",
+            library,
+            "    return _bootstrap._gcd_import(name[level:], package, level)",
+            f"tests/test_mod_{i}.py:{i + 1}: in <module>",
+            f"    from pkg.core.part_{i} import build_{i}",
+            "E   ModuleNotFoundError: No module named 'pkg'",
+        ]
+    lines += [*_noise(80), "17 errors in 0.35s"]
+    report = shorten("\n".join(lines), retrieval=HINT)
+    out = report.text.split("\n")
+    assert all(f"tests/test_mod_{i}.py:{i + 1}: in <module>" in out for i in range(17))
+    assert all(f"    from pkg.core.part_{i} import build_{i}" in out for i in range(17))
+    assert 1 <= out.count(library) < 17
+
+
 def test_markers_name_the_omitted_lines_and_the_way_back() -> None:
     noise = _noise(400)
     text = "\n".join(line if i % 80 else f"ERROR: case {i}" for i, line in enumerate(noise))

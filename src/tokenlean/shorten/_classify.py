@@ -38,7 +38,13 @@ _SUMMARY_START = re.compile(r"Ran \d+ tests?|OK\b|FAILED\b|All \w+ passed|Found 
 _SUMMARY_KEYS = (" passed",)
 _TAIL_LINES = 40
 _SUMMARY_CHARS = 300  # a summary line is short
-_FRAME = re.compile(r'^\s*File "([^"\n]*)", line \d+')
+#: A traceback frame: Python's (``File "a.py", line 3, in f``) or pytest's short one
+#: (``src/a.py:42: in RiskParameters``, as a conftest that fails to import is reported).
+_FRAME = re.compile(
+    r'^\s*File "([^"\n]*)", line \d+|^([^\s:"][^:"\n]*\.py):\d+: in (?:<\w+>|[\w.]+)\s*$'
+)
+#: Keys that pick candidate frame lines (one scan each).
+_FRAME_KEYS = ('File "', ".py:")
 _LIBRARY = ("site-packages", "dist-packages", "/lib/python", "<frozen", "<string>")
 _CARET_CHARS = frozenset("^~ \t")
 _DIFF_HEADS = ("@@ ", "diff --git", "--- a/", "+++ b/")
@@ -135,8 +141,9 @@ def classify(lines: Lines) -> LogMarks:
     tail = set(range(max(0, lines.count - _TAIL_LINES), lines.count))
     summaries = marks.errors | marks.warnings | tail | _candidates(lines, _SUMMARY_KEYS)
     marks.summaries = {i for i in summaries if is_summary(lines.items[i])}
-    for index in sorted(lines.find_all('File "')):
-        _frame(lines, index, marks)
+    shown: set[str] = set()
+    for index in sorted({i for key in _FRAME_KEYS for i in lines.find_all(key)}):
+        _frame(lines, index, marks, shown)
     for index in marks.key_frames | marks.project_frames | marks.other_frames:
         for below in (index + 1, index + 2, index + 3):  # under the frame's code line
             if below < lines.count and is_caret(lines.items[below]):
@@ -183,17 +190,25 @@ def _is_minus_plus(items: list[str], i: int) -> bool:
     return line.startswith("+++ ") and i > 0 and items[i - 1].startswith("--- ")
 
 
-def _frame(lines: Lines, index: int, marks: LogMarks) -> None:
-    match = _FRAME.match(lines.items[index], 0, SCAN_CHARS)
+def _frame(lines: Lines, index: int, marks: LogMarks, shown: set[str]) -> None:
+    """Mark the frame at ``index``: key (a traceback's first, or near its exception) unless an
+    earlier frame of this output is the same line (``importlib/__init__.py:126: in
+    import_module`` over each of 17 test modules that failed to import); else project or library.
+    """
+    line = lines.items[index]
+    match = _FRAME.match(line, 0, SCAN_CHARS)
     if match is None:
         return
     nxt = index + 1
-    if nxt < lines.count and _is_frame_code(lines.items[index], lines.items[nxt]):
+    if nxt < lines.count and _is_frame_code(line, lines.items[nxt]):
         marks.ties[index] = nxt
     first = not _frame_within(lines, index, -1)
     near_end = _frames_below(lines, index) < KEY_LAST_FRAMES
-    library = any(part in match.group(1) for part in _LIBRARY)
-    if first or near_end:
+    path = match.group(1) or match.group(2)
+    library = any(part in path for part in _LIBRARY)
+    again = line[:SCAN_CHARS] in shown
+    shown.add(line[:SCAN_CHARS])
+    if (first or near_end) and not again:
         marks.key_frames.add(index)
     else:
         (marks.other_frames if library else marks.project_frames).add(index)
