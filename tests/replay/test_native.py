@@ -16,6 +16,7 @@ from tokenlean.cli import main
 from tokenlean.langchain import ToolOutputShorteningMiddleware
 from tokenlean.replay._engine import replay
 from tokenlean.replay._formats import (
+    Trajectory,
     TrajectoryFormatError,
     load_trajectory,
     message_sequence_problem,
@@ -265,13 +266,7 @@ def test_a_reviewed_branch_diff_reaches_the_model_whole() -> None:
         for m in trajectory.messages
         if m.role == "tool" and calls[m.tool_call_id].args.get("command") == "git diff main...HEAD"
     )
-    result = replay(trajectory, [ToolOutputShorteningMiddleware()])
-    sent = [
-        m.content
-        for call in result.calls
-        for m in call.messages
-        if isinstance(m, ToolMessage) and m.tool_call_id == diff.tool_call_id
-    ]
+    sent = _sent_shortened(trajectory, diff.tool_call_id)
     assert sent and all(text == diff.text for text in sent)
 
 
@@ -283,11 +278,17 @@ def test_pytests_short_frames_reach_the_model() -> None:
     trajectory = load_trajectory(CONFTEST_FAILURE)
     frame = "src/risk/risk_manager.py:42: in RiskParameters"
     (result,) = [m for m in trajectory.messages if m.role == "tool" and frame in m.text]
+    sent = _sent_shortened(trajectory, result.tool_call_id)
+    assert sent and all(isinstance(text, str) and frame in text for text in sent)
+
+
+def _sent_shortened(trajectory: Trajectory, call_id: str) -> list[Any]:
+    """What each model call was sent as the result of ``call_id``, the session replayed through
+    a real ``create_agent`` with the output shortener."""
     replayed = replay(trajectory, [ToolOutputShorteningMiddleware()])
-    sent = [
+    return [
         m.content
         for call in replayed.calls
         for m in call.messages
-        if isinstance(m, ToolMessage) and m.tool_call_id == result.tool_call_id
+        if isinstance(m, ToolMessage) and m.tool_call_id == call_id
     ]
-    assert sent and all(isinstance(text, str) and frame in text for text in sent)
