@@ -28,7 +28,14 @@ CLAUDE = sorted((NATIVE / "claude_code").glob("*.jsonl"))
 CODEX = sorted((NATIVE / "codex").glob("*.jsonl"))
 TYPED_WHILE_RUNNING = NATIVE / "claude_code" / "entireio_cli__d6_5f53d0e8e2_0_full.jsonl"
 #: A Codex session whose test run fails in a conftest, reported with pytest's short frames.
-CONFTEST_FAILURE = next((p for p in CODEX if "bumpy-croc" in p.name), NATIVE / "codex" / "-")
+CONFTEST_FAILURE = (
+    NATIVE
+    / "codex"
+    / (
+        "bumpy-croc_ai-trading-bot__rollout-2025-10-17T22-40-02-"
+        "0199f41d-9079-7662-ba8d-eff8c75f8a7a.jsonl"
+    )
+)
 #: A code review: the agent reads its branch's diff, then briefs six sub-agents with its lines.
 BRANCH_REVIEW = NATIVE / "claude_code" / "entireio_cli__51_0c10bf7b7a_0_full.jsonl"
 NO_TOOLS = "ThalesMMS_vLLM-config"
