@@ -3,6 +3,7 @@
 Usage (from the repository root)::
 
     python -m benchmarks.loso [TRAJECTORY_DIR] -c NAME [-c NAME ...] [--plugin MODULE] [-j 2]
+        [--by both|source|family]
 
 Every candidate (a registered strategy; a ``--plugin`` module registers more, and its ``GRID``
 list, if any, adds them to the candidates) is replayed once over every trajectory, with ``none``
@@ -17,7 +18,12 @@ and billed input <= none on every other source, the one with the lowest pooled b
 (Anthropic-style) is picked — unless another billing at most ``--keep-within`` more keeps more
 references on its worst source (when in doubt, keep) — and its figures on S, never seen while
 choosing, are reported.
-The table goes to ``benchmarks/loso.md`` with the command that produced it.
+
+Leaving one source out is not enough when two sources record the same agent, so (``--by family``
+or ``both``, the default) each agent family in :data:`FAMILIES` is also held out at once: the pick
+is made by the same rules on the sources of the other families only, and its figures are reported
+on each source of the family held out. A source in no family is its own family.
+The tables go to ``benchmarks/loso.md`` with the command that produced them.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ import importlib
 import json
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,6 +47,19 @@ from tokenlean.replay._runner import ReplayReport, run_replay, stderr_progress
 
 HERE = Path(__file__).parent
 BASELINE = strategies.BASELINE
+
+#: Agent families: the sources that record the same agent (``shared/data/SOURCES.md``), held out
+#: together by :func:`leave_one_family_out`. A source named in none is its own family.
+FAMILIES: dict[str, tuple[str, ...]] = {
+    "claude_code": ("entire_claude_code", "openagents_claude_code", "claude_code_2_1_2xx"),
+    "codex": ("codex_cli_rollouts", "codex_desktop_0144"),
+    "opencode_pi": ("entire_opencode_pi", "opencode_1_14"),
+    "swe_agents": ("sweagent", "miniswe_deepseek"),
+    "customer_service": ("tau2_retail_gpt41", "tau2_telecom_gpt41"),
+    "qa_research": ("reflexion_hotpotqa_react", "tapeagents_gaia"),
+    "web": ("react_webshop", "tapeagents_workarena"),
+}
+BY = ("both", "source", "family")  # what --by may hold out
 
 
 @dataclass(frozen=True)
@@ -136,6 +155,8 @@ class Fold:
     tuned: Figures  # the pick on the other sources
     held: Figures  # the pick on the held-out source alone
     eligible: int  # candidates eligible on the other sources
+    family: str = ""  # the family held out with it (leave_one_family_out); "" alone
+    tuned_on: tuple[str, ...] = ()  # the sources the pick was made on
 
 
 def pick(
@@ -166,7 +187,45 @@ def leave_one_out(result: ReplayReport, candidates: Sequence[str], rules: Rules)
         others = [s for s in sources if s != held_out]
         name, tuned, eligible = pick(result, candidates, others, rules)
         held = figures(result, name, [held_out], rules, pooled_rule=False)
-        folds.append(Fold(held_out, name, tuned, held, eligible))
+        folds.append(Fold(held_out, name, tuned, held, eligible, tuned_on=tuple(others)))
+    return folds
+
+
+def family_of(source: str, families: Mapping[str, Sequence[str]] = FAMILIES) -> str:
+    """The family ``source`` belongs to: its own name when ``families`` names it in none."""
+    return next((f for f, members in families.items() if source in members), source)
+
+
+def by_family(
+    sources: Iterable[str], families: Mapping[str, Sequence[str]] = FAMILIES
+) -> dict[str, list[str]]:
+    """``sources`` grouped by family (families in name order, sources in the order given)."""
+    groups: dict[str, list[str]] = {}
+    for source in sources:
+        groups.setdefault(family_of(source, families), []).append(source)
+    return dict(sorted(groups.items()))
+
+
+def leave_one_family_out(
+    result: ReplayReport,
+    candidates: Sequence[str],
+    rules: Rules,
+    families: Mapping[str, Sequence[str]] = FAMILIES,
+) -> list[Fold]:
+    """A fold per source, grouped by family: each family's pick is made on the sources of the
+    other families only (by :func:`pick`), then measured on each source of the family alone.
+    Empty when the sources are all of one family (nothing would be left to pick on).
+    """
+    groups = by_family(result.by_source, families)
+    if len(groups) < 2:
+        return []
+    folds = []
+    for family, held_out in groups.items():
+        others = [s for s in result.by_source if s not in held_out]
+        name, tuned, eligible = pick(result, candidates, others, rules)
+        for source in held_out:
+            held = figures(result, name, [source], rules, pooled_rule=False)
+            folds.append(Fold(source, name, tuned, held, eligible, family, tuple(others)))
     return folds
 
 
@@ -245,12 +304,27 @@ def replay_cached(
 
 
 def markdown(
-    result: ReplayReport, candidates: Sequence[str], rules: Rules, command: str, timing: str
+    result: ReplayReport,
+    candidates: Sequence[str],
+    rules: Rules,
+    command: str,
+    timing: str,
+    *,
+    by: str = "both",
+    families: Mapping[str, Sequence[str]] = FAMILIES,
 ) -> str:
-    folds = leave_one_out(result, candidates, rules)
+    """The report: a table per kind of fold ``by`` names (``source``, ``family`` or ``both``),
+    then the pick on all sources, each candidate per source and why it is not eligible."""
+    if by not in BY:
+        raise ValueError(f"by must be one of {', '.join(BY)}, got {by!r}")
     everywhere = pick(result, candidates, list(result.by_source), rules)
+    title = {
+        "source": "Leave one source out",
+        "family": "Leave one agent family out",
+        "both": "Leave one source out, and one agent family out",
+    }[by]
     lines = [
-        "# Leave one source out",
+        f"# {title}",
         "",
         f"Produced by `{command}` ({timing}), over"
         f" {len({r.trajectory for r in result.runs})} trajectories from"
@@ -258,23 +332,15 @@ def markdown(
         "",
         f"Candidates: {', '.join(f'`{c}`' for c in candidates)}.",
         "",
-        "For each source, a candidate is picked using only the other sources: the lowest pooled"
-        " billed input (Anthropic-style, x none) among those with recall"
-        f" >= {rules.floor} on every other source with >= {rules.min_refs} references, pooled"
-        f" recall >= {rules.pooled_floor}, and tokens sent and billed <= none on every other"
-        " source (`none` when no candidate qualifies); when in doubt, keep: of the eligible"
-        f" candidates billing at most {rules.keep_within} more than that, the one whose worst"
-        " source keeps the most references (to the 3 decimals shown; ties: the cheapest)."
-        " Then its figures on the source left out;"
-        f" it holds there when recall >= {rules.floor} (if the source has >= {rules.min_refs}"
-        " references) and tokens and billed <= none.",
-        "",
-        "| held out | refs | pick | eligible | tuned: billed | tuned: worst recall"
-        " | held out: billed | held out: tokens | held out: recall | held out: holds |",
-        "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for fold in folds:
-        lines.append(_fold_row(fold, rules))
+    if by != "family":
+        if by == "both":
+            lines += ["## One source held out", ""]
+        lines += _source_section(result, candidates, rules)
+    if by != "source":
+        if by == "both":
+            lines += ["", "## One agent family held out", ""]
+        lines += _family_section(result, candidates, rules, families)
     name, tuned, eligible = everywhere
     lines += [
         "",
@@ -297,7 +363,70 @@ def markdown(
     return "\n".join(lines) + "\n"
 
 
-def _fold_row(fold: Fold, rules: Rules) -> str:
+_FOLD_HEAD = (
+    "| held out | refs | pick | eligible | tuned: billed | tuned: worst recall"
+    " | held out: billed | held out: tokens | held out: recall | held out: holds |"
+)
+
+
+def _rules_text(rules: Rules, other: str) -> str:
+    """How a pick is made on the sources tuned on (each an ``other``: "other source"...)."""
+    return (
+        "the lowest pooled billed input (Anthropic-style, x none) among those with recall"
+        f" >= {rules.floor} on every {other} with >= {rules.min_refs} references, pooled"
+        f" recall >= {rules.pooled_floor}, and tokens sent and billed <= none on every {other}"
+        " (`none` when no candidate qualifies); when in doubt, keep: of the eligible"
+        f" candidates billing at most {rules.keep_within} more than that, the one whose worst"
+        " source keeps the most references (to the 3 decimals shown; ties: the cheapest)."
+    )
+
+
+def _holds_text(rules: Rules) -> str:
+    return (
+        f"it holds there when recall >= {rules.floor} (if the source has >= {rules.min_refs}"
+        " references) and tokens and billed <= none."
+    )
+
+
+def _source_section(result: ReplayReport, candidates: Sequence[str], rules: Rules) -> list[str]:
+    lines = [
+        "For each source, a candidate is picked using only the other sources: "
+        + _rules_text(rules, "other source")
+        + " Then its figures on the source left out; "
+        + _holds_text(rules),
+        "",
+        _FOLD_HEAD,
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    return lines + [_fold_row(fold) for fold in leave_one_out(result, candidates, rules)]
+
+
+def _family_section(
+    result: ReplayReport,
+    candidates: Sequence[str],
+    rules: Rules,
+    families: Mapping[str, Sequence[str]],
+) -> list[str]:
+    groups = by_family(result.by_source, families)
+    named = "; ".join(f"{f}: {', '.join(members)}" for f, members in groups.items())
+    lines = [
+        "Sources recording the same agent are one family, held out at once (here: "
+        + named
+        + "; a source in no family is its own). For each family, a candidate is picked using"
+        " only the sources of the other families, by the same rules: "
+        + _rules_text(rules, "source of the other families")
+        + " Then its figures on each source of the family held out, one row per source (none"
+        " of them seen while choosing); " + _holds_text(rules),
+        "",
+    ]
+    folds = leave_one_family_out(result, candidates, rules, families)
+    if not folds:
+        return [*lines, "All sources here are of one family: none can be held out."]
+    lines += ["| family " + _FOLD_HEAD, "|---" * 11 + "|"]
+    return lines + [f"| {fold.family} {_fold_row(fold)}" for fold in folds]
+
+
+def _fold_row(fold: Fold) -> str:
     held = fold.held
     holds = "yes" if not held.broken else "no: " + "; ".join(held.broken)
     cells = [
@@ -345,6 +474,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pooled-floor", type=float, default=Rules.pooled_floor)
     parser.add_argument("--min-refs", type=int, default=Rules.min_refs)
     parser.add_argument("--keep-within", type=float, default=Rules.keep_within)
+    parser.add_argument(
+        "--by",
+        choices=BY,
+        default="both",
+        help="hold out one source at a time, one agent family at a time, or both (two tables)",
+    )
     args = parser.parse_args(argv)
     rules = Rules(
         floor=args.floor,
@@ -374,7 +509,7 @@ def main(argv: list[str] | None = None) -> int:
         " taken from replays of the same code and data cached by an earlier run"
     )
     command = "python -m benchmarks.loso " + " ".join(sys.argv[1:] if argv is None else argv)
-    text = markdown(result, candidates, rules, command.strip(), timing)
+    text = markdown(result, candidates, rules, command.strip(), timing, by=args.by)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text, encoding="utf-8")
     print(text)

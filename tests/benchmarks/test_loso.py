@@ -1,9 +1,22 @@
-"""benchmarks.loso: the pick for each held-out source uses only the other sources."""
+"""benchmarks.loso: the pick for each held-out source, or agent family, uses only the others."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
-from benchmarks.loso import Rules, figures, leave_one_out, pick
+from benchmarks._common import DATA
+from benchmarks.loso import (
+    FAMILIES,
+    Rules,
+    by_family,
+    family_of,
+    figures,
+    leave_one_family_out,
+    leave_one_out,
+    markdown,
+    pick,
+)
 
 from tokenlean.replay._metrics import RunMetrics
 from tokenlean.replay._runner import ReplayReport
@@ -82,3 +95,105 @@ def test_when_in_doubt_the_pick_keeps_more_on_its_worst_source() -> None:
     assert pick(report, ["cheap", "keeps"], ["a", "b"], Rules(keep_within=0.0))[0] == "cheap"
     with pytest.raises(ValueError, match="keep_within"):
         Rules(keep_within=-0.1)
+
+
+# Two Claude Code sources, one SWE agent, one source in no family; "none" keeps all 200 refs.
+FAMILY_ROWS = {
+    ("x", "entire_claude_code"): (50, 50.0, 200, 180),  # cheap, loses 10% on one Claude Code
+    ("x", "openagents_claude_code"): (50, 50.0, 200, 200),
+    ("x", "sweagent"): (60, 60.0, 200, 200),
+    ("x", "mystery"): (70, 70.0, 200, 200),
+    ("y", "entire_claude_code"): (90, 90.0, 200, 200),
+    ("y", "openagents_claude_code"): (90, 90.0, 200, 200),
+    ("y", "sweagent"): (90, 90.0, 200, 200),
+    ("y", "mystery"): (90, 90.0, 200, 200),
+}
+FAMILY_SOURCES = ("entire_claude_code", "openagents_claude_code", "sweagent", "mystery")
+
+
+def _family_report() -> ReplayReport:
+    runs = [_run("none", s, (100, 100.0, 200, 200)) for s in FAMILY_SOURCES]
+    runs += [_run(n, s, FAMILY_ROWS[n, s]) for n in "xy" for s in FAMILY_SOURCES]
+    return ReplayReport(["none", "x", "y"], runs, "test")
+
+
+def test_a_family_is_held_out_whole() -> None:
+    report = _family_report()
+    folds = leave_one_family_out(report, ["x", "y"], Rules())
+    assert [(f.family, f.held_out) for f in folds] == [
+        ("claude_code", "entire_claude_code"),
+        ("claude_code", "openagents_claude_code"),
+        ("mystery", "mystery"),
+        ("swe_agents", "sweagent"),
+    ]
+    for fold in folds:
+        family = {s for s in FAMILY_SOURCES if family_of(s) == fold.family}
+        assert fold.held_out in family
+        assert set(fold.tuned_on) == set(FAMILY_SOURCES) - family
+    claude = [f for f in folds if f.family == "claude_code"]
+    # on sweagent and mystery alone x is the cheapest eligible: it never saw entire_claude_code
+    assert {f.pick for f in claude} == {"x"}
+    assert claude[0].held.broken == ("recall 0.900 on entire_claude_code",)
+    assert claude[1].held.broken == ()
+    assert claude[0].tuned.billed == pytest.approx(130 / 200)
+    # leaving one source out, openagents_claude_code's fold sees entire_claude_code: y is picked
+    by_source = {f.held_out: f for f in leave_one_out(report, ["x", "y"], Rules())}
+    assert by_source["openagents_claude_code"].pick == "y"
+    assert "entire_claude_code" in by_source["openagents_claude_code"].tuned_on
+
+
+def test_the_family_pick_is_made_without_the_family(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[tuple[str, ...]] = []
+
+    def spy(result: ReplayReport, candidates: Any, sources: Any, rules: Rules) -> Any:
+        seen.append(tuple(sources))
+        return pick(result, candidates, sources, rules)
+
+    monkeypatch.setattr("benchmarks.loso.pick", spy)
+    leave_one_family_out(_family_report(), ["x", "y"], Rules())
+    assert sorted(seen) == [
+        ("entire_claude_code", "mystery", "openagents_claude_code"),  # swe_agents held out
+        ("entire_claude_code", "openagents_claude_code", "sweagent"),  # mystery held out
+        ("mystery", "sweagent"),  # claude_code held out
+    ]
+
+
+def test_an_unknown_source_is_its_own_family() -> None:
+    assert family_of("mystery") == "mystery"
+    assert family_of("codex_desktop_0144") == "codex"
+    assert by_family(["sweagent", "zzz", "tau2_retail_gpt41", "miniswe_deepseek"]) == {
+        "customer_service": ["tau2_retail_gpt41"],
+        "swe_agents": ["sweagent", "miniswe_deepseek"],
+        "zzz": ["zzz"],
+    }
+    # one family only: nothing is left to pick on, so no fold
+    report = _family_report()
+    claude = {"everything": FAMILY_SOURCES}
+    assert leave_one_family_out(report, ["x", "y"], Rules(), claude) == []
+
+
+def test_every_shared_source_is_in_one_family() -> None:
+    named = [s for members in FAMILIES.values() for s in members]
+    assert len(named) == len(set(named))
+    if not DATA.is_dir():
+        pytest.skip(f"no shared trajectories at {DATA}")
+    assert {p.name for p in DATA.iterdir() if p.is_dir()} <= set(named)
+
+
+def test_the_markdown_has_a_table_per_kind_of_fold() -> None:
+    report = _family_report()
+    both = markdown(report, ["x", "y"], Rules(), "cmd", "0 s")
+    assert both.startswith("# Leave one source out, and one agent family out\n")
+    assert "## One source held out" in both and "## One agent family held out" in both
+    assert "claude_code: entire_claude_code, openagents_claude_code" in both
+    assert "| family | held out | refs | pick |" in both
+    assert "| claude_code | entire_claude_code | 200 | `x` | 2 |" in both
+    assert "| mystery | mystery | 200 |" in both
+    family = markdown(report, ["x", "y"], Rules(), "cmd", "0 s", by="family")
+    assert family.startswith("# Leave one agent family out\n")
+    assert "| held out | refs |" not in family.replace("| family | held out", "")
+    source = markdown(report, ["x", "y"], Rules(), "cmd", "0 s", by="source")
+    assert source.startswith("# Leave one source out\n") and "| family |" not in source
+    assert "## One source held out" not in source
+    with pytest.raises(ValueError, match="by"):
+        markdown(report, ["x", "y"], Rules(), "cmd", "0 s", by="families")
