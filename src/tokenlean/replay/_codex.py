@@ -5,10 +5,19 @@ A rollout logs Responses API items (``response_item``): messages, ``function_cal
 named ``local_shell``) / ``apply_patch_call`` (the built-in patch tool's, named ``apply_patch``
 with its diff as ``input``, as the raw rewrite reads it) and their outputs. Consecutive
 assistant items (a message and the calls after it) make one assistant turn. ``event_msg``
-lines echo the same conversation for the UI and are skipped, as are encrypted ``reasoning`` and
-``ghost_snapshot`` items. Outputs are kept as the model read them: the ``{"output": ...,
-"metadata": ...}`` JSON string of older CLIs included. Developer messages before the
-conversation become the system prompt, later ones user messages.
+lines echo the same conversation for the UI and are skipped, as are encrypted ``reasoning``,
+``compaction`` and ``ghost_snapshot`` items and lines such as ``world_state`` (counted in
+``meta["skipped"]``). A custom tool's input is free text (``{"input": ...}``: code mode's
+``exec`` cells of JavaScript included). Outputs are kept as the model read them: the
+``{"output": ..., "metadata": ...}`` JSON string of older CLIs included, and an output given as a
+list of parts is their text joined (parts that are not text, such as images, are kept as they
+are beside it). The ``base_instructions`` of ``session_meta`` and the developer messages before
+the conversation become the system prompt, later developer messages user messages.
+
+The history is the one the CLI rebuilds when it resumes the session: a ``compacted`` line
+replaces everything before it with its ``replacement_history`` (or, when it has none, with the
+user's messages so far and the summary it holds), so the messages are what the model was sent
+after the last compaction (``meta["compactions"]`` counts them).
 """
 
 from __future__ import annotations
@@ -19,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tokenlean.raw._openai_responses import patch_arguments
-from tokenlean.transcript import Message, ToolCall
+from tokenlean.transcript import Content, Message, ToolCall
 
 #: The calls, each with the name it has when the item names none
 _CALLS = {
@@ -36,7 +45,13 @@ _OUTPUTS = frozenset(
         "apply_patch_call_output",
     }
 )
-_DROPPED = frozenset({"reasoning", "ghost_snapshot"})
+_DROPPED = frozenset({"reasoning", "ghost_snapshot", "compaction"})
+_SESSION_KEYS = {
+    "id": "session_id",
+    "cli_version": "cli_version",
+    "originator": "originator",
+    "parent_thread_id": "parent_thread_id",
+}
 
 
 def read_codex(objects: Sequence[Any]) -> tuple[list[Message], dict[str, Any]]:
@@ -44,17 +59,20 @@ def read_codex(objects: Sequence[Any]) -> tuple[list[Message], dict[str, Any]]:
     reader = _Reader()
     for obj in objects:
         reader.line(obj)
-    return reader.messages(), {**reader.session, "skipped": dict(sorted(reader.skipped.items()))}
+    return reader.messages(), reader.meta()
 
 
 class _Reader:
     def __init__(self) -> None:
         self.out: list[Message] = []
+        self.instructions: str | None = None
         self.system: list[str] = []
+        self.users: list[str] = []
         self.texts: list[str] = []
         self.calls: list[ToolCall] = []
         self.skipped: Counter[str] = Counter()
         self.session: dict[str, Any] = {}
+        self.compactions = 0
 
     def line(self, obj: Any) -> None:
         payload = obj.get("payload") if isinstance(obj, Mapping) else None
@@ -65,16 +83,24 @@ class _Reader:
         if kind == "response_item":
             self._item(payload)
         elif kind == "session_meta":
-            for key in ("id", "cli_version", "originator"):
-                if isinstance(payload.get(key), str):
-                    self.session.setdefault("session_id" if key == "id" else key, payload[key])
+            self._session(payload)
+        elif kind == "compacted":
+            self._compacted(payload)
         elif kind == "turn_context" and isinstance(payload.get("model"), str):
             self.session.setdefault("model", payload["model"])
         elif kind not in ("turn_context", "event_msg"):  # event_msg: the UI's echo of items
             self.skipped[f"line:{kind}"] += 1
 
-    def _item(self, item: Mapping[str, Any]) -> None:
-        kind = str(item.get("type"))
+    def _session(self, meta: Mapping[str, Any]) -> None:
+        """The first ``session_meta`` counts: a resumed session writes it again."""
+        for key, name in _SESSION_KEYS.items():
+            if isinstance(meta.get(key), str):
+                self.session.setdefault(name, meta[key])
+        if self.instructions is None:
+            self.instructions = _instructions(meta.get("base_instructions"))
+
+    def _item(self, item: Any) -> None:
+        kind = str(item.get("type")) if isinstance(item, Mapping) else "not_an_object"
         if kind == "message":
             self._message(item)
         elif kind in _CALLS and isinstance(name := item.get("name", _CALLS[kind]), str):
@@ -100,8 +126,27 @@ class _Reader:
             self.system.append(text)
         elif role in ("user", "developer", "system"):
             self.out.append(Message(role="user", content=text))
+            if role == "user":
+                self.users.append(text)
         else:
             self.skipped[f"message_role:{role}"] += 1
+
+    def _compacted(self, payload: Mapping[str, Any]) -> None:
+        """Start again from the history the compaction left (see the module's docstring)."""
+        self._flush()
+        self.compactions += 1
+        self.skipped["compacted_away"] += len(self.out)
+        users, self.out, self.users = self.users, [], []
+        if isinstance(history := payload.get("replacement_history"), list):
+            self.system = []
+            for item in history:
+                self._item(item)
+            self._flush()
+            return
+        for text in users:
+            self._message({"role": "user", "content": text})
+        if isinstance(summary := payload.get("message"), str) and summary:
+            self.out.append(Message(role="user", content=summary))
 
     def _flush(self) -> None:
         if self.texts or self.calls:
@@ -113,15 +158,32 @@ class _Reader:
 
     def messages(self) -> list[Message]:
         self._flush()
-        head = [Message(role="system", content="\n\n".join(self.system))] if self.system else []
+        system = [self.instructions] if self.instructions else []
+        system += self.system
+        head = [Message(role="system", content="\n\n".join(system))] if system else []
         return head + self.out
+
+    def meta(self) -> dict[str, Any]:
+        counts = {"compactions": self.compactions} if self.compactions else {}
+        return {**self.session, **counts, "skipped": dict(sorted(self.skipped.items()))}
+
+
+def _instructions(value: Any) -> str | None:
+    """``base_instructions``: text, or ``{"text": ...}`` in newer CLIs."""
+    if isinstance(value, Mapping):
+        value = value.get("text")
+    return value if isinstance(value, str) and value else None
 
 
 def _args(item: Mapping[str, Any]) -> dict[str, Any]:
     """Function arguments are a JSON object in a string; a custom tool's input is free text."""
-    if item.get("type") == "apply_patch_call":
+    kind = item.get("type")
+    if kind == "apply_patch_call":
         return patch_arguments(item.get("operation"))
-    raw = item.get("arguments", item.get("input", item.get("action")))
+    if kind == "custom_tool_call":
+        raw = item.get("input")
+        return {"input": raw} if isinstance(raw, str) else {}
+    raw = item.get("arguments", item.get("action"))
     if isinstance(raw, str):
         try:
             parsed = json.loads(raw)
@@ -131,12 +193,36 @@ def _args(item: Mapping[str, Any]) -> dict[str, Any]:
     return dict(raw) if isinstance(raw, Mapping) else {}
 
 
-def _output(output: Any) -> str:
+def _output(output: Any) -> Content:
     if isinstance(output, str):
         return output
     if isinstance(output, Mapping) and isinstance(text := output.get("content"), str):
         return text
+    if isinstance(output, list):
+        return _parts(output)
     return json.dumps(output, ensure_ascii=False)
+
+
+def _parts(parts: list[Any]) -> Content:
+    """An output given as a list of parts: their text joined as the model read it (code mode
+    writes a header part ending in a newline, then the cell's output), or, with parts that are
+    not text among them, blocks: each run of text parts one text block, the others as they are."""
+    blocks: list[Mapping[str, Any]] = []
+    for part in parts:
+        text = part.get("text") if isinstance(part, Mapping) else part
+        if not isinstance(text, str):
+            blocks.append(part if isinstance(part, Mapping) else {"type": "unknown"})
+        elif blocks and _is_text(blocks[-1]):
+            blocks[-1] = {"type": "text", "text": blocks[-1]["text"] + text}
+        else:
+            blocks.append({"type": "text", "text": text})
+    if all(_is_text(block) for block in blocks):
+        return "".join(block["text"] for block in blocks)
+    return tuple(blocks)
+
+
+def _is_text(block: Mapping[str, Any]) -> bool:
+    return block.get("type") == "text" and isinstance(block.get("text"), str)
 
 
 def _text(content: Any) -> str:
