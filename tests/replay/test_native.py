@@ -71,7 +71,24 @@ def _calls(messages: tuple[Message, ...]) -> list[str]:
 
 
 def _results(messages: tuple[Message, ...]) -> list[str]:
-    return [str(m.tool_call_id) for m in messages if m.role == "tool"]
+    """The calls answered by a result the session recorded."""
+    return [str(m.tool_call_id) for m in messages if m.role == "tool" and m.text != MISSING_RESULT]
+
+
+def _unanswered(messages: tuple[Message, ...]) -> list[str]:
+    """The calls the reader gave :data:`MISSING_RESULT` (the session never recorded theirs)."""
+    return [str(m.tool_call_id) for m in messages if m.role == "tool" and m.text == MISSING_RESULT]
+
+
+def _difference(got: list[Any], want: list[Any]) -> str | None:
+    """Where two long lists first differ, in a few words (None when equal): a failing assertion
+    then shows this, not a diff pytest would take minutes to build from the whole lists."""
+    if got == want:
+        return None
+    pairs = enumerate(zip(got, want, strict=False))
+    at = next((i for i, (g, w) in pairs if g != w), min(len(got), len(want)))
+    shown = [repr(x[at])[:200] if at < len(x) else "<end>" for x in (got, want)]
+    return f"lengths {len(got)} and {len(want)}, first difference at {at}: {' != '.join(shown)}"
 
 
 @pytest.mark.parametrize("path", shared_params(CLAUDE), ids=lambda p: p.name[:30])
@@ -80,35 +97,67 @@ def test_claude_code_transcript_reads_to_a_valid_trajectory(path: Path) -> None:
     trajectory = load_trajectory(path)
     assert trajectory.meta["native_format"] == "claude_code"
     assert message_sequence_problem(trajectory.messages) is None
-    assert _calls(trajectory.messages) == [b["id"] for b in _blocks(lines, "tool_use")]
-    assert sorted(_results(trajectory.messages)) == sorted(
-        b["tool_use_id"] for b in _blocks(lines, "tool_result")
-    )
+    calls = [b["id"] for b in _blocks(lines, "tool_use")]
+    results = [b["tool_use_id"] for b in _blocks(lines, "tool_result")]
+    assert _difference(_calls(trajectory.messages), calls) is None
+    assert _difference(sorted(_results(trajectory.messages)), sorted(results)) is None
+    unanswered = sorted(set(calls) - set(results))
+    assert _difference(sorted(_unanswered(trajectory.messages)), unanswered) is None
     # one assistant turn per API message, however many lines Claude Code split it over
     ids = {d["message"]["id"] for d in lines if d["type"] == "assistant"}
-    assert [m.id for m in trajectory.messages if m.role == "assistant"] == sorted(
-        ids, key=[d["message"].get("id") for d in lines].index
-    )
+    order = sorted(ids, key=[d["message"].get("id") for d in lines].index)
+    assert _difference([m.id for m in trajectory.messages if m.role == "assistant"], order) is None
     assert len(ids) < sum(d["type"] == "assistant" for d in lines)
+    # a prompt queued while the agent worked reached the model: it is a user message
+    queued = [a["prompt"] for a in _attachments(path, "queued_command")]
+    users = [m.text for m in trajectory.messages if m.role == "user"]
+    assert [prompt for prompt in queued if prompt not in users] == []
 
 
 @pytest.mark.parametrize("path", shared_params(CODEX), ids=lambda p: p.name[:30])
 def test_codex_rollout_reads_to_a_valid_trajectory(path: Path) -> None:
-    items = [d["payload"] for d in _lines(path) if d["type"] == "response_item"]
+    items = _codex_history(path)
     calls = [i["call_id"] for i in items if i["type"] in ("function_call", "custom_tool_call")]
     outputs = [i for i in items if i["type"].endswith("_call_output")]
     trajectory = load_trajectory(path)
     assert trajectory.meta["native_format"] == "codex"
-    assert _calls(trajectory.messages) == calls
-    assert _results(trajectory.messages) == [o["call_id"] for o in outputs]
-    # outputs as the model read them: the {"output", "metadata"} JSON string stays a string
-    tools = [m.text for m in trajectory.messages if m.role == "tool"]
-    assert tools == [o["output"] for o in outputs]
+    assert _difference(_calls(trajectory.messages), calls) is None
+    assert _difference(_results(trajectory.messages), [o["call_id"] for o in outputs]) is None
+    answered = {o["call_id"] for o in outputs}
+    assert _unanswered(trajectory.messages) == [c for c in calls if c not in answered]
+    # outputs as the model read them: the {"output", "metadata"} JSON string stays a string,
+    # a list of text parts is their text
+    tools = [m.text for m in trajectory.messages if m.role == "tool" and m.text != MISSING_RESULT]
+    assert _difference(tools, [_codex_output(o["output"]) for o in outputs]) is None
     if NO_TOOLS in path.name:
         assert message_sequence_problem(trajectory.messages) == "no assistant turns to replay"
     else:
         assert message_sequence_problem(trajectory.messages) is None
         assert trajectory.meta["skipped"]["dropped:reasoning"] > 0
+
+
+def _codex_history(path: Path) -> list[dict[str, Any]]:
+    """The items of a rollout the model was last sent: those after its last compaction, which
+    replaced everything before it with its ``replacement_history``."""
+    items: list[dict[str, Any]] = []
+    for line in _lines(path):
+        if line["type"] == "compacted":
+            items = list(line["payload"].get("replacement_history") or [])
+        elif line["type"] == "response_item":
+            items.append(line["payload"])
+    return items
+
+
+def _codex_output(output: str | list[dict[str, Any]]) -> str:
+    return output if isinstance(output, str) else "".join(part["text"] for part in output)
+
+
+def _attachments(path: Path, kind: str) -> list[dict[str, Any]]:
+    return [
+        d["attachment"]
+        for d in _lines(path)
+        if d.get("type") == "attachment" and d["attachment"].get("type") == kind
+    ]
 
 
 @pytest.mark.parametrize(

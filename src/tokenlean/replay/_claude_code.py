@@ -3,9 +3,12 @@
 Claude Code writes one line per content block: an assistant API message is split over several
 ``assistant`` lines sharing ``message.id`` (tool results of its earlier calls may sit between
 them), so lines are merged back into one turn by that id. Tool results are ``user`` lines with
-``tool_result`` blocks. Sub-agent lines (``isSidechain``) are another conversation and skipped,
-as are thinking blocks (the neutral view has no place for them), ``<synthetic>`` assistant lines
-Claude Code writes itself, and every other line type (summary, progress, system, snapshots ...).
+``tool_result`` blocks. A prompt queued while the agent worked reached the model as the user's:
+an ``attachment`` line of type ``queued_command`` is a user message; other attachments are
+skipped. Sub-agent lines (``isSidechain``) are another conversation and skipped, as are thinking
+blocks (empty signed ones included: the neutral view has no place for them), ``<synthetic>``
+assistant lines Claude Code writes itself, and every other line type (summary, progress, system,
+snapshots, ``ai-title``, ``mode`` ...).
 """
 
 from __future__ import annotations
@@ -56,7 +59,9 @@ class _Reader:
             return
         kind = str(obj.get("type"))
         message = obj.get("message")
-        if kind not in ("user", "assistant") or not isinstance(message, Mapping):
+        if kind == "attachment" and not obj.get("isSidechain"):
+            self._attachment(obj.get("attachment"))
+        elif kind not in ("user", "assistant") or not isinstance(message, Mapping):
             self.skipped[f"line:{kind}"] += 1
         elif obj.get("isSidechain"):
             self.skipped["sidechain"] += 1
@@ -66,6 +71,17 @@ class _Reader:
         else:
             self._remember(obj)
             self._user(message.get("content"))
+
+    def _attachment(self, attachment: Any) -> None:
+        """What Claude Code attached to the conversation: a queued prompt (typed, or a
+        background task's notification, while the agent worked) was sent to the model as the
+        user's; hooks' output, listings, reminders and the rest are Claude Code's own."""
+        kind = attachment.get("type") if isinstance(attachment, Mapping) else None
+        prompt = _text(attachment.get("prompt")) if kind == "queued_command" else ""
+        if prompt:
+            self.items.append(Message(role="user", content=prompt))
+        else:
+            self.skipped[f"attachment:{kind}"] += 1
 
     def _remember(self, obj: Mapping[str, Any]) -> None:
         for key, name in (("sessionId", "session_id"), ("version", "claude_code_version")):
