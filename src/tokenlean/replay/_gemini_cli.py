@@ -11,7 +11,8 @@ JSON object with ``messages``; it reads the same way.
 results of the calls before them. ``gemini`` records are the model's turns: their text and their
 ``toolCalls`` (id, name, args). A call whose result no ``user`` record holds takes the
 ``result`` recorded on the call itself. Thoughts, token counts and the CLI's own ``info`` /
-``error`` / ``warning`` lines are skipped and counted.
+``error`` / ``warning`` lines are skipped and counted. A field of an unexpected JSON type (a
+``toolCalls`` that is not a list, an id that is not text ...) is read as absent, never an error.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def read_gemini_cli(objects: Sequence[Any]) -> tuple[list[Message], dict[str, An
         else:
             skipped[f"record:{kind}"] += 1
     reader.settle()
-    if isinstance(model := next(_models(records), None), str):
+    if (model := next(_models(records), None)) is not None:
         session["model"] = model
     return reader.out, {**session, "skipped": dict(sorted(skipped.items()))}
 
@@ -58,7 +59,7 @@ class _Reader:
 
     def turn(self, record: Mapping[str, Any]) -> None:
         self.settle()
-        calls = [c for c in record.get("toolCalls") or () if isinstance(c, Mapping)]
+        calls = [c for c in _listed(record.get("toolCalls")) if isinstance(c, Mapping)]
         if record.get("thoughts"):
             self.skipped["thoughts"] += 1
         text = _text(record.get("content"))
@@ -124,7 +125,16 @@ def _merge(
 
 
 def _models(records: Sequence[Mapping[str, Any]]) -> Any:
-    return (r.get("model") for r in records if r.get("type") == "gemini" and r.get("model"))
+    return (r["model"] for r in records if r.get("type") == "gemini" and _is_text(r.get("model")))
+
+
+def _listed(value: Any) -> list[Any]:
+    """A field that should hold a list: its items, or none when it holds anything else."""
+    return value if isinstance(value, list) else []
+
+
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str) and bool(value)
 
 
 def _call(call: Mapping[str, Any]) -> ToolCall:
