@@ -20,10 +20,12 @@ from agentscope.tool import ToolChunk
 from tests.agentscope.support import ask, memory_results, results, sent_json
 from tests.data import ERROR, LOG, SCRIPT, one_run_per_source, skip_unless_here
 from tokenlean.agentscope import (
+    LoopGuardMiddleware,
     ToolInputShorteningMiddleware,
     ToolOutputShorteningMiddleware,
     recommended_middleware,
 )
+from tokenlean.loop_guard import LoopDetector
 from tokenlean.raw import RawSettings
 from tokenlean.replay._formats import load_trajectory
 from tokenlean.store import FolderOriginalStore, InMemoryOriginalStore
@@ -34,6 +36,7 @@ from tokenlean.testing.agentscope import (
     scripted_agent,
     turn,
 )
+from tokenlean.transcript import Message, ToolCall
 
 PNG = (  # a 1x1 image
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
@@ -164,13 +167,44 @@ def test_settings_are_checked() -> None:
     assert results(model.calls[1]) == [LOG]
 
 
+def test_a_system_message_recorded_mid_run_reaches_the_model_as_user_text() -> None:
+    """An ``Agent`` refuses a system message as input: a recorded one (a Codex developer
+    message) is given as a user message, which the formatter sends as the user's text."""
+    call = ToolCall("c1", "exec", {"input": "ls"})
+    messages = [
+        Message(role="system", content="You are Codex."),
+        Message(role="user", content="fix it"),
+        Message(role="assistant", tool_calls=(call,)),
+        Message(role="tool", content="a.py", tool_call_id="c1"),
+        Message(role="system", content="<collaboration_mode>Plan</collaboration_mode>"),
+        Message(role="user", content="go on"),
+        Message(role="assistant", content="done"),
+    ]
+    _, model = asyncio.run(replay_messages(messages))
+    sent = [(m["role"], m["content"][0].get("text")) for m in model.calls[-1].messages]
+    assert sent[0] == ("system", "You are Codex.")
+    assert sent[-2:] == [
+        ("user", "<collaboration_mode>Plan</collaboration_mode>"),
+        ("user", "go on"),
+    ]
+    assert prefix_breaks(model) == []
+
+
+#: Codex code mode's ``wait`` polls a cell still running: the same call, the same "still
+#: running" output until the cell ends. A poll, not a loop: what ``exempt_tools`` is for.
+POLLING = frozenset({"wait"})
+
+
 @pytest.mark.parametrize("path", one_run_per_source(), ids=lambda p: p.parent.name)
 def test_a_replayed_trajectory_never_changes_bytes_already_sent(path: Path) -> None:
     """The recommended stack replayed through a real agent: no call changes what an earlier
-    call sent (the context editor's trigger is not reached on these runs)."""
+    call sent (the context editor's trigger is not reached on these runs), the loop guard told
+    which tool polls, as a user of such an agent tells it (it would end a Codex run at its
+    fourth ``wait`` on a cell, and the replay would make fewer calls)."""
     skip_unless_here(path)
     trajectory = load_trajectory(path)
-    stack = recommended_middleware()
+    guard = LoopGuardMiddleware(detector=LoopDetector(exempt_tools=POLLING))
+    stack = [*recommended_middleware(loop_guard=False), guard]
     _, model = asyncio.run(replay_messages(trajectory.messages, stack))
     _, plain = asyncio.run(replay_messages(trajectory.messages))
     assert prefix_breaks(model) == []

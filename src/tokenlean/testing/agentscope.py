@@ -26,7 +26,7 @@ import json
 from collections import defaultdict, deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any
 
 from agentscope.agent import Agent, InjectionConfig, ReActConfig
 from agentscope.credential import CredentialBase
@@ -264,10 +264,12 @@ async def replay_messages(
 
 
 def _opening(message: Message) -> Msg:
-    """A recorded user (or mid-run system) message as the agent is given it."""
-    text = message.text or "(empty)"
-    role: Literal["system", "user"] = "system" if message.role == "system" else "user"
-    return Msg(name=role, role=role, content=[TextBlock(text=text)])
+    """A recorded user message as the agent is given it. An ``Agent`` takes its system prompt
+    only when it is built and refuses a system message as input, so a system message recorded
+    mid-run (a Codex developer message) is given the way AgentScope takes input: a user
+    message carrying its text, its sender named ``system``."""
+    name = "system" if message.role == "system" else "user"
+    return Msg(name=name, role="user", content=[TextBlock(text=message.text or "(empty)")])
 
 
 def _turn_of(message: Message) -> Turn:
