@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from pathlib import Path
 
 from tokenlean.pipeline import Planner, PlannerSettings, plan_turn
@@ -54,11 +56,12 @@ def test_the_output_shortener_sees_the_inputs_as_cut() -> None:
     assert middle in str(with_inputs.outputs.edits[0].new_content)  # no longer shown: kept
 
 
-def test_inputs_are_cut_only_when_the_originals_can_be_read_back() -> None:
-    plan = plan_turn(_turn(), inputs=INPUTS, outputs=OUTPUTS, read_back=None)
-    assert plan.inputs.edits == ()
-    assert plan.outputs.edits  # results are still shortened, markers give line numbers only
-    assert "read_original" not in str(plan.outputs.edits[0].new_content)
+@pytest.mark.parametrize("read_back", [None, ToolReadBack(None)])
+def test_nothing_is_cut_where_the_agent_has_no_way_back(read_back: ToolReadBack | None) -> None:
+    """No tool to name (nothing kept, or only a handle): neither the input nor the result is
+    cut, since no marker could say how to get the rest."""
+    plan = plan_turn(_turn(), inputs=INPUTS, outputs=OUTPUTS, read_back=read_back)
+    assert plan.inputs.edits == () and plan.outputs.edits == ()
 
 
 def test_a_tool_read_back_names_handles_and_changes_nothing_else() -> None:

@@ -32,6 +32,7 @@ __all__ = [
     "ReadBack",
     "ServedReadBack",
     "ToolReadBack",
+    "has_way_back",
     "point_to_file",
 ]
 
@@ -153,6 +154,13 @@ class ServedReadBack(FileReadBack):
             f"[... {omitted} lines of this input omitted after the call ran; "
             f'{self.tool}("{make_handle("o", text)}", "{lines}") shows them ...]'
         )
+
+
+def has_way_back(read_back: ReadBack | None) -> bool:
+    """Whether markers laid out with ``read_back`` name a way the agent can read an original
+    back (a tool in its request, or a file its own tools read): not when nothing is kept, nor
+    when only a handle could be named."""
+    return read_back is not None and read_back.tool is not None
 
 
 #: The LangChain middleware's read-back: markers name ``read_original``.

@@ -18,6 +18,7 @@ from tests.data import TRAJECTORIES
 from tokenlean.langchain._adapter import to_view
 from tokenlean.langchain.input_shortening import ToolInputShorteningMiddleware
 from tokenlean.langchain.output_shortening import ToolOutputShorteningMiddleware
+from tokenlean.langchain.retrieval import retrieval_tool
 from tokenlean.replay._engine import measure_replay, replay
 from tokenlean.replay._formats import load_trajectory
 from tokenlean.replay._metrics import PromptMeasurer
@@ -108,6 +109,7 @@ def run(
     responses: Sequence[Any], *, thread: str = "t1", **kwargs: Any
 ) -> tuple[dict[str, Any], Any, ToolInputShorteningMiddleware]:
     middleware = kwargs.pop("middleware", None) or [small()]
+    kwargs.setdefault("system_prompt", LONG_SYSTEM)  # the tool is in the request from the start
     agent, model = scripted_agent(responses, tools=[run_python], middleware=middleware, **kwargs)
     state = agent.invoke({"messages": [HumanMessage("check separability")]}, cfg(thread))
     return state, model, middleware[0]
@@ -123,7 +125,9 @@ def test_the_model_first_sees_the_turn_with_its_long_input_cut() -> None:
         AIMessage("done", id="ai-3"),
     ]
     middleware = small()
-    agent, model = scripted_agent(responses, tools=[run_python], middleware=[middleware])
+    agent, model = scripted_agent(
+        responses, tools=[run_python], middleware=[middleware], system_prompt=LONG_SYSTEM
+    )
     state = agent.invoke({"messages": [HumanMessage("check")]}, cfg())
     assert all(m.id != "ai-1" for m in model.calls[0].messages)
     sent = by_id(model.calls[1].messages, "ai-1")
@@ -144,7 +148,7 @@ def test_a_first_cut_late_in_a_warm_run_never_adds_the_tool_mid_run() -> None:
     at the fourth call of a run whose calls come seconds apart finds the cache warm, so the
     tool list stays as it was (it used to take the missing date for a cold cache and add
     ``read_original``, re-writing the cache: ``shorten-inputs`` billed 1.114 of none on Claude
-    Code sessions)."""
+    Code sessions). With no tool to name, the input is left as it is."""
     responses = [
         turn(("run_python", {"code": SHORT}, "c1"), ai_id="ai-1"),
         turn(("run_python", {"code": SHORT}, "c2"), ai_id="ai-2"),
@@ -152,8 +156,9 @@ def test_a_first_cut_late_in_a_warm_run_never_adds_the_tool_mid_run() -> None:
         AIMessage("looks fine", id="ai-4"),
     ]
     middleware = small(min_remaining_calls=0)
-    _, model, _ = run(responses, middleware=[middleware])
-    assert middleware.stats.calls_shortened == 1  # the long input was cut at first sight
+    _, model, _ = run(responses, middleware=[middleware], system_prompt="Be brief.")
+    assert middleware.stats.calls_shortened == 0  # no way back in the request: not cut
+    assert by_id(model.calls[3].messages, "ai-3").tool_calls[0]["args"]["code"] == SCRIPT
     tools = [[t["function"]["name"] for t in call.tools] for call in model.calls]
     assert all(names == tools[0] for names in tools)
     assert "read_original" not in tools[0]
@@ -196,6 +201,7 @@ def test_the_cut_turn_survives_a_sqlite_checkpointer() -> None:
         tools=[run_python],
         middleware=[small()],
         checkpointer=saver,
+        system_prompt=LONG_SYSTEM,
     )
     agent.invoke({"messages": [HumanMessage("check")]}, cfg())
     loaded = by_id(agent.get_state(cfg()).values["messages"], "ai-1")
@@ -264,15 +270,23 @@ def test_another_thread_cannot_read_the_original() -> None:
     )
 
 
-def test_the_marker_names_read_original_only_when_some_tool_can_read_the_store() -> None:
-    shared = small(store=InMemoryOriginalStore(), retrieval_tool=False)
-    alone = small(retrieval_tool=False)
+def test_the_marker_names_read_original_only_when_the_request_holds_it() -> None:
+    """Not adding the tool itself, the middleware cuts an input only in a thread whose
+    requests hold a ``read_original`` reading its store (the agent's own copy of it)."""
+    store = InMemoryOriginalStore()
     responses = [turn(("run_python", {"code": SCRIPT}, "c1")), AIMessage("ok", id="ai-2")]
-    named, _, _ = run(responses, middleware=[shared])
-    bare, _, _ = run(responses, middleware=[alone])
-    assert 'read_original("i' in by_id(named["messages"], "ai-1").tool_calls[0]["args"]["code"]
-    code = by_id(bare["messages"], "ai-1").tool_calls[0]["args"]["code"]
-    assert "read_original" not in code and 'kept as "i' in code
+    codes = []
+    for tools in ([run_python, retrieval_tool(store)], [run_python]):
+        agent, _ = scripted_agent(
+            responses,
+            tools=tools,
+            middleware=[small(store=store, retrieval_tool=False)],
+            system_prompt=LONG_SYSTEM,
+        )
+        state = agent.invoke({"messages": [HumanMessage("check separability")]}, cfg())
+        codes.append(by_id(state["messages"], "ai-1").tool_calls[0]["args"]["code"])
+    assert 'read_original("i' in codes[0]
+    assert codes[1] == SCRIPT  # no tool to name: left as it is
 
 
 def test_tools_listed_in_never_keep_their_inputs() -> None:
@@ -295,7 +309,9 @@ def test_a_call_whose_result_has_not_arrived_is_not_cut() -> None:
         ToolMessage("exit 0", tool_call_id="c1", id="t1"),
         HumanMessage("go on", id="h2"),
     ]
-    agent, model = scripted_agent([AIMessage("ok", id="ai-2")], middleware=[small()])
+    agent, model = scripted_agent(
+        [AIMessage("ok", id="ai-2")], middleware=[small(offer_tool="always")]
+    )
     agent.invoke({"messages": history}, cfg())
     sent = by_id(model.calls[0].messages, "ai-1")
     assert sent.tool_calls[0]["args"]["code"] != SCRIPT  # answered: cut
@@ -306,7 +322,9 @@ def test_a_call_whose_result_has_not_arrived_is_not_cut() -> None:
 def test_a_turn_with_repeated_call_ids_is_left_alone() -> None:
     twice = turn(("run_python", {"code": SCRIPT}, "c1"), ("run_python", {"code": SHORT}, "c1"))
     history = [HumanMessage("check", id="h1"), twice, ToolMessage("ok", tool_call_id="c1", id="t1")]
-    agent, model = scripted_agent([AIMessage("ok", id="ai-2")], middleware=[small()])
+    agent, model = scripted_agent(
+        [AIMessage("ok", id="ai-2")], middleware=[small()], system_prompt=LONG_SYSTEM
+    )
     agent.invoke({"messages": history}, cfg())
     assert by_id(model.calls[0].messages, "ai-1") == twice
 
@@ -322,7 +340,9 @@ def test_a_turn_already_marked_is_not_processed_again() -> None:
         ToolMessage("exit 0", tool_call_id="c1", id="t1"),
     ]
     middleware = small()
-    agent, model = scripted_agent([AIMessage("ok", id="ai-2")], middleware=[middleware])
+    agent, model = scripted_agent(
+        [AIMessage("ok", id="ai-2")], middleware=[middleware], system_prompt=LONG_SYSTEM
+    )
     agent.invoke({"messages": history}, cfg())
     assert by_id(model.calls[0].messages, "ai-1") == marked
     assert middleware.stats.calls_shortened == 0
@@ -406,7 +426,9 @@ async def test_ainvoke_cuts_and_keeps_the_original() -> None:
         read_back,
         AIMessage("ok", id="ai-3"),
     ]
-    agent, model = scripted_agent(responses, tools=[run_python], middleware=[middleware])
+    agent, model = scripted_agent(
+        responses, tools=[run_python], middleware=[middleware], system_prompt=LONG_SYSTEM
+    )
     state = await agent.ainvoke({"messages": [HumanMessage("check")]}, cfg("a1"))
     sent = by_id(model.calls[1].messages, "ai-1")
     assert sent.tool_calls[0]["args"]["code"] != SCRIPT and _mark(sent) is not None
@@ -433,7 +455,9 @@ async def test_a_broken_store_leaves_the_turn_unchanged_and_the_agent_runs_on(
 ) -> None:
     middleware = small(store=BrokenStore())
     responses = [turn(("run_python", {"code": SCRIPT}, "c1")), AIMessage("done", id="ai-2")]
-    agent, model = scripted_agent(responses, tools=[run_python], middleware=[middleware])
+    agent, model = scripted_agent(
+        responses, tools=[run_python], middleware=[middleware], system_prompt=LONG_SYSTEM
+    )
     inputs = {"messages": [HumanMessage("check")]}
     with caplog.at_level(logging.ERROR, logger="tokenlean.langchain.input_shortening"):
         state = await agent.ainvoke(inputs, cfg()) if asynchronous else agent.invoke(inputs, cfg())
@@ -469,7 +493,9 @@ def bash(command: str) -> str:
 def second_call(middleware: list[Any]) -> list[BaseMessage]:
     """What the model is sent after the agent wrote and printed ``ECHOED``."""
     responses = [turn(("bash", {"command": HEREDOC}, "c1")), AIMessage("ok", id="ai-2")]
-    agent, model = scripted_agent(responses, tools=[bash], middleware=middleware)
+    agent, model = scripted_agent(
+        responses, tools=[bash], middleware=middleware, system_prompt=LONG_SYSTEM
+    )
     agent.invoke({"messages": [HumanMessage("write it")]}, cfg())
     return list(model.calls[1].messages)
 
@@ -478,7 +504,10 @@ def test_listed_before_the_output_shortener_no_result_points_at_cut_lines() -> N
     """The output shortener treats tool-call inputs as already shown: it must see them cut."""
     store = InMemoryOriginalStore()
     sent = second_call(
-        [small(store=store, retrieval_tool=False), ToolOutputShorteningMiddleware(store=store)]
+        [
+            small(store=store, retrieval_tool=False, offer_tool="always"),
+            ToolOutputShorteningMiddleware(store=store, offer_tool="always"),
+        ]
     )
     result = next(m for m in sent if isinstance(m, ToolMessage))
     assert "already shown" not in str(result.content)
@@ -490,7 +519,7 @@ def test_one_shortener_given_inputs_plans_them_first_whatever_the_stack_order() 
     turn's inputs and then shortens its results against them as cut; two middleware listed
     outputs-first point the result at lines the model will no longer see."""
     settings = InputShorteningSettings(min_tokens=50, head_lines=4, tail_lines=2)
-    one = second_call([ToolOutputShorteningMiddleware(inputs=settings)])
+    one = second_call([ToolOutputShorteningMiddleware(inputs=settings, offer_tool="always")])
     result = next(m for m in one if isinstance(m, ToolMessage))
     assert "already shown" not in str(result.content)
     assert "return separability_matrix(model)[30] == 0" in str(result.content)
@@ -498,7 +527,10 @@ def test_one_shortener_given_inputs_plans_them_first_whatever_the_stack_order() 
     assert len(sent) < len(HEREDOC) and handle_in(by_id(one, "ai-1"))  # the input was cut
     store = InMemoryOriginalStore()
     wrong = second_call(
-        [ToolOutputShorteningMiddleware(store=store), small(store=store, retrieval_tool=False)]
+        [
+            ToolOutputShorteningMiddleware(store=store, offer_tool="always"),
+            small(store=store, retrieval_tool=False, offer_tool="always"),
+        ]
     )
     assert "already shown" in str(next(m for m in wrong if isinstance(m, ToolMessage)).content)
 

@@ -248,37 +248,74 @@ def _long_run(middleware: ToolOutputShorteningMiddleware) -> Any:
     return model
 
 
-def test_a_warm_cache_is_never_re_written_to_offer_the_tool_whatever_was_saved() -> None:
+def assert_markers_name_only_tools_in_the_request(model: Any, tool: str = "read_original") -> None:
+    """Every request whose messages name ``tool`` in a marker holds ``tool`` in its list."""
+    for index, call in enumerate(model.calls):
+        named = any(f'{tool}("' in str(m.content) for m in call.messages if m.type == "tool")
+        listed = tool in [t["function"]["name"] for t in call.tools]
+        assert listed or not named, f"call {index} names {tool} without offering it"
+
+
+@tool
+def build_log(target: str) -> str:
+    """Print the whole build log (never shortened in these tests)."""
+    return "\n".join(f"compiling unit {i} of {target}: ok in {i % 5}.{i % 7}s" for i in range(6000))
+
+
+@tool
+def run_suite(target: str) -> str:
+    """Run one suite of the tests."""
+    return LOG.replace("test_login", f"test_{target}")
+
+
+def test_a_short_prompt_is_offered_the_tool_at_the_call_its_first_cut_pays_for() -> None:
     model = _long_run(ToolOutputShorteningMiddleware(min_remaining_calls=0))
-    assert all(names == ["run_tests"] for names in _tools(model))
-    assert_prefix_kept(model)  # six cuts saved far more than the schema: still no re-write
+    listed = [names.count("read_original") for names in _tools(model)]
+    assert listed == [0, 1, 1, 1, 1, 1, 1]  # the first long result's call: its prefix is short
+    assert [m for _, m in prefix_breaks(model)] == [-1]  # its tool list, that once
+    assert_markers_name_only_tools_in_the_request(model)
 
 
-def test_a_marker_read_back_is_answered_while_the_tool_is_not_yet_listed() -> None:
-    """Markers are laid out at first sight and never change, so they name ``read_original``
-    before a thread is offered it (in a short prompt, maybe never). The tool is still the
-    agent's: a model that calls it from a marker gets the lines, and no byte sent changes."""
-    turns = [_call("run_tests", {"target": "all"}, "c1"), _read_back, AIMessage("done")]
-    middleware = ToolOutputShorteningMiddleware(store=InMemoryOriginalStore())
-    agent, model = scripted_agent(turns, tools=[run_tests], middleware=[middleware])
+def test_where_offering_does_not_pay_no_marker_names_the_tool_and_results_stay_whole() -> None:
+    """A long prefix (a build log the agent keeps whole) makes re-writing the cache for the
+    tool cost more than cutting a test log saves: the log is sent whole, as the agent has no
+    way to read a cut part back, and the prompt's bytes never change."""
+    turns = [
+        _call("build_log", {"target": "all"}, "b1"),
+        _call("run_tests", {"target": "all"}, "c1"),
+        AIMessage("done"),
+    ]
+    middleware = ToolOutputShorteningMiddleware(never=["build_log"], min_remaining_calls=0)
+    agent, model = scripted_agent(turns, tools=[build_log, run_tests], middleware=[middleware])
     state = _invoke(agent)
-    assert all(names == ["run_tests"] for names in _tools(model))  # never listed
-    answer = next(
-        m for m in state["messages"] if isinstance(m, ToolMessage) and m.tool_call_id == "r1"
+    assert all("read_original" not in names for names in _tools(model))
+    sent = {m.tool_call_id: m.content for m in model.calls[-1].messages if m.type == "tool"}
+    assert sent["c1"] == LOG
+    assert not agent.get_state({"configurable": {"thread_id": "t"}}).values.get(
+        "tokenlean_originals_offered"
     )
-    assert answer.name == "read_original" and answer.status != "error"
-    assert "FAILED tests/test_api.py::test_login" in answer.content  # line 151 of the original
     assert_prefix_kept(model)
+    assert len(state["messages"]) == 6
 
 
 def test_the_tool_joins_at_a_call_whose_cache_went_cold() -> None:
-    middleware = ToolOutputShorteningMiddleware(min_remaining_calls=0)
+    turns = [
+        _call("build_log", {"target": "all"}, "b1"),
+        _call("run_suite", {"target": "a"}, "c1"),
+        _call("run_suite", {"target": "b"}, "c2"),
+        AIMessage("done"),
+    ]
+    middleware = ToolOutputShorteningMiddleware(never=["build_log"], min_remaining_calls=0)
     times = iter([0.0, 1.0, 2.0, 2.0 + ANTHROPIC.cache_ttl + 1, *range(10_000, 10_010)])
     middleware._gate.clock = lambda: float(next(times))  # the fourth call comes after a pause
-    model = _long_run(middleware)
-    assert [names.count("read_original") for names in _tools(model)] == [0, 0, 0, 1, 1, 1, 1]
-    assert [m for _, m in prefix_breaks(model)] == [-1]  # its tool list, on the cold call only
-    assert [c for c, _ in prefix_breaks(model)] == [3]
+    agent, model = scripted_agent(turns, tools=[build_log, run_suite], middleware=[middleware])
+    _invoke(agent)
+    assert [names.count("read_original") for names in _tools(model)] == [0, 0, 0, 1]
+    sent = {m.tool_call_id: m.content for m in model.calls[-1].messages if m.type == "tool"}
+    assert sent["c1"] == LOG.replace("test_login", "test_a")  # whole while it had no tool
+    assert HANDLE.search(str(sent["c2"]))  # cut on the cold call, which lists the tool
+    assert prefix_breaks(model) == [(3, -1)]  # the cold call's tool list
+    assert_markers_name_only_tools_in_the_request(model)
 
 
 def test_a_long_first_prompt_has_the_tool_from_the_first_call() -> None:
@@ -294,27 +331,34 @@ def test_a_long_first_prompt_has_the_tool_from_the_first_call() -> None:
     )
     for agent, _ in (short, long_):
         _invoke(agent)
-    assert [n.count("read_original") for n in _tools(short[1])] == [0, 0]
+    assert [n.count("read_original") for n in _tools(short[1])] == [0, 1]  # with its first cut
     assert [n.count("read_original") for n in _tools(long_[1])] == [1, 1]
     assert_prefix_kept(long_[1])
+    for _, model in (short, long_):
+        assert_markers_name_only_tools_in_the_request(model)
 
 
-def test_a_result_is_shortened_before_the_tool_pays_and_its_handle_still_reads_back() -> None:
-    # a schema charged over 100,000 later calls never pays: the tool stays out of the model's list
-    middleware = ToolOutputShorteningMiddleware(min_remaining_calls=100_000)
-    agent, model = scripted_agent(
-        [_call("run_tests", {"target": "api"}, "c1"), _read_back, AIMessage("done")],
-        tools=[run_tests],
-        middleware=[middleware],
-    )
+def test_a_restored_history_whose_markers_name_the_tool_is_offered_it() -> None:
+    """A history made elsewhere (another worker, a state from before the offer was kept) whose
+    markers name ``read_original`` gets the tool, so the agent can follow them."""
+    turns = [_call("run_tests", {"target": "all"}, "c1"), _read_back, AIMessage("done")]
+    middleware = ToolOutputShorteningMiddleware(store=InMemoryOriginalStore())
+    agent, model = scripted_agent(turns, tools=[run_tests], middleware=[middleware])
     state = _invoke(agent)
-    assert all(names == ["run_tests"] for names in _tools(model))
-    assert_prefix_kept(model)  # shortened at first sight, and the tool list never changed
+    assert_markers_name_only_tools_in_the_request(model)
     answer = next(
         m for m in state["messages"] if isinstance(m, ToolMessage) and m.tool_call_id == "r1"
     )
-    # the marker's handle works even before the tool is offered (a model may call it anyway)
     assert "FAILED tests/test_api.py::test_login" in str(answer.content)
+    # a new middleware (a new process) on the saved messages, the offer not in its state
+    fresh = ToolOutputShorteningMiddleware(store=InMemoryOriginalStore())
+    tools = [run_tests, *fresh.tools]
+    request = ModelRequest(
+        model=ScriptedChatModel(), messages=state["messages"], tools=tools, state={}
+    )
+    assert fresh._gate.hide(request).tools == tools
+    bare = request.override(messages=[m for m in state["messages"] if m.type != "tool"])
+    assert fresh._gate.hide(bare).tools == [run_tests]  # nothing names it: not offered
 
 
 @tool

@@ -222,13 +222,19 @@ class ToolInputShorteningMiddleware(AgentMiddleware[InputShorteningState, Any, A
             inputs=self.policy,
             read_back=self._read_back,
         ).inputs
+        # a marker names the tool only in a request that holds it: else the input stays as it is
+        # (an input's cut saves too little to pay for re-writing the cache to offer the tool:
+        # offered for that, it billed 1.114 of none on Claude Code sessions)
+        if not self._gate.in_request(state, scope):
+            plan = InputPlan()
+        saved = sum(c.tokens_before - c.tokens_after for c in plan.cuts)
         if not plan.edits:  # counted all the same: the gate dates every call of the thread
             accounted = self._gate.account(state, messages, saved=0, kept=0)
             return _Planned(None, plan, scope, accounted) if accounted else None
-        saved = sum(c.tokens_before - c.tokens_after for c in plan.cuts)
         edited = apply_edit(turn, plan.edits[0])
         sent = [*messages[:start], edited, *messages[start + 1 :]]  # what the model will be sent
-        accounted = self._gate.account(state, sent, saved=saved, kept=len(plan.originals))
+        kept = len(plan.originals)
+        accounted = self._gate.account(state, sent, saved=saved, kept=kept)
         return _Planned(edited, plan, scope, accounted)
 
     def _commit(self, planned: _Planned) -> dict[str, Any]:

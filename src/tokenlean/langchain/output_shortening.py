@@ -67,7 +67,7 @@ from tokenlean.langchain.retrieval import (
 )
 from tokenlean.langchain.retrieval import retrieval_tool as retrieval_tool_for
 from tokenlean.langchain.store import StoreChoice
-from tokenlean.pipeline import plan_turn
+from tokenlean.pipeline import TurnPlan, plan_turn
 from tokenlean.readback import ToolReadBack
 from tokenlean.shorten._firstsight import (
     FirstSightPlan,
@@ -348,15 +348,26 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
         start = min(hit.value.upto, last_ai) if hit else 0 if self.policy.dedupe else last_ai
         read = Counter(read_back(messages[last_ai:], self.policy.tool_name))
         levels = _add_levels(state.get(BACKOFF_KEY), dict(read))
-        turn = plan_turn(
-            views_of(messages, start, cache=self._views),
-            offset=start,
-            inputs=self.inputs if messages and messages[last_ai].id else None,
-            outputs=self.policy,
-            log=hit.value if hit else None,
-            read_back=self._read_back if scope is not None else None,  # kept per thread
-            backoff=levels,
-        )
+        views = views_of(messages, start, cache=self._views)
+
+        def planned(way_back: ToolReadBack | None) -> TurnPlan:
+            return plan_turn(
+                views,
+                offset=start,
+                inputs=self.inputs if messages and messages[last_ai].id else None,
+                outputs=self.policy,
+                log=hit.value if hit else None,
+                read_back=way_back,
+                backoff=levels,
+            )
+
+        # markers name the tool only in a request that holds it; else only what needs no way
+        # back is cut, unless offering the tool on this very call pays for itself
+        offered = scope is not None and self._gate.in_request(state, scope)
+        turn = planned(self._read_back if offered else None)
+        offer = False
+        if scope is not None and not offered and self._read_back.tool is not None:
+            turn, offer = self._offer_if_it_pays(state, messages, turn, planned(self._read_back))
         plan, cut = turn.outputs, turn.inputs
         edits = (*cut.edits, *plan.edits)
         updated = [apply_edit(messages[e.index], e) for e in edits]
@@ -366,7 +377,8 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
         if scope is not None:  # counted even with nothing cut now: the tool may come to pay
             saved = sum(e.tokens_before - e.tokens_after for e in edits)
             kept = len(cut.originals) + len(plan.originals)
-            update.state.update(self._gate.account(state, sent, saved=saved, kept=kept))
+            account = self._gate.account(state, sent, saved=saved, kept=kept, offer=offer)
+            update.state.update(account)
         if not edits:
             self._remember(update)
             return update if update.state else None
@@ -374,6 +386,25 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
         if plan.edits:
             update.state[STATE_KEY] = _totals(plan.edits)
         return update
+
+    def _offer_if_it_pays(
+        self,
+        state: Mapping[str, Any],
+        messages: Sequence[AnyMessage],
+        without: TurnPlan,
+        with_tool: TurnPlan,
+    ) -> tuple[TurnPlan, bool]:
+        """The plan to send where the thread has no tool yet: ``with_tool`` (and the tool
+        offered from this call on) when its extra cuts pay for offering it now, else
+        ``without``."""
+        extra = _saved(with_tool) - _saved(without)
+        if extra <= 0:
+            return without, False
+        edits = (*without.inputs.edits, *without.outputs.edits)
+        sent = _with(messages, edits, [apply_edit(messages[e.index], e) for e in edits])
+        if self._gate.offer_now_pays(state, sent, extra=extra):
+            return with_tool, True
+        return without, False
 
     def _remember(self, update: _Update) -> None:
         """Carry the lines the model was shown to the next call of this thread."""
@@ -399,6 +430,10 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
             tokens_after=totals["tokens_after"],
         )
         return update.state
+
+
+def _saved(turn: TurnPlan) -> int:
+    return sum(e.tokens_before - e.tokens_after for e in (*turn.inputs.edits, *turn.outputs.edits))
 
 
 def _totals(edits: Sequence[Edit]) -> ShorteningTotals:

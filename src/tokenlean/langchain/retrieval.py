@@ -61,7 +61,7 @@ from tokenlean.tokens import (
     message_tokens,
     tool_schema_text,
 )
-from tokenlean.transcript import content_text
+from tokenlean.transcript import MARK_KEY, content_text
 
 _DESCRIPTION = retrieval_description(call_ids=True)
 #: State key counting the originals kept in a thread (every shortener adds to it).
@@ -333,6 +333,8 @@ class RetrievalGate:
         # each thread's choice at its first call (recomputed from a request when not held)
         self._started: dict[tuple[object, ...], bool] = {}
         self._threads: dict[str | None, bool] = {}
+        # whether each thread's last request held a tool of the tool's name
+        self._held: dict[str | None, bool] = {}
         self.pricing = pricing
         self.min_remaining_calls = min_remaining_calls
         self.counter = memoized(counter)
@@ -346,6 +348,42 @@ class RetrievalGate:
 
     def offered(self, state: Mapping[str, Any]) -> bool:
         return self.always or bool(state.get(OFFERED_KEY))
+
+    def in_request(self, state: Mapping[str, Any], scope: str | None) -> bool:
+        """Whether this call's request will hold the tool, as far as known before it is built:
+        the thread's last request held a tool of its name (this gate's, or another shortener's
+        given the same store; a thread keeps what it was offered), else, in a process that has
+        not served the thread yet, whether the state says it was offered. Markers may name the
+        tool only then."""
+        held = self._held.get(scope)
+        return held if held is not None else self.offered(state)
+
+    def offer_now_pays(
+        self, state: Mapping[str, Any], messages: Sequence[Any], *, extra: int
+    ) -> bool:
+        """Whether offering the tool on this call pays: cuts that name it would save ``extra``
+        more tokens than the cuts that need no way back, on this call and the calls after it,
+        than re-writing the cached prompt (the tool list is at its front) and sending the
+        schema cost. ``messages`` are the thread's as sent without those cuts. Early in a
+        run the cached prompt is short, so the first long result usually pays for the tool."""
+        if extra <= 0:
+            return False
+        scope = thread_scope()
+        size = self._size(scope, messages)
+        prompt = self._fixed_tokens(scope) + size.tokens
+        last = max(0, last_ai_index(messages))
+        new = sum(
+            message_tokens(m, self.counter) for m in views_of(messages, last, cache=self._views)
+        )
+        called = state.get(CALLED_AT_KEY)
+        if isinstance(called, (int, float)) and self.clock() - called > self.pricing.cache_ttl:
+            new = prompt  # the provider dropped the cached prefix: nothing to re-write
+        calls = max(size.turns, self.min_remaining_calls)
+        schema_cost = self.schema * (self.pricing.uncached + self.pricing.cached_read * calls)
+        net = expected_net_saving(
+            self.pricing, prompt=prompt, prefix=0, new=new, saved=extra, remaining=calls
+        )
+        return net >= schema_cost
 
     def hide(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
         """The request without the tool while the thread has not been offered it.
@@ -361,24 +399,41 @@ class RetrievalGate:
                     "name of tokenlean's retrieval tool: rename it, or give the shorteners "
                     "another tool_name"
                 )
-        if not self.offered(request.state) and not self._from_start(request):
+        own = any(_same_tool(t, self.tool) for t in request.tools)
+        if not own:
+            self._threads[thread_scope()] = False  # nothing of its own to offer from the start
+        elif not (
+            self.offered(request.state)
+            or self._from_start(request)
+            or names_tool(request.messages, name)
+        ):
             tools = [t for t in request.tools if not _same_tool(t, self.tool)]
             request = request.override(tools=tools) if len(tools) < len(request.tools) else request
         self._remember_fixed(request)
+        if len(self._held) > 1024:
+            self._held.clear()
+        self._held[thread_scope()] = any(getattr(t, "name", None) == name for t in request.tools)
         return request
 
     def account(
-        self, state: Mapping[str, Any], messages: Sequence[Any], *, saved: int, kept: int
+        self,
+        state: Mapping[str, Any],
+        messages: Sequence[Any],
+        *,
+        saved: int,
+        kept: int,
+        offer: bool = False,
     ) -> dict[str, Any]:
         """The state update for ``kept`` originals cut by ``saved`` tokens on this call, with
-        :data:`OFFERED_KEY` set when the thread's savings so far now pay for the tool.
+        :data:`OFFERED_KEY` set when the thread's savings so far now pay for the tool, or
+        ``offer``: this call's cuts name it (:meth:`offer_now_pays` said so).
         ``messages`` are the thread's as the model will be sent them (this call's cuts made)."""
         update: dict[str, Any] = {}
         if kept:
             update[KEPT_KEY] = kept
         scope = thread_scope()
-        if not self.offered(state) and self._threads.get(scope):
-            update[OFFERED_KEY] = True  # offered from the first call: kept through restarts
+        if not self.offered(state) and (offer or self._threads.get(scope)):
+            update[OFFERED_KEY] = True  # kept through restarts
         now, last = self.clock(), state.get(CALLED_AT_KEY)
         update[CALLED_AT_KEY] = now
         total = int(state.get(SAVED_KEY) or 0) + saved
@@ -468,6 +523,20 @@ class RetrievalGate:
             schemas = self._schemas.schemas(tools)
             fixed = self._fixed[key] = count_request((), self.counter, system=system, tools=schemas)
         return fixed
+
+
+def names_tool(messages: Sequence[Any], tool: str) -> bool:
+    """Whether a tool result tokenlean shortened names ``tool`` in a marker: a history
+    restored after a restart, or made by another worker, whose markers the agent must still be
+    able to follow (so the tool stays in its requests)."""
+    hint = f'{tool}("'
+    for message in messages:
+        if not isinstance(message, ToolMessage) or message.name == tool:
+            continue
+        marks = message.response_metadata.get(MARK_KEY)
+        if isinstance(marks, Mapping) and marks and hint in content_text(message.content):
+            return True
+    return False
 
 
 def offering_pays(

@@ -23,7 +23,7 @@ from typing import Any, Literal, get_args
 
 from tokenlean import checks
 from tokenlean.cost import ANTHROPIC, CachePricing, resolve_pricing
-from tokenlean.readback import TOOL_READ_BACK, ReadBack
+from tokenlean.readback import TOOL_READ_BACK, ReadBack, has_way_back
 from tokenlean.shorten._calls import writes_by_line
 from tokenlean.shorten._core import shorten
 from tokenlean.shorten._detect import view_content
@@ -244,8 +244,11 @@ def plan_first_sight(
     ``window`` holds the transcript from position ``offset`` on, the last assistant turn
     included; ``log`` holds the lines of the first ``log.upto`` messages (``offset <= log.upto``;
     ``None``: start from nothing, which needs ``offset == 0`` unless dedupe is off).
-    ``read_back`` names each original's handle and says how markers point to it (``None``:
-    nothing is kept, markers give line numbers only). Each result is shortened against
+    ``read_back`` names each original's handle and says how markers point to it. A marker names
+    only a way back the agent has in the request: with no read-back, or one naming no tool
+    (:func:`has_way_back`), nothing that would need recovering is cut, and a result is sent as
+    a pointer only when it repeats an earlier one word for word (the agent still sees that
+    one). Each result is shortened against
     everything before it as the model will see it, earlier shortenings included. The returned
     plan's ``log`` covers every message before the unseen results, ready for the next call.
     ``backoff`` counts, per tool, how often the agent read an original of that tool back: its
@@ -288,7 +291,7 @@ def plan_first_sight(
         text = message.text
         # the handle (a hash of the whole text) only once the result may be cut
         report, handle = _repeat(message, text, policy, seen), None
-        tokens = policy.count(text) if report is None else 0
+        tokens = policy.count(text) if report is None and has_way_back(read_back) else 0
         if tokens > policy.min_tokens:
             handle = _handle(message, text, read_back)
             retrieval = Retrieval(handle, read_back.tool) if read_back else Retrieval()
