@@ -5,7 +5,8 @@ PHASE FOLDER``): the agent checkpoints to ``FOLDER/checkpoints.db`` and has the 
 ``first``: a tool returns a long log, which the output shortener cuts; prints the handle its
 marker names. ``second``: a new process loads the same thread and the model asks
 ``read_original`` for the lines the marker says were omitted; prints that tool's answer and the
-lines it should hold.
+lines it should hold. Each phase also prints, per model call, whether every request whose
+messages name ``read_original`` listed it.
 """
 
 from __future__ import annotations
@@ -77,11 +78,19 @@ def run(phase: str, folder: Path) -> dict[str, Any]:
         agent.invoke({"messages": [HumanMessage(f"{phase} run")]}, THREAD)
         messages = model.calls[-1].messages
         found = _marker(messages)
+        # per call: whether a marker in its messages names read_original, and whether its
+        # tool list holds the tool (a marker names only a way back the request has)
+        follows = [
+            (MARKER.search(str([str(m.content) for m in c.messages])) is not None)
+            <= ("read_original" in [t["function"]["name"] for t in c.tools])
+            for c in model.calls
+        ]
         if phase == "first":
-            return {"handle": found.group(1)}
+            return {"handle": found.group(1), "follows": follows}
         first, last = int(found.group(2)), int(found.group(3))
         answer = [m for m in messages if isinstance(m, ToolMessage) and m.tool_call_id == "r1"]
         return {
+            "follows": follows,
             "handle": found.group(1),
             "answer": str(answer[-1].content),
             "expected": [f"{n}: {LOG.split(chr(10))[n - 1]}" for n in range(first, last + 1)],

@@ -86,6 +86,7 @@ def test_originals_survive_a_restart_in_the_agents_sqlite_store(tmp_path: Path) 
     first = phase("first")
     second = phase("second")  # a new process: nothing of the first is in memory
     assert second["handle"] == first["handle"]
+    assert first["follows"] == [True, True] and second["follows"] == [True, True]
     assert second["answer"] == "\n".join(second["expected"])
     assert len(second["expected"]) > 100
 
