@@ -26,7 +26,10 @@ from benchmarks._common import recommended_with
 from tokenlean.replay._strategies import register
 from tokenlean.shorten._options import DEFAULT_OPTIONS
 
-CANDIDATES = ((12000, 50), (6000, 50), (3000, 50), (2000, 50), (2000, 60), (1500, 50), (1500, 60))
+CANDIDATES = (
+    (24000, 50), (16000, 50), (12000, 50), (9000, 50), (6000, 50), (4000, 50), (3000, 50),
+    (2000, 50),
+)  # fmt: skip
 
 
 def _factory(tokens: int, percent: int) -> Any:
