@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
-
 from pathlib import Path
+
+import pytest
 
 from tokenlean.pipeline import Planner, PlannerSettings, plan_turn
 from tokenlean.readback import TOOL_READ_BACK, FileReadBack, ToolReadBack, point_to_file

@@ -79,12 +79,13 @@ def plan_turn(
     """Plan the newest turn of ``window`` (the transcript from position ``offset`` on).
 
     ``inputs`` cuts the turn's answered inputs (only with a way back,
-    :func:`~tokenlean.readback.has_way_back`: nothing could show them otherwise); ``outputs`` then shortens the results that follow it, seeing the inputs as
-    cut. ``log``, ``backoff`` and the window's bounds are as for
+    :func:`~tokenlean.readback.has_way_back`: nothing could show them otherwise); ``outputs``
+    then shortens the results that follow it, seeing the inputs as cut. ``log``, ``backoff``
+    and the window's bounds are as for
     :func:`~tokenlean.shorten._firstsight.plan_first_sight`.
     """
     cut, current = _NO_INPUTS, window
-    if inputs is not None and has_way_back(read_back):
+    if inputs is not None and read_back is not None and has_way_back(read_back):
         cut = plan_inputs(window, inputs, offset=offset, read_back=read_back)
         if cut.edits:
             current = list(window)

@@ -23,8 +23,9 @@ behind the proxy, so the order does not depend on how a stack lists its middlewa
 Originals are kept per thread (in memory by default, or in a LangGraph store via
 :class:`~tokenlean.langchain.store.LangGraphOriginalStore`), and the middleware adds a
 ``read_original`` tool so the agent can fetch an original by handle, whole, by line range or by
-pattern. Without
-a ``thread_id`` nothing is kept and the markers give line numbers only.
+pattern. A marker names the tool only in a request that lists it: a result is cut only where
+the agent has that way back (else it is sent whole, or as a pointer to an identical earlier
+one). Without a ``thread_id`` nothing is kept, so nothing else is cut.
 """
 
 from __future__ import annotations
@@ -188,11 +189,11 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
         pricing: Whose prompt-cache prices decide when a thread's savings pay for offering
             the retrieval tool (``"anthropic"``, ``"openai"``, ``"none"`` or a
             :class:`~tokenlean.cost.CachePricing`).
-        offer_tool: ``"when_it_pays"`` (results are shortened from the first call; a thread is
-            offered ``read_original`` from its first call when the schema is at most
-            ``start_share`` of that prompt, else only at a call whose prompt cache is cold
-            anyway, once its cuts have paid for the schema: never as a cache re-write) or
-            ``"always"``.
+        offer_tool: ``"when_it_pays"`` (a thread is offered ``read_original`` from its first
+            call when the schema is at most ``start_share`` of that prompt, else from the first
+            call whose cuts save more than re-writing the cached prompt for the tool costs, or
+            at a call whose cache is cold anyway; a marker names the tool only in a request
+            that lists it, so until then only exact repeats are cut) or ``"always"``.
         start_share: The share of the first prompt under which the tool's schema is negligible.
         min_remaining_calls: The later calls the tool's schema is charged for, at least.
         inputs: Also cut the long inputs of the calls that have run, before their results are

@@ -18,8 +18,8 @@ with several shorteners offers one ``read_original`` that reads every original.
 
 The tool costs its schema on every call. A thread is only offered it once something was kept
 for it to read (:class:`RetrievalGate`): an agent whose outputs never need shortening pays
-nothing, and the call that first offers it re-writes the prompt cache once, which the first
-shortening must pay for (:func:`offering_pays`).
+nothing, and the call that first offers it re-writes the prompt cache once, which that call's
+cuts must pay for; a marker names the tool only in a request that lists it.
 """
 
 from __future__ import annotations
@@ -296,18 +296,18 @@ class _Seen:
 
 
 class RetrievalGate:
-    """Offers the retrieval tool to a thread only where offering it costs no cache re-write.
+    """Offers the retrieval tool to a thread where offering it pays, and says whether a request
+    holds it (:meth:`in_request`): a marker names the tool only in a request that lists it.
 
     The tool list sits at the very front of the prompt: adding the tool to a thread mid-run
-    re-writes the whole prompt cache, which on a long run costs more than every cut saved
-    before it. So a thread is offered the tool either from its first call, when the tool's
-    schema is a negligible share of that prompt (``start_share``: what a long system prompt
-    and tool list, as coding agents send, make of it), or at a call whose cache is cold anyway
-    (the thread's previous call is older than the pricing's ``cache_ttl``, or the pricing has
-    no cache), once its cuts have saved more than the schema costs from then on
-    (:func:`offering_pays`). Never at a warm call: no late re-write, at the end of a run or
-    anywhere else. Shortenings are made at first sight either way, their markers naming the
-    tool and a handle (the same bytes before and after it is offered). The prompt is sized
+    re-writes the whole prompt cache, which late in a long run costs more than a cut saves.
+    So a thread is offered the tool from its first call, when the tool's schema is a
+    negligible share of that prompt (``start_share``: what a long system prompt and tool list,
+    as coding agents send, make of it); else at the first call whose cuts (made only with the
+    tool) save more than re-writing the prompt cached so far and the schema cost
+    (:meth:`offer_now_pays`: early in a run that prompt is short), or at a call whose cache is
+    cold anyway once the thread's savings cover the schema (:func:`offering_pays`). Until
+    then the thread's results are cut only where no way back is needed. The prompt is sized
     from the messages (counted once each, per thread) and from the system prompt and tool
     schemas of the thread's last request.
     Messages are read through ``views``, the view cache of the middleware the gate belongs to

@@ -65,11 +65,12 @@ class OutputShorteningSettings:
             retrieval tool (a preset name or a :class:`~tokenlean.cost.CachePricing`).
         min_remaining_calls: The later calls the tool's schema is charged for, at least, when
             judging that (later on, a run is expected to last as long again).
-        offer_tool: ``"when_it_pays"``: results are shortened at first sight from the start,
-            and the retrieval tool is in a thread's tool list from its first call when its
-            schema is at most ``start_share`` of that prompt, else from a call whose prompt
-            cache is cold anyway once the thread's cuts have saved more than the schema costs
-            (never as a re-write of a warm cache); ``"always"``: from the first call.
+        offer_tool: ``"when_it_pays"``: the retrieval tool is in a thread's tool list from its
+            first call when its schema is at most ``start_share`` of that prompt, else from the
+            first call whose cuts save more than re-writing the cached prompt for it costs (the
+            prompt is short early in a run) or from a call whose cache is cold anyway; until
+            then no marker names it, and only exact repeats are cut; ``"always"``: from the
+            first call.
         start_share: The share of the first prompt under which the tool's schema counts as
             negligible (a long system prompt and tool list, as coding agents send).
     """
