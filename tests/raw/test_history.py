@@ -157,12 +157,12 @@ def test_originals_are_private_and_written_whole(settings: RawSettings) -> None:
     assert stat.S_IMODE(files[0].stat().st_mode) == 0o600
 
 
-def test_without_originals_markers_give_lines_and_inputs_stay(tmp_path: Path) -> None:
+def test_without_originals_nothing_is_cut(tmp_path: Path) -> None:
+    """Nothing kept, no way back: no marker could say how to get the rest, so the result and
+    the input go as they came (only an exact repeat of an earlier result is pointed to)."""
     settings = RawSettings(originals_dir=tmp_path / "o", keep_originals=False)
     messages = _conversation(long_log(), args={"command": SCRIPT})
-    out = rewrite_request("anthropic", build_body("anthropic", messages), settings=settings)
-    assert out is not None and (out.results_shortened, out.inputs_shortened) == (1, 0)
-    assert "(input lines" in out.body["messages"][-1]["content"][0]["content"]
+    assert rewrite_request("anthropic", build_body("anthropic", messages), settings=settings) is None
     assert not (tmp_path / "o").exists()
 
 

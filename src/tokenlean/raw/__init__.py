@@ -98,8 +98,8 @@ class RawSettings:
         originals_max_bytes: the folder's size cap; the least recently used originals go
             first (:class:`~tokenlean.store.FolderOriginalStore`, default 1 GiB).
         originals_max_age: originals unused this many seconds are deleted (default 7 days).
-        keep_originals: write originals; without them markers give line numbers only and
-            inputs are never cut (nothing could show them).
+        keep_originals: write originals; without them nothing could be read back, so only a
+            result that repeats an earlier one word for word is cut (to a pointer to it).
         retrieval: what markers name to read an original back (:data:`Retrieval`).
         min_tokens: tool results of at most this many tokens are left alone.
         options: every shortening setting (:class:`~tokenlean.shorten.ShortenSettings`).
