@@ -20,7 +20,7 @@ from langgraph.store.memory import InMemoryStore
 from tokenlean.langchain import ToolOutputShorteningMiddleware
 from tokenlean.langchain._adapter import to_view
 from tokenlean.langchain.store import LangGraphOriginalStore
-from tokenlean.shorten import InputShorteningSettings
+from tokenlean.shorten import InputShorteningSettings, ShortenSettings
 from tokenlean.store import InMemoryOriginalStore, Original
 from tokenlean.testing import scripted_agent
 from tokenlean.transcript import canonical, mark_of
@@ -658,7 +658,8 @@ def test_a_whole_file_read_keeps_its_declarations_and_its_gaps_read_back_by_line
             AIMessage(content="done"),
         ],
         tools=[claude_read],
-        middleware=[ToolOutputShorteningMiddleware()],
+        # a limit under this file's size (at the default, 12,000 tokens, it is read whole)
+        middleware=[ToolOutputShorteningMiddleware(options=ShortenSettings(file_keep_tokens=2000))],
     )
     agent.invoke({"messages": [HumanMessage("which handler reads key_7?")]}, cfg())
     seen = str(tool_messages(model.calls[1].messages)[0].content)

@@ -184,12 +184,18 @@ def test_a_window_around_a_named_line_keeps_the_lines_near_it(
 
 
 def test_a_whole_source_file_read_keeps_its_outline_with_whole_re_exports() -> None:
-    # 10.7k tokens of lib.rs (a Read of the path alone): its module list and every name its
-    # multi-line ``pub use m::{...};`` blocks re-export, which the agent went on to quote
-    text, report = _run("openagents_claude_code", "143545", 8, context="look at nip44 exports")
+    # 10.7k tokens of lib.rs (a Read of the path alone): whole at the default; past a smaller
+    # limit, its module list and every name its multi-line ``pub use m::{...};`` blocks
+    # re-export, which the agent went on to quote
+    whole = _run("openagents_claude_code", "143545", 8, context="look at nip44 exports")[1]
+    assert not whole.changed
+    small = ShortenSettings(file_keep_tokens=2_000)
+    text, report = _run(
+        "openagents_claude_code", "143545", 8, context="look at nip44 exports", options=small
+    )
     out = report.text.split("\n")
     assert report.kind == "code" and report.changed
-    assert ShortenSettings().file_keep_tokens < report.tokens_after < 0.8 * report.tokens_before
+    assert small.file_keep_tokens < report.tokens_after < 0.8 * report.tokens_before
     assert "   206→mod nip07;" in out
     for block in ("nip07", "nip42"):
         start = text.index(f"pub use {block}::{{")
@@ -208,6 +214,8 @@ def test_the_same_file_read_as_an_asked_range_stays_whole() -> None:
 
 
 _WHOLE_FILES = ShortenSettings(file_keep_tokens=12_000)
+#: A limit under the files below, to see what a file longer than the limit keeps.
+_SMALL_FILES = ShortenSettings(file_keep_tokens=2_000)
 
 
 def _python_module(functions: int) -> str:
@@ -231,7 +239,8 @@ def _python_module(functions: int) -> str:
 def test_a_whole_python_file_read_keeps_whole_signatures_and_imports() -> None:
     text = _python_module(40)
     read = {"file_path": "/repo/app/handlers.py"}
-    report = shorten(text, query=read, retrieval=HINT)
+    assert shorten(text, query=read, retrieval=HINT).text == text  # under the default limit
+    report = shorten(text, query=read, retrieval=HINT, options=_SMALL_FILES)
     out = report.text.split("\n")
     assert report.kind == "code" and report.changed
     declarations = [
@@ -245,8 +254,8 @@ def test_a_whole_python_file_read_keeps_whole_signatures_and_imports() -> None:
     ]
     assert len(declarations) == 5 + 40 * 5 and all(line in out for line in declarations)
     small = _python_module(3)  # under file_keep_tokens: whole
-    assert estimate_tokens(small) <= ShortenSettings().file_keep_tokens
-    assert shorten(small, query=read, retrieval=HINT).text == small
+    assert estimate_tokens(small) <= _SMALL_FILES.file_keep_tokens
+    assert shorten(small, query=read, retrieval=HINT, options=_SMALL_FILES).text == small
     ranged = {**read, "offset": 1, "limit": 2000}  # asked for: a view, whole to its own size
     assert shorten(text, query=ranged, retrieval=HINT).text == text
 
