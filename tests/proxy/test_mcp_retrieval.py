@@ -44,11 +44,26 @@ HISTORY: Any = [
 _HINT = re.compile(rf'{RETRIEVAL_TOOL}\(\\?"(o\d{{12}})\\?", \\?"(\d+-\d+)\\?"\)')
 
 
-def _sent(make_proxy: ProxyFactory, upstream: FakeUpstream, folder: Path) -> dict[str, Any]:
-    """The body the provider got for HISTORY through a proxy keeping originals in ``folder``."""
+#: The served tool as an MCP client lists it to the model (``mcp__<server>__<tool>``).
+SERVED = {
+    "type": "function",
+    "function": {
+        "name": f"mcp__tokenlean__{RETRIEVAL_TOOL}",
+        "description": "Read an original back.",
+        "parameters": {"type": "object", "properties": {"handle": {"type": "string"}}},
+    },
+}
+
+
+def _sent(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, folder: Path, *, served: bool = True
+) -> dict[str, Any]:
+    """The body the provider got for HISTORY through a proxy keeping originals in ``folder``,
+    from a client whose tool list holds the served ``read_original`` (or not)."""
     proxy = make_proxy(default_rewriter(folder, retrieval="mcp"))
     client = openai.OpenAI(base_url=proxy.url + "/v1", api_key="sk-test", max_retries=0)
-    client.chat.completions.create(model="gpt-test", messages=HISTORY)
+    tools: Any = [SERVED] if served else openai.NOT_GIVEN
+    client.chat.completions.create(model="gpt-test", messages=HISTORY, tools=tools)
     (sent,) = upstream.bodies("/v1/chat/completions")
     return dict(sent)
 
@@ -87,6 +102,14 @@ async def test_markers_name_a_handle_the_mcp_server_reads_back(
     assert ERROR in answers[1]
     assert answers[2] == excerpt(SCRIPT, lines=script_lines)  # the cut input, too
     assert answers[3].startswith("No original with handle 'o000000000000'")
+
+
+def test_a_client_without_the_served_tool_gets_no_marker_naming_it(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, tmp_path: Path
+):
+    """No ``read_original`` in the request: no way back to name, so the body goes as sent."""
+    sent = _sent(make_proxy, upstream, tmp_path, served=False)
+    assert sent["messages"] == HISTORY
 
 
 def test_the_default_still_names_the_file(

@@ -41,6 +41,7 @@ from tokenlean.shorten._options import ShortenSettings
 from tokenlean.store import (
     ORIGINALS_MAX_AGE,
     ORIGINALS_MAX_BYTES,
+    RETRIEVAL_TOOL,
     FolderOriginalStore,
     default_originals_dir,
 )
@@ -130,6 +131,9 @@ class RawSettings:
     counter: TokenCounter | None = _OUTPUTS.counter
     store: FolderOriginalStore = field(init=False, repr=False, compare=False)
     planner: Planner = field(init=False, repr=False, compare=False)
+    #: The planner of requests that name no way back: with ``retrieval="mcp"``, a body whose
+    #: tool list holds no ``read_original`` (the MCP server is not set up for that agent).
+    unserved: Planner = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for name in ("keep_originals", "dedupe", "shorten_inputs"):
@@ -172,6 +176,7 @@ class RawSettings:
         object.__setattr__(self, "store", store)
         # The planner (and its memo of histories already planned) belongs to these settings.
         object.__setattr__(self, "planner", Planner(self.policy()))
+        object.__setattr__(self, "unserved", Planner(replace(self.policy(), read_back=None)))
 
     def policy(self) -> PlannerSettings:
         """The core's view of these settings."""
@@ -223,7 +228,8 @@ def _rewrite(
     view = reader(body)
     if view is None:
         return None
-    plan = settings.planner.plan(view.messages)
+    served = settings.retrieval != "mcp" or _lists_retrieval(body.get("tools"))
+    plan = (settings.planner if served else settings.unserved).plan(view.messages)
     # Adapters give a slot to exactly what the core may edit; this guards that promise.
     edits = [e for e in plan.edits if _writable(e, view)]
     if not edits:
@@ -243,6 +249,26 @@ def _rewrite(
         results_shortened=sum(1 for e in edits if e.edit.new_content is not None),
         inputs_shortened=sum(len(e.edit.tool_args) for e in edits),
     )
+
+
+def _lists_retrieval(tools: object) -> bool:
+    """Whether a request's tool list holds a tool reading originals back: ``read_original``,
+    however a client names an MCP server's tool (``mcp__tokenlean__read_original``), in any
+    provider's shape (a name, a function's name, Gemini's function declarations)."""
+    if not isinstance(tools, list):
+        return False
+    for tool in tools:
+        if not isinstance(tool, Mapping):
+            continue
+        function = tool.get("function")
+        names = [tool.get("name"), function.get("name") if isinstance(function, Mapping) else None]
+        for key in ("functionDeclarations", "function_declarations"):
+            declared = tool.get(key)
+            if isinstance(declared, list):
+                names += [d.get("name") for d in declared if isinstance(d, Mapping)]
+        if any(isinstance(n, str) and n.endswith(RETRIEVAL_TOOL) for n in names):
+            return True
+    return False
 
 
 def _writable(planned: HistoryEdit, view: RawView) -> bool:
