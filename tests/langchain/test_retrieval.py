@@ -14,6 +14,7 @@ from langchain_core.tools import StructuredTool, tool
 from tokenlean.cost import ANTHROPIC, OPENAI
 from tokenlean.langchain import ToolInputShorteningMiddleware, ToolOutputShorteningMiddleware
 from tokenlean.langchain.retrieval import (
+    FORGONE_KEY,
     ReadOriginalArgs,
     _same_tool,
     is_retrieval_tool,
@@ -406,3 +407,13 @@ def test_an_envelope_is_shortened_inside_and_its_markers_read_back_those_lines()
     got = str(answer.content).split("\n")
     # numbered as the marker counts them, the envelope's \r\n line ends read as lines
     assert (got[0], got[-1]) == (f"{first}: {lines[first - 1]}", f"{last}: {lines[last - 1]}")
+
+
+def test_cuts_the_thread_went_without_count_toward_offering_the_tool() -> None:
+    """A long cached prompt costs more to re-write than one small cut saves; a thread whose
+    results kept needing cuts (what it went without, per call) pays for the tool all the same."""
+    gate = ToolOutputShorteningMiddleware()._gate
+    messages = [HumanMessage("context " * 20_000), AIMessage("ok")]
+    assert not gate.offer_now_pays({}, messages, extra=500)
+    assert gate.offer_now_pays({FORGONE_KEY: 100_000}, messages, extra=500)
+    assert not gate.offer_now_pays({FORGONE_KEY: 100_000}, messages, extra=0)  # nothing to cut

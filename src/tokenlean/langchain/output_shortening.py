@@ -130,6 +130,7 @@ class ShorteningState(AgentState[Any]):
     tokenlean_originals: NotRequired[Annotated[int, PrivateStateAttr, add_counts]]
     tokenlean_originals_saved: NotRequired[Annotated[int, PrivateStateAttr, add_counts]]
     tokenlean_originals_saved_at: NotRequired[Annotated[int, PrivateStateAttr, add_counts]]
+    tokenlean_originals_forgone: NotRequired[Annotated[int, PrivateStateAttr, add_counts]]
     tokenlean_originals_offered: NotRequired[Annotated[bool, PrivateStateAttr, either]]
     tokenlean_called_at: NotRequired[Annotated[float, PrivateStateAttr, later]]
 
@@ -366,9 +367,11 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
         # back is cut, unless offering the tool on this very call pays for itself
         offered = scope is not None and self._gate.in_request(state, scope)
         turn = planned(self._read_back if offered else None)
-        offer = False
+        offer, forgone = False, 0
         if scope is not None and not offered and self._read_back.tool is not None:
-            turn, offer = self._offer_if_it_pays(state, messages, turn, planned(self._read_back))
+            with_tool = planned(self._read_back)
+            turn, offer = self._offer_if_it_pays(state, messages, turn, with_tool)
+            forgone = 0 if offer else max(0, _saved(with_tool) - _saved(turn))
         plan, cut = turn.outputs, turn.inputs
         edits = (*cut.edits, *plan.edits)
         updated = [apply_edit(messages[e.index], e) for e in edits]
@@ -378,7 +381,9 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
         if scope is not None:  # counted even with nothing cut now: the tool may come to pay
             saved = sum(e.tokens_before - e.tokens_after for e in edits)
             kept = len(cut.originals) + len(plan.originals)
-            account = self._gate.account(state, sent, saved=saved, kept=kept, offer=offer)
+            account = self._gate.account(
+                state, sent, saved=saved, kept=kept, offer=offer, forgone=forgone
+            )
             update.state.update(account)
         if not edits:
             self._remember(update)

@@ -71,6 +71,10 @@ KEPT_KEY = "tokenlean_originals"
 #: ``write * S + read * (k * S - W)`` so far, which is what pays for offering the tool.
 SAVED_KEY = "tokenlean_originals_saved"
 SAVED_AT_KEY = "tokenlean_originals_saved_at"
+#: State key summing the tokens cuts would have saved on calls where the thread had no tool
+#: to name in their markers (so they were not made): the rate at which the thread's results
+#: need cutting, which offering the tool would let the later calls save.
+FORGONE_KEY = "tokenlean_originals_forgone"
 #: State key set once the thread has been offered the retrieval tool (it stays offered).
 OFFERED_KEY = "tokenlean_originals_offered"
 #: State key holding when the thread last called the model (seconds since the epoch): a call
@@ -363,9 +367,11 @@ class RetrievalGate:
     ) -> bool:
         """Whether offering the tool on this call pays: cuts that name it would save ``extra``
         more tokens than the cuts that need no way back, on this call and the calls after it,
-        than re-writing the cached prompt (the tool list is at its front) and sending the
-        schema cost. ``messages`` are the thread's as sent without those cuts. Early in a
-        run the cached prompt is short, so the first long result usually pays for the tool."""
+        and the later calls would save as much per call as the thread's earlier calls would
+        have (:data:`FORGONE_KEY`), more than re-writing the cached prompt (the tool list is
+        at its front) and sending the schema cost. ``messages`` are the thread's as sent
+        without those cuts. Early in a run the cached prompt is short, so the first long
+        result usually pays for the tool."""
         if extra <= 0:
             return False
         scope = thread_scope()
@@ -378,12 +384,17 @@ class RetrievalGate:
         called = state.get(CALLED_AT_KEY)
         if isinstance(called, (int, float)) and self.clock() - called > self.pricing.cache_ttl:
             new = prompt  # the provider dropped the cached prefix: nothing to re-write
+        # a run is expected to last as long again, and at least min_remaining_calls
         calls = max(size.turns, self.min_remaining_calls)
         schema_cost = self.schema * (self.pricing.uncached + self.pricing.cached_read * calls)
         net = expected_net_saving(
             self.pricing, prompt=prompt, prefix=0, new=new, saved=extra, remaining=calls
         )
-        return net >= schema_cost
+        # each later call cuts at the thread's rate so far (over as many calls: a rate is not
+        # read from a call or two), each cut sent on the calls after it
+        rate = (int(state.get(FORGONE_KEY) or 0) + extra) / calls
+        later = rate * calls * (self.pricing.uncached + self.pricing.cached_read * calls / 2)
+        return net + later >= schema_cost
 
     def hide(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
         """The request without the tool while the thread has not been offered it.
@@ -423,14 +434,18 @@ class RetrievalGate:
         saved: int,
         kept: int,
         offer: bool = False,
+        forgone: int = 0,
     ) -> dict[str, Any]:
         """The state update for ``kept`` originals cut by ``saved`` tokens on this call, with
         :data:`OFFERED_KEY` set when the thread's savings so far now pay for the tool, or
-        ``offer``: this call's cuts name it (:meth:`offer_now_pays` said so).
+        ``offer``: this call's cuts name it (:meth:`offer_now_pays` said so); ``forgone``:
+        what cuts needing the tool would have saved on this call, not made as it is not offered.
         ``messages`` are the thread's as the model will be sent them (this call's cuts made)."""
         update: dict[str, Any] = {}
         if kept:
             update[KEPT_KEY] = kept
+        if forgone:
+            update[FORGONE_KEY] = forgone
         scope = thread_scope()
         if not self.offered(state) and (offer or self._threads.get(scope)):
             update[OFFERED_KEY] = True  # kept through restarts
