@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from tests.data import HAVE_SHARED, TRAJECTORIES, needs_shared
 from tests.loop_guard.test_steps import step
 from tokenlean import Detection, LoopDetector, detect_stuck, loop_signals
-from tokenlean.loop_guard._steps import Step, StepScan, build_steps
+from tokenlean.loop_guard._polling import POLL_LOOKBACK, running_target
+from tokenlean.loop_guard._steps import Step, StepScan, build_steps, canonical_action
 from tokenlean.replay._formats import load_trajectory
 from tokenlean.transcript import INJECTED_ID_PREFIX, Message, ToolCall
 
@@ -235,7 +236,7 @@ def test_only_the_end_of_the_run_counts() -> None:
 
 
 def test_exempt_tools_neither_count_nor_interrupt() -> None:
-    poll = step("job_status", {"id": 7}, "running")
+    poll = step("job_status", {"id": 7}, "queued")
     detector = LoopDetector(exempt_tools={"job_status"})
     assert pattern([poll] * 6, detector) is None
     assert pattern([A, poll, A, poll, A], detector) == "repeat"
@@ -334,7 +335,12 @@ def test_diversity_is_the_loss_of_diversity() -> None:
 def histories(draw: st.DrawFn) -> list[Step]:
     pool = [A, B, C, talk(), talk("again, sorry"), run("pytest", "<returncode>2</returncode>")]
     pool += [edit("x"), step("poll", {}, "wait", is_error=True)]
+    # a cell started, polled while it runs, then done (see test_polling)
+    pool += [step("wait", {"cell_id": "3"}, f"Script {s}\nOutput:\n") for s in RUNNING]
     return steps(*draw(st.lists(st.sampled_from(pool), max_size=30)))
+
+
+RUNNING = ("running with cell ID 3", "running with cell ID 4", "completed")
 
 
 @given(histories())
@@ -361,8 +367,20 @@ def _latest_one_by_one(detector: LoopDetector, history: Sequence[Step], start: i
         s = history[index]
         if s["action"] in detector.exempt_tools or (detector.exempt_if and detector.exempt_if(s)):
             continue
+        if detector.exempt_polling and _polls(history, index, max(0, start)):
+            continue
         kept.append(s)
     return kept[::-1]
+
+
+def _polls(history: Sequence[Step], index: int, start: int) -> bool:
+    """Whether ``history[index]`` polls: a step among the ``POLL_LOOKBACK`` before it (from
+    ``start`` on) reported running what it reports running."""
+    target = running_target(history[index], canonical_action)
+    earlier = range(max(start, index - POLL_LOOKBACK), index)
+    return target is not None and any(
+        running_target(history[i], canonical_action) == target for i in earlier
+    )
 
 
 @given(
@@ -370,11 +388,13 @@ def _latest_one_by_one(detector: LoopDetector, history: Sequence[Step], start: i
     st.integers(0, 35),
     st.sampled_from([frozenset(), frozenset({"poll"}), frozenset({"bash"})]),
     st.sampled_from([list, tuple, "scan"]),
+    st.booleans(),
 )
 def test_the_latest_steps_are_read_in_slices_as_one_by_one(
-    history: list[Step], start: int, exempt: frozenset[str], kind: Any
+    history: list[Step], start: int, exempt: frozenset[str], kind: Any, polling: bool
 ) -> None:
-    detector = LoopDetector(exempt_tools=exempt, max_period=3)  # a short horizon: 12 steps
+    # a short horizon: 12 steps
+    detector = LoopDetector(exempt_tools=exempt, max_period=3, exempt_polling=polling)
     given_steps: Sequence[Step] = history if kind == "scan" else kind(history)
     if kind == "scan":  # a StepList: a shared base and a tail
         half = len(history) // 2

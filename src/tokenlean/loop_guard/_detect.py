@@ -28,8 +28,11 @@ progress, never a loop. The patterns, with the default :class:`LoopDetector` thr
     parallel calls repeated, or two turns taking turns (a turn of 1 call and one of 4: a block
     of 5 steps).
 
-Steps of exempt tools (polling, stepping a debugger) are removed before matching: they neither
-count towards a pattern nor interrupt one.
+Steps of exempt tools (stepping a debugger, say) are removed before matching: they neither
+count towards a pattern nor interrupt one. So are polls (``exempt_polling``, on by default): steps
+whose output opens by reporting that the process, cell or job they ask about, which an earlier
+step reported running, is still running (:mod:`~tokenlean.loop_guard._polling`), whatever the
+tool is called.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from typing import Literal
 
 from tokenlean import checks
 from tokenlean.loop_guard._canonical import canonical_text
+from tokenlean.loop_guard._polling import POLL_LOOKBACK, polls
 from tokenlean.loop_guard._signals import diversity_loss, hedge_score, streak_score
 from tokenlean.loop_guard._steps import Step, StepKeys, StepList, is_failure
 
@@ -75,7 +79,9 @@ class LoopDetector:
     ``repeat_after``, ``failing_after`` and ``talking_after`` count steps in a row;
     ``cycle_repeats`` counts full rounds of an alternation or cycle (periods 2 to
     ``max_period``). ``exempt_tools`` names tools that legitimately repeat; ``exempt_if`` is a
-    predicate for finer exemptions (for example a ``bash`` step whose command is ``sleep``).
+    predicate for finer exemptions (for example a ``bash`` step whose command is ``sleep``);
+    ``exempt_polling`` leaves out polls of a process still running, whatever the tool
+    (:mod:`~tokenlean.loop_guard._polling`).
     ``patterns`` lists the enabled patterns. ``signal_window`` and ``hedge_window`` size the
     ``diversity`` and ``hedge`` signals. A detector remembers the keys of the steps it has read
     (:class:`~tokenlean.loop_guard._steps.StepKeys`): it is asked about the same latest steps on
@@ -89,6 +95,7 @@ class LoopDetector:
     max_period: int = 16  # a block of steps: one or two turns of parallel tool calls
     exempt_tools: Collection[str] = frozenset()
     exempt_if: Callable[[Step], bool] | None = None
+    exempt_polling: bool = True
     patterns: Collection[Pattern] = PATTERNS
     signal_window: int = 6
     hedge_window: int = 5
@@ -107,6 +114,7 @@ class LoopDetector:
         exempt = checks.collection_of_names(self.exempt_tools, "exempt_tools")
         if self.exempt_if is not None:
             checks.function(self.exempt_if, "exempt_if")
+        checks.flag(self.exempt_polling, "exempt_polling")
         object.__setattr__(self, "exempt_tools", exempt)
         object.__setattr__(self, "patterns", tuple(p for p in PATTERNS if p in self.patterns))
         longest = max(self.repeat_after, self.failing_after, self.talking_after)
@@ -130,12 +138,32 @@ class LoopDetector:
             chunk = list(steps[low:end] if sliced else (steps[i] for i in range(low, end)))
             if not isinstance(steps, StepList):  # a scan's steps were built as Steps
                 _check_steps(chunk, low)
-            if not self.exempt_tools and self.exempt_if is None:
+            polled = self._polls(steps, chunk, low, start) if self.exempt_polling else ()
+            if not kept and not polled and not self.exempt_tools and self.exempt_if is None:
                 return chunk  # nothing to leave out: the chunk fills the horizon
-            kept.extend(step for step in reversed(chunk) if not self._exempt(step))
+            kept.extend(
+                chunk[offset]
+                for offset in range(len(chunk) - 1, -1, -1)
+                if offset not in polled and not self._exempt(chunk[offset])
+            )
             end = low
         kept.reverse()
         return kept
+
+    def _polls(
+        self, steps: Sequence[Step], chunk: list[Step], low: int, start: int
+    ) -> frozenset[int]:
+        """The offsets in ``chunk`` (``steps[low:]``) of the polls (see :mod:`~._polling`):
+        the steps before it are read, back to ``start``, only when one in it reports running."""
+        targets = [self._keys.running(step) for step in chunk]
+        if all(target is None for target in targets):
+            return frozenset()  # the common case: nothing reports running
+        first = max(start, low - POLL_LOOKBACK)
+        before = [steps[i] for i in range(first, low)]
+        if not isinstance(steps, StepList):
+            _check_steps(before, first)
+        targets = [*(self._keys.running(step) for step in before), *targets]
+        return frozenset(found - len(before) for found in polls(targets, start=len(before)))
 
     def _exempt(self, step: Step) -> bool:
         if step["action"] in self.exempt_tools:

@@ -27,6 +27,7 @@ from typing import Any, TypedDict, overload
 from tokenlean import checks
 from tokenlean.loop_guard._canonical import CANONICAL_SPAN as CANONICAL_SPAN  # re-exported
 from tokenlean.loop_guard._canonical import canonical_text as canonical_text  # re-exported
+from tokenlean.loop_guard._polling import running_target
 from tokenlean.transcript import Message, is_injected
 
 
@@ -230,8 +231,10 @@ class _StepKeys:
     action: str
     action_input: object
     observation: str
-    action_key: str
-    observation_key: str | None = None  # worked out when first asked for
+    action_key: str | None = None  # each key worked out when first asked for
+    observation_key: str | None = None
+    running: str | None = None  # what the step reports still running, once ``polled``
+    polled: bool = False
 
 
 class StepKeys:
@@ -261,7 +264,10 @@ class StepKeys:
     def action_key(self, step: Step) -> str:
         """The first half of :func:`step_key`: two steps whose actions differ differ, whatever
         they observed, so the observation need not be read."""
-        return self._of(step).action_key
+        keys = self._of(step)
+        if keys.action_key is None:
+            keys.action_key = canonical_action(step)
+        return keys.action_key
 
     def observation_key(self, step: Step) -> str:
         """The second half of :func:`step_key`: the canonical observation, worked out only when
@@ -270,6 +276,14 @@ class StepKeys:
         if keys.observation_key is None:
             keys.observation_key = canonical_text(step["observation"])
         return keys.observation_key
+
+    def running(self, step: Step) -> str | None:
+        """What ``step`` reports still running, worked out when first asked for (see
+        :func:`~tokenlean.loop_guard._polling.running_target`)."""
+        keys = self._of(step)
+        if not keys.polled:
+            keys.running, keys.polled = running_target(step, self.action_key), True
+        return keys.running
 
     def _of(self, step: Step) -> _StepKeys:
         """The step's remembered keys, worked out again if its action, input or observation was
@@ -285,9 +299,7 @@ class StepKeys:
             and keys.observation == step["observation"]
         ):
             return keys
-        keys = _StepKeys(
-            step, step["action"], step["action_input"], step["observation"], canonical_action(step)
-        )
+        keys = _StepKeys(step, step["action"], step["action_input"], step["observation"])
         with self._lock:
             self._keys[id(step)] = keys
             if len(self._keys) > self._max:

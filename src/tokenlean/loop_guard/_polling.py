@@ -1,0 +1,132 @@
+"""Polling: a step asking about a process that is still running is waiting, not looping.
+
+Agents wait on long commands by polling them, and every poll is the same call with the same
+answer until the process ends: Codex code mode continues a yielded ``exec`` cell with ``wait``
+calls answered "Script running with cell ID 20"; Codex CLI's ``write_stdin`` with no input is
+answered "Process running with session ID 7"; Claude Code's ``TaskOutput`` and ``BashOutput``
+answer ``<status>running</status>``. The ``repeat`` pattern would end such a run at its third
+poll. The rule here knows no tool name, only the shape of such an answer.
+
+A step *reports* a target still running when the head of its output (its first
+:data:`HEAD_CHARS` characters, so a huge output costs no more than a short one) holds
+
+- a status line: a line that says what is running, and nothing else, either the first line
+  ("Still running...", "The job is still running.") or, naming the id of what runs, one of the
+  first few before an ``Output:`` line ("Script running with cell ID 20", "Process running with
+  session ID 7", "Command running in background with ID: b1");
+- or an explicit status field: ``<status>running</status>``, ``"status": "running"``,
+  ``status: running`` on a line of its own (``state`` too).
+
+Output that merely holds the word is neither: "running 3 tests" (cargo), "Running setup.py
+install", a log line saying a server is running at some address. The *target* is what names the
+running thing: the id of the status line, else the first id field of the head (``<task_id>``,
+``"session_id"``), else the first id-named argument of the call (``cell_id``, ``bash_id``), else
+the call itself (tool and canonical arguments).
+
+A step *polls* when it reports a target running that one of the :data:`POLL_LOOKBACK` steps
+before it also reported running: the call that started it, or an earlier poll of it. The
+detector leaves polls out as it leaves out the steps of exempt tools: they neither count toward
+a pattern nor interrupt one. A command started again and again is still seen (each start names
+a new cell or session), and so is anything the agent does between its polls.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tokenlean.loop_guard._steps import Step
+
+__all__ = ["HEAD_CHARS", "POLL_LOOKBACK", "polls", "running_target"]
+
+#: How much of an output is read for a running status: a status is the output's head.
+HEAD_CHARS = 400
+#: How many steps back a poll looks for the step that reported the same target running.
+POLL_LOOKBACK = 32
+#: How many of the head's lines may be a status line (Codex CLI's is its third).
+_HEAD_LINES = 6
+
+_STATUS_LINE = re.compile(
+    r"(?:(?:the\s+)?[a-z][\w-]*\s+(?:is\s+)?)?(?:still\s+)?running"
+    r"(?:\s+in\s+(?:the\s+)?background)?"
+    r"(?:\s+with\s+(?:[\w-]+\s+)?id\b:?\s*(?P<id>[\w.:-]*\w)\b.*|\s*\(\s*(?:pid|id)\b:?\s*"
+    r"(?P<pid>\w+)\s*\)[\s.!]*|[\s.!\u2026]*)",
+    re.I,
+)
+_OUTPUT_LINE = re.compile(r"output:?", re.I)
+_STATUS_FIELD = re.compile(
+    r"<(status|state)>\s*running\s*</\1>"
+    r"|\"(?:status|state)\"\s*:\s*\"running\""
+    r"|^[ \t]*(?:status|state)[ \t]*[:=][ \t]*running[ \t]*$",
+    re.I | re.M,
+)
+_ID_FIELD = re.compile(
+    r"<(?P<tag>\w+)>\s*(?P<xml>[\w.:-]+)\s*</(?P=tag)>|\"(?P<key>\w+)\"\s*:\s*\"?(?P<json>[\w.:-]+)"
+)
+
+
+def running_target(step: Step, call: Callable[[Step], str]) -> str | None:
+    """What ``step`` reports still running (see the module docstring), or ``None``.
+
+    ``call`` gives the step's canonical action, the target when nothing else names one.
+    """
+    head = step["observation"][:HEAD_CHARS]
+    if "running" not in head.lower():
+        return None  # most outputs: one scan of a bounded head
+    line = _status_line(head)
+    if line is not None:
+        named = line.group("id") or line.group("pid")
+        return named or _named(head, step) or call(step)
+    if _STATUS_FIELD.search(head) is None:
+        return None
+    return _named(head, step) or call(step)
+
+
+def _status_line(head: str) -> re.Match[str] | None:
+    """The first of the head's first lines that is a status line (none past ``Output:``); one
+    that names no id ("Still running...") only as the first line that is not blank."""
+    lines = [text for text in (line.strip() for line in head.splitlines()[:_HEAD_LINES]) if text]
+    for index, text in enumerate(lines):
+        if _OUTPUT_LINE.fullmatch(text):
+            return None
+        found = _STATUS_LINE.fullmatch(text)
+        if found is not None and (index == 0 or found.group("id") or found.group("pid")):
+            return found
+    return None
+
+
+def _named(head: str, step: Step) -> str | None:
+    """The first id field of the head, else the first id-named argument of the call."""
+    for field in _ID_FIELD.finditer(head):
+        if _is_id(field.group("tag") or field.group("key")):
+            return field.group("xml") or field.group("json")
+    for key, value in sorted(step["action_input"].items()):
+        if _is_id(key) and isinstance(value, (str, int)) and not isinstance(value, bool):
+            return str(value) or None
+    return None
+
+
+def _is_id(key: str) -> bool:
+    lower = key.lower()
+    return lower in ("id", "pid") or lower.endswith("_id") or key.endswith(("Id", "ID"))
+
+
+def polls(targets: Sequence[str | None], *, start: int = 0) -> list[int]:
+    """The positions from ``start`` on whose target was reported within the
+    :data:`POLL_LOOKBACK` positions before (``targets[i]``: what step ``i`` reports running).
+
+    ``targets`` must begin :data:`POLL_LOOKBACK` positions before ``start``, or where the steps
+    that count begin: a report older than that is not looked for.
+    """
+    last: dict[str, int] = {}
+    found: list[int] = []
+    for index, target in enumerate(targets):
+        if target is None:
+            continue
+        seen = last.get(target)
+        if index >= start and seen is not None and index - seen <= POLL_LOOKBACK:
+            found.append(index)
+        last[target] = index
+    return found
