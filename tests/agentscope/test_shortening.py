@@ -20,12 +20,10 @@ from agentscope.tool import ToolChunk
 from tests.agentscope.support import ask, memory_results, results, sent_json
 from tests.data import ERROR, LOG, SCRIPT, one_run_per_source, skip_unless_here
 from tokenlean.agentscope import (
-    LoopGuardMiddleware,
     ToolInputShorteningMiddleware,
     ToolOutputShorteningMiddleware,
     recommended_middleware,
 )
-from tokenlean.loop_guard import LoopDetector
 from tokenlean.raw import RawSettings
 from tokenlean.replay._formats import load_trajectory
 from tokenlean.store import FolderOriginalStore, InMemoryOriginalStore
@@ -190,21 +188,14 @@ def test_a_system_message_recorded_mid_run_reaches_the_model_as_user_text() -> N
     assert prefix_breaks(model) == []
 
 
-#: Codex code mode's ``wait`` polls a cell still running: the same call, the same "still
-#: running" output until the cell ends. A poll, not a loop: what ``exempt_tools`` is for.
-POLLING = frozenset({"wait"})
-
-
 @pytest.mark.parametrize("path", one_run_per_source(), ids=lambda p: p.parent.name)
 def test_a_replayed_trajectory_never_changes_bytes_already_sent(path: Path) -> None:
     """The recommended stack replayed through a real agent: no call changes what an earlier
-    call sent (the context editor's trigger is not reached on these runs), the loop guard told
-    which tool polls, as a user of such an agent tells it (it would end a Codex run at its
-    fourth ``wait`` on a cell, and the replay would make fewer calls)."""
+    call sent (the context editor's trigger is not reached on these runs), and every call is
+    made (the Codex run's ``wait`` calls on a cell still running are polls, not a loop)."""
     skip_unless_here(path)
     trajectory = load_trajectory(path)
-    guard = LoopGuardMiddleware(detector=LoopDetector(exempt_tools=POLLING))
-    stack = [*recommended_middleware(loop_guard=False), guard]
+    stack = recommended_middleware()
     _, model = asyncio.run(replay_messages(trajectory.messages, stack))
     _, plain = asyncio.run(replay_messages(trajectory.messages))
     assert prefix_breaks(model) == []

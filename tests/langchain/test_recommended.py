@@ -6,7 +6,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
 
-from tests.data import needs_shared, needs_vocab, trajectory_paths
+from tests.data import TRAJECTORIES, needs_shared, needs_vocab, skip_unless_here, trajectory_paths
 from tokenlean.cost import CachePricing
 from tokenlean.langchain import (
     ContextEditorMiddleware,
@@ -93,3 +93,18 @@ def test_replay_of_a_real_trajectory_is_cache_safe_and_cheaper() -> None:
     assert stack.prefix_breaks <= 1 and all(m == -1 for _, m in stack.break_positions)
     assert stack.billed_anthropic < 0.9 * base.billed_anthropic
     assert stack.recall >= 0.9
+
+
+def test_a_run_polling_a_running_cell_makes_every_call() -> None:
+    """A Codex Desktop run waits on a cell still running five times in a row ("Script running
+    with cell ID 18"): polling, not a loop, so the stack's loop guard lets every call through
+    (it used to end the run at the fourth wait, after 10 of its 32 calls)."""
+    path = TRAJECTORIES / "codex_desktop_0144" / "codex_hk_019f5cfd-b70b_ep2.json"
+    skip_unless_here(path)
+    trajectory = load_trajectory(path)
+    stack = recommended_middleware()
+    calls = len(replay(trajectory, stack).calls)
+    assert calls == len(replay(trajectory).calls) == 32
+    guard = stack[-1]
+    assert isinstance(guard, LoopGuardMiddleware) and guard.stats.events == ()
+    assert guard.stats.checks > 0 and guard.stats.errors == 0
