@@ -11,7 +11,12 @@ from typing import Any
 import pytest
 
 from tests.data import NATIVE, TRAJECTORIES, shared_params
-from tokenlean.replay._formats import Trajectory, load_trajectory, message_sequence_problem
+from tokenlean.replay._formats import (
+    Trajectory,
+    load_trajectories,
+    load_trajectory,
+    message_sequence_problem,
+)
 
 DESKTOP = sorted((NATIVE / "codex").glob("jdx_*.jsonl"))
 CONVERTED = TRAJECTORIES / "codex_desktop_0144"
@@ -37,12 +42,17 @@ def _text(text: str) -> dict[str, Any]:
 
 
 def _rollout(tmp_path: Path, *lines: tuple[str, dict[str, Any]]) -> Trajectory:
+    """The rollout's last context window (the history the CLI resumes from)."""
+    return load_trajectory(_write(tmp_path, *lines))
+
+
+def _write(tmp_path: Path, *lines: tuple[str, dict[str, Any]]) -> Path:
     meta = {"id": "s-1", "cli_version": "0.144.5", "base_instructions": {"text": "You are Codex."}}
     rows = [{"type": "session_meta", "payload": meta}]
     rows += [{"type": kind, "payload": payload} for kind, payload in lines]
     path = tmp_path / "rollout-1.jsonl"
     path.write_text("\n".join(json.dumps(row) for row in rows), encoding="utf-8")
-    return load_trajectory(path)
+    return path
 
 
 def _items(*items: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -73,9 +83,11 @@ def test_an_image_among_the_parts_is_kept_beside_the_text(tmp_path: Path) -> Non
 
 
 def test_after_a_compaction_the_history_is_its_replacement(tmp_path: Path) -> None:
+    """A compaction ends a context window: the one before it is a run of its own, and the next
+    starts from its replacement history."""
     summary = {"type": "compaction", "encrypted_content": "gAAAA..."}
     history = [_message("user", "fix the build"), _message("developer", "<permissions/>"), summary]
-    trajectory = _rollout(
+    path = _write(
         tmp_path,
         *_items(_message("developer", "<permissions/>"), _message("user", "fix the build")),
         *_items(*_exec("before", _text("old output"))),
@@ -83,15 +95,26 @@ def test_after_a_compaction_the_history_is_its_replacement(tmp_path: Path) -> No
         ("world_state", {"full": True, "state": {}}),
         *_items(*_exec("after", _text("new output"))),
     )
-    assert [(m.role, m.text) for m in trajectory.messages] == [
+    before, after = load_trajectories(path)
+    assert [(m.role, m.text) for m in before.messages] == [
+        ("system", "You are Codex.\n\n<permissions/>"),
+        ("user", "fix the build"),
+        ("assistant", ""),
+        ("tool", "old output"),
+    ]
+    assert [(m.role, m.text) for m in after.messages] == [
         ("system", "You are Codex."),
         ("user", "fix the build"),
         ("user", "<permissions/>"),
         ("assistant", ""),
         ("tool", "new output"),
     ]
-    assert trajectory.meta["compactions"] == 1
-    skipped = trajectory.meta["skipped"]
+    assert (before.id, after.id) == ("rollout-1#w1", "rollout-1#w2")
+    assert load_trajectory(path) == after
+    for window, trajectory in enumerate((before, after), 1):
+        assert trajectory.meta["window"] == window and trajectory.meta["windows"] == 2
+        assert trajectory.meta["compactions"] == 1
+    skipped = after.meta["skipped"]
     assert skipped["compacted_away"] == 3  # the user's message, the call and its output
     assert (skipped["dropped:compaction"], skipped["line:world_state"]) == (1, 1)
 
@@ -133,10 +156,16 @@ def test_lines_and_items_of_other_kinds_are_counted_not_read(tmp_path: Path) -> 
 @pytest.mark.parametrize("path", shared_params(DESKTOP), ids=lambda p: p.name[:30])
 def test_a_desktop_rollout_reads_as_its_converted_runs(path: Path) -> None:
     """Where a converted run of the same session holds a call, the native reading holds the
-    same call (name, arguments) and the same output."""
-    native = load_trajectory(path)
-    calls, outputs = _calls_and_outputs(native)
-    session = native.meta["session_id"]
+    same call (name, arguments) and the same output, in one of its context windows."""
+    windows = load_trajectories(path)
+    calls: dict[str, tuple[str, dict[str, Any]]] = {}
+    outputs: dict[str, str] = {}
+    for window in windows:
+        window_calls, window_outputs = _calls_and_outputs(window)
+        assert not set(window_calls) & set(calls)  # a call is in the window it was made in
+        calls |= window_calls
+        outputs |= window_outputs
+    session = windows[0].meta["session_id"]
     shared = 0
     for run in sorted(CONVERTED.glob("*.json")):
         converted = load_trajectory(run)

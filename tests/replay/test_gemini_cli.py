@@ -281,7 +281,7 @@ def _turn(**fields: Any) -> list[Any]:
 @example(records=[{"$set": {"messages": "a"}}, {"sessionId": 1, "messages": [None, {"id": 2}]}])
 @given(records=st.lists(RECORD | JSON, max_size=8))
 def test_any_lines_are_read_without_raising_and_pair_up(records: list[Any]) -> None:
-    messages, meta = read_native([META, *records], "gemini_cli")
+    ((messages, meta),) = read_native([META, *records], "gemini_cli")
     problem = message_sequence_problem(messages)
     # what is read pairs up; a session the model never answered has nothing to replay
     assert problem is None or problem == "no assistant turns to replay"

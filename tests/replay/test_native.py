@@ -18,8 +18,10 @@ from tokenlean.replay._engine import replay
 from tokenlean.replay._formats import (
     Trajectory,
     TrajectoryFormatError,
+    load_trajectories,
     load_trajectory,
     message_sequence_problem,
+    session_name,
 )
 from tokenlean.replay._native import MISSING_RESULT, repair_pairing
 from tokenlean.transcript import Message, ToolCall
@@ -115,11 +117,29 @@ def test_claude_code_transcript_reads_to_a_valid_trajectory(path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", shared_params(CODEX), ids=lambda p: p.name[:30])
-def test_codex_rollout_reads_to_a_valid_trajectory(path: Path) -> None:
-    items = _codex_history(path)
-    calls = [i["call_id"] for i in items if i["type"] in ("function_call", "custom_tool_call")]
+def test_codex_rollout_reads_to_a_valid_trajectory_per_context_window(path: Path) -> None:
+    """Each context window (the history a ``compacted`` line left, then what followed it) is a
+    run of its own, holding that window's calls and outputs; every call of the rollout is in
+    one of them."""
+    windows = _codex_windows(path)
+    trajectories = load_trajectories(path)
+    assert len(trajectories) == len(windows)
+    if len(windows) > 1:
+        assert [t.id for t in trajectories] == [
+            f"{path.stem}#w{n}" for n in range(1, len(windows) + 1)
+        ]
+        assert {session_name(t) for t in trajectories} == {path.stem}
+    for items, trajectory in zip(windows, trajectories, strict=True):
+        _check_codex_window(items, trajectory)
+    # every call the rollout logged is in the window it was made in, and in no other
+    logged = [line["payload"] for line in _lines(path) if line["type"] == "response_item"]
+    every_call = [c for t in trajectories for c in _calls(t.messages)]
+    assert _difference(every_call, _codex_calls(logged)) is None
+
+
+def _check_codex_window(items: list[dict[str, Any]], trajectory: Trajectory) -> None:
+    calls = _codex_calls(items)
     outputs = [i for i in items if i["type"].endswith("_call_output")]
-    trajectory = load_trajectory(path)
     assert trajectory.meta["native_format"] == "codex"
     assert _difference(_calls(trajectory.messages), calls) is None
     assert _difference(_results(trajectory.messages), [o["call_id"] for o in outputs]) is None
@@ -129,23 +149,27 @@ def test_codex_rollout_reads_to_a_valid_trajectory(path: Path) -> None:
     # a list of text parts is their text
     tools = [m.text for m in trajectory.messages if m.role == "tool" and m.text != MISSING_RESULT]
     assert _difference(tools, [_codex_output(o["output"]) for o in outputs]) is None
-    if NO_TOOLS in path.name:
+    if NO_TOOLS in trajectory.id:
         assert message_sequence_problem(trajectory.messages) == "no assistant turns to replay"
     else:
         assert message_sequence_problem(trajectory.messages) is None
         assert trajectory.meta["skipped"]["dropped:reasoning"] > 0
 
 
-def _codex_history(path: Path) -> list[dict[str, Any]]:
-    """The items of a rollout the model was last sent: those after its last compaction, which
-    replaced everything before it with its ``replacement_history``."""
-    items: list[dict[str, Any]] = []
+def _codex_calls(items: list[dict[str, Any]]) -> list[str]:
+    return [i["call_id"] for i in items if i["type"] in ("function_call", "custom_tool_call")]
+
+
+def _codex_windows(path: Path) -> list[list[dict[str, Any]]]:
+    """The items of each context window of a rollout: those up to a compaction, then the
+    ``replacement_history`` it left and the items after it."""
+    windows: list[list[dict[str, Any]]] = [[]]
     for line in _lines(path):
         if line["type"] == "compacted":
-            items = list(line["payload"].get("replacement_history") or [])
+            windows.append(list(line["payload"].get("replacement_history") or []))
         elif line["type"] == "response_item":
-            items.append(line["payload"])
-    return items
+            windows[-1].append(line["payload"])
+    return windows
 
 
 def _codex_output(output: str | list[dict[str, Any]]) -> str:
@@ -248,6 +272,47 @@ def test_sidechain_lines_are_another_conversation(tmp_path: Path) -> None:
     assert with_side.meta["skipped"]["sidechain"] == len(side)
 
 
+def _claude_line(kind: str, content: Any, **fields: Any) -> dict[str, Any]:
+    message = {"role": kind, "content": content}
+    if kind == "assistant":
+        message |= {"id": fields.pop("message_id"), "model": "claude-sonnet-5"}
+    return {"type": kind, "sessionId": "s-1", "message": message, **fields}
+
+
+def test_a_claude_code_compaction_starts_a_new_context_window(tmp_path: Path) -> None:
+    """After a ``compact_boundary`` the model is sent the summary and what follows, nothing
+    before: each window is a run of its own."""
+    call = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}
+    result = {"type": "tool_result", "tool_use_id": "t1", "content": "a.py"}
+    summary = "This session is being continued from a previous conversation. Summary: ls ran."
+    boundary = {
+        "type": "system",
+        "subtype": "compact_boundary",
+        "content": "Conversation compacted",
+    }
+    lines = [
+        _claude_line("user", "list the files"),
+        _claude_line("assistant", [call], message_id="msg_1"),
+        _claude_line("user", [result]),
+        {**boundary, "compactMetadata": {"trigger": "auto", "preTokens": 155025}},
+        _claude_line("user", [{"type": "text", "text": summary}], isCompactSummary=True),
+        _claude_line("assistant", [{"type": "text", "text": "Done."}], message_id="msg_2"),
+        {**boundary, "isSidechain": True},  # a sub-agent's compaction: another conversation
+    ]
+    path = tmp_path / "session.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines), encoding="utf-8")
+    before, after = load_trajectories(path)
+    assert [(m.role, m.text) for m in before.messages] == [
+        ("user", "list the files"),
+        ("assistant", ""),
+        ("tool", "a.py"),
+    ]
+    assert [(m.role, m.text) for m in after.messages] == [("user", summary), ("assistant", "Done.")]
+    assert (before.id, after.id) == ("session#w1", "session#w2")
+    assert before.meta["compactions"] == 1 and before.meta["skipped"]["sidechain"] == 1
+    assert load_trajectory(path) == after
+
+
 def test_pairing_is_repaired() -> None:
     call = ToolCall(id="a", name="Read", args={})
     messages = [
@@ -287,26 +352,23 @@ def test_other_jsonl_is_a_clear_error_when_named_and_skipped_in_a_folder(
 def test_replay_on_the_agents_folders_prints_each_session_and_the_total(
     folder: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = [
-        "replay",
-        "-j",
-        "1",
-        "-s",
-        "shorten",
-        str(folder / "claude_code"),
-        str(folder / "codex"),
-    ]
-    assert main(argv) == 0
+    """A row per session and strategy; a compacted session's context windows are replayed each
+    (so counted among the trajectories) and summed in its one row."""
+    folders = [str(folder / agent) for agent in ("claude_code", "codex")]
+    assert main(["replay", "-j", "1", "-s", "shorten", *folders]) == 0
     captured = capsys.readouterr()
     out, err = captured.out, captured.err
-    sessions = [p.stem for p in [*CLAUDE, *CODEX] if NO_TOOLS not in p.name]
-    assert out.startswith(f"{len(sessions)} trajectories x 2 strategies")
+    files = [p for p in [*CLAUDE, *CODEX] if NO_TOOLS not in p.name]
+    windows = sum(len(_codex_windows(p)) - 1 for p in CODEX)
+    assert windows > 0
+    assert out.startswith(f"{len(files) + windows} trajectories x 2 strategies")
     total, per_session = out.split("\n\nsession ", 1)
     assert [line.split()[0] for line in total.splitlines()[4:6]] == ["none", "shorten"]
-    for stem in sessions:
+    for stem in (p.stem for p in files):
         rows = [line.split()[1] for line in per_session.splitlines() if line.startswith(stem)]
         assert rows == ["none", "shorten"], stem
     assert "no assistant turns to replay" in err and NO_TOOLS in err
+    assert "jdx_hk__5b1a240e38c1-0.jsonl: compacted: 3 context windows, each replayed" in err
 
 
 def test_a_reviewed_branch_diff_reaches_the_model_whole() -> None:

@@ -3,8 +3,9 @@
 Traces are files or folders of ``.json`` trajectories (the bundled samples when none are given),
 or coding agents' own sessions: Claude Code transcripts (``~/.claude/projects/<project>``), Codex
 rollouts (``~/.codex/sessions``) and gemini-cli sessions (``~/.gemini/tmp``), found in folders by
-their content. Sessions get a table per session. Every available strategy is replayed unless
-some are named with ``-s``.
+their content. Sessions get a table per session; a session the agent compacted is replayed one
+context window at a time, its windows summed in its row. Every available strategy is replayed
+unless some are named with ``-s``.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from tokenlean.cli import add_output_price
 from tokenlean.replay._formats import (
     Trajectory,
     TrajectoryFormatError,
-    load_trajectory,
+    load_trajectories,
     message_sequence_problem,
+    session_name,
 )
 
 NOT_A_TRACE = "not a trajectory, nor a Claude Code, Codex or gemini-cli session"
@@ -58,7 +60,8 @@ def add_subcommand(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     p.add_argument(
         "--by-session",
         action="store_true",
-        help="also print a table per session (trace file); the default for agents' own sessions",
+        help="also print a table per session (trace file, its context windows summed); the "
+        "default for agents' own sessions",
     )
     p.add_argument(
         "--plugin",
@@ -90,34 +93,47 @@ def _collect(paths: Sequence[Path]) -> list[tuple[Path, bool]]:
 
 
 def _load(paths: Sequence[Path]) -> list[Trajectory]:
-    """Read every trace; agent sessions that cannot be replayed are skipped with the reason."""
+    """Read every trace (a compacted session: each context window); agent sessions that cannot
+    be replayed are skipped with the reason."""
     trajectories = []
     for path, named in _collect(paths):
         try:
-            trajectory = load_trajectory(path)
+            loaded = load_trajectories(path)
         except TrajectoryFormatError:
             if named:
                 raise
             print(f"tokenlean: skipped {path}: {NOT_A_TRACE}", file=sys.stderr)
             continue
-        if "native_format" in trajectory.meta:
-            problem = message_sequence_problem(trajectory.messages)
-            if problem:
-                print(f"tokenlean: skipped {path}: {problem}", file=sys.stderr)
-                continue
-            _note(path, trajectory.meta)
-        trajectories.append(trajectory)
+        for trajectory in loaded:
+            if "native_format" in trajectory.meta:
+                where = _window_name(path, trajectory.meta)
+                problem = message_sequence_problem(trajectory.messages)
+                if problem:
+                    print(f"tokenlean: skipped {path.parent / where}: {problem}", file=sys.stderr)
+                    continue
+                _note(path, trajectory.meta)
+            trajectories.append(trajectory)
     return trajectories
 
 
+def _window_name(path: Path, meta: Mapping[str, Any]) -> str:
+    return f"{path.name}#w{meta['window']}" if "window" in meta else path.name
+
+
 def _note(path: Path, meta: Mapping[str, Any]) -> None:
-    """Say what reading a session left out or repaired, when it matters to the figures."""
-    skipped, repaired = meta.get("skipped", {}), meta.get("repaired", {})
-    sidechain = skipped.get("sidechain", 0)
-    notes = [f"{sidechain} sub-agent (sidechain) lines skipped"] if sidechain else []
-    notes += [f"{k.replace('_', ' ')}: {n}" for k, n in repaired.items()]
+    """Say what reading a session left out or repaired, when it matters to the figures: what the
+    file holds once, with its first context window, and each window's repairs."""
+    notes = []
+    if meta.get("window", 1) == 1:
+        sidechain = meta.get("skipped", {}).get("sidechain", 0)
+        notes += [f"{sidechain} sub-agent (sidechain) lines skipped"] if sidechain else []
+        if "windows" in meta:
+            notes.append(f"compacted: {meta['windows']} context windows, each replayed")
     if notes:
         print(f"tokenlean: {path.name}: {'; '.join(notes)}", file=sys.stderr)
+    repairs = [f"{k.replace('_', ' ')}: {n}" for k, n in meta.get("repaired", {}).items()]
+    if repairs:
+        print(f"tokenlean: {_window_name(path, meta)}: {'; '.join(repairs)}", file=sys.stderr)
 
 
 def _run_replay(args: argparse.Namespace) -> int:
@@ -153,7 +169,7 @@ def _run_replay(args: argparse.Namespace) -> int:
         return 2
     by_session = args.by_session or all("native_format" in t.meta for t in trajectories)
     if by_session:
-        trajectories = [replace(t, source_name=t.id) for t in trajectories]
+        trajectories = [replace(t, source_name=session_name(t)) for t in trajectories]
     start = time.perf_counter()
     result = run_replay(
         trajectories, names, jobs=args.jobs, plugins=args.plugin, progress=stderr_progress

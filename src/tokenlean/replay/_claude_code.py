@@ -9,6 +9,11 @@ skipped. Sub-agent lines (``isSidechain``) are another conversation and skipped,
 blocks (empty signed ones included: the neutral view has no place for them), ``<synthetic>``
 assistant lines Claude Code writes itself, and every other line type (summary, progress, system,
 snapshots, ``ai-title``, ``mode`` ...).
+
+A ``system`` line of subtype ``compact_boundary`` (``/compact``, or the automatic compaction of a
+full context) ends a context window: the model is sent from then on only what follows it, the
+summary first (a ``user`` line marked ``isCompactSummary``). Each window is read as its own run
+(``meta["compactions"]`` counts the boundaries).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tokenlean.replay._native import Windows
 from tokenlean.transcript import Message, ToolCall
 
 
@@ -38,12 +44,13 @@ class _Turn:
         )
 
 
-def read_claude_code(objects: Sequence[Any]) -> tuple[list[Message], dict[str, Any]]:
-    """Neutral messages of one Claude Code transcript, and counts of what was skipped."""
+def read_claude_code(objects: Sequence[Any]) -> Windows:
+    """Neutral messages of each context window of one Claude Code transcript, and counts of
+    what was skipped."""
     reader = _Reader()
     for obj in objects:
         reader.line(obj)
-    return reader.messages(), reader.meta()
+    return [*reader.windows, reader.messages()], reader.meta()
 
 
 class _Reader:
@@ -52,6 +59,7 @@ class _Reader:
         self.turns: dict[str, _Turn] = {}
         self.skipped: Counter[str] = Counter()
         self.session: dict[str, Any] = {}
+        self.windows: list[list[Message]] = []
 
     def line(self, obj: Any) -> None:
         if not isinstance(obj, Mapping):
@@ -61,6 +69,8 @@ class _Reader:
         message = obj.get("message")
         if kind == "attachment" and not obj.get("isSidechain"):
             self._attachment(obj.get("attachment"))
+        elif kind == "system" and obj.get("subtype") == "compact_boundary":
+            self._boundary(obj)
         elif kind not in ("user", "assistant") or not isinstance(message, Mapping):
             self.skipped[f"line:{kind}"] += 1
         elif obj.get("isSidechain"):
@@ -82,6 +92,15 @@ class _Reader:
             self.items.append(Message(role="user", content=prompt))
         else:
             self.skipped[f"attachment:{kind}"] += 1
+
+    def _boundary(self, obj: Mapping[str, Any]) -> None:
+        """A compaction: what came before is another context window (a sub-agent's compaction
+        is another conversation's)."""
+        if obj.get("isSidechain"):
+            self.skipped["sidechain"] += 1
+            return
+        self.windows.append(self.messages())
+        self.items, self.turns = [], {}
 
     def _remember(self, obj: Mapping[str, Any]) -> None:
         for key, name in (("sessionId", "session_id"), ("version", "claude_code_version")):
@@ -156,7 +175,8 @@ class _Reader:
         return [item.message() if isinstance(item, _Turn) else item for item in self.items]
 
     def meta(self) -> dict[str, Any]:
-        return {**self.session, "skipped": dict(sorted(self.skipped.items()))}
+        counts = {"compactions": len(self.windows)} if self.windows else {}
+        return {**self.session, **counts, "skipped": dict(sorted(self.skipped.items()))}
 
 
 def _text(content: Any) -> str:

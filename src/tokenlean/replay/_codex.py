@@ -14,10 +14,11 @@ list of parts is their text joined (parts that are not text, such as images, are
 are beside it). The ``base_instructions`` of ``session_meta`` and the developer messages before
 the conversation become the system prompt, later developer messages user messages.
 
-The history is the one the CLI rebuilds when it resumes the session: a ``compacted`` line
-replaces everything before it with its ``replacement_history`` (or, when it has none, with the
-user's messages so far and the summary it holds), so the messages are what the model was sent
-after the last compaction (``meta["compactions"]`` counts them).
+A ``compacted`` line ends a context window: the model was sent everything before it until
+then, and from then on the history the CLI rebuilds (and rebuilds again when it resumes the
+session): the line's ``replacement_history``, or, when it has none, the user's messages so far
+and the summary it holds. Each window is read as its own run (``meta["compactions"]`` counts
+them, the messages a window did not carry over counted as ``compacted_away``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tokenlean.raw._openai_responses import patch_arguments
+from tokenlean.replay._native import Windows
 from tokenlean.transcript import Content, Message, ToolCall
 
 #: The calls, each with the name it has when the item names none
@@ -54,12 +56,13 @@ _SESSION_KEYS = {
 }
 
 
-def read_codex(objects: Sequence[Any]) -> tuple[list[Message], dict[str, Any]]:
-    """Neutral messages of one Codex rollout, and counts of what was skipped."""
+def read_codex(objects: Sequence[Any]) -> Windows:
+    """Neutral messages of each context window of one Codex rollout, and counts of what was
+    skipped."""
     reader = _Reader()
     for obj in objects:
         reader.line(obj)
-    return reader.messages(), reader.meta()
+    return [*reader.windows, reader.messages()], reader.meta()
 
 
 class _Reader:
@@ -73,6 +76,7 @@ class _Reader:
         self.skipped: Counter[str] = Counter()
         self.session: dict[str, Any] = {}
         self.compactions = 0
+        self.windows: list[list[Message]] = []
 
     def line(self, obj: Any) -> None:
         payload = obj.get("payload") if isinstance(obj, Mapping) else None
@@ -132,8 +136,9 @@ class _Reader:
             self.skipped[f"message_role:{role}"] += 1
 
     def _compacted(self, payload: Mapping[str, Any]) -> None:
-        """Start again from the history the compaction left (see the module's docstring)."""
-        self._flush()
+        """End the window; start the next from the history the compaction left (see the
+        module's docstring)."""
+        self.windows.append(self.messages())
         self.compactions += 1
         self.skipped["compacted_away"] += len(self.out)
         users, self.out, self.users = self.users, [], []

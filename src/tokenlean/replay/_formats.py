@@ -4,7 +4,8 @@ Supported, detected per file: tokenlean's neutral JSON (as in ``shared/data/traj
 LangChain message dumps (``messages_to_dict``), OpenAI chat-completions message lists and
 Anthropic Messages API message lists (optionally wrapped as ``{"system": ..., "messages": [...]}``),
 and coding agents' own session files: Claude Code transcripts, Codex rollouts and gemini-cli
-sessions (``_native``).
+sessions (``_native``). A session file the agent compacted holds one run per context window
+(:func:`load_trajectories`).
 Anything malformed raises :class:`TrajectoryFormatError` naming the file and the position.
 """
 
@@ -52,9 +53,19 @@ class Trajectory:
 
 
 def load_trajectory(path: str | Path, *, source_name: str | None = None) -> Trajectory:
-    """Read one trace file in any supported format.
+    """Read one trace file in any supported format: its last context window when it is a
+    session the agent compacted (the history the agent resumes from; :func:`load_trajectories`
+    gives every window).
 
     ``source_name`` defaults to the name of the file's folder (the layout of the shared data).
+    """
+    return load_trajectories(path, source_name=source_name)[-1]
+
+
+def load_trajectories(path: str | Path, *, source_name: str | None = None) -> list[Trajectory]:
+    """Every run a trace file holds: one, or one per context window of a session the agent
+    compacted, in order, with ids ``<file>#w1``, ``<file>#w2`` ... (:func:`session_name` gives
+    the file's back).
     """
     path = Path(path)
     name = str(path)
@@ -74,19 +85,32 @@ def load_trajectory(path: str | Path, *, source_name: str | None = None) -> Traj
         data = lines
     lines = data if isinstance(data, list) else [data]
     if (fmt := native_format(lines)) is not None:
-        return _native_trajectory(lines, fmt, source=name, default_id=path.stem, group=group)
-    return parse_trajectory(data, source=name, default_id=path.stem, source_name=group)
+        return _native_trajectories(lines, fmt, source=name, default_id=path.stem, group=group)
+    return [parse_trajectory(data, source=name, default_id=path.stem, source_name=group)]
 
 
-def _native_trajectory(
+def _native_trajectories(
     lines: list[Json], fmt: NativeFormat, *, source: str, default_id: str, group: str
-) -> Trajectory:
-    messages, meta = read_native(lines, fmt)
-    if not messages:
+) -> list[Trajectory]:
+    windows = [(m, meta) for m, meta in read_native(lines, fmt) if m]
+    if not windows:
         raise TrajectoryFormatError(source, fmt, "no messages in this session")
-    return Trajectory(
-        id=default_id, messages=tuple(messages), source=source, source_name=group, meta=meta
-    )
+    return [
+        Trajectory(
+            id=f"{default_id}#w{meta['window']}" if "window" in meta else default_id,
+            messages=tuple(messages),
+            source=source,
+            source_name=group,
+            meta=meta,
+        )
+        for messages, meta in windows
+    ]
+
+
+def session_name(trajectory: Trajectory) -> str:
+    """The session a run belongs to: its id, without the ``#wN`` of a context window."""
+    window = trajectory.meta.get("window")
+    return trajectory.id.removesuffix(f"#w{window}") if window is not None else trajectory.id
 
 
 def parse_trajectory(

@@ -22,11 +22,13 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tokenlean.replay._native import Windows
 from tokenlean.transcript import Message, ToolCall
 
 
-def read_gemini_cli(objects: Sequence[Any]) -> tuple[list[Message], dict[str, Any]]:
-    """Neutral messages of one gemini-cli session, and counts of what was skipped."""
+def read_gemini_cli(objects: Sequence[Any]) -> Windows:
+    """Neutral messages of one gemini-cli session (one context window), and counts of what was
+    skipped."""
     records, session, skipped = _records(objects)
     reader = _Reader(skipped)
     for record in records:
@@ -40,7 +42,7 @@ def read_gemini_cli(objects: Sequence[Any]) -> tuple[list[Message], dict[str, An
     reader.settle()
     if (model := next(_models(records), None)) is not None:
         session["model"] = model
-    return reader.out, {**session, "skipped": dict(sorted(skipped.items()))}
+    return [reader.out], {**session, "skipped": dict(sorted(skipped.items()))}
 
 
 class _Reader:

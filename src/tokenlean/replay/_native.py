@@ -8,18 +8,24 @@ with a ``sessionId``; gemini-cli's first line holds its ``sessionId`` and ``proj
 a reader does not understand are skipped and counted in ``meta["skipped"]``, never an error; the
 tool calls and results are then paired up (:func:`repair_pairing`) so the run replays like a
 recorded agent.
+
+A session the agent compacted is several context windows: each compaction started the model
+over from a summary. Each window is read as its own run (:func:`read_native`), so the whole
+session is measured, not only what the model was sent after its last compaction.
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 from tokenlean.transcript import Message
 
 NativeFormat = Literal["claude_code", "codex", "gemini_cli"]
+#: A reader's answer: the messages of each context window, and what it skipped on the way.
+Windows = tuple[list[list[Message]], dict[str, Any]]
 
 _CODEX_TYPES = frozenset({"session_meta", "response_item", "turn_context", "event_msg"})
 _CLAUDE_TYPES = frozenset({"user", "assistant"})
@@ -56,19 +62,38 @@ def native_format(objects: Sequence[Any]) -> NativeFormat | None:
     return None
 
 
-def read_native(objects: Sequence[Any], fmt: NativeFormat) -> tuple[list[Message], dict[str, Any]]:
-    """The neutral messages of a session and what was skipped or repaired on the way."""
-    if fmt == "codex":
-        from tokenlean.replay._codex import read_codex as reader
-    elif fmt == "gemini_cli":
-        from tokenlean.replay._gemini_cli import read_gemini_cli as reader
-    else:
-        from tokenlean.replay._claude_code import read_claude_code as reader
-    messages, meta = reader(objects)
-    messages, repairs = repair_pairing(messages)
+def read_native(
+    objects: Sequence[Any], fmt: NativeFormat
+) -> list[tuple[list[Message], dict[str, Any]]]:
+    """The neutral messages of each context window of a session (one window unless the agent
+    compacted it), each with what was skipped or repaired on the way.
+
+    Every window's meta holds the session's (``skipped`` counts the whole file); a session of
+    several windows also gives each its ``window`` (from 1) and the number of ``windows``.
+    """
+    windows, meta = _reader(fmt)(objects)
+    windows = windows or [[]]
     meta["native_format"] = fmt
-    meta["repaired"] = dict(repairs)
-    return messages, meta
+    out = []
+    for number, window in enumerate(windows, 1):
+        messages, repairs = repair_pairing(window)
+        counts = {"window": number, "windows": len(windows)} if len(windows) > 1 else {}
+        out.append((messages, {**meta, **counts, "repaired": dict(repairs)}))
+    return out
+
+
+def _reader(fmt: NativeFormat) -> Callable[[Sequence[Any]], Windows]:
+    if fmt == "codex":
+        from tokenlean.replay._codex import read_codex
+
+        return read_codex
+    if fmt == "gemini_cli":
+        from tokenlean.replay._gemini_cli import read_gemini_cli
+
+        return read_gemini_cli
+    from tokenlean.replay._claude_code import read_claude_code
+
+    return read_claude_code
 
 
 def repair_pairing(messages: Sequence[Message]) -> tuple[list[Message], Counter[str]]:
