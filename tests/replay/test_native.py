@@ -28,6 +28,7 @@ from tokenlean.transcript import Message, ToolCall
 
 CLAUDE = sorted((NATIVE / "claude_code").glob("*.jsonl"))
 CODEX = sorted((NATIVE / "codex").glob("*.jsonl"))
+OPENCODE = sorted((NATIVE / "opencode").glob("*.json"))
 TYPED_WHILE_RUNNING = NATIVE / "claude_code" / "entireio_cli__d6_5f53d0e8e2_0_full.jsonl"
 #: A Codex session whose test run fails in a conftest, reported with pytest's short frames.
 CONFTEST_FAILURE = (
@@ -343,22 +344,22 @@ def test_other_jsonl_is_a_clear_error_when_named_and_skipped_in_a_folder(
     err = capsys.readouterr().err
     assert (
         "skipped" in err
-        and "not a trajectory, nor a Claude Code, Codex or gemini-cli session" in err
+        and "not a trajectory, nor a Claude Code, Codex, gemini-cli or OpenCode session" in err
     )
     assert "no traces found" in err
 
 
-@pytest.mark.parametrize("folder", shared_params([NATIVE] if CLAUDE and CODEX else []))
+@pytest.mark.parametrize("folder", shared_params([NATIVE] if CLAUDE and CODEX and OPENCODE else []))
 def test_replay_on_the_agents_folders_prints_each_session_and_the_total(
     folder: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A row per session and strategy; a compacted session's context windows are replayed each
     (so counted among the trajectories) and summed in its one row."""
-    folders = [str(folder / agent) for agent in ("claude_code", "codex")]
+    folders = [str(folder / agent) for agent in ("claude_code", "codex", "opencode")]
     assert main(["replay", "-j", "1", "-s", "shorten", *folders]) == 0
     captured = capsys.readouterr()
     out, err = captured.out, captured.err
-    files = [p for p in [*CLAUDE, *CODEX] if NO_TOOLS not in p.name]
+    files = [p for p in [*CLAUDE, *CODEX, *OPENCODE] if NO_TOOLS not in p.name]
     windows = sum(len(_codex_windows(p)) - 1 for p in CODEX)
     assert windows > 0
     assert out.startswith(f"{len(files) + windows} trajectories x 2 strategies")

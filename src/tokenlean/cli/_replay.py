@@ -2,10 +2,11 @@
 
 Traces are files or folders of ``.json`` trajectories (the bundled samples when none are given),
 or coding agents' own sessions: Claude Code transcripts (``~/.claude/projects/<project>``), Codex
-rollouts (``~/.codex/sessions``) and gemini-cli sessions (``~/.gemini/tmp``), found in folders by
-their content. Sessions get a table per session; a session the agent compacted is replayed one
-context window at a time, its windows summed in its row. Every available strategy is replayed
-unless some are named with ``-s``.
+rollouts (``~/.codex/sessions``), gemini-cli sessions (``~/.gemini/tmp``) and OpenCode exports
+(``opencode export <session> > session.json``), found in folders by their content. Sessions get a
+table per session; a session the agent compacted is replayed one context window at a time, its
+windows summed in its row. Every available strategy is replayed unless some are named with
+``-s``.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from tokenlean.replay._formats import (
     session_name,
 )
 
-NOT_A_TRACE = "not a trajectory, nor a Claude Code, Codex or gemini-cli session"
+NOT_A_TRACE = "not a trajectory, nor a Claude Code, Codex, gemini-cli or OpenCode session"
 
 
 def add_subcommand(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

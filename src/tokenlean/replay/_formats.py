@@ -3,9 +3,9 @@
 Supported, detected per file: tokenlean's neutral JSON (as in ``shared/data/trajectories``),
 LangChain message dumps (``messages_to_dict``), OpenAI chat-completions message lists and
 Anthropic Messages API message lists (optionally wrapped as ``{"system": ..., "messages": [...]}``),
-and coding agents' own session files: Claude Code transcripts, Codex rollouts and gemini-cli
-sessions (``_native``). A session file the agent compacted holds one run per context window
-(:func:`load_trajectories`).
+and coding agents' own session files: Claude Code transcripts, Codex rollouts, gemini-cli
+sessions and OpenCode exports (``_native``). A session file the agent compacted holds one run per
+context window (:func:`load_trajectories`).
 Anything malformed raises :class:`TrajectoryFormatError` naming the file and the position.
 """
 

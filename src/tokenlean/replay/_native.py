@@ -1,13 +1,14 @@
-"""Coding agents' own session files: Claude Code transcripts, Codex rollouts and gemini-cli
-sessions, read as they are.
+"""Coding agents' own session files: Claude Code transcripts, Codex rollouts, gemini-cli sessions
+and OpenCode exports, read as they are.
 
-All are JSON Lines (gemini-cli's before 0.61: one JSON object). The format is told by content,
-never by path: Codex lines carry a ``payload`` under a ``type`` such as ``session_meta`` or
-``response_item``; Claude Code lines carry a ``message`` under ``type`` ``user`` / ``assistant``
-with a ``sessionId``; gemini-cli's first line holds its ``sessionId`` and ``projectHash``. Lines
-a reader does not understand are skipped and counted in ``meta["skipped"]``, never an error; the
-tool calls and results are then paired up (:func:`repair_pairing`) so the run replays like a
-recorded agent.
+Most are JSON Lines (gemini-cli's before 0.61 and OpenCode's ``opencode export``: one JSON
+object). The format is told by content, never by path: Codex lines carry a ``payload`` under a
+``type`` such as ``session_meta`` or ``response_item``; Claude Code lines carry a ``message``
+under ``type`` ``user`` / ``assistant`` with a ``sessionId``; gemini-cli's first line holds its
+``sessionId`` and ``projectHash``; an OpenCode export holds ``messages`` of ``{"info", "parts"}``.
+Lines a reader does not understand are skipped and counted in ``meta["skipped"]``, never an
+error; the tool calls and results are then paired up (:func:`repair_pairing`) so the run replays
+like a recorded agent.
 
 A session the agent compacted is several context windows: each compaction started the model
 over from a summary. Each window is read as its own run (:func:`read_native`), so the whole
@@ -23,7 +24,7 @@ from typing import Any, Literal
 
 from tokenlean.transcript import Message
 
-NativeFormat = Literal["claude_code", "codex", "gemini_cli"]
+NativeFormat = Literal["claude_code", "codex", "gemini_cli", "opencode"]
 #: A reader's answer: the messages of each context window, and what it skipped on the way.
 Windows = tuple[list[list[Message]], dict[str, Any]]
 
@@ -51,6 +52,8 @@ def native_format(objects: Sequence[Any]) -> NativeFormat | None:
     for obj in objects[:200]:
         if not isinstance(obj, Mapping):
             continue
+        if is_opencode_export(obj):
+            return "opencode"
         kind = obj.get("type")
         if isinstance(obj.get("sessionId"), str) and isinstance(obj.get("projectHash"), str):
             return "gemini_cli"
@@ -60,6 +63,17 @@ def native_format(objects: Sequence[Any]) -> NativeFormat | None:
         if kind in _CLAUDE_TYPES and isinstance(message, Mapping) and "sessionId" in obj:
             return "claude_code"
     return None
+
+
+def is_opencode_export(obj: Mapping[str, Any]) -> bool:
+    """An ``opencode export``: ``messages`` whose items are ``{"info": {...}, "parts": [...]}``."""
+    messages = obj.get("messages")
+    return isinstance(messages, list) and any(
+        isinstance(m, Mapping)
+        and isinstance(m.get("info"), Mapping)
+        and isinstance(m.get("parts"), list)
+        for m in messages[:20]
+    )
 
 
 def read_native(
@@ -91,6 +105,10 @@ def _reader(fmt: NativeFormat) -> Callable[[Sequence[Any]], Windows]:
         from tokenlean.replay._gemini_cli import read_gemini_cli
 
         return read_gemini_cli
+    if fmt == "opencode":
+        from tokenlean.replay._opencode import read_opencode
+
+        return read_opencode
     from tokenlean.replay._claude_code import read_claude_code
 
     return read_claude_code
