@@ -209,6 +209,33 @@ def test_exempt_tools_repeat_freely() -> None:
     assert guard.stats.events == () and len(model.calls) == 7
 
 
+@tool
+def job_output(shell_id: str) -> str:
+    """What a background shell printed so far."""
+    return "<status>running</status>\n\n<stdout>\n</stdout>"
+
+
+def test_polls_after_a_loop_do_not_climb_the_ladder() -> None:
+    """Polls of a running process are left out of the patterns: they neither end the run nor
+    take a loop answered before them up the ladder."""
+    OUTPUTS["make &"] = "Command running in background with ID: b1"
+    poll = [
+        AIMessage(
+            "",
+            id=f"ai-p{i}",
+            tool_calls=[{"id": f"p{i}", "name": "job_output", "args": {"shell_id": "b1"}}],
+        )
+        for i in range(6)
+    ]
+    guard = LoopGuardMiddleware()
+    responses = [call("make &", 9), *looping(3), *poll, AIMessage("built", id="done")]
+    agent, model = scripted_agent(responses, tools=[sh, job_output], middleware=[guard])
+    config = {"configurable": {"thread_id": "polls"}}
+    out = agent.invoke({"messages": [HumanMessage("build it", id="task")]}, config)
+    assert [e.response for e in guard.stats.events] == ["nudge"]
+    assert len(model.calls) == len(responses) and out["messages"][-1].content == "built"
+
+
 @pytest.mark.parametrize(
     "kwargs",
     [

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from tests.data import HAVE_SHARED, TRAJECTORIES, needs_shared
 from tests.loop_guard.test_steps import step
 from tokenlean import Detection, LoopDetector, detect_stuck, loop_signals
-from tokenlean.loop_guard._polling import POLL_LOOKBACK, running_target
+from tokenlean.loop_guard._polling import POLL_LOOKBACK, running_report
 from tokenlean.loop_guard._steps import Step, StepScan, build_steps, canonical_action
 from tokenlean.replay._formats import load_trajectory
 from tokenlean.transcript import INJECTED_ID_PREFIX, Message, ToolCall
@@ -336,6 +336,7 @@ def histories(draw: st.DrawFn) -> list[Step]:
     pool = [A, B, C, talk(), talk("again, sorry"), run("pytest", "<returncode>2</returncode>")]
     pool += [edit("x"), step("poll", {}, "wait", is_error=True)]
     # a cell started, polled while it runs, then done (see test_polling)
+    pool += [step("exec", {"input": "make"}, "Script running with cell ID 3\nOutput:\n")]
     pool += [step("wait", {"cell_id": "3"}, f"Script {s}\nOutput:\n") for s in RUNNING]
     return steps(*draw(st.lists(st.sampled_from(pool), max_size=30)))
 
@@ -352,9 +353,10 @@ def test_signals_are_always_in_unit_range(history: list[Step]) -> None:
 
 @given(histories(), st.one_of(st.none(), st.integers(0, 30)))
 def test_detection_points_at_the_end_of_the_run(history: list[Step], since: int | None) -> None:
-    found = LoopDetector().detect(history, since=since)
-    if found is not None:
-        assert found.last_step == history[-1]["step_index"]
+    detector = LoopDetector()
+    found = detector.detect(history, since=since)
+    if found is not None:  # the last step that is no poll
+        assert found.last_step == detector.active(history, start=since or 0)[-1]["step_index"]
         assert (since or 0) <= found.first_step <= found.last_step  # evidence is from since on
 
 
@@ -374,12 +376,14 @@ def _latest_one_by_one(detector: LoopDetector, history: Sequence[Step], start: i
 
 
 def _polls(history: Sequence[Step], index: int, start: int) -> bool:
-    """Whether ``history[index]`` polls: a step among the ``POLL_LOOKBACK`` before it (from
-    ``start`` on) reported running what it reports running."""
-    target = running_target(history[index], canonical_action)
-    earlier = range(max(start, index - POLL_LOOKBACK), index)
-    return target is not None and any(
-        running_target(history[i], canonical_action) == target for i in earlier
+    """Whether ``history[index]`` polls: it asks about what it reports running, and a step
+    among the ``POLL_LOOKBACK`` before it (from ``start`` on) reported that running."""
+    report = running_report(history[index], canonical_action)
+    earlier = [running_report(history[i], canonical_action) for i in range(start, index)]
+    return (
+        report is not None
+        and report.asks
+        and any(r and r.target == report.target for r in earlier[-POLL_LOOKBACK:])
     )
 
 

@@ -12,7 +12,7 @@ from tests.data import TRAJECTORIES, skip_unless_here
 from tests.loop_guard.test_detect import A, B, pattern, steps
 from tests.loop_guard.test_steps import step
 from tokenlean import LoopDetector
-from tokenlean.loop_guard._polling import HEAD_CHARS, POLL_LOOKBACK, polls, running_target
+from tokenlean.loop_guard._polling import HEAD_CHARS, POLL_LOOKBACK, Report, polls, running_report
 from tokenlean.loop_guard._steps import Step, StepScan, build_steps, canonical_action
 from tokenlean.replay._formats import load_trajectory
 
@@ -21,8 +21,8 @@ from tokenlean.replay._formats import load_trajectory
 CODEX_DESKTOP = TRAJECTORIES / "codex_desktop_0144" / "codex_hk_019f5cfd-b70b_ep2.json"
 
 
-def target(observation: str, args: dict[str, Any] | None = None, action: str = "tool") -> Any:
-    return running_target(step(action, args or {}, observation), canonical_action)
+def report(observation: str, args: dict[str, Any] | None = None) -> Report | None:
+    return running_report(step("tool", args or {}, observation), canonical_action)
 
 
 def cell(cell_id: int, *, running: bool = True, seconds: str = "1.0") -> Step:
@@ -73,36 +73,55 @@ def write_stdin(session: int, *, running: bool = True) -> Step:
 @pytest.mark.parametrize(
     ("observation", "args", "expected"),
     [
-        ("Script running with cell ID 20\nWall time 1.0 seconds\nOutput:\n", {}, "20"),
+        (
+            "Script running with cell ID 20\nWall time 1.0 seconds\nOutput:\n",
+            {"cell_id": "20", "yield_time_ms": 1000},
+            Report("20", asks=True),
+        ),
         (
             "Chunk ID: 4f2a1b\nWall time: 1.0012 seconds\nProcess running with session ID 7\n"
             "Original token count: 0\nOutput:\n",
             {"session_id": 7, "chars": ""},
-            "7",
-        ),
-        (
-            "Command running in background with ID: bndxnvpi2. Output is being written to: x",
-            {},
-            "bndxnvpi2",
+            Report("7", asks=True),
         ),
         (
             "<retrieval_status>not_ready</retrieval_status>\n\n<task_id>a2f0c7b</task_id>\n\n"
             "<task_type>local_agent</task_type>\n\n<status>running</status>\n\n<output>\n",
             {"task_id": "a2f0c7b", "block": False},
-            "a2f0c7b",
+            Report("a2f0c7b", asks=True),
         ),
-        ("<status>running</status>\n\n<stdout>\n\n</stdout>", {"bash_id": "bash_1"}, "bash_1"),
-        ('{"id": 42, "status": "running", "log": "..."}', {}, "42"),
-        ("status: running\nstarted: 10:00", {"shellId": "s9"}, "s9"),
-        ("still running (pid 4242)", {}, "4242"),
-        ("Still running...", {"job": "build"}, 'tool{"job": "build"}'),  # no id: the call itself
-        ("The job is still running.", {}, "tool{}"),
+        (
+            "<status>running</status>\n\n<stdout>\n\n</stdout>",
+            {"bash_id": "bash_1"},
+            Report("bash_1", asks=True),
+        ),
+        ("status: running\nstarted: 10:00", {"shellId": "s9"}, Report("s9", asks=True)),
+        # no id anywhere: the call itself is what runs
+        ("Still running...", {"job": "build"}, Report('tool{"job": "build"}', asks=True)),
+        ("The job is still running.", {}, Report("tool{}", asks=True)),
+        # what starts a process reports it running without asking about it
+        (
+            "Script running with cell ID 20\nWall time 10.0 seconds\nOutput:\n",
+            {"input": "await tools.exec_command({cmd: 'cargo build'})"},
+            Report("20", asks=False),
+        ),
+        (
+            "Command running in background with ID: bndxnvpi2. Output is being written to: x",
+            {"command": "npm run build", "run_in_background": True},
+            Report("bndxnvpi2", asks=False),
+        ),
+        (
+            '{"id": 42, "status": "running", "log": "..."}',
+            {"command": "curl x"},
+            Report("42", asks=False),
+        ),
+        ("still running (pid 4242)", {}, Report("4242", asks=False)),
     ],
 )
 def test_a_running_status_at_the_head_names_its_target(
-    observation: str, args: dict[str, Any], expected: str
+    observation: str, args: dict[str, Any], expected: Report
 ) -> None:
-    assert target(observation, args) == expected
+    assert report(observation, args) == expected
 
 
 @pytest.mark.parametrize(
@@ -122,42 +141,44 @@ def test_a_running_status_at_the_head_names_its_target(
     ],
 )
 def test_output_that_merely_says_running_reports_nothing(observation: str) -> None:
-    assert target(observation, {"session_id": 5}) is None
+    assert report(observation, {"session_id": 5}) is None
 
 
 def test_only_the_head_of_a_huge_output_is_read() -> None:
     huge = "Script running with cell ID 3\nOutput:\n" + "running 1 test\n" * 2_000_000
     started = time.perf_counter()
-    assert target(huge) == "3"
-    assert target("x" * 30_000_000) is None
+    assert report(huge) == Report("3", asks=False)
+    assert report("x" * 30_000_000) is None
     assert time.perf_counter() - started < 0.5
 
 
 def test_real_codex_desktop_outputs() -> None:
     skip_unless_here(CODEX_DESKTOP)
     history = build_steps(load_trajectory(CODEX_DESKTOP).messages)
-    reported = [running_target(s, canonical_action) for s in history]
+    reports = [running_report(s, canonical_action) for s in history]
     heads = [s["observation"].partition("\n")[0] for s in history]
     # the yielding exec and the waits on its cell report the cell; "Script completed" nothing
-    assert reported == [
+    assert [r and r.target for r in reports] == [
         head.removeprefix("Script running with cell ID ") if "running" in head else None
         for head in heads
     ]
-    waiting = [i for i, s in enumerate(history) if s["action"] == "wait" and reported[i]]
-    assert len(waiting) == 9 and all(
-        reported[i] == history[i]["action_input"]["cell_id"] for i in waiting
-    )
-    assert polls(reported) == waiting  # every wait on a running cell polls; no other step
+    waiting = [i for i, r in enumerate(reports) if r and history[i]["action"] == "wait"]
+    assert len(waiting) == 9
+    assert all(reports[i] == Report(history[i]["action_input"]["cell_id"], True) for i in waiting)
+    assert all(r.asks is False for i, r in enumerate(reports) if r and i not in waiting)
+    assert polls(reports) == waiting  # every wait on a running cell polls; no other step
 
 
 # -- what polls ---------------------------------------------------------------------------
 
 
-def test_a_report_polls_when_one_of_the_steps_before_it_reported_the_same_target() -> None:
-    assert polls(["7", "7", None, "7", "8"]) == [1, 3]
-    assert polls(["7", *[None] * (POLL_LOOKBACK - 1), "7"]) == [POLL_LOOKBACK]
-    assert polls(["7", *[None] * POLL_LOOKBACK, "7"]) == []  # too long ago
-    assert polls(["7", "7", "7"], start=2) == [2]  # the steps before start only tell
+def test_a_step_polls_when_it_asks_about_a_target_reported_in_the_steps_before() -> None:
+    started, asked = Report("7", asks=False), Report("7", asks=True)
+    assert polls([started, asked, None, asked, Report("8", True)]) == [1, 3]
+    assert polls([started, started, started]) == []  # nothing asks about 7
+    assert polls([asked, *[None] * (POLL_LOOKBACK - 1), asked]) == [POLL_LOOKBACK]
+    assert polls([started, *[None] * POLL_LOOKBACK, asked]) == []  # too long ago
+    assert polls([started, asked, asked], start=2) == [2]  # the steps before start only tell
 
 
 # -- polls are left out of the patterns ---------------------------------------------------
@@ -199,7 +220,8 @@ def test_a_poll_whose_target_nothing_reported_counts_once() -> None:
 
 
 def test_a_command_started_again_and_again_is_still_a_repeat() -> None:
-    # each start reports a new session (an id canonicalisation hides): no start polls
+    # each start reports a cell running without asking about it: no start polls
+    assert pattern([A, *[launch(16)] * 3]) == "repeat"
     restarts = [
         step("exec_command", {"cmd": "make serve"}, f"Process running with session ID {uuid}")
         for uuid in (
@@ -208,7 +230,7 @@ def test_a_command_started_again_and_again_is_still_a_repeat() -> None:
             "019a7ae6-1945-7c63-98f2-21aa00000003",
         )
     ]
-    assert pattern([A, *restarts]) == "repeat"
+    assert pattern([A, *restarts]) == "repeat"  # new sessions, the same output once canonical
 
 
 def test_a_poll_after_the_process_ended_counts_again() -> None:

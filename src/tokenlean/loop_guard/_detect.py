@@ -30,9 +30,9 @@ progress, never a loop. The patterns, with the default :class:`LoopDetector` thr
 
 Steps of exempt tools (stepping a debugger, say) are removed before matching: they neither
 count towards a pattern nor interrupt one. So are polls (``exempt_polling``, on by default): steps
-whose output opens by reporting that the process, cell or job they ask about, which an earlier
-step reported running, is still running (:mod:`~tokenlean.loop_guard._polling`), whatever the
-tool is called.
+whose output opens by reporting that the process, cell or job their call asks about, which an
+earlier step reported running, is still running (:mod:`~tokenlean.loop_guard._polling`),
+whatever the tool is called.
 """
 
 from __future__ import annotations
@@ -155,15 +155,15 @@ class LoopDetector:
     ) -> frozenset[int]:
         """The offsets in ``chunk`` (``steps[low:]``) of the polls (see :mod:`~._polling`):
         the steps before it are read, back to ``start``, only when one in it reports running."""
-        targets = [self._keys.running(step) for step in chunk]
-        if all(target is None for target in targets):
-            return frozenset()  # the common case: nothing reports running
+        reports = [self._keys.running(step) for step in chunk]
+        if all(report is None or not report.asks for report in reports):
+            return frozenset()  # the common case: nothing asks about a process still running
         first = max(start, low - POLL_LOOKBACK)
         before = [steps[i] for i in range(first, low)]
         if not isinstance(steps, StepList):
             _check_steps(before, first)
-        targets = [*(self._keys.running(step) for step in before), *targets]
-        return frozenset(found - len(before) for found in polls(targets, start=len(before)))
+        reports = [*(self._keys.running(step) for step in before), *reports]
+        return frozenset(found - len(before) for found in polls(reports, start=len(before)))
 
     def _exempt(self, step: Step) -> bool:
         if step["action"] in self.exempt_tools:

@@ -151,6 +151,10 @@ class Ladder:
         if n <= episode.seen_at:
             return None  # nothing new since the last detection
         detection = self.detector.detect(steps, since=since)
+        if detection is not None and detection.last_step < episode.seen_at:
+            # The pattern already answered, followed only by steps the detector leaves out
+            # (polls, exempt tools): they do not climb the ladder either.
+            detection = None
         trigger: str | None = detection.pattern if detection else None
         if trigger is None and _ignored_final(steps, episode):
             trigger = IGNORED_FINAL

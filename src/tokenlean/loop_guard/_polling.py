@@ -23,23 +23,25 @@ running thing: the id of the status line, else the first id field of the head (`
 ``"session_id"``), else the first id-named argument of the call (``cell_id``, ``bash_id``), else
 the call itself (tool and canonical arguments).
 
-A step *polls* when it reports a target running that one of the :data:`POLL_LOOKBACK` steps
-before it also reported running: the call that started it, or an earlier poll of it. The
-detector leaves polls out as it leaves out the steps of exempt tools: they neither count toward
-a pattern nor interrupt one. A command started again and again is still seen (each start names
-a new cell or session), and so is anything the agent does between its polls.
+A step *polls* when it reports a target running that its call asks about (an argument holds
+the target, as ``wait(cell_id="20")`` does, or the target is the call itself) and that one of
+the :data:`POLL_LOOKBACK` steps before it also reported running: the call that started it, or
+an earlier poll of it. The detector leaves polls out as it leaves out the steps of exempt tools:
+they neither count toward a pattern nor interrupt one. A command started again and again is
+still seen (its call does not name the cell or session it starts), and so is anything the agent
+does between its polls.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from tokenlean.loop_guard._steps import Step
 
-__all__ = ["HEAD_CHARS", "POLL_LOOKBACK", "polls", "running_target"]
+__all__ = ["HEAD_CHARS", "POLL_LOOKBACK", "Report", "polls", "running_report"]
 
 #: How much of an output is read for a running status: a status is the output's head.
 HEAD_CHARS = 400
@@ -67,7 +69,14 @@ _ID_FIELD = re.compile(
 )
 
 
-def running_target(step: Step, call: Callable[[Step], str]) -> str | None:
+class Report(NamedTuple):
+    """What a step reports still running, and whether its call asks about that."""
+
+    target: str
+    asks: bool
+
+
+def running_report(step: Step, call: Callable[[Step], str]) -> Report | None:
     """What ``step`` reports still running (see the module docstring), or ``None``.
 
     ``call`` gives the step's canonical action, the target when nothing else names one.
@@ -77,11 +86,15 @@ def running_target(step: Step, call: Callable[[Step], str]) -> str | None:
         return None  # most outputs: one scan of a bounded head
     line = _status_line(head)
     if line is not None:
-        named = line.group("id") or line.group("pid")
-        return named or _named(head, step) or call(step)
-    if _STATUS_FIELD.search(head) is None:
+        target = line.group("id") or line.group("pid") or _named(head, step)
+    elif _STATUS_FIELD.search(head) is not None:
+        target = _named(head, step)
+    else:
         return None
-    return _named(head, step) or call(step)
+    if target is None:
+        return Report(call(step), asks=True)
+    values = step["action_input"].values()
+    return Report(target, asks=any(_scalar(value) == target for value in values))
 
 
 def _status_line(head: str) -> re.Match[str] | None:
@@ -103,8 +116,15 @@ def _named(head: str, step: Step) -> str | None:
         if _is_id(field.group("tag") or field.group("key")):
             return field.group("xml") or field.group("json")
     for key, value in sorted(step["action_input"].items()):
-        if _is_id(key) and isinstance(value, (str, int)) and not isinstance(value, bool):
-            return str(value) or None
+        if _is_id(key):
+            return _scalar(value) or None
+    return None
+
+
+def _scalar(value: object) -> str | None:
+    """An argument's value as an id: a string or a whole number, as text."""
+    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        return str(value)
     return None
 
 
@@ -113,20 +133,21 @@ def _is_id(key: str) -> bool:
     return lower in ("id", "pid") or lower.endswith("_id") or key.endswith(("Id", "ID"))
 
 
-def polls(targets: Sequence[str | None], *, start: int = 0) -> list[int]:
-    """The positions from ``start`` on whose target was reported within the
-    :data:`POLL_LOOKBACK` positions before (``targets[i]``: what step ``i`` reports running).
+def polls(reports: Sequence[Report | None], *, start: int = 0) -> list[int]:
+    """The positions from ``start`` on that poll (``reports[i]``: what step ``i`` reports
+    running): their call asks about a target reported within the :data:`POLL_LOOKBACK`
+    positions before.
 
-    ``targets`` must begin :data:`POLL_LOOKBACK` positions before ``start``, or where the steps
+    ``reports`` must begin :data:`POLL_LOOKBACK` positions before ``start``, or where the steps
     that count begin: a report older than that is not looked for.
     """
     last: dict[str, int] = {}
     found: list[int] = []
-    for index, target in enumerate(targets):
-        if target is None:
+    for index, report in enumerate(reports):
+        if report is None:
             continue
-        seen = last.get(target)
-        if index >= start and seen is not None and index - seen <= POLL_LOOKBACK:
+        seen = last.get(report.target)
+        if report.asks and index >= start and seen is not None and index - seen <= POLL_LOOKBACK:
             found.append(index)
-        last[target] = index
+        last[report.target] = index
     return found

@@ -27,7 +27,7 @@ from typing import Any, TypedDict, overload
 from tokenlean import checks
 from tokenlean.loop_guard._canonical import CANONICAL_SPAN as CANONICAL_SPAN  # re-exported
 from tokenlean.loop_guard._canonical import canonical_text as canonical_text  # re-exported
-from tokenlean.loop_guard._polling import running_target
+from tokenlean.loop_guard._polling import Report, running_report
 from tokenlean.transcript import Message, is_injected
 
 
@@ -233,7 +233,7 @@ class _StepKeys:
     observation: str
     action_key: str | None = None  # each key worked out when first asked for
     observation_key: str | None = None
-    running: str | None = None  # what the step reports still running, once ``polled``
+    running: Report | None = None  # what the step reports still running, once ``polled``
     polled: bool = False
 
 
@@ -277,12 +277,12 @@ class StepKeys:
             keys.observation_key = canonical_text(step["observation"])
         return keys.observation_key
 
-    def running(self, step: Step) -> str | None:
+    def running(self, step: Step) -> Report | None:
         """What ``step`` reports still running, worked out when first asked for (see
-        :func:`~tokenlean.loop_guard._polling.running_target`)."""
+        :func:`~tokenlean.loop_guard._polling.running_report`)."""
         keys = self._of(step)
         if not keys.polled:
-            keys.running, keys.polled = running_target(step, self.action_key), True
+            keys.running, keys.polled = running_report(step, self.action_key), True
         return keys.running
 
     def _of(self, step: Step) -> _StepKeys:
