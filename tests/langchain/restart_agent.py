@@ -22,8 +22,8 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.store.sqlite import SqliteStore
 
+from tests.langchain._agents import coding_agent
 from tokenlean.langchain import ToolOutputShorteningMiddleware
-from tokenlean.testing import scripted_agent
 
 LOG = "\n".join(
     [
@@ -68,7 +68,7 @@ def run(phase: str, folder: Path) -> dict[str, Any]:
             responses: list[Any] = [AIMessage("", tool_calls=[call]), AIMessage("copied")]
         else:
             responses = [_ask_for_omitted, AIMessage("found it")]
-        agent, model = scripted_agent(
+        agent, model = coding_agent(
             responses,
             tools=[copy_blocks],
             middleware=[ToolOutputShorteningMiddleware()],

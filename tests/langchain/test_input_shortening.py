@@ -564,12 +564,14 @@ def test_replay_cuts_inputs_without_breaking_the_prompt_cache() -> None:
     trajectory = load_trajectory(TRAJECTORY)
     measurer = PromptMeasurer(EstimateCounter())
     plain = measure_replay(trajectory, replay(trajectory, []), measurer, strategy="none")
-    # with the output shortener, as recommended: its first shortening offers read_original early
-    stack = [ToolInputShorteningMiddleware(), ToolOutputShorteningMiddleware()]
+    # with the output shortener, as recommended, read_original listed from the first call
+    stack = [
+        ToolInputShorteningMiddleware(offer_tool="always"),
+        ToolOutputShorteningMiddleware(offer_tool="always"),
+    ]
     result = replay(trajectory, stack)
     metrics = measure_replay(trajectory, result, measurer, strategy="inputs")
-    # the one change to bytes already sent: read_original joins the tool list, once
-    assert metrics.prefix_breaks <= 1 and all(m == -1 for _, m in metrics.break_positions)
+    assert metrics.prefix_breaks == 0  # nothing already sent changes
     assert metrics.tokens_sent < plain.tokens_sent
     marked = [m for m in result.final_messages if isinstance(m, AIMessage) and _mark(m) is not None]
     assert marked, "no tool input was cut"

@@ -21,11 +21,11 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.store.memory import InMemoryStore
 
 from tests.data import ROOT
+from tests.langchain._agents import coding_agent
 from tokenlean.langchain import ToolOutputShorteningMiddleware, recommended_middleware
 from tokenlean.langchain.retrieval import make_retrieval_tool
 from tokenlean.langchain.store import StoreChoice
 from tokenlean.store import STORE_NAMESPACE, InMemoryOriginalStore, Original
-from tokenlean.testing import scripted_agent
 
 LOG = "\n".join(
     [*(f"job {i}: stage {i % 6} finished in {i % 11}.{i % 7}s" for i in range(300)), "ERROR: x"]
@@ -96,7 +96,7 @@ def test_without_an_agent_store_a_restart_is_told_apart_from_a_wrong_handle(
 ) -> None:
     path = str(tmp_path / "checkpoints.db")
     with SqliteSaver.from_conn_string(path) as saver:
-        agent, first = scripted_agent(
+        agent, first = coding_agent(
             [call("run", {"command": "make"}, "c1"), AIMessage("done")],
             tools=[run],
             # StoreChoice(): what a fresh process has (its own memory, no agent store)
@@ -106,7 +106,7 @@ def test_without_an_agent_store_a_restart_is_told_apart_from_a_wrong_handle(
         agent.invoke({"messages": [HumanMessage("go")]}, cfg())
     (handle,) = set(handles(first.calls[1].messages))
     with SqliteSaver.from_conn_string(path) as saver:  # a new middleware: empty memory
-        agent, second = scripted_agent(
+        agent, second = coding_agent(
             [ask(handle), ask("o000000000000", "r2"), AIMessage("ok")],
             tools=[run],
             middleware=[ToolOutputShorteningMiddleware(store=StoreChoice())],
@@ -123,7 +123,7 @@ def test_without_an_agent_store_a_restart_is_told_apart_from_a_wrong_handle(
 
 def test_the_agents_store_keeps_outputs_and_inputs_of_the_recommended_stack() -> None:
     backing = InMemoryStore()
-    agent, model = scripted_agent(
+    agent, model = coding_agent(
         [
             call("run", {"command": f"python -c '{SCRIPT}'"}, "c1"),
             lambda messages: ask(sorted(handles(messages))[0]),  # the input's handle: "i..."
@@ -147,7 +147,7 @@ async def test_the_async_path_uses_the_agents_store_too() -> None:
     backing = InMemoryStore()
     middleware = ToolOutputShorteningMiddleware()
     in_memory = len(middleware.stores.memory)  # the process's memory, shared by shorteners
-    agent, model = scripted_agent(
+    agent, model = coding_agent(
         [
             call("run", {"command": "make"}, "c1"),
             lambda messages: ask(handles(messages)[0]),
@@ -167,7 +167,7 @@ async def test_the_async_path_uses_the_agents_store_too() -> None:
 def test_a_store_given_to_tokenlean_wins_over_the_agents() -> None:
     backing = InMemoryStore()
     mine = InMemoryOriginalStore()
-    agent, model = scripted_agent(
+    agent, model = coding_agent(
         [call("run", {"command": "make"}, "c1"), lambda m: ask(handles(m)[0]), AIMessage("done")],
         tools=[run],
         middleware=[ToolOutputShorteningMiddleware(store=mine)],
@@ -180,7 +180,7 @@ def test_a_store_given_to_tokenlean_wins_over_the_agents() -> None:
 
 def test_an_evicted_original_is_told_apart_from_a_wrong_handle() -> None:
     tiny = InMemoryOriginalStore(max_bytes_per_thread=1_000, max_bytes=1_000)  # LOG is larger
-    agent, model = scripted_agent(
+    agent, model = coding_agent(
         [
             call("run", {"command": "make"}, "c1"),
             lambda messages: ask(handles(messages)[0]),

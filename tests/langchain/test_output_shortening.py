@@ -17,12 +17,12 @@ from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.store.memory import InMemoryStore
 
+from tests.langchain._agents import coding_agent
 from tokenlean.langchain import ToolOutputShorteningMiddleware
 from tokenlean.langchain._adapter import to_view
 from tokenlean.langchain.store import LangGraphOriginalStore
 from tokenlean.shorten import InputShorteningSettings, ShortenSettings
 from tokenlean.store import InMemoryOriginalStore, Original
-from tokenlean.testing import scripted_agent
 from tokenlean.transcript import canonical, mark_of
 
 
@@ -130,7 +130,7 @@ def cfg(thread: str = "t1") -> Any:
 
 def test_a_long_result_is_shortened_before_the_model_first_sees_it() -> None:
     middleware = ToolOutputShorteningMiddleware()
-    agent, model = scripted_agent(
+    agent, model = coding_agent(
         [call("run_tests", {"target": "tests/test_api.py"}, "c1"), AIMessage(content="done")],
         tools=[run_tests],
         middleware=[middleware],
@@ -160,12 +160,12 @@ def test_a_long_result_is_shortened_before_the_model_first_sees_it() -> None:
     assert state["messages"][2].id == sent.id
     assert middleware.stats.results_shortened == 1
     offered = [[t["function"]["name"] for t in c.tools] for c in model.calls]
-    # a short prompt: the tool joins the call whose marker names it (a short prefix to write)
-    assert ["read_original" in names for names in offered] == [False, True]
+    # a coding agent's long system prompt: the tool is in the request from the first call
+    assert ["read_original" in names for names in offered] == [True, True]
 
 
 def test_later_calls_send_identical_bytes_and_nothing_seen_is_rewritten() -> None:
-    agent, model = scripted_agent(
+    agent, model = coding_agent(
         [
             call("run_tests", {"target": "a"}, "c1"),
             AIMessage(content="first"),
@@ -186,10 +186,10 @@ def test_later_calls_send_identical_bytes_and_nothing_seen_is_rewritten() -> Non
 
 async def test_the_async_path_shortens_the_same_way() -> None:
     responses = [call("run_tests", {"target": "a"}, "c1"), AIMessage(content="done")]
-    sync_agent, sync_model = scripted_agent(
+    sync_agent, sync_model = coding_agent(
         responses, tools=[run_tests], middleware=[ToolOutputShorteningMiddleware()]
     )
-    async_agent, async_model = scripted_agent(
+    async_agent, async_model = coding_agent(
         responses, tools=[run_tests], middleware=[ToolOutputShorteningMiddleware()]
     )
     sync_agent.invoke({"messages": [HumanMessage("go")]}, cfg())
@@ -214,7 +214,7 @@ def test_only_and_never_filters(options: dict[str, Any], shortened: set[str]) ->
             {"name": "read_file", "args": {"path": "y"}, "id": "c2"},
         ],
     )
-    agent, model = scripted_agent(
+    agent, model = coding_agent(
         [both, AIMessage(content="done")],
         tools=[run_tests, read_file],
         middleware=[ToolOutputShorteningMiddleware(**options)],
@@ -240,7 +240,7 @@ def test_image_results_already_seen_results_and_marked_results_are_left_alone() 
         seen,
         AIMessage(content="ok", id="a1"),
     ]
-    agent, model = scripted_agent(
+    agent, model = coding_agent(
         [call("screenshot", {}, "c1"), AIMessage(content="done")],
         tools=[screenshot, read_file],
         middleware=[ToolOutputShorteningMiddleware()],
@@ -250,7 +250,7 @@ def test_image_results_already_seen_results_and_marked_results_are_left_alone() 
     assert results[0].content == LOG and _mark(results[0]) is None
     blocks = results[1].content
     assert isinstance(blocks, list) and isinstance(blocks[0], dict) and blocks[0]["text"] == LOG
-    agent2, model2 = scripted_agent(
+    agent2, model2 = coding_agent(
         [AIMessage(content="done")],
         tools=[read_file],
         middleware=[ToolOutputShorteningMiddleware()],
@@ -267,7 +267,7 @@ def test_text_blocks_are_shortened_as_blocks() -> None:
         """Return text blocks."""
         return ToolMessage(content=[{"type": "text", "text": LOG}], tool_call_id=tool_call_id)
 
-    agent, model = scripted_agent(
+    agent, model = coding_agent(
         [call("blocks", {}, "c1"), AIMessage(content="done")],
         tools=[blocks],
         middleware=[ToolOutputShorteningMiddleware()],
@@ -287,7 +287,7 @@ def _fetch_omitted(messages: list[BaseMessage]) -> AIMessage:
 
 def test_the_agent_reads_an_original_back_and_only_in_its_own_thread() -> None:
     store = InMemoryOriginalStore()
-    agent, model = scripted_agent(
+    agent, model = coding_agent(
         [call("run_tests", {"target": "a"}, "c1"), _fetch_omitted, AIMessage(content="done")],
         tools=[run_tests],
         middleware=[ToolOutputShorteningMiddleware(store=store)],
@@ -300,7 +300,7 @@ def test_the_agent_reads_an_original_back_and_only_in_its_own_thread() -> None:
     assert f"{first}: {lines[first - 1]}" in str(fetched.content)
 
     handle = _mark(tool_messages(model.calls[1].messages)[0])["handle"]
-    thief, thief_model = scripted_agent(
+    thief, thief_model = coding_agent(
         [call("read_original", {"handle": handle}, "r9"), AIMessage(content="done")],
         tools=[run_tests],
         middleware=[ToolOutputShorteningMiddleware(store=store)],
@@ -312,7 +312,7 @@ def test_the_agent_reads_an_original_back_and_only_in_its_own_thread() -> None:
 def test_originals_can_live_in_a_langgraph_store() -> None:
     backing = InMemoryStore()
     middleware = ToolOutputShorteningMiddleware(store=LangGraphOriginalStore(backing))
-    agent, model = scripted_agent(
+    agent, model = coding_agent(
         [call("run_tests", {"target": "a"}, "c1"), _fetch_omitted, AIMessage(content="done")],
         tools=[run_tests],
         middleware=[middleware],
@@ -329,7 +329,7 @@ def test_originals_can_live_in_a_langgraph_store() -> None:
 def test_shortened_state_persists_through_a_sqlite_checkpointer(tmp_path: Path) -> None:
     path = str(tmp_path / "checkpoints.db")
     with SqliteSaver.from_conn_string(path) as saver:
-        agent, first = scripted_agent(
+        agent, first = coding_agent(
             [call("run_tests", {"target": "a"}, "c1"), AIMessage(content="done")],
             tools=[run_tests],
             middleware=[ToolOutputShorteningMiddleware()],
@@ -337,7 +337,7 @@ def test_shortened_state_persists_through_a_sqlite_checkpointer(tmp_path: Path) 
         )
         agent.invoke({"messages": [HumanMessage("go")]}, cfg())
     with SqliteSaver.from_conn_string(path) as saver:
-        agent, second = scripted_agent(
+        agent, second = coding_agent(
             [AIMessage(content="again")],
             tools=[run_tests],
             middleware=[ToolOutputShorteningMiddleware()],
@@ -352,7 +352,7 @@ def test_shortened_state_persists_through_a_sqlite_checkpointer(tmp_path: Path) 
 
 def test_lines_already_shown_are_pointed_to_not_repeated() -> None:
     # Two tools with the same output: not a repeat of one call, so lines are pointed to.
-    agent, model = scripted_agent(
+    agent, model = coding_agent(
         [
             call("lint", {"path": "src"}, "c1"),
             call("lint_strict", {"path": "src"}, "c2"),
@@ -389,7 +389,7 @@ def read(version: str) -> str:
 def test_a_file_read_again_after_an_edit_points_to_the_unchanged_lines() -> None:
     # The edit added a line at the top, so every line's number moved: the unchanged lines are
     # matched by what they hold, and only the new line is shown again.
-    agent, model = scripted_agent(
+    agent, model = coding_agent(
         [
             call("read", {"version": "before"}, "c1"),
             call("read", {"version": "after"}, "c2"),
@@ -412,7 +412,7 @@ def test_a_file_read_again_after_an_edit_points_to_the_unchanged_lines() -> None
 def test_lines_read_again_at_another_depth_are_shown_again() -> None:
     # Moved under a class, each line holds the same text one level deeper, which changes what
     # it means: a view matches lines with their indentation, so nothing here was shown before.
-    agent, model = scripted_agent(
+    agent, model = coding_agent(
         [
             call("read", {"version": "before"}, "c1"),
             call("read", {"version": "nested"}, "c2"),
@@ -463,7 +463,7 @@ def test_an_edit_by_line_numbers_shows_what_it_wrote_in_its_window(
     # An edit by line numbers is checked in the window it answers with (where its text landed,
     # at what depth), so the lines it wrote are shown there, not pointed to as already shown.
     # A search-and-replace edit's arguments already say what changed and where.
-    agent, model = scripted_agent(
+    agent, model = coding_agent(
         [
             call("open_file", {"path": "app.py"}, "c1"),
             call("edit", args, "c2"),
@@ -480,7 +480,7 @@ def test_an_edit_by_line_numbers_shows_what_it_wrote_in_its_window(
 
 def test_a_result_repeating_one_shown_whole_is_a_pointer_to_that_call() -> None:
     store = InMemoryOriginalStore()
-    agent, model = scripted_agent(
+    agent, model = coding_agent(
         [
             call("lint", {"path": "src"}, "c1"),
             call("status", {"job": "7"}, "s1"),
@@ -515,7 +515,7 @@ class _BrokenStore(InMemoryOriginalStore):
 
 
 def test_a_failing_store_never_breaks_the_agent(caplog: pytest.LogCaptureFixture) -> None:
-    agent, model = scripted_agent(
+    agent, model = coding_agent(
         [call("run_tests", {"target": "a"}, "c1"), AIMessage(content="done")],
         tools=[run_tests],
         middleware=[ToolOutputShorteningMiddleware(store=_BrokenStore())],
@@ -528,7 +528,7 @@ def test_a_failing_store_never_breaks_the_agent(caplog: pytest.LogCaptureFixture
 
 
 def test_without_a_thread_nothing_is_cut_as_nothing_could_be_read_back() -> None:
-    agent, model = scripted_agent(
+    agent, model = coding_agent(
         [call("run_tests", {"target": "a"}, "c1"), AIMessage(content="done")],
         tools=[run_tests],
         middleware=[ToolOutputShorteningMiddleware()],
@@ -562,7 +562,7 @@ def test_orphan_results_and_invalid_unicode_pass_through_without_breaking() -> N
         return ToolMessage(content=broken, tool_call_id=tool_call_id, name="odd")
 
     orphan = ToolMessage(content=LOG, tool_call_id="nobody-called-me", name="read_file", id="m-o")
-    agent, model = scripted_agent(
+    agent, model = coding_agent(
         [call("odd", {}, "c1"), AIMessage(content="done")],
         tools=[odd],
         middleware=[ToolOutputShorteningMiddleware()],
@@ -594,7 +594,7 @@ def sql_db_query(query: str) -> str:
 
 
 def test_a_query_result_printed_on_one_line_keeps_whole_rows_and_reads_back_whole() -> None:
-    agent, model = scripted_agent(
+    agent, model = coding_agent(
         [
             call("sql_db_query", {"query": "SELECT * FROM orders"}, "q1"),
             lambda messages: call(
@@ -650,7 +650,7 @@ def read_first_gap(messages: Sequence[BaseMessage]) -> AIMessage:
 
 
 def test_a_whole_file_read_keeps_its_declarations_and_its_gaps_read_back_by_line() -> None:
-    agent, model = scripted_agent(
+    agent, model = coding_agent(
         [
             call("Read", {"file_path": "/repo/app/handlers.py"}, "c1"),
             read_first_gap,
@@ -698,7 +698,7 @@ def swe_agent_shell(command: str) -> str:
 
 
 def test_a_window_opened_at_a_line_keeps_its_surroundings_and_reads_back_the_rest() -> None:
-    agent, model = scripted_agent(
+    agent, model = coding_agent(
         [
             call("bash", {"command": "open ledger.py 250"}, "c1"),
             read_first_gap,
@@ -722,7 +722,7 @@ def test_a_window_opened_at_a_line_keeps_its_surroundings_and_reads_back_the_res
 
 def test_an_edit_echo_is_placed_by_all_the_edit_wrote_though_its_input_is_cut() -> None:
     wrote = "\n".join(LEDGER[109:189])  # lines 110-189, long enough to be cut once it ran
-    agent, model = scripted_agent(
+    agent, model = coding_agent(
         [
             # (an id: the turn it was made in is cut once it ran, as a checkpointed one is)
             call("bash", {"command": f"edit 110:189\n{wrote}\nend_of_edit"}, "c1").model_copy(

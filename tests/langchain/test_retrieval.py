@@ -195,6 +195,7 @@ def test_instances_set_differently_can_share_an_agent() -> None:
         [_call("run_tests", {"target": "a"}, "c1"), AIMessage("done")],
         tools=[run_tests, lookup],
         middleware=[first, second],
+        system_prompt=LONG_SYSTEM,
     )
     _invoke(agent)
     assert HANDLE.search(str(model.calls[1].messages[-1].content))
@@ -269,11 +270,15 @@ def run_suite(target: str) -> str:
     return LOG.replace("test_login", f"test_{target}")
 
 
-def test_a_short_prompt_is_offered_the_tool_at_the_call_its_first_cut_pays_for() -> None:
+def test_a_warm_cache_is_never_re_written_to_offer_the_tool_so_no_marker_names_it() -> None:
+    """A short prompt, calls seconds apart: the tool never joins (that would re-write the
+    cached prompt), so no marker may name it; the first log goes whole and each identical
+    one after it as a pointer to it (a way back the request holds)."""
     model = _long_run(ToolOutputShorteningMiddleware(min_remaining_calls=0))
-    listed = [names.count("read_original") for names in _tools(model)]
-    assert listed == [0, 1, 1, 1, 1, 1, 1]  # the first long result's call: its prefix is short
-    assert [m for _, m in prefix_breaks(model)] == [-1]  # its tool list, that once
+    assert all(names == ["run_tests"] for names in _tools(model))
+    sent = [m.content for m in model.calls[-1].messages if m.type == "tool"]
+    assert sent[0] == LOG and all("Same output as the earlier" in str(s) for s in sent[1:])
+    assert_prefix_kept(model)
     assert_markers_name_only_tools_in_the_request(model)
 
 
@@ -332,7 +337,7 @@ def test_a_long_first_prompt_has_the_tool_from_the_first_call() -> None:
     )
     for agent, _ in (short, long_):
         _invoke(agent)
-    assert [n.count("read_original") for n in _tools(short[1])] == [0, 1]  # with its first cut
+    assert [n.count("read_original") for n in _tools(short[1])] == [0, 0]  # a warm cache
     assert [n.count("read_original") for n in _tools(long_[1])] == [1, 1]
     assert_prefix_kept(long_[1])
     for _, model in (short, long_):
@@ -344,7 +349,9 @@ def test_a_restored_history_whose_markers_name_the_tool_is_offered_it() -> None:
     markers name ``read_original`` gets the tool, so the agent can follow them."""
     turns = [_call("run_tests", {"target": "all"}, "c1"), _read_back, AIMessage("done")]
     middleware = ToolOutputShorteningMiddleware(store=InMemoryOriginalStore())
-    agent, model = scripted_agent(turns, tools=[run_tests], middleware=[middleware])
+    agent, model = scripted_agent(
+        turns, tools=[run_tests], middleware=[middleware], system_prompt=LONG_SYSTEM
+    )
     state = _invoke(agent)
     assert_markers_name_only_tools_in_the_request(model)
     answer = next(
@@ -409,11 +416,16 @@ def test_an_envelope_is_shortened_inside_and_its_markers_read_back_those_lines()
     assert (got[0], got[-1]) == (f"{first}: {lines[first - 1]}", f"{last}: {lines[last - 1]}")
 
 
-def test_cuts_the_thread_went_without_count_toward_offering_the_tool() -> None:
-    """A long cached prompt costs more to re-write than one small cut saves; a thread whose
-    results kept needing cuts (what it went without, per call) pays for the tool all the same."""
-    gate = ToolOutputShorteningMiddleware()._gate
-    messages = [HumanMessage("context " * 20_000), AIMessage("ok")]
-    assert not gate.offer_now_pays({}, messages, extra=500)
-    assert gate.offer_now_pays({FORGONE_KEY: 100_000}, messages, extra=500)
-    assert not gate.offer_now_pays({FORGONE_KEY: 100_000}, messages, extra=0)  # nothing to cut
+def test_the_tool_joins_only_a_cold_call_whose_cuts_cover_its_schema() -> None:
+    """Warm, never; cold, when this call's cut and the thread's rate of cuts it went without
+    (per call) cover the schema over the calls to come."""
+    middleware = ToolOutputShorteningMiddleware(min_remaining_calls=0)
+    gate = middleware._gate
+    gate.clock = lambda: 1_000.0
+    messages = [HumanMessage("context " * 2_000), AIMessage("ok")]
+    warm, cold = {"tokenlean_called_at": 990.0}, {"tokenlean_called_at": 1.0}
+    assert not gate.offer_now_pays({**warm, FORGONE_KEY: 10**6}, messages, extra=10**5)
+    assert gate.offer_now_pays(cold, messages, extra=500)
+    assert not gate.offer_now_pays(cold, messages, extra=gate.schema // 2)
+    assert gate.offer_now_pays({**cold, FORGONE_KEY: 10 * gate.schema}, messages, extra=1)
+    assert not gate.offer_now_pays({**cold, FORGONE_KEY: 10**6}, messages, extra=0)

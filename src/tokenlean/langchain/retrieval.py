@@ -365,36 +365,29 @@ class RetrievalGate:
     def offer_now_pays(
         self, state: Mapping[str, Any], messages: Sequence[Any], *, extra: int
     ) -> bool:
-        """Whether offering the tool on this call pays: cuts that name it would save ``extra``
-        more tokens than the cuts that need no way back, on this call and the calls after it,
-        and the later calls would save as much per call as the thread's earlier calls would
-        have (:data:`FORGONE_KEY`), more than re-writing the cached prompt (the tool list is
-        at its front) and sending the schema cost. ``messages`` are the thread's as sent
-        without those cuts. Early in a run the cached prompt is short, so the first long
-        result usually pays for the tool."""
-        if extra <= 0:
-            return False
-        scope = thread_scope()
-        size = self._size(scope, messages)
-        prompt = self._fixed_tokens(scope) + size.tokens
-        last = max(0, last_ai_index(messages))
-        new = sum(
-            message_tokens(m, self.counter) for m in views_of(messages, last, cache=self._views)
-        )
+        """Whether offering the tool on this call pays: only on a call whose prompt cache went
+        cold (the thread's previous call is older than the pricing's ``cache_ttl``), where
+        adding it to the front of the prompt re-writes nothing the provider still holds, and
+        only when the cuts that name it (``extra`` tokens more than the cuts that need no way
+        back, sent on this call and the calls after it), with later calls cutting at the rate
+        the thread's earlier calls would have (:data:`FORGONE_KEY`), cover the schema's cost.
+        On a warm call the tool never joins: that would change bytes the provider cached (a
+        prefix break), and late in a run a re-write is rarely paid back before it ends.
+        ``messages`` are the thread's as sent without those cuts."""
         called = state.get(CALLED_AT_KEY)
-        if isinstance(called, (int, float)) and self.clock() - called > self.pricing.cache_ttl:
-            new = prompt  # the provider dropped the cached prefix: nothing to re-write
+        cold = isinstance(called, (int, float)) and self.clock() - called > self.pricing.cache_ttl
+        if extra <= 0 or not (cold or self.pricing.cached_read >= self.pricing.uncached):
+            return False
+        size = self._size(thread_scope(), messages)
         # a run is expected to last as long again, and at least min_remaining_calls
         calls = max(size.turns, self.min_remaining_calls)
         schema_cost = self.schema * (self.pricing.uncached + self.pricing.cached_read * calls)
-        net = expected_net_saving(
-            self.pricing, prompt=prompt, prefix=0, new=new, saved=extra, remaining=calls
-        )
-        # each later call cuts at the thread's rate so far (over as many calls: a rate is not
-        # read from a call or two), each cut sent on the calls after it
+        # the cut is sent on this call and each later one; each later call cuts at the
+        # thread's rate so far (read over as many calls: a rate is not read from one or two)
         rate = (int(state.get(FORGONE_KEY) or 0) + extra) / calls
+        saved = extra * (self.pricing.uncached + self.pricing.cached_read * calls)
         later = rate * calls * (self.pricing.uncached + self.pricing.cached_read * calls / 2)
-        return net + later >= schema_cost
+        return saved + later >= schema_cost
 
     def hide(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
         """The request without the tool while the thread has not been offered it.
