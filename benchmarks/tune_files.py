@@ -9,7 +9,8 @@ left out.
 One knob, inside the recommended stack (everything else as it ships): ``file_keep_tokens``,
 the size up to which a whole source file read with line numbers (Claude Code's and OpenCode's
 ``Read`` of a path alone, ``cat -n f``) stays whole (2,000 to 24,000 tokens; 12,000 is what any
-file view keeps), with half of a longer one kept (``code_keep_percent``). A read the agent
+file view keeps), with half of a longer one kept (``code_keep_percent``), the retrieval tool
+listed from the first call (the candidates differ only where results are cut). A read the agent
 asked for is the riskiest kind to cut, so the pick is run with a recall floor of 0.98 and
 ``--keep-within 0.05`` (of candidates billing at most 0.05 more than the cheapest eligible one,
 the one whose worst source keeps most): where in doubt, it keeps. See ``benchmarks/loso_files.md``
@@ -31,7 +32,9 @@ CANDIDATES = ((24000, 50), (12000, 50), (6000, 50), (4000, 50), (2000, 50))
 def _factory(tokens: int, percent: int) -> Any:
     def factory() -> list[Any]:
         options = replace(DEFAULT_OPTIONS, file_keep_tokens=tokens, code_keep_percent=percent)
-        return recommended_with(options=options)
+        # read_original listed from the first call, as under a coding agent's long system
+        # prompt: without it nothing is cut and the knob cannot be told apart
+        return recommended_with(options=options, offer_tool="always")
 
     return factory
 
