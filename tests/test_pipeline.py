@@ -64,6 +64,29 @@ def test_nothing_is_cut_where_the_agent_has_no_way_back(read_back: ToolReadBack 
     assert plan.inputs.edits == () and plan.outputs.edits == ()
 
 
+@pytest.mark.parametrize("read_back", [None, ToolReadBack(None)])
+def test_with_no_way_back_only_what_the_prompt_still_shows_is_left_out(
+    read_back: ToolReadBack | None,
+) -> None:
+    """A second log repeating most lines of the first (but not all of it): the lines the model
+    was shown are pointed to, and the markers name no tool, no handle and no file; nothing is
+    cut for size, so the new lines all stay."""
+    rerun = LOG.replace("FAILED tests/test_x.py", "FAILED tests/test_y.py")
+    call = ToolCall("c2", "bash", {"command": "pytest -q"})
+    window = [
+        *_turn(),
+        Message(role="assistant", content="Again.", tool_calls=(call,), id="a2"),
+        Message(role="tool", content=rerun, tool_call_id="c2", name="bash", id="t2"),
+    ]
+    shown = plan_turn(window[:3], outputs=OUTPUTS, read_back=read_back)
+    assert shown.outputs.edits == ()  # nothing shown before: the first log goes whole
+    (edit,) = plan_turn(window, outputs=OUTPUTS, read_back=read_back).outputs.edits
+    text = str(edit.new_content)
+    assert "lines already shown earlier omitted ...]" in text and "FAILED tests/test_y.py" in text
+    assert "read_original" not in text and '"o' not in text and "lines 1-" not in text
+    assert len(text) < len(rerun) // 4
+
+
 def test_a_tool_read_back_names_handles_and_changes_nothing_else() -> None:
     read_back = ToolReadBack("fetch_original")
     plan = plan_turn(_turn(), outputs=OUTPUTS, read_back=read_back)

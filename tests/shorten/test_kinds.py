@@ -261,7 +261,8 @@ def test_a_whole_python_file_read_keeps_whole_signatures_and_imports() -> None:
 
 
 def test_a_long_file_view_keeps_its_outline_and_the_region_the_query_names() -> None:
-    options = ShortenSettings(view_keep_tokens=3000)  # the same file, as a view too long to keep
+    # the same file, too long to keep whole as a view or as a file read
+    options = ShortenSettings(view_keep_tokens=3000, file_keep_tokens=3000)
     text, report = _run(
         "openagents_claude_code", "143545", 8, context="look at nip44 exports", options=options
     )

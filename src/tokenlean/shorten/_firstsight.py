@@ -29,7 +29,7 @@ from tokenlean.shorten._core import shorten
 from tokenlean.shorten._detect import view_content
 from tokenlean.shorten._markers import Retrieval, repeat_marker
 from tokenlean.shorten._options import DEFAULT_OPTIONS, ShortenSettings
-from tokenlean.shorten._report import Omission, ShortenReport
+from tokenlean.shorten._report import Omission, Reason, ShortenReport
 from tokenlean.shorten._seen import Seen, result_digest
 from tokenlean.shorten._wrapped import readable
 from tokenlean.store import RETRIEVAL_TOOL, Original, make_handle
@@ -292,10 +292,12 @@ def plan_first_sight(
         text = message.text
         # the handle (a hash of the whole text) only once the result may be cut
         report, handle = _repeat(message, text, policy, seen), None
-        tokens = policy.count(text) if report is None and has_way_back(read_back) else 0
+        tokens = policy.count(text) if report is None else 0
         if tokens > policy.min_tokens:
             handle = _handle(message, text, read_back)
-            retrieval = Retrieval(handle, read_back.tool) if read_back else Retrieval()
+            retrieval = Retrieval(in_prompt=True)
+            if has_way_back(read_back):
+                retrieval = Retrieval(handle, read_back.tool)  # type: ignore[union-attr]
             counter = _Counted(text, tokens, policy.counter or DEFAULT_COUNTER)
             report = _shorten_one(message, policy, options, call, note, seen, retrieval, counter)
         if report is None:
@@ -338,7 +340,8 @@ def _shorten_one(
     counter: TokenCounter,
 ) -> ShortenReport | None:
     """The result shortened, when that saves at least ``min_saving`` of it (the caller checked
-    it is over ``min_tokens``)."""
+    it is over ``min_tokens``). With no way back (``retrieval.in_prompt``) only what the prompt
+    still shows is left out: nothing is cut for size."""
     report = shorten(
         message.text,
         query=call.args if call is not None else None,
@@ -346,11 +349,35 @@ def _shorten_one(
         seen=seen,
         retrieval=retrieval,
         counter=counter,
-        options=options,
+        options=in_prompt_only(options) if retrieval.in_prompt else options,
     )
     if not report.changed or report.tokens_saved < policy.min_saving * report.tokens_before:
         return None
+    if retrieval.in_prompt and not IN_PROMPT.issuperset(o.reason for o in report.omissions):
+        return None
     return report
+
+
+#: Omissions whose lines the prompt still shows (lines shown earlier, the line above repeated,
+#: a traceback's copy above) or that never need recovering (caret lines under a code line).
+IN_PROMPT: frozenset[Reason] = frozenset({"seen", "repeat", "trace", "caret"})
+_UNBOUNDED = 1 << 30
+#: Every budget and "keep whole up to" limit of :class:`ShortenSettings`.
+_LIFTED = (
+    "max_tokens", "code_max_tokens", "long_line_chars", "json_max_items", "json_max_string",
+    "json_keep_tokens", "text_keep_tokens", "listing_keep_tokens", "view_keep_tokens",
+    "file_keep_tokens", "script_max_tokens", "page_lines",
+    "listing_keep_lines",
+)  # fmt: skip
+
+
+def in_prompt_only(options: ShortenSettings) -> ShortenSettings:
+    """``options`` with every budget and every "keep whole up to" limit lifted and similar
+    lines never collapsed: what is left to leave out is what the prompt still shows."""
+    lifted = dict.fromkeys(_LIFTED, _UNBOUNDED)
+    return replace(
+        options, **lifted, code_keep_percent=100, text_keep_percent=100, similar_run=NEVER_SIMILAR
+    )
 
 
 class _Counted:

@@ -22,10 +22,16 @@ _WHAT: dict[str, str] = {
 
 @dataclass(frozen=True, slots=True)
 class Retrieval:
-    """Where the original is kept: a handle, and the tool that reads it (if the agent has one)."""
+    """Where the original is kept: a handle, and the tool that reads it (if the agent has one).
+
+    ``in_prompt``: nothing is kept and the agent has no way to read an original back, so only
+    what the prompt itself still shows is left out (lines shown earlier, repeats, caret lines)
+    and markers say no more than what they stand for.
+    """
 
     handle: str | None = None
     tool: str | None = None
+    in_prompt: bool = False
 
     def __post_init__(self) -> None:
         if self.handle is not None:
@@ -35,6 +41,8 @@ class Retrieval:
 
     def hint(self, first: int | None = None, last: int | None = None) -> str:
         """How to get a stretch back, e.g. ``read_original("o1a2b3", "5-9")``."""
+        if self.in_prompt:
+            return ""
         if self.handle and self.tool:
             if first is None:
                 return f'{self.tool}("{self.handle}")'
@@ -64,7 +72,9 @@ def line_marker(
     if count == 1 and what.endswith("lines"):
         what = what[:-1]
     span = f"line {first}" if first == last else f"lines {first}-{last}"
-    if retrieval.tool and retrieval.handle and hinted:
+    if retrieval.in_prompt:
+        where = ""
+    elif retrieval.tool and retrieval.handle and hinted:
         where = f" ({first}-{last})" if first != last else f" ({first})"
     elif retrieval.tool and retrieval.handle:
         where = f"; {retrieval.hint(first, last)}"
