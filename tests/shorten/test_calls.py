@@ -87,7 +87,8 @@ def test_file_read(query: Any, expected: str | None) -> None:
         ({"command": "tail --lines=25 a.log"}, 25),
         ({"command": "head a.py"}, 10),  # head's own count
         ({"command": "cat a.py | head -n 200"}, 200),
-        ({"command": "sed -n '1,200p' a.py && sed -n '5,20p' b.py"}, 16),  # the fewest
+        # two stretches chosen one by one: a view of both, not a file read a page at a time
+        ({"command": "sed -n '1,200p' a.py && sed -n '5,20p' b.py"}, None),
         ({"filePath": "/src/app.tsx", "offset": 40, "limit": 80}, 80),
         ({"path": "a.py", "start_line": 5, "end_line": 40}, 36),
         ({"command": "sed -n '40,$p' a.py"}, None),  # to the end: not said
@@ -337,10 +338,12 @@ CODE = "\n".join(
 )
 
 
-def test_a_document_the_agent_printed_stays_whole_and_one_it_searched_is_cut() -> None:
+def test_a_document_the_agent_printed_or_searched_stays_whole_and_one_it_fetched_is_cut() -> None:
     assert shorten(DOC, query={"command": "cat specs/spec.md"}).text == DOC
     assert shorten(DOC, query={"command": "sed -n '1,400p' specs/spec.md"}).text == DOC
-    assert shorten(DOC, query={"command": "grep -n MUST specs/spec.md"}).changed
+    # search hits are what the agent asked to see, with line numbers or without
+    assert shorten(DOC, query={"command": "grep -r MUST specs"}).text == DOC
+    assert shorten(DOC, query={"command": "curl -s https://example.com/spec.md"}).changed
     # read by a file tool named otherwise: gemini-cli's read_file (mid-2025), an editor's view
     assert shorten(DOC, query={"absolute_path": "/repo/specs/spec.md"}).text == DOC
     assert shorten(DOC, query={"command": "view", "path": "/repo/specs/spec.md"}).text == DOC

@@ -13,9 +13,13 @@ import json
 import re
 import shlex
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from itertools import compress, count, repeat
 from operator import itemgetter
 from typing import Any, Literal
+
+from tokenlean.shorten._cells import cell_calls
+from tokenlean.shorten._parts import CompoundRead, compound_read
 
 __all__ = [
     "FileRead",
@@ -25,6 +29,7 @@ __all__ = [
     "file_read",
     "requested_lines",
     "runs_own_script",
+    "shell_text",
     "writes_by_line",
 ]
 
@@ -38,6 +43,12 @@ _RUNNERS = frozenset(
 _INTERPRETERS = frozenset({"python", "python3", "node", "ruby", "bash", "sh", "perl", "php"})
 _SCRIPT_ENDS = (".py", ".js", ".mjs", ".rb", ".sh", ".pl", ".php")
 _SHELL_SPLIT = re.compile(r"[\s;&|()]+")
+#: An interpreter handed a script of the agent's own on its input (``python3 - <<'EOF'``,
+#: ``node <<EOF``): what that script prints is its result, whatever words the script holds.
+_STDIN_SCRIPT = re.compile(
+    r"(?:^|[;&|(\n])[ \t]*(?:[\w./-]*/)?(?:python3?|node|ruby|perl|php)"
+    r"[ \t]+(?:-[ \t]+)?<<-?[ \t]*['\"]?\w"
+)
 
 
 def runs_own_script(query: str | Mapping[str, Any] | None) -> bool:
@@ -47,6 +58,8 @@ def runs_own_script(query: str | Mapping[str, Any] | None) -> bool:
     command = command_of(query)
     if not command:
         return False
+    if _STDIN_SCRIPT.search(command[:2000]):
+        return True
     # C-level passes pick the few words that matter (a heredoc can hold hundreds)
     words = list(map(str.strip, filter(None, _SHELL_SPLIT.split(command[:2000])), repeat("\"'")))
     names = list(map(itemgetter(2), map(str.rpartition, words, repeat("/"))))  # no folder
@@ -69,8 +82,21 @@ def command_of(query: str | Mapping[str, Any] | None) -> str:
     if isinstance(command, (list, tuple)) and all(isinstance(word, str) for word in command):
         command = " ".join(command)
     if not command and isinstance(query, Mapping) and isinstance(query.get("input"), str):
-        command = _embedded_command(query["input"])
+        command = _cell_command(query["input"])
     return command if isinstance(command, str) else ""
+
+
+def _cell_command(code: str) -> str:
+    """The commands a code-mode cell runs, one per line (``Promise.all`` of several
+    ``exec_command`` calls is a compound of them); ``""`` when one is computed at run time.
+    Code with no ``tools.`` call at all may still pass a command to a tool of its own."""
+    calls = cell_calls(code)
+    if not calls:
+        return _embedded_command(code)
+    commands = [call.args.get("cmd") for call in calls if call.tool == "exec_command"]
+    if not commands or not all(isinstance(command, str) for command in commands):
+        return ""
+    return "\n".join(map(str, commands))
 
 
 #: Arguments that ask another model for an answer written for the agent: a sub-agent's task
@@ -231,6 +257,15 @@ def file_read(query: str | Mapping[str, Any] | None) -> FileRead | None:
     gemini-cli's ``read_many_files`` (a list of paths and globs: ``"file"``)."""
     if isinstance(query, Mapping) and (tool := _tool_args(query)) is not None:
         return _read_tool(tool)
+    single = _single_read(query)
+    if single is not None:
+        return single
+    compound = _compound(shell_text(query))
+    return compound.read if compound is not None else None
+
+
+def _single_read(query: str | Mapping[str, Any] | None) -> FileRead | None:
+    """A read by one reader per statement (``cd x && cat a.py``, ``nl -ba f | sed -n '1,9p'``)."""
     programs: set[str] = set()
     for statement in _split(_script(query), _SEPARATORS):
         stages = _split(statement, frozenset({"|"}))
@@ -249,14 +284,22 @@ def file_read(query: str | Mapping[str, Any] | None) -> FileRead | None:
 
 def requested_lines(query: str | Mapping[str, Any] | None) -> int | None:
     """How many lines a ranged read asked for (``sed -n '1,200p' f``: 200; ``head -n 80 f``: 80;
-    a read tool's ``limit``), the fewest when it printed several stretches; ``None`` when that
-    is not said in so many lines (``sed -n '40,$p'``, a script ``sed`` reads otherwise)."""
+    ``head -n 300 f | tail -n 100``: 100; a read tool's ``limit``); ``None`` when that is not
+    said in so many lines (``sed -n '40,$p'``, a script ``sed`` reads otherwise) or when the
+    call printed several things (``sed -n '1,200p' a; sed -n '1,200p' b``: stretches chosen
+    one by one, not a file read through a page at a time)."""
     if file_read(query) != "range":
         return None
     if isinstance(query, Mapping) and (tool := _tool_args(query)) is not None:
         return _tool_span(tool)
+    if _single_read(query) is None:
+        compound = _compound(shell_text(query))
+        return compound.span if compound is not None else None
+    statements = [s for s in _split(_script(query), _SEPARATORS) if s and s[0].lower() != "cd"]
+    if len(statements) != 1:
+        return None
     spans: list[int] = []
-    for statement in _split(_script(query), _SEPARATORS):
+    for statement in statements:
         for stage in _split(statement, frozenset({"|"})):
             name = stage[0].lower() if stage else ""
             span = _sed_span(stage) if name == "sed" else _count_option(stage)
@@ -268,6 +311,25 @@ def requested_lines(query: str | Mapping[str, Any] | None) -> int | None:
 
 
 _SED_RANGE = re.compile(r"(\d+)(?:,(\d+))?p")
+
+
+def shell_text(query: str | Mapping[str, Any] | None) -> str:
+    """The script a call ran, as written: a list of words handed to a shell
+    (``["bash", "-lc", "sed -n '1,9p' f && rg x"]``) gives its script, quotes intact."""
+    words = query.get("command") if isinstance(query, Mapping) else None
+    if not isinstance(words, (list, tuple)) or len(words) < 3:
+        return command_of(query)
+    shell = all(isinstance(w, str) for w in words) and str(words[-2]).startswith("-")
+    if shell and str(words[0]).rpartition("/")[2].lower() in _SHELLS:
+        return str(words[-1])
+    return command_of(query)
+
+
+@lru_cache(maxsize=256)
+def _compound(command: str) -> CompoundRead | None:
+    """:func:`~tokenlean.shorten._parts.compound_read`, memoized: a call is judged by several
+    questions, each splitting its command."""
+    return compound_read(command) if command else None
 
 
 def _sed_span(words: Sequence[str]) -> int | None:
@@ -389,8 +451,8 @@ _READ_ARGS = _PATH_ARGS | _RANGE_ARGS | _OTHER_READ_ARGS
 def _words(command: str) -> list[str]:
     """Shell words with ``|``, ``&&`` and ``;`` apart (quotes removed); a command that is too
     long, unbalanced, or holds a heredoc or redirection has none."""
-    if not command or len(command) > _READ_MAX_CHARS:
-        return []
+    if not command or len(command) > _READ_MAX_CHARS or "\n" in command.strip():
+        return []  # shlex reads a newline as a blank: several lines are split as statements
     command = command.replace("2>/dev/null", " ").replace("2>&1", " ")  # no output redirected
     lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
     lexer.whitespace_split = True

@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any, Literal
 
 from tokenlean import checks
+from tokenlean.shorten._asks import asks_for_hits, files_read
 from tokenlean.shorten._calls import (
     FileRead,
     asks_an_agent,
@@ -30,6 +31,7 @@ from tokenlean.shorten._docs import doc_selection
 from tokenlean.shorten._focus import Focus, focus_of
 from tokenlean.shorten._huge import windowed
 from tokenlean.shorten._jsonc import MOST_ROWS, crush_json
+from tokenlean.shorten._layout import parts, run_header, shorten_parts
 from tokenlean.shorten._lines import MUST, Selection, render
 from tokenlean.shorten._logs import dropped_lines, log_kind, log_selection
 from tokenlean.shorten._markers import Retrieval, line_marker
@@ -115,7 +117,7 @@ def shorten(
     before = count(text)
     if before <= opts.max_tokens and seen is None and text.count("\n") < opts.similar_run:
         return ShortenReport(text, "text" if kind == "auto" else kind, before, before)
-    envelope = split_envelope(text)
+    envelope, parted = run_header(split_envelope(text))
     terms = query_terms(query, limit=opts.max_query_terms)
     if context:
         extra = query_terms(context, limit=opts.max_query_terms, code_only=True)
@@ -123,7 +125,7 @@ def shorten(
     where = retrieval or Retrieval()
     budget = opts.max_tokens - estimate_tokens(envelope.head + envelope.tail)
     script = runs_own_script(query)
-    read = file_read(query)
+    read = file_read(query) or ("range" if asks_for_hits(query) else None)
     span = requested_lines(query) if read == "range" else None
     body, found, omissions = _shorten_body(
         envelope.body,
@@ -140,6 +142,8 @@ def shorten(
         answer=asks_an_agent(query),
         record=fetches_a_record(query),
         focus=focus_of(query),
+        files=files_read(query) if read == "file" else 1,
+        parted=parted,
     )
     new_text = envelope.head + body + envelope.tail
     after = count(new_text) if omissions else before
@@ -196,6 +200,8 @@ def _shorten_body(
     answer: bool = False,
     record: bool = False,
     focus: Focus | None = None,
+    files: int = 1,
+    parted: bool = False,
 ) -> tuple[str, Kind, list[Omission]]:
     """Sizes here are the shortener's own fast :func:`estimate_tokens` (how much of a budget a
     part takes: many parts are sized per text); ``depth``: the JSON envelopes ``body`` was taken
@@ -204,7 +210,10 @@ def _shorten_body(
     least ``page_lines`` lines; ``answer``: another model wrote it for the agent
     (:func:`~tokenlean.shorten._calls.asks_an_agent`); ``record``: the call fetched it by its
     identifier (:func:`~tokenlean.shorten._calls.fetches_a_record`); ``focus``: the line a
-    viewer was moved to, or the lines an edit wrote (:mod:`tokenlean.shorten._focus`)."""
+    viewer was moved to, or the lines an edit wrote (:mod:`tokenlean.shorten._focus`);
+    ``files``: how many whole files the call printed; ``parted``: ``body`` is what a script
+    printed, after a header about the run, and may be several things in a row
+    (:mod:`tokenlean.shorten._layout`), each shortened by its own kind."""
     ok, parsed = parse_json(body) if kind in ("auto", "json") else (False, None)
     wrapped = None
     if kind != "json" and depth < NESTING:
@@ -226,16 +235,29 @@ def _shorten_body(
             answer=answer,
             record=record,
             focus=focus,
+            files=files,
         )
         return (wrapped.wrap(inner) if omissions else body), inner_kind, omissions
     if kind in ("auto", "json"):
         if ok:
             size = estimate_tokens(body)
-            if (answer or record) and size <= opts.view_keep_tokens:
+            # a record asked for, another model's answer, a JSON file the agent printed, the
+            # result of a script it ran (what it ran the script for)
+            asked = answer or record or script or read is not None
+            if asked and size <= opts.view_keep_tokens:
                 return body, "json", []
             return _shorten_json(body, parsed, terms, retrieval, opts, size)
         if kind == "json":
             return body, "json", []
+    if parted and depth < NESTING and (ranges := parts(body)) is not None:
+
+        def part(text: str, share: float, first: int) -> tuple[str, Kind, list[Omission]]:
+            return _shorten_body(
+                text, kind, terms, script, seen, retrieval, opts, share, line_offset + first,
+                depth + 1, read=read, paging=paging, answer=answer, record=record, files=files,
+            )  # fmt: skip
+
+        return shorten_parts(body, ranges, budget, part)
     if kind in ("auto", "text") and read is None and not (answer or record):
         printed = _printed_body(body, terms, retrieval, opts, line_offset)
         if printed is not None:
@@ -257,7 +279,7 @@ def _shorten_body(
     asked = asked or answer
     # a view repeats what an earlier view showed of the file, whatever its numbers now
     content = view_keys(items) if prefixes else None
-    limit = _whole_up_to(opts, read=read, code=code)
+    limit = _whole_up_to(opts, read=read, code=code, files=files)
     if asked and size <= limit:
         selection, found = _whole(lines, seen, opts, content=content), "code" if code else "text"
     elif code:
@@ -424,11 +446,15 @@ def _code_budget(budget: float, size: int, opts: ShortenSettings, *, floor: int 
     return max(budget + opts.code_max_tokens - opts.max_tokens, share, float(floor))
 
 
-def _whole_up_to(opts: ShortenSettings, *, read: FileRead | None, code: bool) -> int:
+def _whole_up_to(opts: ShortenSettings, *, read: FileRead | None, code: bool, files: int) -> int:
     """Up to how many tokens a text the agent asked for stays whole: a whole source file,
-    ``file_keep_tokens`` (it goes on to use a few scattered lines of it); a stretch it asked
-    for, a view, a document, ``view_keep_tokens``."""
-    return opts.file_keep_tokens if read == "file" and code else opts.view_keep_tokens
+    ``file_keep_tokens`` (it goes on to use a few scattered lines of it), each of ``files``
+    printed together; a stretch it asked for, a view, a document, ``view_keep_tokens``."""
+    if read != "file" or not code:
+        return opts.view_keep_tokens
+    if files <= 1:
+        return opts.file_keep_tokens
+    return max(opts.file_keep_tokens, min(opts.view_keep_tokens, files * opts.file_keep_tokens))
 
 
 def _shorten_json(
