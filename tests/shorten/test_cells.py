@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from tests.data import TRAJECTORIES, needs_shared
 from tokenlean import ShortenReport, shorten
 from tokenlean.shorten import Retrieval
-from tokenlean.shorten._asks import asks_for_hits
+from tokenlean.shorten._asks import answers_a_query, asks_for_hits
 from tokenlean.shorten._calls import command_of, file_read
 from tokenlean.shorten._cells import MAX_CHARS, CellCall, cell_calls
 from tokenlean.shorten._layout import header_length, parts
@@ -63,6 +63,30 @@ def test_a_cell_is_judged_by_the_commands_it_runs() -> None:
     assert file_read({"input": both}) == "range"  # a page and hits: a read of both
     unclear = "cmds.map(cmd => tools.exec_command({cmd, workdir: w}))"
     assert command_of({"input": unclear}) == "" and asks_for_hits({"input": unclear})
+    search = 'const r = await tools.mcp__github__search_code({q: "x"}); text(r);'
+    assert answers_a_query({"input": search})
+    assert answers_a_query({"libraryId": "/nushell/book", "query": "background jobs"})
+    assert not answers_a_query({"input": CELL}) and not answers_a_query({"path": "a.rs"})
+
+
+HIT_BODY = "\n".join(
+    line
+    for k in range(40)
+    for line in (
+        f"## src/store/shard_{k}.rs",
+        f"pub fn open_shard_{k}(path: &Path) -> Result<Shard> {{",
+        *(f"    let part_{j} = read_part(path, {j})?;" for j in range(6)),
+        "}",
+    )
+)
+MCP_HITS = json.dumps({"content": [{"type": "text", "text": HIT_BODY}], "isError": False})
+
+
+def test_an_mcp_search_result_is_kept_as_hits_not_outlined_as_source() -> None:
+    report = shorten(MCP_HITS, query={"query": "open_shard", "repo": "acme/store"})
+    assert report.text == MCP_HITS
+    # the same code returned by a call that posed no query is outlined as before
+    assert shorten(MCP_HITS, query={"repo": "acme/store", "ref": "main"}).changed
 
 
 RUN = "Script completed\nWall time 0.6 seconds\nOutput:\n"

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from tokenlean import shorten
 from tokenlean.shorten._asks import asks_for_hits, files_read
-from tokenlean.shorten._calls import file_read, requested_lines
+from tokenlean.shorten._calls import file_read, requested_lines, runs_own_script
 from tokenlean.shorten._parts import compound_read, searches
 from tokenlean.shorten._shell import MAX_CHARS, statements
 
@@ -160,3 +160,36 @@ def test_splitting_stays_linear_on_the_longest_commands(command: str) -> None:
     statements(command)
     compound_read(command)
     assert time.perf_counter() - started < 2.0  # quadratic would take minutes
+
+
+LS_R = "\n".join(
+    [".:", "Cargo.toml  README.md  src  tests", ""]
+    + [
+        line
+        for k in range(40)
+        for line in (f"./src/mod_{k}:", f"args_{k}.rs  install.rs  mod.rs  run_{k}.rs  util/", "")
+    ]
+)
+
+
+def test_ls_recursive_in_columns_is_a_listing() -> None:
+    report = shorten(LS_R, query={"command": "ls -R"})
+    assert report.kind == "listing" and report.text == LS_R
+
+
+TABLE = "\n".join(
+    ["source          calls   tokens    billed   recall"]
+    + [
+        f"source_{i:03d}   {100 + i * 7:5d}   {20000 + i * 913:7d}   0.{700 + i}   0.{900 + i}"
+        for i in range(100)
+    ]
+)
+
+
+def test_a_heredoc_script_printing_a_table_keeps_rows_not_a_logs_similar_lines() -> None:
+    script = {"command": "python3 - <<'EOF'\nimport pytest  # a word of a runner\nEOF"}
+    assert runs_own_script(script)
+    report = shorten(TABLE, query=script)
+    kept = [line for line in report.text.split("\n") if line.startswith("source_")]
+    assert len(kept) >= 40  # rows whose numbers differ are records, not one similar run
+    assert "similar" not in report.text

@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any, Literal
 
 from tokenlean import checks
-from tokenlean.shorten._asks import asks_for_hits, files_read
+from tokenlean.shorten._asks import answers_a_query, asks_for_hits, files_read
 from tokenlean.shorten._calls import (
     FileRead,
     asks_an_agent,
@@ -38,7 +38,13 @@ from tokenlean.shorten._markers import Retrieval, line_marker
 from tokenlean.shorten._options import DEFAULT_OPTIONS, ShortenSettings
 from tokenlean.shorten._pages import page_selection
 from tokenlean.shorten._query import query_terms, query_text
-from tokenlean.shorten._records import Tables, find_tables, printed_items, shorten_printed
+from tokenlean.shorten._records import (
+    Tables,
+    find_tables,
+    mostly_records,
+    printed_items,
+    shorten_printed,
+)
 from tokenlean.shorten._report import Kind, Omission, Reason, ShortenReport
 from tokenlean.shorten._seen import view_keys
 from tokenlean.shorten._text import Lines, estimate_tokens, line_cost
@@ -140,6 +146,7 @@ def shorten(
         read=read,
         paging=span is not None and span >= opts.page_lines,
         answer=asks_an_agent(query),
+        hits=answers_a_query(query),
         record=fetches_a_record(query),
         focus=focus_of(query),
         files=files_read(query) if read == "file" else 1,
@@ -202,6 +209,7 @@ def _shorten_body(
     focus: Focus | None = None,
     files: int = 1,
     parted: bool = False,
+    hits: bool = False,
 ) -> tuple[str, Kind, list[Omission]]:
     """Sizes here are the shortener's own fast :func:`estimate_tokens` (how much of a budget a
     part takes: many parts are sized per text); ``depth``: the JSON envelopes ``body`` was taken
@@ -211,7 +219,9 @@ def _shorten_body(
     (:func:`~tokenlean.shorten._calls.asks_an_agent`); ``record``: the call fetched it by its
     identifier (:func:`~tokenlean.shorten._calls.fetches_a_record`); ``focus``: the line a
     viewer was moved to, or the lines an edit wrote (:mod:`tokenlean.shorten._focus`);
-    ``files``: how many whole files the call printed; ``parted``: ``body`` is what a script
+    ``files``: how many whole files the call printed; ``hits``: a search or extract tool's
+    answer to the query the call posed (:func:`~tokenlean.shorten._calls.answers_a_query`),
+    source code among them kept as asked, not outlined; ``parted``: ``body`` is what a script
     printed, after a header about the run, and may be several things in a row
     (:mod:`tokenlean.shorten._layout`), each shortened by its own kind."""
     ok, parsed = parse_json(body) if kind in ("auto", "json") else (False, None)
@@ -236,6 +246,7 @@ def _shorten_body(
             record=record,
             focus=focus,
             files=files,
+            hits=hits,
         )
         return (wrapped.wrap(inner) if omissions else body), inner_kind, omissions
     if kind in ("auto", "json"):
@@ -255,6 +266,7 @@ def _shorten_body(
             return _shorten_body(
                 text, kind, terms, script, seen, retrieval, opts, share, line_offset + first,
                 depth + 1, read=read, paging=paging, answer=answer, record=record, files=files,
+                hits=hits,
             )  # fmt: skip
 
         return shorten_parts(body, ranges, budget, part)
@@ -276,7 +288,7 @@ def _shorten_body(
     # and edits them next, or another model's answer, written for it: only repeats go
     paged = code and paging and prefixes is None
     asked = prefixes is not None or (read == "range" and not paged) or (read == "file" and not code)
-    asked = asked or answer
+    asked = asked or answer or (hits and code)
     # a view repeats what an earlier view showed of the file, whatever its numbers now
     content = view_keys(items) if prefixes else None
     limit = _whole_up_to(opts, read=read, code=code, files=files)
@@ -386,7 +398,9 @@ def _text_or_log(
             # a change fetched by its id (gh pr diff 45) is what the agent reviews: not the
             # agent's own edits (git diff), which are cut as a log
             return _whole(lines, seen, opts), found, budget
-        if kind == "log" or found in ("log", "diff") or (script and not document):
+        # a script's own result: a table of data it printed is read as a document's rows
+        result = script and not document and not mostly_records(items)
+        if kind == "log" or found in ("log", "diff") or result:
             # a log's selection only once it is known to be one (most text is not)
             selection = log_selection(
                 lines, marks, terms, seen, opts, script=script, collapse=collapse

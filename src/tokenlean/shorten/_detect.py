@@ -251,8 +251,28 @@ def _is_entry(line: str) -> bool:
 
 def _is_path(line: str) -> bool:
     if " " in line or len(line) > SCAN_CHARS:
-        return line.endswith(":") and "/" in line and len(line) <= SCAN_CHARS  # ls -R heading
-    return "/" in line or ("." in line.strip(".") and not line[:1].isdigit())
+        # an ls -R heading (./src:), or a row of names in ls's columns
+        return (line.endswith(":") and "/" in line and len(line) <= SCAN_CHARS) or _is_row(line)
+    return "/" in line or ("." in line.strip(".") and not line[:1].isdigit()) or line == ".:"
+
+
+#: A row of ``ls``'s columns: two names or more, two blanks or more between them.
+_NAME = r"[\w.@+~-]+[/*@|=]?"
+_ROW = re.compile(rf"\s*{_NAME}(?: {{2,}}{_NAME})+\s*")
+
+
+def _is_row(line: str) -> bool:
+    """A row of file names in columns (``ls``, ``ls -R``), one of them at least with an
+    extension or a folder's slash: not a table of words or numbers."""
+    if len(line) > SCAN_CHARS or _ROW.fullmatch(line) is None:
+        return False
+    names = line.split()
+    if 2 * sum(1 for name in names if name[:1].isdigit()) > len(names):
+        return False  # a row of numbers
+    return any(_FILE_NAME.search(name) or name.endswith("/") for name in names)
+
+
+_FILE_NAME = re.compile(r"[^.]\.[A-Za-z]\w{0,9}$")
 
 
 #: Roles of elements an agent can act on, in accessibility trees.

@@ -34,6 +34,7 @@ __all__ = [
     "Tables",
     "find_tables",
     "is_record",
+    "mostly_records",
     "printed_items",
     "shorten_printed",
 ]
@@ -221,11 +222,23 @@ def is_record(line: str) -> bool:
             if any(_NUMBER.fullmatch(field.strip()) for field in fields):
                 return True
     words = line.split()
-    return (
-        len(words) >= 3
-        and words[0].isdigit()
-        and any(_NUMBER.fullmatch(word) for word in words[1:])
-    )
+    if len(words) >= 3 and words[0].isdigit() and any(map(_NUMBER.fullmatch, words[1:])):
+        return True
+    # columns aligned by blanks (a script's table): two of them at least bare numbers
+    fields = _ALIGNED.split(line.strip()) if "  " in line else []
+    return len(fields) >= 3 and sum(1 for f in fields if _NUMBER.fullmatch(f)) >= 2
+
+
+_ALIGNED = re.compile(r" {2,}|\t")
+#: A text is a table of data when at least this share of its non-blank lines are records.
+_TABLE_SHARE = 0.5
+
+
+def mostly_records(items: Sequence[str]) -> bool:
+    """Whether most non-blank lines of ``items`` (the first 400) are rows of data: a table a
+    script printed, whose rows are its result, not a log's lines."""
+    sample = [line for line in items[:400] if line.strip()]
+    return bool(sample) and sum(map(is_record, sample)) >= _TABLE_SHARE * len(sample)
 
 
 @dataclass(frozen=True, slots=True)
