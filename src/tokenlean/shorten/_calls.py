@@ -19,7 +19,7 @@ from operator import itemgetter
 from typing import Any, Literal
 
 from tokenlean.shorten._cells import cell_calls
-from tokenlean.shorten._parts import CompoundRead, compound_read
+from tokenlean.shorten._parts import CompoundRead, compound_read, line_count, sed_span
 
 __all__ = [
     "FileRead",
@@ -302,15 +302,12 @@ def requested_lines(query: str | Mapping[str, Any] | None) -> int | None:
     for statement in statements:
         for stage in _split(statement, frozenset({"|"})):
             name = stage[0].lower() if stage else ""
-            span = _sed_span(stage) if name == "sed" else _count_option(stage)
+            span = _sed_span(stage) if name == "sed" else line_count(stage)
             if name in _RANGE_READERS:
                 if span is None:
                     return None
                 spans.append(span)
     return min(spans) if spans else None
-
-
-_SED_RANGE = re.compile(r"(\d+)(?:,(\d+))?p")
 
 
 def shell_text(query: str | Mapping[str, Any] | None) -> str:
@@ -335,30 +332,7 @@ def _compound(command: str) -> CompoundRead | None:
 def _sed_span(words: Sequence[str]) -> int | None:
     """The lines ``sed -n 'A,Bp'`` prints; ``None`` for any other script."""
     scripts = [word for word in words[1:] if not word.startswith("-")][:1]
-    match = _SED_RANGE.fullmatch(scripts[0]) if scripts and "-n" in words else None
-    if match is None:
-        return None
-    first, last = int(match.group(1)), int(match.group(2) or match.group(1))
-    return last - first + 1 if last >= first else None
-
-
-def _count_option(words: Sequence[str]) -> int | None:
-    """The line count ``head``/``tail`` are given (``-n 80``, ``-n80``, ``-80``,
-    ``--lines=80``); 10, theirs, when none is; ``None`` for a count from an end (``-n +40``,
-    ``-n -5``: the rest of the file)."""
-    for k, word in enumerate(words[1:], 1):
-        if word in ("-n", "--lines") and k + 1 < len(words):
-            value = words[k + 1]
-        elif word.startswith("--lines="):
-            value = word.partition("=")[2]
-        elif word.startswith("-n"):
-            value = word[2:]
-        elif word.startswith("-") and word[1:].isdigit():
-            value = word[1:]
-        else:
-            continue
-        return int(value) if value.isdigit() else None
-    return 10
+    return sed_span(scripts[0]) if scripts and "-n" in words else None
 
 
 def _tool_args(query: Mapping[str, Any]) -> Mapping[str, Any] | None:

@@ -18,7 +18,14 @@ from typing import Literal
 
 from tokenlean.shorten._shell import Statement, statements
 
-__all__ = ["CompoundRead", "compound_read", "files_printed", "searches"]
+__all__ = [
+    "CompoundRead",
+    "compound_read",
+    "files_printed",
+    "line_count",
+    "searches",
+    "sed_span",
+]
 
 Part = Literal["read", "page", "search", "listing", "status", "diff", "quiet", "move", "other"]
 #: Parts that print what the agent asked to see; the first four are what makes a command a read.
@@ -294,14 +301,15 @@ def _span(name: str, words: list[str]) -> int | bool | None:
         if any(w.startswith("-i") for w in words) or "-n" not in words:
             return False
         scripts = [w for w in words[1:] if not w.startswith("-")][:1]
-        spans = [_sed_span(part) for part in scripts[0].split(";")] if scripts else [None]
+        spans = [sed_span(part) for part in scripts[0].split(";")] if scripts else [None]
         return None if None in spans else sum(s for s in spans if s)
     if any(w in ("-f", "-F", "--follow") for w in words):
         return False
-    return _count(words)
+    return line_count(words)
 
 
-def _sed_span(script: str) -> int | None:
+def sed_span(script: str) -> int | None:
+    """The lines one ``A,Bp`` sed script prints; ``None`` for any other script."""
     match = _SED_RANGE.fullmatch(script.strip())
     if match is None:
         return None
@@ -309,8 +317,10 @@ def _sed_span(script: str) -> int | None:
     return last - first + 1 if last >= first else None
 
 
-def _count(words: Sequence[str]) -> int | None:
-    """``head``/``tail``'s line count (10 when none is given; ``None`` from an end)."""
+def line_count(words: Sequence[str]) -> int | None:
+    """The line count ``head``/``tail`` are given (``-n 80``, ``-n80``, ``-80``,
+    ``--lines=80``); 10, theirs, when none is; ``None`` for a count from an end (``-n +40``,
+    ``-n -5``: the rest of the file)."""
     for k, word in enumerate(words[1:], 1):
         if word in ("-n", "--lines") and k + 1 < len(words):
             value = words[k + 1]
