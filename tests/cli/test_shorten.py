@@ -30,7 +30,7 @@ LOG = "\n".join(
 def test_shortens_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "run.log"
     path.write_text(LOG)
-    assert main(["shorten", str(path), "--query", "grep slow_mirror", "-n", "80", "--stats"]) == 0
+    assert main(["shorten", str(path), "--query", "slow_mirror", "-n", "80", "--stats"]) == 0
     out, err = capsys.readouterr()
     assert "TimeoutError: catalogue did not answer" in out and "exit status 1" in out
     assert "worker 200: fetched page 600 of the catalogue via slow_mirror in 2 ms" in out

@@ -4,7 +4,10 @@
 nothing it could use (lines it was already shown, similar-line runs, caret lines) and cuts only
 very long results. ``shorten-aggressive`` uses small budgets, for comparisons at the reach of
 other shorteners' aggressive settings. ``shorten-no-dedupe`` switches off pointing to lines
-already shown, to measure what that is worth.
+already shown, to measure what that is worth. ``shorten-with-tool`` lists ``read_original`` from
+the first call, as a thread under a coding agent's long system prompt has it: the replays' short
+recorded first prompts otherwise leave most threads without it, where only what the prompt
+still shows is left out.
 """
 
 from __future__ import annotations
@@ -37,6 +40,12 @@ register(
     "shorten-aggressive",
     _shortening(options=AGGRESSIVE),
     "shorten with small budgets (100 tokens, code 250 or 25%)",
+    default=False,
+)
+register(
+    "shorten-with-tool",
+    _shortening(offer_tool="always"),
+    "shorten, read_original listed from the first call (as under a coding agent's long prompt)",
     default=False,
 )
 register(
