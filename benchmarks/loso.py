@@ -62,6 +62,9 @@ FAMILIES: dict[str, tuple[str, ...]] = {
 BY = ("both", "source", "family")  # what --by may hold out
 
 
+KEEP = ("worst", "every")  # what --keep may say: when in doubt, keep for which sources
+
+
 @dataclass(frozen=True)
 class Rules:
     """What a pick must satisfy on the sources it is tuned on."""
@@ -72,8 +75,14 @@ class Rules:
     # When in doubt, keep: a pick may bill up to this much more (x none, pooled) than the cheapest
     # eligible candidate when its worst source keeps more references (at the 3 decimals reported).
     keep_within: float = 0.005
+    # ``"worst"``: of those, the one whose worst source keeps most; ``"every"``: the cheapest of
+    # those keeping, on every source tuned on, as many references as any of them does there
+    # (within one): where recall stops rising, for a rule that cuts what the agent asked to read
+    keep: str = "worst"
 
     def __post_init__(self) -> None:
+        if self.keep not in KEEP:
+            raise ValueError(f"keep must be one of {KEEP}, got {self.keep!r}")
         for name in ("floor", "pooled_floor", "keep_within"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)!r}")
@@ -170,8 +179,18 @@ def pick(
     if not ok:
         return BASELINE, figures(result, BASELINE, sources, rules), 0
     near = [row for row in ok if row[0] <= ok[0][0] + rules.keep_within + 1e-12]
+    if rules.keep == "every":
+        kept = {name: _kept_per_source(result, name, sources) for _, name, _ in near}
+        most = {s: max(k[s] for k in kept.values()) for s in sources}
+        _, name, chosen = next(r for r in near if all(kept[r[1]][s] + 1 >= most[s] for s in most))
+        return name, chosen, len(ok)
     _, name, chosen = max(near, key=lambda row: (_kept(row[2]), -row[0]))
     return name, chosen, len(ok)
+
+
+def _kept_per_source(result: ReplayReport, name: str, sources: Sequence[str]) -> dict[str, int]:
+    """The references ``name`` keeps on each of ``sources``."""
+    return {s: result.by_source[s][name].refs_retained for s in sources}
 
 
 def _kept(f: Figures) -> int:
@@ -376,8 +395,14 @@ def _rules_text(rules: Rules, other: str) -> str:
         f" >= {rules.floor} on every {other} with >= {rules.min_refs} references, pooled"
         f" recall >= {rules.pooled_floor}, and tokens sent and billed <= none on every {other}"
         " (`none` when no candidate qualifies); when in doubt, keep: of the eligible"
-        f" candidates billing at most {rules.keep_within} more than that, the one whose worst"
-        " source keeps the most references (to the 3 decimals shown; ties: the cheapest)."
+        f" candidates billing at most {rules.keep_within} more than that, "
+        + (
+            "the cheapest that keeps, on every source tuned on, as many references as any of"
+            " them does there (within one): where recall stops rising."
+            if rules.keep == "every"
+            else "the one whose worst source keeps the most references (to the 3 decimals"
+            " shown; ties: the cheapest)."
+        )
     )
 
 
@@ -475,6 +500,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-refs", type=int, default=Rules.min_refs)
     parser.add_argument("--keep-within", type=float, default=Rules.keep_within)
     parser.add_argument(
+        "--keep",
+        choices=KEEP,
+        default=Rules.keep,
+        help="when in doubt keep what the worst source keeps, or what every source keeps",
+    )
+    parser.add_argument(
         "--by",
         choices=BY,
         default="both",
@@ -486,6 +517,7 @@ def main(argv: list[str] | None = None) -> int:
         pooled_floor=args.pooled_floor,
         min_refs=args.min_refs,
         keep_within=args.keep_within,
+        keep=args.keep,
     )
     strategies.load_plugins(args.plugin)
     candidates = candidates_from(args.candidates, args.plugin)

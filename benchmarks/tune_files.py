@@ -1,20 +1,19 @@
 """The candidates ``file_keep_tokens`` was chosen from, for ``benchmarks.loso``.
 
-``python -m benchmarks.loso --plugin benchmarks.tune_files --floor 0.975 -j 2
---out benchmarks/loso_files.md`` replays every name in ``GRID`` over all dev trajectories and,
-leaving each source out in turn, picks the candidate that bills least on the others while
-keeping recall and never costing more than no middleware there, then reports it on the source
-left out.
+``python -m benchmarks.loso CODING --plugin benchmarks.tune_files --floor 0.95 --keep-within
+0.05 --keep every -j 2 --out benchmarks/loso_files.md`` replays every name in ``GRID`` over the
+coding trajectories in ``CODING`` and, leaving each source (and each agent family) out in turn,
+picks on the others and reports the pick on what was left out.
 
 One knob, inside the recommended stack (everything else as it ships): ``file_keep_tokens``,
 the size up to which a whole source file read with line numbers (Claude Code's and OpenCode's
 ``Read`` of a path alone, ``cat -n f``) stays whole (2,000 to 24,000 tokens; 12,000 is what any
 file view keeps), with half of a longer one kept (``code_keep_percent``), the retrieval tool
 listed from the first call (the candidates differ only where results are cut). A read the agent
-asked for is the riskiest kind to cut, so the pick is run with a recall floor of 0.98 and
-``--keep-within 0.05`` (of candidates billing at most 0.05 more than the cheapest eligible one,
-the one whose worst source keeps most): where in doubt, it keeps. See ``benchmarks/loso_files.md``
-for the figures, with each source and each agent family held out.
+asked for is the riskiest kind to cut, so the pick keeps where in doubt: ``--keep every``, the
+cheapest candidate that keeps on every source as many references as any (where recall stops
+rising). Run on the nine coding sources, each source and each agent family held out:
+``benchmarks/loso_files.md`` (12,000, and why a floor of 0.95).
 """
 
 from __future__ import annotations

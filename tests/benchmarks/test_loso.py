@@ -97,6 +97,30 @@ def test_when_in_doubt_the_pick_keeps_more_on_its_worst_source() -> None:
         Rules(keep_within=-0.1)
 
 
+def test_keeping_on_every_source_picks_where_recall_stops_rising() -> None:
+    """Three sizes of a keep-whole limit: the worst source (b) cannot tell them apart, but a
+    keeps more up to the middle one; "every" picks it, "worst" the cheapest."""
+    rows = {
+        ("small", "a"): (80, 80.0, 400, 396),
+        ("small", "b"): (80, 80.0, 200, 198),  # b: the worst source, the same for all three
+        ("middle", "a"): (85, 85.0, 400, 399),
+        ("middle", "b"): (85, 85.0, 200, 198),
+        ("large", "a"): (90, 90.0, 400, 400),  # one more reference: within one of the middle
+        ("large", "b"): (90, 90.0, 200, 198),
+    }
+    names = ["small", "middle", "large"]
+    runs = [_run("none", s, (100, 100.0, rows["small", s][2], rows["small", s][2])) for s in "ab"]
+    runs += [_run(n, s, rows[n, s]) for n in names for s in "ab"]
+    report = ReplayReport(["none", *names], runs, "test")
+    rules = Rules(floor=0.9, keep_within=0.2)
+    assert pick(report, names, ["a", "b"], rules)[0] == "small"
+    assert pick(report, names, ["a", "b"], Rules(floor=0.9, keep_within=0.2, keep="every"))[0] == (
+        "middle"
+    )
+    with pytest.raises(ValueError, match="keep must be one of"):
+        Rules(keep="best")
+
+
 # Two Claude Code sources, one SWE agent, one source in no family; "none" keeps all 200 refs.
 FAMILY_ROWS = {
     ("x", "entire_claude_code"): (50, 50.0, 200, 180),  # cheap, loses 10% on one Claude Code
