@@ -21,8 +21,9 @@ from tokenlean.replay._strategies import all_strategies, load_plugins
 from tokenlean.testing import RecordedCall, prefix_breaks
 from tokenlean.transcript import canonical
 
-#: Strategies that never change a byte already sent.
-NO_BREAK = frozenset({"none", "loop-guard", "budget-100k", "budget-unreached"})
+#: Strategies that never change a byte already sent (``shorten-with-tool`` lists
+#: ``read_original`` from the first call, so its tool list never changes either).
+NO_BREAK = frozenset({"none", "loop-guard", "budget-100k", "budget-unreached", "shorten-with-tool"})
 #: Strategies that only ever add ``read_original`` to the tool list, once, when a thread first
 #: keeps an original (messages already sent never change).
 OFFER_TOOL = frozenset(
