@@ -162,7 +162,9 @@ def test_without_originals_nothing_is_cut(tmp_path: Path) -> None:
     the input go as they came (only an exact repeat of an earlier result is pointed to)."""
     settings = RawSettings(originals_dir=tmp_path / "o", keep_originals=False)
     messages = _conversation(long_log(), args={"command": SCRIPT})
-    assert rewrite_request("anthropic", build_body("anthropic", messages), settings=settings) is None
+    assert (
+        rewrite_request("anthropic", build_body("anthropic", messages), settings=settings) is None
+    )
     assert not (tmp_path / "o").exists()
 
 
