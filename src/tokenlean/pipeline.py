@@ -139,7 +139,8 @@ class PlannerSettings:
     """How a :class:`Planner` shortens a history (every field is set by the caller's settings).
 
     ``inputs`` ``None`` leaves past inputs alone; ``read_back`` ``None`` keeps no originals
-    (markers then give line numbers only, and inputs are not cut: nothing could show them).
+    (nothing could be read back: a result leaves out only what the prompt itself still shows,
+    and inputs are not cut).
     """
 
     outputs: OutputShorteningSettings

@@ -10,8 +10,9 @@ Every omission marker says how to read what it stands for back. How depends on t
 The planner (:mod:`tokenlean.pipeline`) asks the object for each original's handle, lays every
 marker out with :attr:`ReadBack.tool` (so a text is cut at the same lines whichever way it came
 in), and lets :meth:`ReadBack.finish` turn the markers of one shortened text into their final
-words. Only the object that wrote a marker reads it again. ``None`` in place of an object means
-nothing is kept: markers give line numbers only.
+words. Only the object that wrote a marker reads it again. ``None`` in place of an object, or a
+:class:`ToolReadBack` naming no tool, means the agent has no way back (:func:`has_way_back`): a
+result then leaves out only what the prompt itself still shows.
 """
 
 from __future__ import annotations
