@@ -263,3 +263,29 @@ def test_a_scan_of_a_real_run_of_polls_never_fires() -> None:
 def test_exempt_polling_must_be_a_flag() -> None:
     with pytest.raises(TypeError, match="exempt_polling must be True or False"):
         LoopDetector(exempt_polling="yes")  # type: ignore[arg-type]
+
+
+def empty_read(session: int, *, cell: bool = True) -> Step:
+    """A read of a session that printed nothing new: Codex Desktop's cell running
+    ``write_stdin`` with no input (its answer only the run header), or the CLI's tool call."""
+    if cell:
+        script = (
+            f'const r = await tools.write_stdin({{session_id:{session},chars:"",'
+            "yield_time_ms:1000,max_output_tokens:12000}); text(r.output);\n"
+        )
+        return step("exec", {"input": script}, "Script completed\nWall time 5.0 seconds\nOutput:\n")
+    return step("write_stdin", {"session_id": session, "chars": ""}, "")
+
+
+@pytest.mark.parametrize("cell", [True, False], ids=["code-mode-cell", "tool-call"])
+def test_reading_a_session_that_printed_nothing_is_a_poll(cell: bool) -> None:
+    """A real Codex Desktop session polled a test run this way 60 times; the guard ended it."""
+    assert pattern([A, *[empty_read(40005, cell=cell)] * 8, A]) is None
+    assert report(empty_read(40005, cell=cell)["observation"]) is None  # its call names it
+    sent = step("write_stdin", {"session_id": 7, "chars": "y\n"}, "")  # input: not a poll
+    assert pattern([A, sent, sent, sent]) == "repeat"
+    watch = "Script completed\nOutput:\nRefreshing run status every 10 seconds.\n* ci: pending"
+    watched = step("exec", empty_read(7)["action_input"], watch)
+    assert pattern([A, *[watched] * 6, A]) is None  # a watch prints the same status each time
+    ended = step("exec", empty_read(7)["action_input"], "Process exited with code 1\nboom")
+    assert pattern([A, ended, ended, ended]) == "repeat"  # the process ended: no longer a poll

@@ -23,6 +23,11 @@ running thing: the id of the status line, else the first id field of the head (`
 ``"session_id"``), else the first id-named argument of the call (``cell_id``, ``bash_id``), else
 the call itself (tool and canonical arguments).
 
+A call that writes nothing to a session it names (``write_stdin`` with ``chars: ""``, in a code
+mode cell too) reads what the session's process printed since: it reports that session as still
+running, whatever was printed (a ``watch`` prints the same status each time), unless the answer
+says the process exited.
+
 A step *polls* when it reports a target running that its call asks about (an argument holds
 the target, as ``wait(cell_id="20")`` does, or the target is the call itself) and that one of
 the :data:`POLL_LOOKBACK` steps before it also reported running: the call that started it, or
@@ -82,6 +87,9 @@ def running_report(step: Step, call: Callable[[Step], str]) -> Report | None:
     ``call`` gives the step's canonical action, the target when nothing else names one.
     """
     head = step["observation"][:HEAD_CHARS]
+    read = _session_read(head, step)
+    if read is not None:
+        return read
     if "running" not in head.lower():
         return None  # most outputs: one scan of a bounded head
     line = _status_line(head)
@@ -95,6 +103,31 @@ def running_report(step: Step, call: Callable[[Step], str]) -> Report | None:
         return Report(call(step), asks=True)
     values = step["action_input"].values()
     return Report(target, asks=any(_scalar(value) == target for value in values))
+
+
+#: A call that writes nothing to a session it names, to read what it printed since (Codex's
+#: ``write_stdin`` with ``chars: ""``, as a tool call's arguments or inside a code-mode cell).
+_NO_INPUT = re.compile(r"""\bchars["']?\s*[:=]\s*(?:""|'')""")
+_SESSION = re.compile(r"""\bsession_?id["']?\s*[:=]\s*["']?(\w+)""", re.I)
+#: An answer saying the session's process has ended.
+_EXITED = re.compile(r"\bexit(?:ed)?\b[^\n]{0,40}\bcode\b|\bprocess exited\b", re.I)
+
+
+def _session_read(head: str, step: Step) -> Report | None:
+    """A read of a session's new output that writes nothing to it: waiting on its process,
+    as a poll reported running is, whatever the process printed since (a watch prints the
+    same status each time), unless the answer says the process ended. Its target is the
+    session it names."""
+    if _EXITED.search(head) is not None:
+        return None
+    args = step["action_input"]
+    if args.get("chars") == "" and _scalar(args.get("session_id")):
+        return Report(str(_scalar(args.get("session_id"))), asks=True)
+    cell = " ".join(value for value in args.values() if isinstance(value, str))[:HEAD_CHARS]
+    session = _SESSION.search(cell)
+    if session is None or _NO_INPUT.search(cell) is None:
+        return None
+    return Report(session.group(1), asks=True)
 
 
 def _status_line(head: str) -> re.Match[str] | None:
