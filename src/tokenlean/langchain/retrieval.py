@@ -339,6 +339,8 @@ class RetrievalGate:
         self._threads: dict[str | None, bool] = {}
         # whether each thread's last request held a tool of the tool's name
         self._held: dict[str | None, bool] = {}
+        # per thread: how many messages were scanned for a marker naming the tool, and if found
+        self._named: dict[str | None, tuple[int, bool]] = {}
         self.pricing = pricing
         self.min_remaining_calls = min_remaining_calls
         self.counter = memoized(counter)
@@ -409,7 +411,7 @@ class RetrievalGate:
         elif not (
             self.offered(request.state)
             or self._from_start(request)
-            or names_tool(request.messages, name)
+            or self._history_names_tool(request.messages)
         ):
             tools = [t for t in request.tools if not _same_tool(t, self.tool)]
             request = request.override(tools=tools) if len(tools) < len(request.tools) else request
@@ -418,6 +420,19 @@ class RetrievalGate:
             self._held.clear()
         self._held[thread_scope()] = any(getattr(t, "name", None) == name for t in request.tools)
         return request
+
+    def _history_names_tool(self, messages: Sequence[Any]) -> bool:
+        """:func:`names_tool` on the thread's history, reading only the messages added since
+        the thread's last call (a history is appended to; a shorter one is read again)."""
+        scope = thread_scope()
+        done, found = self._named.get(scope, (0, False))
+        if done > len(messages):
+            done, found = 0, False
+        found = found or names_tool(messages[done:], self.tool.name)
+        if len(self._named) > 1024:
+            self._named.clear()
+        self._named[scope] = (len(messages), found)
+        return found
 
     def account(
         self,
