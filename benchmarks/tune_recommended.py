@@ -83,15 +83,13 @@ def _variant(min_tokens: int, head: int, tail: int, trigger: int, provider: str)
     def build() -> list[Any]:
         import tokenlean.langchain.recommended as rec
 
-        saved = (rec.INPUT_MIN_TOKENS, rec.INPUT_HEAD_LINES, rec.INPUT_TAIL_LINES,
-                 rec.EDITOR_TRIGGER_TOKENS)  # fmt: skip
+        saved = (rec.INPUT_MIN_TOKENS, rec.INPUT_HEAD_LINES, rec.INPUT_TAIL_LINES)
         rec.INPUT_MIN_TOKENS, rec.INPUT_HEAD_LINES, rec.INPUT_TAIL_LINES = min_tokens, head, tail
-        rec.EDITOR_TRIGGER_TOKENS = trigger
+        window = round(trigger / rec.EDITOR_WINDOW_SHARE) if trigger else None
         try:
-            return rec.recommended_middleware(provider)  # type: ignore[arg-type]
+            return rec.recommended_middleware(provider, context_window=window)  # type: ignore[arg-type]
         finally:
-            (rec.INPUT_MIN_TOKENS, rec.INPUT_HEAD_LINES, rec.INPUT_TAIL_LINES,
-             rec.EDITOR_TRIGGER_TOKENS) = saved  # fmt: skip
+            rec.INPUT_MIN_TOKENS, rec.INPUT_HEAD_LINES, rec.INPUT_TAIL_LINES = saved
 
     return build
 

@@ -202,3 +202,17 @@ def test_a_replayed_trajectory_never_changes_bytes_already_sent(path: Path) -> N
     assert len(model.calls) == len(plain.calls)
     if "sweagent" in str(path):
         assert stack[0].stats.results_shortened  # the bundled run has long outputs
+
+
+def test_the_recommended_stack_clears_only_given_a_window() -> None:
+    from tokenlean.agentscope import ContextEditorMiddleware, LoopGuardMiddleware
+    from tokenlean.context_editor import SAFETY_NET_SHARE
+
+    assert [type(m) for m in recommended_middleware()] == [
+        ToolOutputShorteningMiddleware,
+        LoopGuardMiddleware,
+    ]
+    editor = recommended_middleware("openai", context_window=100_000)[1]
+    assert isinstance(editor, ContextEditorMiddleware)
+    assert editor.settings.trigger_tokens == int(100_000 * SAFETY_NET_SHARE)
+    assert editor.settings.mode == "plain"

@@ -126,7 +126,8 @@ CASES = [
     # the stack
     _case(recommended_middleware, {"provider": "gemini"}, ValueError, "provider must be one of"),
     _case(recommended_middleware, {"store": object()}, TypeError, "store must be an"),
-    _case(recommended_middleware, {"context_editor": "no"}, WRONG, "context_editor must be True"),
+    _case(recommended_middleware, {"context_window": "big"}, WRONG, "context_window must be"),
+    _case(recommended_middleware, {"context_window": 0}, ValueError, "context_window must be"),
     _case(recommended_middleware, {"loop_guard": None}, WRONG, "loop_guard must be True"),
     # adapters
     _case(lc.apply_edits, {"messages": "x", "edits": []}, WRONG, "messages must be a list of"),

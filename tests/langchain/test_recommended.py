@@ -8,6 +8,7 @@ from langchain_core.tools import tool
 
 from tests.data import TRAJECTORIES, needs_shared, needs_vocab, skip_unless_here, trajectory_paths
 from tests.langchain._agents import coding_agent
+from tokenlean.context_editor import SAFETY_NET_SHARE
 from tokenlean.cost import CachePricing
 from tokenlean.langchain import (
     ContextEditorMiddleware,
@@ -24,27 +25,28 @@ from tokenlean.tokens import TiktokenCounter
 
 def test_stack_shape_one_shortener_for_inputs_and_outputs() -> None:
     stack = recommended_middleware("anthropic")
+    assert [type(m) for m in stack] == [ToolOutputShorteningMiddleware, LoopGuardMiddleware]
+    assert stack[0].inputs == RECOMMENDED_INPUTS  # one plan per call: inputs, then outputs
+    assert [t.name for m in stack for t in getattr(m, "tools", [])] == ["read_original"]
+    assert [type(m) for m in recommended_middleware("openai", loop_guard=False)] == [
+        ToolOutputShorteningMiddleware
+    ]
+
+
+def test_the_editor_is_a_safety_net_at_a_share_of_the_given_window() -> None:
+    stack = recommended_middleware("openai", context_window=200_000)
     assert [type(m) for m in stack] == [
         ToolOutputShorteningMiddleware,
         ContextEditorMiddleware,
         LoopGuardMiddleware,
     ]
-    assert stack[0].inputs == RECOMMENDED_INPUTS  # one plan per call: inputs, then outputs
-    assert [t.name for m in stack for t in getattr(m, "tools", [])] == ["read_original"]
-    assert [
-        type(m) for m in recommended_middleware("openai", context_editor=False, loop_guard=False)
-    ] == [ToolOutputShorteningMiddleware]
-
-
-def test_provider_sets_the_editor_pricing() -> None:
-    anthropic = recommended_middleware("anthropic")[1]
-    openai = recommended_middleware("openai")[1]
-    uncached = recommended_middleware("none")[1]
-    assert anthropic.config.pricing.name == "anthropic" and anthropic.config.mode == "cache_aware"
-    assert openai.config.pricing.name == "openai"
-    assert uncached.config.mode == "plain"
+    editor = stack[1]
+    assert editor.config.trigger_tokens == int(200_000 * SAFETY_NET_SHARE) < 200_000
+    assert editor.config.mode == "plain" and editor.config.pricing.name == "openai"
     custom = CachePricing("mine", cached_read=0.25, uncached=1.0)
-    assert recommended_middleware(custom)[1].config.pricing is custom
+    assert recommended_middleware(custom, context_window=8_000)[1].config.pricing is custom
+    with pytest.raises(ValueError, match="context_window"):
+        recommended_middleware(context_window=0)
 
 
 def test_unknown_provider_is_rejected() -> None:

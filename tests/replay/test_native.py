@@ -411,3 +411,25 @@ def _sent_shortened(trajectory: Trajectory, call_id: str) -> list[Any]:
         for m in call.messages
         if isinstance(m, ToolMessage) and m.tool_call_id == call_id
     ]
+
+
+def test_a_named_file_that_is_no_trace_is_skipped_among_others(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``replay folder/*`` names a README beside the sessions: it is skipped, saying why, and
+    the others replay; alone, it is an error."""
+    readme = tmp_path / "README.md"
+    readme.write_text("# sessions\n", encoding="utf-8")
+    log = tmp_path / "events.jsonl"
+    log.write_text('{"event": "start"}\n', encoding="utf-8")
+    assert main(["replay", str(readme)]) == 2
+    assert "README.md: line 1 column 1: invalid JSON" in capsys.readouterr().err
+    assert main(["replay", "-j", "1", "-s", "none", str(readme), str(log)]) == 2
+    err = capsys.readouterr().err
+    assert f"skipped {readme}: line 1 column 1" in err and "no traces found" in err
+    run = tmp_path / "run.json"
+    turns = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    run.write_text(json.dumps({"id": "run", "messages": turns}), encoding="utf-8")
+    assert main(["replay", "-j", "1", "-s", "none", str(readme), str(run)]) == 0
+    captured = capsys.readouterr()
+    assert f"skipped {readme}" in captured.err and "1 trajectories" in captured.out

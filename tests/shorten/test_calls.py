@@ -200,6 +200,15 @@ def test_a_sub_agents_report_stays_whole_as_another_models_answer() -> None:
         ({"command": "git diff ../other/a.py"}, False),
         ({"command": "git diff main...HEAD && go test ./..."}, False),  # two programs
         ({"command": "gh issue list --state open"}, False),
+        # an API request the agent wrote itself
+        ({"command": "gh api repos/octo/cli/pulls/7/comments"}, True),
+        ({"cmd": "gh api graphql -f query='query { repository { discussion(number: 9) } }'"}, True),
+        ({"command": "gh api"}, False),
+        # a code-mode cell: judged by its one tool call
+        ({"input": "text(await tools.mcp__gh__fetch_pr({pr_number: 7, repo: 'o/r'}))"}, True),
+        ({"input": "text(await tools.mcp__gh__fetch_pr({pr_number: n}))"}, False),  # computed
+        ({"input": "await tools.a({id: 1}); await tools.b({id: 2})"}, False),  # two calls
+        ({"input": "text(await tools.mcp__gh__list_prs({state: 'open'}))"}, False),
         ({"command": "show 12"}, False),  # no program before the verb
         ({"query": "open issues"}, False),  # a search
         ({"owner": "octo", "repo": "cli", "state": "open"}, False),  # a list, no record named

@@ -125,12 +125,27 @@ JSON_PARTS = RUN + "\n".join(
 
 def test_several_json_values_a_cell_printed_are_each_shortened_as_json() -> None:
     report = shorten(
-        JSON_PARTS, query={"input": 'text(await tools.exec_command({cmd:"gh api x"}))'}
+        JSON_PARTS,
+        query={"input": 'text(await tools.exec_command({cmd:"kubectl get ev -o json"}))'},
     )
     assert report.changed and report.kind == "json"
     assert report.text.startswith(RUN)  # the header about the run, as it was
     for i, line in enumerate(report.text[len(RUN) :].split("\n")):
         assert json.loads(line)["id"] == f"PRRT_{i:04d}"  # each part still valid JSON
+
+
+def test_what_a_cell_calling_no_tool_printed_is_kept_as_asked() -> None:
+    """``text(ALL_TOOLS.filter(...))`` prints the names its own script picked out: the agent
+    calls them next, as it uses a search's hits. The same lines printed by a command it ran to
+    check something are still cut."""
+    names = "\n".join(f"mcp__apps__github_{verb}_{i}" for i in range(60) for verb in ("get",))
+    listing = RUN + names
+    cell = 'text(ALL_TOOLS.filter(x => x.name.startsWith("mcp__apps__github_")).map(x => x.name))'
+    assert shorten(listing, query={"input": cell}, max_tokens=100).text == listing
+    ran = shorten(listing, query={"input": 'await tools.exec_command({cmd:"make tools"})'},
+                  max_tokens=100)  # fmt: skip
+    assert ran.changed
+    assert shorten(names, query={"input": cell}, max_tokens=100).changed  # no cell's header
 
 
 _JSISH = st.text(alphabet="tools.exec_command({cmd:'\"`$})[]/\\\n,;:=>a1 ", max_size=300)

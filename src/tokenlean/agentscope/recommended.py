@@ -10,8 +10,8 @@ each piece is there, on the same core settings:
 1. :class:`ToolOutputShorteningMiddleware` with ``inputs=True``: the long inputs of calls that
    have run are cut, then each long result is shortened before the model first sees it; the
    ``read_original`` tool is in the toolkit from the first call.
-2. :class:`ContextEditorMiddleware` with the provider's cache pricing at the recommended high
-   trigger (:meth:`~tokenlean.context_editor.ContextEditorSettings.recommended`).
+2. :class:`ContextEditorMiddleware`, only given the model's ``context_window``: the safety net
+   of :meth:`~tokenlean.context_editor.ContextEditorSettings.safety_net`.
 3. :class:`LoopGuardMiddleware`.
 
 A budget is not part of it: only the user knows what a reply may cost
@@ -37,7 +37,7 @@ def recommended_middleware(
     provider: PricingName | CachePricing = "anthropic",
     *,
     store: OriginalStore | None = None,
-    context_editor: bool = True,
+    context_window: int | None = None,
     loop_guard: bool = True,
 ) -> list[MiddlewareBase]:
     """The list to pass as ``Agent(..., middlewares=...)``.
@@ -47,15 +47,16 @@ def recommended_middleware(
             ``"openai"``, ``"none"`` or a :class:`~tokenlean.cost.CachePricing`.
         store: where originals are kept for ``read_original`` (default: a new in-memory
             store; a :class:`~tokenlean.store.FolderOriginalStore` keeps them across restarts).
-        context_editor: include the cache-aware context editor (a safety net for long runs).
+        context_window: the model's context window in tokens; when given, a context editor
+            clears old results past :data:`~tokenlean.context_editor.SAFETY_NET_SHARE` of it.
         loop_guard: include the loop guard.
     """
     pricing = resolve_pricing(provider, name="provider")
-    checks.flag(context_editor, "context_editor")
     checks.flag(loop_guard, "loop_guard")
     stack: list[MiddlewareBase] = [ToolOutputShorteningMiddleware(inputs=True, store=store)]
-    if context_editor:
-        stack.append(ContextEditorMiddleware(ContextEditorSettings.recommended(pricing)))
+    if context_window is not None:
+        editor = ContextEditorSettings.safety_net(context_window, pricing)
+        stack.append(ContextEditorMiddleware(editor))
     if loop_guard:
         stack.append(LoopGuardMiddleware())
     return stack

@@ -95,15 +95,18 @@ def _collect(paths: Sequence[Path]) -> list[tuple[Path, bool]]:
 
 def _load(paths: Sequence[Path]) -> list[Trajectory]:
     """Read every trace (a compacted session: each context window); agent sessions that cannot
-    be replayed are skipped with the reason."""
+    be replayed are skipped with the reason. A named file that is no trace is an error when it
+    is the only path named; among several (``native/*`` names a README too) it is skipped,
+    saying why."""
     trajectories = []
     for path, named in _collect(paths):
         try:
             loaded = load_trajectories(path)
-        except TrajectoryFormatError:
-            if named:
+        except TrajectoryFormatError as exc:
+            if named and len(paths) == 1:
                 raise
-            print(f"tokenlean: skipped {path}: {NOT_A_TRACE}", file=sys.stderr)
+            why = f"{exc.position}: {exc.problem}" if named else NOT_A_TRACE
+            print(f"tokenlean: skipped {path}: {why}", file=sys.stderr)
             continue
         for trajectory in loaded:
             if "native_format" in trajectory.meta:

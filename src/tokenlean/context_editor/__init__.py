@@ -27,7 +27,7 @@ from tokenlean.context_editor._clearing import (
 from tokenlean.context_editor._config import (
     DEFAULT_RETRIEVAL_TOOL,
     MODES,
-    RECOMMENDED_TRIGGER_TOKENS,
+    SAFETY_NET_SHARE,
     ClearedRecord,
     ClearedToolResult,
     Clearing,
@@ -50,7 +50,7 @@ __all__ = [
     "CLEARED_MARK",
     "DEFAULT_RETRIEVAL_TOOL",
     "MODES",
-    "RECOMMENDED_TRIGGER_TOKENS",
+    "SAFETY_NET_SHARE",
     "STRATEGY",
     "CacheModel",
     "ClearedRecord",

@@ -97,9 +97,12 @@ class ContextEdit:
     net_saving: float | None = None
 
 
-#: The recommended stacks' trigger: after first-sight shortening, clearing at lower triggers
-#: bought little and cost recall in the tuning runs (``benchmarks/context_editor.md``).
-RECOMMENDED_TRIGGER_TOKENS = 60_000
+#: The share of the model's context window past which the recommended stacks' editor clears:
+#: a safety net for a run that would otherwise outgrow its window, never a saving. Replayed on
+#: agents' own long sessions (``shared/data/native``), clearing at any fixed trigger those sessions
+#: pass (they reach 233k tokens) cost references the agent went back to (recall 0.917-0.963 in 5
+#: of 24 sessions at 60k); on the 387 dev runs it saved nothing once outputs are shortened.
+SAFETY_NET_SHARE = 0.8
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -148,13 +151,15 @@ class ContextEditorSettings:
         object.__setattr__(self, "pricing", resolve_pricing(self.pricing))
 
     @classmethod
-    def recommended(cls, pricing: CachePricing | str = ANTHROPIC) -> ContextEditorSettings:
-        """The recommended stacks' editor: a safety net for long runs, at a high trigger
-        (:data:`RECOMMENDED_TRIGGER_TOKENS`), cache-aware unless ``pricing`` has no cache
-        discount (then clearing costs no re-write, and plain mode is the same rule, cheaper)."""
-        pricing = resolve_pricing(pricing)
-        mode: Mode = "plain" if pricing.cached_read >= pricing.uncached else "cache_aware"
-        return cls(trigger_tokens=RECOMMENDED_TRIGGER_TOKENS, mode=mode, pricing=pricing)
+    def safety_net(
+        cls, context_window: int, pricing: CachePricing | str = ANTHROPIC
+    ) -> ContextEditorSettings:
+        """The recommended stacks' editor for a model of ``context_window`` tokens: it clears
+        old results, in batches, once a request passes :data:`SAFETY_NET_SHARE` of the window.
+        Plain mode: there the run must shrink or fail, whatever the cache re-write costs."""
+        checks.integer(context_window, "context_window", at_least=1)
+        trigger = int(context_window * SAFETY_NET_SHARE)
+        return cls(trigger_tokens=trigger, mode="plain", pricing=resolve_pricing(pricing))
 
     def placeholder_for(self, tool: str, length: int, handle: str, retrieval: bool) -> str:
         """The text a cleared result is sent as; ``handle`` is what the retrieval tool reads."""

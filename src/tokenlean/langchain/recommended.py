@@ -19,11 +19,11 @@ quotes no figure, so that it cannot go stale.
    seeing those inputs as cut, so it never points at input lines the model will no longer see.
    What it changes was never sent, so the prompt cache keeps hitting; its one ``read_original``
    tool returns either kind of original.
-2. :class:`ContextEditorMiddleware` in cache-aware mode with the provider's cache pricing, at a
-   high trigger (``EDITOR_TRIGGER_TOKENS``). After shortening, clearing old results at lower
-   triggers bought little and cost recall in the tuning runs, so the editor is a safety net for
-   runs that grow past what the replay data reaches; its pricing is why the stack depends on the
-   provider (clearing costs a cache re-write on Anthropic and OpenAI, nothing without a cache).
+2. :class:`ContextEditorMiddleware`, only when the model's ``context_window`` is given: a
+   safety net that clears old results once a request passes ``SAFETY_NET_SHARE`` of the window
+   (plain mode: there the run must shrink or fail). Not by default: replayed on agents' own long
+   sessions, clearing at any trigger they pass cost references the agent went back to, and
+   after first-sight shortening it saved nothing on the dev runs.
 3. :class:`LoopGuardMiddleware` — nudges, then forces an answer, then ends a run stuck in a
    loop; ``benchmarks/loops.md`` measures how often it fires on resolved runs and on looping ones.
 """
@@ -35,7 +35,7 @@ from typing import Any
 from langchain.agents.middleware import AgentMiddleware
 
 from tokenlean import checks
-from tokenlean.context_editor import RECOMMENDED_TRIGGER_TOKENS, ContextEditorSettings
+from tokenlean.context_editor import SAFETY_NET_SHARE, ContextEditorSettings
 from tokenlean.cost import CachePricing, PricingName, resolve_pricing
 from tokenlean.langchain.context_editor import ContextEditorMiddleware
 from tokenlean.langchain.loop_guard import LoopGuardMiddleware
@@ -50,14 +50,14 @@ Provider = PricingName  # the names of the pricing presets, under the name this 
 INPUT_MIN_TOKENS = RECOMMENDED_INPUTS.min_tokens
 INPUT_HEAD_LINES = RECOMMENDED_INPUTS.head_lines
 INPUT_TAIL_LINES = RECOMMENDED_INPUTS.tail_lines
-EDITOR_TRIGGER_TOKENS = RECOMMENDED_TRIGGER_TOKENS
+EDITOR_WINDOW_SHARE = SAFETY_NET_SHARE
 
 
 def recommended_middleware(
     provider: Provider | CachePricing = "anthropic",
     *,
     store: OriginalStore | StoreChoice | None = None,
-    context_editor: bool = True,
+    context_window: int | None = None,
     loop_guard: bool = True,
 ) -> list[AgentMiddleware[Any, Any, Any]]:
     """The middleware list to pass as ``create_agent(..., middleware=...)``.
@@ -69,18 +69,19 @@ def recommended_middleware(
         store: where originals are kept for ``read_original`` (default: the agent's own store,
             ``create_agent(..., store=...)``, when it has one, else this process's memory,
             shared by every shortener given no store).
-        context_editor: include the cache-aware context editor (a safety net for long runs).
+        context_window: the model's context window in tokens; when given, a context editor
+            clears old results past ``EDITOR_WINDOW_SHARE`` of it (a safety net for runs
+            that would outgrow it; an agent that compacts on its own needs none).
         loop_guard: include the loop guard.
     """
     pricing = resolve_pricing(provider, name="provider")
-    checks.flag(context_editor, "context_editor")
     checks.flag(loop_guard, "loop_guard")
     stores = StoreChoice.of(store) if store is not None else shared_choice()
     stack: list[AgentMiddleware[Any, Any, Any]] = [
         ToolOutputShorteningMiddleware(store=stores, pricing=pricing, inputs=RECOMMENDED_INPUTS)
     ]
-    if context_editor:
-        editor = ContextEditorSettings.recommended(pricing)
+    if context_window is not None:
+        editor = ContextEditorSettings.safety_net(context_window, pricing)
         stack.append(
             ContextEditorMiddleware(
                 trigger_tokens=editor.trigger_tokens, mode=editor.mode, pricing=editor.pricing

@@ -1,6 +1,7 @@
 """What else a call asked to see, judged from its command, its code-mode cell or its arguments:
-search hits (:func:`asks_for_hits`), a search or extract tool's answer (:func:`answers_a_query`),
-how many whole files it printed (:func:`files_read`).
+search hits (:func:`asks_for_hits`), what a cell computed (:func:`computes_only`), a search or
+extract tool's answer (:func:`answers_a_query`), how many whole files it printed
+(:func:`files_read`).
 
 Each reads the call through :mod:`tokenlean.shorten._calls` (the command a call ran) and
 :mod:`tokenlean.shorten._parts` (what each part of that command prints), so judging a call
@@ -16,7 +17,7 @@ from tokenlean.shorten._calls import command_of, shell_text
 from tokenlean.shorten._cells import cell_calls
 from tokenlean.shorten._parts import files_printed, searches
 
-__all__ = ["answers_a_query", "asks_for_hits", "files_read"]
+__all__ = ["answers_a_query", "asks_for_hits", "computes_only", "files_read"]
 
 
 def files_read(query: str | Mapping[str, Any] | None) -> int:
@@ -35,6 +36,14 @@ def asks_for_hits(query: str | Mapping[str, Any] | None) -> bool:
     code = query.get("input") if isinstance(query, Mapping) else None
     calls = cell_calls(code) if isinstance(code, str) else None
     return any(call.tool == "exec_command" and "cmd" not in call.args for call in calls or ())
+
+
+def computes_only(query: str | Mapping[str, Any] | None) -> bool:
+    """Whether the call is a code-mode cell that calls no tool (``text(ALL_TOOLS.filter(...))``):
+    what it printed is what its own script picked out, as a search's hits are. Asked of an
+    output that came with a cell's run header, so another tool's code is not judged by it."""
+    code = query.get("input") if isinstance(query, Mapping) else None
+    return isinstance(code, str) and bool(code.strip()) and cell_calls(code) == ()
 
 
 #: Arguments that pose a query to a search or extract tool (an MCP code search's ``query``,

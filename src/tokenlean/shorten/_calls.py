@@ -138,10 +138,17 @@ def fetches_a_record(query: str | Mapping[str, Any] | None) -> bool:
     four arguments, each a number, a flag or a short word, one of them naming the record. The
     record is what the agent asked to read. A command that shows one record by its id
     (``gh issue view 12``, ``kubectl describe pod web-7f9c``, ``cargo autopilot directive show
-    d-004``, ``gh pr diff 45``, ``git show 4a54611``, ``git diff main...HEAD``) fetches it too."""
+    d-004``, ``gh pr diff 45``, ``git show 4a54611``, ``git diff main...HEAD``) fetches it too,
+    and so does a request to an API the agent wrote itself (``gh api repos/o/r/pulls/7``,
+    ``gh api graphql -f query=...``); a code-mode cell is judged by its one tool call."""
     if (command := command_of(query)) or isinstance(query, str):
         return _shows_a_record(command)
-    if not isinstance(query, Mapping) or not 0 < len(query) <= 4:
+    if not isinstance(query, Mapping):
+        return False
+    if len(query) == 1 and isinstance(code := query.get("input"), str):
+        calls = cell_calls(code) or ()  # a code-mode cell calling one tool: judged by its call
+        return len(calls) == 1 and calls[0].complete and fetches_a_record(dict(calls[0].args))
+    if not 0 < len(query) <= 4:
         return False
     named = False
     for key, value in query.items():
@@ -177,6 +184,8 @@ def _shows_a_record(command: str) -> bool:
     words, *filters = _split(statements[0], frozenset({"|"}))
     if not _CAPS.issuperset(stage[0].lower() if stage else "" for stage in filters):
         return False
+    if len(words) > 2 and words[1].lower() == "api":
+        return True  # a request the agent wrote itself (``gh api graphql -f query=...``)
     for k in range(1, len(words) - 1):
         if words[k].lower() in _SHOW_VERBS:
             named = [word for word in words[k + 1 :] if not word.startswith("-")][:2]

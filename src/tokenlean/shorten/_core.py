@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any, Literal
 
 from tokenlean import checks
-from tokenlean.shorten._asks import answers_a_query, asks_for_hits, files_read
+from tokenlean.shorten._asks import answers_a_query, asks_for_hits, computes_only, files_read
 from tokenlean.shorten._calls import (
     FileRead,
     asks_an_agent,
@@ -131,7 +131,8 @@ def shorten(
     where = retrieval or Retrieval()
     budget = opts.max_tokens - estimate_tokens(envelope.head + envelope.tail)
     script = runs_own_script(query)
-    read = file_read(query) or ("range" if asks_for_hits(query) else None)
+    asked = asks_for_hits(query) or (parted and computes_only(query))
+    read = file_read(query) or ("range" if asked else None)
     span = requested_lines(query) if read == "range" else None
     body, found, omissions = _shorten_body(
         envelope.body,

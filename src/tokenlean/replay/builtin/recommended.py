@@ -19,8 +19,7 @@ def _recommended(provider: str) -> Any:
 register(
     "recommended-anthropic",
     _recommended("anthropic"),
-    "recommended_middleware('anthropic'): shorten outputs and inputs at first sight, "
-    "cache-aware editor, loop guard",
+    "recommended_middleware('anthropic'): shorten outputs and inputs at first sight, loop guard",
 )
 register(
     "recommended-openai",
