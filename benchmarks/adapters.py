@@ -555,7 +555,7 @@ ROWS_TEXT = [
     '- *langchain-always*: its shortener with `offer_tool="always"` (`read_original` from the',
     "  first call, every shortening made): the reference the other rows are held against;",
     "- *raw-&lt;api&gt;*: the no-middleware prompts of each call as that API's request body",
-    "  (`tokenlean.testing.bodies`), through `tokenlean.raw.rewrite_request`, read back with",
+    "  (`tokenlean.raw.bodies`), through `tokenlean.raw.rewrite_request`, read back with",
     "  the API's own reader;",
     "- *pydantic-ai*: `tokenlean.pydantic_ai.history_processor()` in a real pydantic-ai `Agent`",
     "  with `FunctionModel` replaying the recorded turns (`tokenlean.testing.pydantic_ai`), its",

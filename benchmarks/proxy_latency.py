@@ -49,8 +49,8 @@ from typing import Any
 
 import httpx
 
+from tokenlean.raw.bodies import anthropic_requests
 from tokenlean.replay._formats import load_trajectory
-from tokenlean.testing.bodies import anthropic_requests
 from tokenlean.tokens import TiktokenCounter
 from tokenlean.transcript import Message
 

@@ -50,8 +50,8 @@ from benchmarks.proxy_latency import (
     servers,
     small_body,
 )
+from tokenlean.raw.bodies import anthropic_requests
 from tokenlean.replay._formats import load_trajectory
-from tokenlean.testing.bodies import anthropic_requests
 from tokenlean.tokens import TiktokenCounter
 
 Timings = dict[tuple[int, int], float]  # (conversation, turn) -> milliseconds

@@ -25,9 +25,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tokenlean.raw import RawSettings, rewrite_request
+from tokenlean.raw.bodies import body, call_points, mark_newest
 from tokenlean.replay._formats import load_trajectory
 from tokenlean.shorten._text import estimate_tokens
-from tokenlean.testing.bodies import body, call_points, mark_newest
 from tokenlean.transcript import Message
 
 HERE = Path(__file__).parent

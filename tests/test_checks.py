@@ -238,6 +238,13 @@ NOT_CHECKED = {
     "FirstSightPlan": "a result record",
     "InputPlan": "a result record",
     "SeenLog": "the planner's log of lines shown, made by the planner",
+    "KindChoice": "a type alias",
+    "OfferTool": "a type alias",
+    "Seen": "the planner's record of what a prompt shows, made by the planner",
+    "add_visible": "a step of tokenlean.pipeline's planner, given only what the planner made",
+    "plan_first_sight": "a step of tokenlean.pipeline's planner, given only what it made",
+    "plan_inputs": "a step of tokenlean.pipeline's planner, given only what it made",
+    "readable": "a step of tokenlean.pipeline's planner, given only what it made",
 }
 
 

@@ -13,11 +13,11 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 
 import tokenlean.testing as testing
+from tokenlean.raw import bodies
 from tokenlean.testing import (
     RecordedCall,
     ScriptedChatModel,
     assert_prefix_kept,
-    bodies,
     prefix_breaks,
     scripted_agent,
 )
@@ -94,7 +94,7 @@ def test_a_rewrite_of_a_sent_message_is_found_with_its_call_and_position() -> No
 def test_the_bodies_and_the_fake_upstream_need_no_framework() -> None:
     """A proxy or SDK user tests with them without LangChain (nor the proxy's Starlette)."""
     code = (
-        "import sys, tokenlean.testing, tokenlean.testing.bodies, tokenlean.testing.upstream\n"
+        "import sys, tokenlean.testing, tokenlean.raw.bodies, tokenlean.testing.upstream\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & set(sys.argv[1:])))"
     )
     frameworks = ["langchain", "langchain_core", "langgraph", "starlette", "uvicorn", "httpx"]

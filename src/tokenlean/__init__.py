@@ -6,15 +6,22 @@ The core (this package's top level) imports no framework; LangChain middleware l
 
 from __future__ import annotations
 
-from tokenlean import _moved
 from tokenlean.cost import ANTHROPIC, NO_CACHE, OPENAI, PRICING, CachePricing
-from tokenlean.loop_guard._detect import Detection, LoopDetector, detect_stuck, loop_signals
-from tokenlean.loop_guard._steps import Step, build_steps
-from tokenlean.shorten import ShortenOptions, ShortenReport, ShortenSettings, shorten
-from tokenlean.token_saving._anthropic_classifier import make_anthropic_classifier
-from tokenlean.token_saving._head_tail import compress_tool_output
-from tokenlean.token_saving._stats import TokenSavingStats
-from tokenlean.token_saving._words import WordClassifier
+from tokenlean.loop_guard import (
+    Detection,
+    LoopDetector,
+    Step,
+    build_steps,
+    detect_stuck,
+    loop_signals,
+)
+from tokenlean.shorten import ShortenReport, ShortenSettings, shorten
+from tokenlean.token_saving import (
+    TokenSavingStats,
+    WordClassifier,
+    compress_tool_output,
+    make_anthropic_classifier,
+)
 from tokenlean.tokens import (
     EstimateCounter,
     TiktokenCounter,
@@ -24,8 +31,6 @@ from tokenlean.tokens import (
     default_counter,
 )
 from tokenlean.transcript import Edit, Message, ToolCall
-
-_moved.install()  # old module paths keep working, with a DeprecationWarning
 
 __version__ = "0.1.0"
 
@@ -40,7 +45,6 @@ __all__ = [
     "EstimateCounter",
     "LoopDetector",
     "Message",
-    "ShortenOptions",
     "ShortenReport",
     "ShortenSettings",
     "Step",

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tokenlean._checks import integer, number
+from tokenlean.checks import integer, number
 
 __all__ = [
     "GRACE",

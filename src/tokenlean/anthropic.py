@@ -21,8 +21,9 @@ from __future__ import annotations
 
 from typing import TypeVar
 
-from tokenlean.raw import RawSettings
-from tokenlean.raw._sdk import install
+from tokenlean import checks
+from tokenlean._extras import sdk
+from tokenlean.raw import RawSettings, install
 
 ClientT = TypeVar("ClientT")
 
@@ -31,16 +32,7 @@ _PATHS = (("messages",), ("beta", "messages"))
 
 def wrap(client: ClientT, *, settings: RawSettings | None = None) -> ClientT:
     """A copy of ``client`` whose message requests are shortened (see the module docstring)."""
-    try:
-        import anthropic  # noqa: F401  # the wrapper only makes sense with the SDK installed
-    except ImportError:
-        raise ImportError(
-            "tokenlean.anthropic.wrap needs the Anthropic SDK: pip install 'tokenlean[anthropic]'"
-        ) from None
-    messages = getattr(client, "messages", None)
-    if not callable(getattr(messages, "create", None)) or not callable(
-        getattr(client, "copy", None)
-    ):
-        raise ValueError(f"client must be an Anthropic SDK client, got {type(client).__name__}")
+    sdk("anthropic", extra="anthropic", name="Anthropic")
+    checks.provides(client, "client", ("messages.create", "copy"), "an Anthropic SDK client")
     result: ClientT = install(client, _PATHS, "anthropic", "messages", settings or RawSettings())
     return result

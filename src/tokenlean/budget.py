@@ -32,6 +32,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from tokenlean import checks
+
 #: Default price of a cache read, relative to an uncached input token (Anthropic and OpenAI
 #: both bill cache hits at a tenth of the input price).
 CACHE_READ_RATIO = 0.1
@@ -62,10 +64,6 @@ class Usage:
 
 def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-
-
-def _finite_at_least_zero(value: object) -> bool:
-    return isinstance(value, (int, float)) and 0 <= value < float("inf")
 
 
 def _detail_sum(details: Mapping[str, Any], suffix: str) -> int:
@@ -146,8 +144,8 @@ class BudgetWeights:
             "cache_write_weight",
         ):
             value = getattr(self, name)
-            if value is not None and not _finite_at_least_zero(value):
-                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+            if value is not None:
+                checks.number(value, name, at_least=0)
 
     @property
     def read(self) -> float:
@@ -224,12 +222,9 @@ class Budget:
     warn_at: float | None = None
 
     def __post_init__(self) -> None:
-        if not _finite_at_least_zero(self.token_budget) or self.token_budget == 0:
-            raise ValueError(f"token_budget must be a finite number > 0, got {self.token_budget!r}")
-        if self.warn_at is not None and not (
-            isinstance(self.warn_at, (int, float)) and 0 < self.warn_at < 1
-        ):
-            raise ValueError(f"warn_at must be a fraction in (0, 1), got {self.warn_at!r}")
+        checks.number(self.token_budget, "token_budget", above=0)
+        if self.warn_at is not None:
+            checks.number(self.warn_at, "warn_at", above=0, below=1, wanted="a fraction in (0, 1)")
 
     def cost(self, usage: Usage) -> float:
         return self.weights.cost(usage)

@@ -26,6 +26,20 @@ from typing import Literal
 
 from tokenlean import checks
 
+__all__ = [
+    "ANTHROPIC",
+    "NO_CACHE",
+    "OPENAI",
+    "PRICING",
+    "CachePricing",
+    "PricingName",
+    "expected_net_saving",
+    "joining_pays",
+    "negligible",
+    "offering_pays",
+    "resolve_pricing",
+]
+
 
 @dataclass(frozen=True, slots=True)
 class CachePricing:
@@ -106,3 +120,53 @@ def expected_net_saving(
     without = pricing.billed(prompt, max(0, prompt - new))
     with_edit = pricing.billed(prompt - saved, min(prefix, prompt - saved))
     return without - with_edit + remaining * pricing.cached_read * saved
+
+
+# -- when the retrieval tool joins a thread ---------------------------------------------------
+# One rule for every way in: the tool's schema sits at the front of the prompt, so it may join
+# from the first call, or later only where that re-writes nothing the provider still caches.
+
+
+def negligible(schema: int, prompt: int, share: float) -> bool:
+    """Whether a tool ``schema`` of that many tokens is at most ``share`` of a ``prompt``: then
+    it is listed from the first call on (``share`` 0: never)."""
+    return share > 0 and schema <= share * prompt
+
+
+def joining_pays(
+    pricing: CachePricing, *, extra: int, forgone: int, schema: int, calls: int
+) -> bool:
+    """Whether offering the retrieval tool on a call whose cache went cold pays: the cuts that
+    name it (``extra`` tokens beyond those that need no way back, sent on this call and each of
+    the ``calls`` expected after it), with every later call cutting at the thread's rate so far
+    (``forgone`` tokens not cut on earlier calls for want of the tool, read over as many calls:
+    a rate is not read from one or two), cover the ``schema`` sent on each of those calls."""
+    schema_cost = schema * (pricing.uncached + pricing.cached_read * calls)
+    rate = (forgone + extra) / calls
+    saved = extra * (pricing.uncached + pricing.cached_read * calls)
+    later = rate * calls * (pricing.uncached + pricing.cached_read * calls / 2)
+    return saved + later >= schema_cost
+
+
+def offering_pays(
+    pricing: CachePricing,
+    *,
+    prompt: int,
+    new: int,
+    banked: float,
+    schema: int,
+    calls: int,
+) -> bool:
+    """Whether cuts that have saved ``banked`` (in uncached-token units) pay for offering the
+    retrieval tool on a call of ``prompt`` tokens, ``new`` of them not yet cached.
+
+    Offering it changes the tool list at the very front of the prompt, so the cached part of
+    this call would be written again instead of read: that is never paid for (on a long run
+    it costs more than the cuts saved, and at a run's end nothing is left to pay it back), so
+    the tool is only offered where it re-writes nothing cached. Its ``schema`` is sent on this
+    call and on each of the ``calls`` expected after it, which ``banked`` must cover.
+    """
+    # the one "does this rewrite pay" model, with the edit point at the front and nothing cut
+    rewrite = -expected_net_saving(pricing, prompt=prompt, prefix=0, new=new, saved=0, remaining=0)
+    schema_cost = schema * (pricing.uncached + pricing.cached_read * calls)
+    return rewrite <= 0 and banked >= schema_cost

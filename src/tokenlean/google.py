@@ -31,6 +31,8 @@ from __future__ import annotations
 
 from typing import TypeVar
 
+from tokenlean import checks
+from tokenlean._extras import sdk
 from tokenlean.raw import RawSettings
 
 __all__ = ["wrap"]
@@ -40,15 +42,10 @@ ClientT = TypeVar("ClientT")
 
 def wrap(client: ClientT, *, settings: RawSettings | None = None) -> ClientT:
     """A copy of ``client`` whose generation requests are shortened (see the module docstring)."""
-    try:
-        from google.genai import client as genai_client
-    except ImportError:
-        raise ImportError(
-            "tokenlean.google.wrap needs the google-genai SDK: pip install 'tokenlean[google]'"
-        ) from None
-    from tokenlean.raw._genai import wrap_client
+    genai_client = sdk("google.genai.client", extra="google", name="google-genai")
+    from tokenlean.raw import wrap_client
 
-    if not isinstance(client, (genai_client.Client, genai_client.AsyncClient)):
-        raise ValueError(f"client must be a google-genai Client, got {type(client).__name__}")
+    kinds = (genai_client.Client, genai_client.AsyncClient)
+    checks.instance(client, "client", kinds, "a google-genai Client")
     result: ClientT = wrap_client(client, settings or RawSettings())
     return result

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 from typing import TypeVar
 
-from tokenlean.raw import RawSettings
-from tokenlean.raw._sdk import install
+from tokenlean import checks
+from tokenlean._extras import sdk
+from tokenlean.raw import RawSettings, install
 
 ClientT = TypeVar("ClientT")
 
@@ -34,15 +35,9 @@ _RESPONSES = (("responses",),)
 
 def wrap(client: ClientT, *, settings: RawSettings | None = None) -> ClientT:
     """A copy of ``client`` whose chat and responses requests are shortened (module docstring)."""
-    try:
-        import openai  # noqa: F401  # the wrapper only makes sense with the SDK installed
-    except ImportError:
-        raise ImportError(
-            "tokenlean.openai.wrap needs the OpenAI SDK: pip install 'tokenlean[openai]'"
-        ) from None
-    chat = getattr(getattr(client, "chat", None), "completions", None)
-    if not callable(getattr(chat, "create", None)) or not callable(getattr(client, "copy", None)):
-        raise ValueError(f"client must be an OpenAI SDK client, got {type(client).__name__}")
+    sdk("openai", extra="openai", name="OpenAI")
+    methods = ("chat.completions.create", "copy")
+    checks.provides(client, "client", methods, "an OpenAI SDK client")
     settings = settings or RawSettings()
     wrapped = install(client, _CHAT, "openai_chat", "messages", settings)
     result: ClientT = install(wrapped, _RESPONSES, "openai_responses", "input", settings)

@@ -30,16 +30,18 @@ from typing import Any
 
 from tokenlean._checkpoints import Checkpoint, Memo, prefix_digests
 from tokenlean.readback import ReadBack, has_way_back
-from tokenlean.shorten._firstsight import (
+from tokenlean.shorten import (
     FirstSightPlan,
+    InputPlan,
+    InputShorteningSettings,
     OutputShorteningSettings,
+    Seen,
     SeenLog,
     add_visible,
     plan_first_sight,
+    plan_inputs,
+    readable,
 )
-from tokenlean.shorten._inputs import InputPlan, InputShorteningSettings, plan_inputs
-from tokenlean.shorten._seen import Seen
-from tokenlean.shorten._wrapped import readable
 from tokenlean.store import Original
 from tokenlean.tokens import DEFAULT_COUNTER, TokenCounter, message_tokens
 from tokenlean.transcript import Edit, Message, ToolCall
@@ -311,7 +313,3 @@ def _answered(view: Sequence[Message]) -> list[frozenset[str]]:
         elif message.role == "tool" and message.tool_call_id:
             run.add(message.tool_call_id)
     return out
-
-
-#: The earlier name of :class:`PlannerSettings`, kept importable.
-HistoryPolicy = PlannerSettings

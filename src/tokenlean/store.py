@@ -280,8 +280,7 @@ class FolderOriginalStore:
         max_bytes: int = ORIGINALS_MAX_BYTES,
         max_age: float = ORIGINALS_MAX_AGE,
     ) -> None:
-        if not isinstance(directory, (str, Path)):
-            raise ValueError(f"directory must be a path, got {directory!r}")
+        checks.instance(directory, "directory", (str, Path), "a path")
         self.directory = Path(directory)
         self.max_bytes, self.max_age = check_limits(max_bytes, max_age)
         secure_folder(self.directory)

@@ -310,8 +310,7 @@ def load_encoding(
     import tiktoken
     from tiktoken.load import load_tiktoken_bpe
 
-    if not isinstance(encoding, str) or encoding not in _SPECS:
-        raise ValueError(f"encoding must be one of {sorted(_SPECS)}, got {encoding!r}")
+    checks.one_of(encoding, "encoding", sorted(_SPECS))
     path = find_vocabulary(encoding, vocab_path)
     key = (encoding, str(path.resolve()))
     if key not in _ENCODINGS:

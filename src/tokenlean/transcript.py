@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from tokenlean import _checks as checks
+from tokenlean import checks
 
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[Role, ...] = ("system", "user", "assistant", "tool")
@@ -72,8 +72,7 @@ class Message:
     metadata: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.role, str) or self.role not in ROLES:
-            raise ValueError(f"role must be one of {ROLES}, got {self.role!r}")
+        checks.one_of(self.role, "role", ROLES)
         if not isinstance(self.content, (str, tuple, list)):
             raise checks.ArgumentTypeError(
                 f"content must be text or a tuple of content blocks, got "

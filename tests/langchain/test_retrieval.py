@@ -11,7 +11,7 @@ from langchain.agents.middleware import ModelRequest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import StructuredTool, tool
 
-from tokenlean.cost import ANTHROPIC, OPENAI
+from tokenlean.cost import ANTHROPIC, OPENAI, offering_pays
 from tokenlean.langchain import ToolInputShorteningMiddleware, ToolOutputShorteningMiddleware
 from tokenlean.langchain.retrieval import (
     FORGONE_KEY,
@@ -19,7 +19,6 @@ from tokenlean.langchain.retrieval import (
     _same_tool,
     is_retrieval_tool,
     make_retrieval_tool,
-    offering_pays,
     retrieval_tool,
     shared_choice,
 )

@@ -12,9 +12,8 @@ from typing import Any
 import pytest
 
 from tests.data import LOG
-from tokenlean.proxy._gateway import rewrite_call
-from tokenlean.raw import Api, RawSettings, rewrite_request
-from tokenlean.testing.bodies import body
+from tokenlean.raw import Api, RawSettings, rewrite_call, rewrite_request
+from tokenlean.raw.bodies import body
 from tokenlean.transcript import Message, ToolCall
 
 RUN = [

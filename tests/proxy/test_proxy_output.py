@@ -20,8 +20,8 @@ import openai
 import pytest
 
 from tokenlean.proxy import BackgroundProxy, summary_lines
+from tokenlean.raw.bodies import body
 from tokenlean.testing import upstream as fake
-from tokenlean.testing.bodies import body
 from tokenlean.testing.upstream import FakeUpstream, Recorded, Reply
 from tokenlean.transcript import Message, ToolCall
 

@@ -21,8 +21,8 @@ from typing import Any
 import httpx
 import pytest
 
+from tokenlean.raw.bodies import anthropic_requests
 from tokenlean.replay._formats import load_trajectory
-from tokenlean.testing.bodies import anthropic_requests
 from tokenlean.testing.upstream import FakeUpstream
 
 ROOT = Path(__file__).resolve().parents[2]

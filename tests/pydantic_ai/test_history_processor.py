@@ -40,7 +40,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from tests.data import ERROR, LOG, ROOT, SCRIPT, one_run_per_source, skip_unless_here
+from tests.data import ERROR, LOG, SCRIPT, one_run_per_source, skip_unless_here
 from tokenlean.pydantic_ai import history_processor
 from tokenlean.raw import RawSettings
 from tokenlean.replay._formats import load_trajectory
@@ -410,25 +410,3 @@ def test_a_replayed_trajectory_never_breaks_the_prefix(path: Path) -> None:
         kept, before = sent, now
     if "sweagent" in str(path):
         assert shortened  # the bundled run has long outputs: the replay exercised the planner
-
-
-def test_the_readme_recipe_runs() -> None:
-    pytest.importorskip("pydantic_ai.capabilities", reason="the recipe is pydantic-ai 2.x's")
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    recipe = text[text.index("### pydantic-ai") :]
-    block = re.search(r"```python\n(.*?)```", recipe, re.S)
-    assert block is not None
-
-    def reply(n: int, messages: list[ModelMessage]) -> ModelResponse:
-        return (
-            call("run_tests", {"path": "tests"}, "c1")
-            if n == 1
-            else ModelResponse(parts=[TextPart("done")])
-        )
-
-    scripted = Scripted(reply)
-    names: dict[str, Any] = {"model": FunctionModel(scripted.respond), "tools": [run_tests]}
-    exec(compile(block[1], "README.md", "exec"), names)
-    assert names["agent"].run_sync("go").output == "done"
-    assert ERROR in str(tool_returns(scripted.calls[1])[0].content)
-    assert len(str(tool_returns(scripted.calls[1])[0].content)) < len(LOG) / 5

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from tests.raw.test_history import original_path
 from tokenlean.raw import RawSettings, RewriteResult, gemini, rewrite_request
 from tokenlean.raw._view import Write, apply
+from tokenlean.raw.bodies import body, call_points
 from tokenlean.replay._formats import Trajectory
-from tokenlean.testing.bodies import body, call_points
 from tokenlean.transcript import Message, ToolCall
 
 from .bodies import LONG, SCRIPT, gemini_body

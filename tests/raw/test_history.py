@@ -12,11 +12,11 @@ import pytest
 
 from tests.data import TOOL_OUTPUTS, shared_params
 from tokenlean.raw import RawSettings, rewrite_request
+from tokenlean.raw.bodies import body as build_body
+from tokenlean.raw.bodies import call_points
 from tokenlean.readback import point_to_file
 from tokenlean.shorten import _firstsight as firstsight
 from tokenlean.store import FolderOriginalStore, default_originals_dir, make_handle
-from tokenlean.testing.bodies import body as build_body
-from tokenlean.testing.bodies import call_points
 from tokenlean.tokens import DEFAULT_COUNTER
 from tokenlean.transcript import Message, ToolCall
 

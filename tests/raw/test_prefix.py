@@ -18,9 +18,9 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from tokenlean.raw import Api, RawSettings, rewrite_request
+from tokenlean.raw.bodies import body, call_points, mark_newest, strip_cache_control
 from tokenlean.replay._formats import Trajectory
 from tokenlean.shorten._options import ShortenSettings
-from tokenlean.testing.bodies import body, call_points, mark_newest, strip_cache_control
 
 from .conftest import sample_trajectories
 

@@ -23,6 +23,7 @@ from tokenlean.langchain._adapter import to_view
 from tokenlean.langchain.output_shortening import ToolOutputShorteningMiddleware
 from tokenlean.pipeline import HistoryPlan, Planner
 from tokenlean.raw import RawSettings, rewrite_request
+from tokenlean.raw.bodies import body
 from tokenlean.readback import ToolReadBack
 from tokenlean.replay._engine import Replay, replay
 from tokenlean.replay._formats import Trajectory
@@ -30,7 +31,6 @@ from tokenlean.replay._metrics import PromptMeasurer, RunMetrics, pool
 from tokenlean.replay._raw import measure_bodies
 from tokenlean.shorten import RECOMMENDED_INPUTS
 from tokenlean.store import RETRIEVAL_TOOL
-from tokenlean.testing.bodies import body
 from tokenlean.tokens import EstimateCounter
 from tokenlean.transcript import Message, ToolCall
 

@@ -23,7 +23,7 @@ import tokenlean.openai
 from tokenlean.raw import Api, RawSettings, rewrite_request
 from tokenlean.raw import _sdk as sdk_module
 from tokenlean.raw._sdk import plain_json
-from tokenlean.testing.bodies import body, call_points, mark_newest, strip_cache_control
+from tokenlean.raw.bodies import body, call_points, mark_newest, strip_cache_control
 
 from .bodies import SCRIPT, anthropic_body, chat_body, responses_body
 from .conftest import TEXT, Upstream, sample_trajectories

@@ -22,6 +22,7 @@ except ImportError as error:  # pragma: no cover - exercised where the extra is 
     ) from error
 
 from tokenlean.agentscope._tool import read_original_tool
+from tokenlean.agentscope._view import read as to_view
 from tokenlean.agentscope.budget import ReplyBudgetControlMiddleware
 from tokenlean.agentscope.context_editor import ContextEditorMiddleware
 from tokenlean.agentscope.loop_guard import LoopGuardMiddleware
@@ -41,4 +42,5 @@ __all__ = [
     "ToolOutputShorteningMiddleware",
     "read_original_tool",
     "recommended_middleware",
+    "to_view",
 ]

@@ -1,7 +1,7 @@
 """``read_original`` for an AgentScope agent: reads back what the shortening middleware cut.
 
 The shortening middleware keeps each original in its store under the handle its markers name
-(scope ``""``, see :mod:`tokenlean.raw._keeping`); a result the context editor cleared is still
+(scope ``""``, see :mod:`tokenlean.history`); a result the context editor cleared is still
 whole in the agent's memory (the editor edits requests only), and its placeholder names the
 tool call id as the handle, so the tool reads that from the agent's state. It answers as the
 other adapters' tools do: the lines the markers count, a range, or a pattern. It only reads, so
@@ -18,7 +18,7 @@ from agentscope.tool import FunctionTool
 
 from tokenlean import checks
 from tokenlean.agentscope._view import result_text
-from tokenlean.raw._keeping import SCOPE, dropped, read_back_answer
+from tokenlean.history import SCOPE, dropped, read_back_answer
 from tokenlean.store import RETRIEVAL_TOOL, Original, OriginalStore, retrieval_description
 
 __all__ = ["read_original_tool"]

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from agentscope.event import ModelCallEndEvent, ReplyStartEvent
 from agentscope.middleware import MiddlewareBase
 
+from tokenlean import checks
 from tokenlean._failopen import fail_open
 from tokenlean.agentscope._wrapup import (
     STRUCTURED_OUTPUT_TOOL,
@@ -113,10 +114,8 @@ class ReplyBudgetControlMiddleware(MiddlewareBase):
             cache_write_weight=cache_write_weight,
         )
         self.budget = Budget(token_budget=token_budget, weights=weights)
-        if not isinstance(hint_message, str) or not hint_message.strip():
-            raise ValueError("hint_message must be a non-empty string")
-        if usage_style not in USAGE_STYLES:
-            raise ValueError(f"usage_style must be one of {USAGE_STYLES}, got {usage_style!r}")
+        checks.text(hint_message, "hint_message", blank=False)
+        checks.one_of(usage_style, "usage_style", USAGE_STYLES)
         self.token_budget = token_budget
         self.input_token_weight = input_token_weight
         self.output_token_weight = output_token_weight

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from agentscope.message import Msg
 from agentscope.middleware import MiddlewareBase
 
+from tokenlean import checks
 from tokenlean._failopen import fail_open
 from tokenlean.agentscope import _view
 from tokenlean.context_editor import (
@@ -59,10 +60,11 @@ class ContextEditorMiddleware(MiddlewareBase):
         counter: TokenCounter | None = None,
         on_edit: Callable[[ContextEdit], object] | None = None,
     ) -> None:
-        if settings is not None and not isinstance(settings, ContextEditorSettings):
-            raise ValueError(f"settings must be a ContextEditorSettings, got {settings!r}")
-        if on_edit is not None and not callable(on_edit):
-            raise ValueError("on_edit must be callable")
+        if settings is not None:
+            wanted = "a ContextEditorSettings"
+            checks.instance(settings, "settings", ContextEditorSettings, wanted)
+        if on_edit is not None:
+            checks.function(on_edit, "on_edit")
         self.settings = settings or ContextEditorSettings()
         self.counter = memoized(counter if counter is not None else DEFAULT_COUNTER)
         self.on_edit = on_edit

@@ -28,16 +28,10 @@ from tokenlean._failopen import fail_open
 from tokenlean.agentscope import _view
 from tokenlean.agentscope._wrapup import append_hint, wrap_up_choice
 from tokenlean.loop_guard import (
-    RESPONSES,
     Episode,
-    Ladder,
-    LoopDetector,
-    LoopGuardStats,
-    LoopLog,
-    Response,
+    LoopGuard,
     StepScan,
 )
-from tokenlean.loop_guard._ladder import Text, default_end, default_final, default_nudge
 from tokenlean.transcript import INJECTED_ID_PREFIX
 
 if TYPE_CHECKING:
@@ -61,34 +55,15 @@ class _Decision:
     end: str | None = None
 
 
-class LoopGuardMiddleware(MiddlewareBase):
+class LoopGuardMiddleware(LoopGuard, MiddlewareBase):
     """Detect stuck patterns and respond with a graded ladder (nudge, final answer, end).
 
     Arguments as for :class:`tokenlean.langchain.LoopGuardMiddleware`: ``detector``
     (thresholds and patterns), ``responses`` (the ladder; ``"end"`` only last),
     ``recovery_steps``, the three texts (strings or functions of the detection) and
-    ``max_events`` (how many of the latest events ``stats.events`` keeps).
+    ``max_events`` (how many of the latest events ``stats.events`` keeps), taken by
+    :class:`~tokenlean.loop_guard._guard.LoopGuard`.
     """
-
-    def __init__(
-        self,
-        *,
-        detector: LoopDetector | None = None,
-        responses: Sequence[Response] = RESPONSES,
-        recovery_steps: int = 20,
-        nudge_text: Text = default_nudge,
-        final_text: Text = default_final,
-        end_text: Text = default_end,
-        max_events: int = 1000,
-    ) -> None:
-        self.ladder = Ladder.build(
-            detector, responses, recovery_steps, nudge_text, final_text, end_text
-        )
-        self._log = LoopLog(max_events)
-
-    @property
-    def stats(self) -> LoopGuardStats:
-        return self._log.stats
 
     async def on_reasoning(
         self,

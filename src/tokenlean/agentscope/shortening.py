@@ -30,11 +30,11 @@ from agentscope.tool import FunctionTool, ToolBase
 from tokenlean._failopen import fail_open
 from tokenlean.agentscope import _view
 from tokenlean.agentscope._tool import read_original_tool
-from tokenlean.pipeline import HistoryEdit
-from tokenlean.raw import RawSettings
-from tokenlean.raw._keeping import Keeping, ReadBackMode, keep, keeping
-from tokenlean.shorten._firstsight import OutputShorteningSettings
+from tokenlean.history import Keeping, ReadBackMode, keeping, rewrite_history
+from tokenlean.settings import RawSettings
+from tokenlean.shorten import OutputShorteningSettings
 from tokenlean.store import OriginalStore
+from tokenlean.transcript import Edit
 
 if TYPE_CHECKING:
     from agentscope.agent import Agent
@@ -59,6 +59,7 @@ class _Shortening(MiddlewareBase):
     in what the planner is asked to shorten."""
 
     def __init__(self, kept: Keeping) -> None:
+        self.kept = kept
         self.planner = kept.planner
         self.store = kept.store
         self.tool: FunctionTool | None = (
@@ -87,13 +88,17 @@ class _Shortening(MiddlewareBase):
 
     def shorten(self, context: list[Msg]) -> None:
         """Plan ``context`` and write the edits into it (in place; see the module docstring)."""
-        view = _view.read(context)
-        plan = self.planner.plan(view.messages)
-        edits = [e for e in plan.edits if _writable(e, view, context)]
-        if not edits:
+        done = rewrite_history(
+            _CONTEXT,
+            context,
+            self.kept,
+            logger=logger,
+            failure=("tokenlean could not shorten an AgentScope context; sent as is",),
+            on_error=self._failed,
+        )
+        if done is None:
             return
-        keep(self.store, edits)  # before any marker names them
-        _view.apply(context, view, [e.edit for e in edits], marks=True)
+        edits = done.written
         results = sum(1 for e in edits if e.edit.new_content is not None)
         self.stats = replace(
             self.stats,
@@ -121,18 +126,33 @@ def _settings(settings: RawSettings | None) -> RawSettings:
     return settings
 
 
-def _writable(planned: HistoryEdit, view: _view.ContextView, context: Sequence[Msg]) -> bool:
-    """Whether an edit has a place to go: one text tool result, or calls of that turn."""
-    edit = planned.edit
-    i, blocks = view.where[edit.index]
-    content = context[i].content
-    if edit.new_content is not None:
-        if not isinstance(edit.new_content, str) or len(blocks) != 1:
-            return False
-        block = content[blocks[0]]
-        return isinstance(block, ToolResultBlock) and _view.result_text(block) is not None
-    ids = {b.id for j in blocks if isinstance(b := content[j], ToolCallBlock)}
-    return bool(edit.tool_args) and set(edit.tool_args) <= ids
+class _Context:
+    """An agent's memory as a :class:`~tokenlean.history.HistoryAdapter`: edits are written
+    into it in place, with their marks (memory is written once)."""
+
+    def read(self, context: Sequence[Msg]) -> _view.ContextView:
+        return _view.read(context)
+
+    def writable(self, edit: Edit, view: _view.ContextView, context: Sequence[Msg]) -> bool:
+        """Whether an edit has a place to go: one text tool result, or calls of that turn."""
+        i, blocks = view.where[edit.index]
+        content = context[i].content
+        if edit.new_content is not None:
+            if not isinstance(edit.new_content, str) or len(blocks) != 1:
+                return False
+            block = content[blocks[0]]
+            return isinstance(block, ToolResultBlock) and _view.result_text(block) is not None
+        ids = {b.id for j in blocks if isinstance(b := content[j], ToolCallBlock)}
+        return bool(edit.tool_args) and set(edit.tool_args) <= ids
+
+    def apply(
+        self, context: list[Msg], view: _view.ContextView, edits: Sequence[Edit]
+    ) -> list[Msg]:
+        _view.apply(context, view, edits, marks=True)
+        return context
+
+
+_CONTEXT = _Context()
 
 
 class ToolOutputShorteningMiddleware(_Shortening):

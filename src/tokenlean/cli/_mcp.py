@@ -12,15 +12,13 @@ import argparse
 import sys
 from pathlib import Path
 
+from tokenlean.cli._command import add_command
+
 
 def add_subcommand(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Adds ``tokenlean mcp``."""
-    p = sub.add_parser(
-        "mcp",
-        help="serve read_original over the originals folder as an MCP server (stdio)",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    summary = "serve read_original over the originals folder as an MCP server (stdio)"
+    p = add_command(sub, "mcp", __doc__, summary)
     p.add_argument(
         "--originals",
         type=Path,

@@ -15,6 +15,7 @@ import re
 import sys
 from pathlib import Path
 
+from tokenlean.cli._command import add_command
 from tokenlean.store import ORIGINALS_MAX_AGE, ORIGINALS_MAX_BYTES
 
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?", re.IGNORECASE)
@@ -60,12 +61,7 @@ def add_limit_options(p: argparse.ArgumentParser, prefix: str) -> None:
 
 def add_subcommand(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Adds ``tokenlean originals prune``."""
-    p = sub.add_parser(
-        "originals",
-        help="manage the folder of originals (prune it)",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = add_command(sub, "originals", __doc__, "manage the folder of originals (prune it)")
     actions = p.add_subparsers(dest="action", required=True)
     prune = actions.add_parser(
         "prune", help="delete originals past the limits now, and say what went"

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tokenlean.cli import add_output_price
+from tokenlean.cli._command import add_command
 from tokenlean.cli._originals import add_limit_options
 
 if TYPE_CHECKING:
@@ -81,12 +82,8 @@ def add_proxy_options(p: argparse.ArgumentParser) -> None:
 
 def add_subcommand(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Adds ``tokenlean proxy``."""
-    p = sub.add_parser(
-        "proxy",
-        help="serve a local proxy that applies tokenlean to any agent (Claude Code, Codex, SDKs)",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    summary = "serve a local proxy that applies tokenlean to any agent (Claude Code, Codex, SDKs)"
+    p = add_command(sub, "proxy", __doc__, summary)
     p.add_argument("--host", default=DEFAULT_HOST, help=f"address to listen on ({DEFAULT_HOST})")
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port ({DEFAULT_PORT})")
     add_proxy_options(p)

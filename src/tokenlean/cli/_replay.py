@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from tokenlean.cli import add_output_price
-from tokenlean.replay._formats import (
+from tokenlean.cli._command import add_command
+from tokenlean.replay import (
     Trajectory,
     TrajectoryFormatError,
     load_trajectories,
@@ -32,12 +33,8 @@ NOT_A_TRACE = "not a trajectory, nor a Claude Code, Codex, gemini-cli or OpenCod
 
 
 def add_subcommand(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "replay",
-        help="replay agent traces through each strategy and report what it saves",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    summary = "replay agent traces through each strategy and report what it saves"
+    p = add_command(sub, "replay", __doc__, summary)
     p.add_argument("paths", nargs="*", type=Path, help="trace files or folders (default: bundled)")
     p.add_argument(
         "-s",
@@ -78,7 +75,7 @@ def _collect(paths: Sequence[Path]) -> list[tuple[Path, bool]]:
     """The trace files to read, each with whether it was named (a file found in a folder may be
     some other log or setting, as gemini-cli keeps beside its sessions: it is skipped when it is
     no trace, a named one is an error)."""
-    from tokenlean.replay._bundled import bundled_paths
+    from tokenlean.replay import bundled_paths
 
     if not paths:
         return [(p, True) for p in bundled_paths()]
@@ -141,13 +138,11 @@ def _note(path: Path, meta: Mapping[str, Any]) -> None:
 
 
 def _run_replay(args: argparse.Namespace) -> int:
-    from tokenlean.replay import _report as report
-    from tokenlean.replay import _strategies as strategies
-    from tokenlean.replay._runner import run_replay, stderr_progress
+    from tokenlean import replay
 
-    strategies.load_plugins(args.plugin)
+    replay.load_plugins(args.plugin)
     if args.list:
-        for s in strategies.all_strategies():
+        for s in replay.all_strategies():
             state = "" if s.available() else "  (unavailable: missing dependency)"
             print(f"{s.name:<28} {s.description}{state}")
         return 0
@@ -162,12 +157,12 @@ def _run_replay(args: argparse.Namespace) -> int:
     if args.output_price is not None and not args.output_price >= 0:
         print("tokenlean: --output-price must be a number >= 0", file=sys.stderr)
         return 2
-    names = args.strategies or strategies.default_names()
-    if strategies.BASELINE not in names:
-        names = [strategies.BASELINE, *names]
+    names = args.strategies or replay.default_names()
+    if replay.BASELINE not in names:
+        names = [replay.BASELINE, *names]
     try:
         for name in names:
-            strategies.get(name)
+            replay.get_strategy(name)
     except KeyError as exc:
         print(f"tokenlean: {exc.args[0]}", file=sys.stderr)
         return 2
@@ -175,24 +170,24 @@ def _run_replay(args: argparse.Namespace) -> int:
     if by_session:
         trajectories = [replace(t, source_name=session_name(t)) for t in trajectories]
     start = time.perf_counter()
-    result = run_replay(
-        trajectories, names, jobs=args.jobs, plugins=args.plugin, progress=stderr_progress
+    result = replay.run_replay(
+        trajectories, names, jobs=args.jobs, plugins=args.plugin, progress=replay.stderr_progress
     )
     elapsed = time.perf_counter() - start
     result.output_price = args.output_price
     print(f"{len(trajectories)} trajectories x {len(names)} strategies in {elapsed:.1f}s\n")
-    print(report.markdown_table(result) if args.markdown else report.text_table(result))
+    print(replay.markdown_table(result) if args.markdown else replay.text_table(result))
     print()
     if by_session:
-        print(report.source_table(result, markdown=args.markdown, label="session") + "\n")
+        print(replay.source_table(result, markdown=args.markdown, label="session") + "\n")
     elif args.by_source:
-        print(report.by_source_section(result, markdown=args.markdown) + "\n")
-    for line in report.summary_lines(result):
+        print(replay.by_source_section(result, markdown=args.markdown) + "\n")
+    for line in replay.summary_lines(result):
         print(line)
     if args.json:
-        report.write_json(result, args.json)
+        replay.write_json(result, args.json)
         print(f"results written to {args.json}")
     if args.chart:
-        report.write_chart(result, args.chart)
+        replay.write_chart(result, args.chart)
         print(f"chart written to {args.chart}")
     return 1 if result.errors() else 0

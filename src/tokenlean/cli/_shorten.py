@@ -12,17 +12,13 @@ import sys
 from pathlib import Path
 from typing import get_args
 
-from tokenlean.shorten._core import KindChoice, shorten
-from tokenlean.shorten._options import DEFAULT_OPTIONS
+from tokenlean.cli._command import add_command
+from tokenlean.shorten import DEFAULT_OPTIONS, KindChoice, shorten
 
 
 def add_subcommand(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "shorten",
-        help="shorten a tool output or log, keeping errors, summaries and query matches",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    summary = "shorten a tool output or log, keeping errors, summaries and query matches"
+    p = add_command(sub, "shorten", __doc__, summary)
     p.add_argument("file", nargs="?", default="-", help="input file (default: standard input)")
     p.add_argument("-q", "--query", default=None, help="what you are looking for (e.g. a command)")
     p.add_argument(

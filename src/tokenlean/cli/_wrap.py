@@ -27,6 +27,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from tokenlean.cli._command import add_command
 from tokenlean.cli._proxy import add_proxy_options, build_app, print_summary
 
 #: How each agent finds its API: the variable to set and the path suffix it expects.
@@ -55,13 +56,10 @@ GEMINI_AUTH_HINT = (
 
 
 def add_subcommand(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "wrap",
-        help="run Claude Code, Codex or gemini-cli through the tokenlean proxy and print the "
-        "savings",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+    summary = (
+        "run Claude Code, Codex or gemini-cli through the tokenlean proxy and print the savings"
     )
+    p = add_command(sub, "wrap", __doc__, summary)
     add_proxy_options(p)
     p.add_argument("--log", type=Path, metavar="FILE", help="append a line per request to FILE")
     p.add_argument("agent", choices=sorted(AGENTS), help="the agent to run")

@@ -136,17 +136,15 @@ class ContextEditorSettings:
             checks.integer(getattr(self, name), name, at_least=0)
         checks.integer(self.batch, "batch", at_least=1)
         checks.flag(self.clear_tool_inputs, "clear_tool_inputs")
-        if not isinstance(self.mode, str) or self.mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+        checks.one_of(self.mode, "mode", MODES)
         if self.expected_calls is not None:
             checks.integer(self.expected_calls, "expected_calls", at_least=1)
         checks.number(self.horizon, "horizon", above=0)
         if self.retrieval_tool is not None:
             checks.identifier(self.retrieval_tool, "retrieval_tool")
-        if self.placeholder is not None and not (
-            isinstance(self.placeholder, str) or callable(self.placeholder)
-        ):
-            raise ValueError("placeholder must be a string or a callable (tool, length) -> str")
+        if self.placeholder is not None and not isinstance(self.placeholder, str):
+            wanted = "a string or a callable (tool, length) -> str"
+            checks.function(self.placeholder, "placeholder", wanted=wanted)
         object.__setattr__(self, "exclude_tools", _names(self.exclude_tools))
         object.__setattr__(self, "pricing", resolve_pricing(self.pricing))
 
@@ -181,7 +179,3 @@ def default_placeholder(tool: str, length: int, handle: str, retrieval_tool: str
     else:
         how = "call the tool again if you need it"
     return f"[`{tool}` result cleared to save context ({length:,} characters); {how}.]"
-
-
-#: The earlier name of :class:`ContextEditorSettings`, kept importable.
-ContextEditorConfig = ContextEditorSettings

@@ -24,9 +24,9 @@ from tokenlean.context_editor._config import (
     TokenEstimator,
 )
 from tokenlean.context_editor._ledger import Judged, RequestLedger
-from tokenlean.shorten._firstsight import CAPABILITY as SHORTENED
+from tokenlean.shorten import CAPABILITY as SHORTENED
 from tokenlean.tokens import DEFAULT_COUNTER, TokenCounter, count_request
-from tokenlean.transcript import ToolCall, mark_of
+from tokenlean.transcript import Message, ToolCall, mark_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,20 +223,23 @@ def _judged(
     config: ContextEditorSettings,
     retrieval: bool,
 ) -> Judged | None:
+    """What clearing result ``index`` (the answer to ``call``) saves, judged once for each
+    placeholder (``retrieval``: it names the retrieval tool) and kept in the ledger."""
     key = (index, retrieval)
     if key not in ledger.judged:
-        ledger.judged[key] = _judge(ledger, index, call, config, retrieval)
+        ledger.judged[key] = _judge(ledger.view[index], call, config, retrieval, ledger.counter)
     return ledger.judged[key]
 
 
 def _judge(
-    ledger: RequestLedger,
-    index: int,
+    message: Message,
     call: ToolCall,
     config: ContextEditorSettings,
     retrieval: bool,
+    counter: TokenCounter,
 ) -> Judged | None:
-    message = ledger.view[index]
+    """``None`` when clearing ``message`` is out (not text, an excluded tool) or saves fewer
+    than ``min_saved_tokens`` (and at least one) with this placeholder."""
     if not message.is_text_only:
         return None
     tool = call.name or message.name or "tool"
@@ -247,20 +250,19 @@ def _judge(
     handle = shortened.get("handle") if shortened is not None else None
     where = handle if isinstance(handle, str) else call.id  # a shortened result's original
     placeholder = config.placeholder_for(tool, length, where, retrieval)
-    saved = _saved(ledger, index, call, placeholder, config)
+    saved = _saved(message, call, placeholder, config, counter)
     if saved < max(config.min_saved_tokens, 1):
         return None
     return Judged(call, length, saved, Clearing(placeholder, config.clear_tool_inputs))
 
 
 def _saved(
-    ledger: RequestLedger,
-    index: int,
+    message: Message,
     call: ToolCall,
     placeholder: str,
     config: ContextEditorSettings,
+    counter: TokenCounter,
 ) -> int:
-    message, counter = ledger.view[index], ledger.counter
     # as sent, the result differs only in its text, so the rest of its tokens cancel out
     saved = counter.count(message.text) - counter.count(placeholder)
     if config.clear_tool_inputs and call.args:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tokenlean.langchain._adapter import apply_edits, from_view, to_view
+from tokenlean.langchain._adapter import ViewCache, apply_edits, from_view, to_view
 from tokenlean.langchain.budget import TokenBudgetMiddleware
 from tokenlean.langchain.context_editor import ContextEditorMiddleware
 from tokenlean.langchain.input_shortening import ToolInputShorteningMiddleware
@@ -18,6 +18,7 @@ __all__ = [
     "TokenSavingMiddleware",
     "ToolInputShorteningMiddleware",
     "ToolOutputShorteningMiddleware",
+    "ViewCache",
     "apply_edits",
     "build_steps_from_messages",
     "from_view",

@@ -12,23 +12,100 @@ import json
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any, Generic, TypeVar
 
+from langchain.agents.middleware.types import ContextT, ModelRequest, ModelResponse, ResponseT
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.config import get_config
 
+from tokenlean import checks
+from tokenlean._failopen import fail_open
 from tokenlean.langchain._adapter import ViewCache, views_of
-from tokenlean.loop_guard._steps import StepScan
+from tokenlean.loop_guard import StepScan
 from tokenlean.tokens import TokenCounter, message_tokens
 from tokenlean.transcript import Message
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+
+def merge_records(left: dict[str, T] | None, right: dict[str, T] | None) -> dict[str, T]:
+    """The reducer of a state key that only grows (records by id): an update holds the new
+    records alone, and a newer record of an id replaces the older."""
+    return {**(left or {}), **(right or {})}
+
+
+class RequestRewriter(Generic[ContextT, ResponseT]):
+    """The model-call hooks of a middleware whose part in a model call is to hand the handler a
+    rewritten request (:meth:`_rewrite_request`): the sync and the async hook share it."""
+
+    def _rewrite_request(self, request: ModelRequest[ContextT]) -> ModelRequest[ContextT]:
+        raise NotImplementedError
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[ContextT],
+        handler: Callable[[ModelRequest[ContextT]], ModelResponse[ResponseT]],
+    ) -> ModelResponse[ResponseT]:
+        return handler(self._rewrite_request(request))
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[ContextT],
+        handler: Callable[[ModelRequest[ContextT]], Awaitable[ModelResponse[ResponseT]]],
+    ) -> ModelResponse[ResponseT]:
+        return await handler(self._rewrite_request(request))
+
+
+Planned = TypeVar("Planned")
+
+
+class KeptBeforeCommit(RequestRewriter[ContextT, ResponseT], Generic[Planned, ContextT, ResponseT]):
+    """The hooks of a shortener that plans before the model call, keeps the originals its
+    markers name in the runtime's store, and only then commits the plan to the state (a failure
+    to keep them commits nothing: no marker names an original that is not there). The sync and
+    the async hook differ only in how the store is written."""
+
+    stores: Any  # a StoreChoice
+    _logger: logging.Logger = logger
+    _KEEP_FAILED = "could not keep originals; left as they are"
+
+    def _prepare(self, state: Any) -> Planned | None:
+        raise NotImplementedError
+
+    def _kept(self, planned: Planned) -> tuple[str, Sequence[Any]]:
+        """The scope and the originals to keep for ``planned``."""
+        raise NotImplementedError
+
+    def _commit(self, planned: Planned) -> dict[str, Any] | None:
+        raise NotImplementedError
+
+    def before_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        planned = self._prepare(state)
+        if planned is None:
+            return None
+        with fail_open(self._logger, self._KEEP_FAILED) as guard:
+            scope, originals = self._kept(planned)
+            store = self.stores.pick(getattr(runtime, "store", None))
+            for original in originals:
+                store.put(scope, original)
+        return None if guard.failed else self._commit(planned)
+
+    async def abefore_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        planned = self._prepare(state)
+        if planned is None:
+            return None
+        with fail_open(self._logger, self._KEEP_FAILED) as guard:
+            scope, originals = self._kept(planned)
+            store = self.stores.pick(getattr(runtime, "store", None))
+            for original in originals:
+                await store.aput(scope, original)
+        return None if guard.failed else self._commit(planned)
 
 
 def thread_scope(config: RunnableConfig | None = None) -> str | None:
@@ -127,9 +204,7 @@ def middleware_name(
     when they differ from the defaults (so instances set differently can share an agent, and
     every process names an instance the same way: graph nodes and checkpoints use the name)."""
     if name is not None:
-        if not isinstance(name, str) or not name.strip():
-            raise ValueError(f"name must be a non-empty string, got {name!r}")
-        return name
+        return checks.text(name, "name", blank=False)
     base = type(middleware).__name__
     if settings == defaults:
         return base

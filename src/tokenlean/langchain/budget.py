@@ -154,9 +154,8 @@ class TokenBudgetMiddleware(AgentMiddleware[TokenBudgetState[ResponseT], Context
             cache_write_weight=cache_write_weight,
         )
         self.budget = Budget(token_budget=token_budget, weights=weights, warn_at=warn_at)
-        for name, text in (("hint_message", hint_message), ("warning_message", warning_message)):
-            if not isinstance(text, str) or not text.strip():
-                raise ValueError(f"{name} must be a non-empty string")
+        checks.text(hint_message, "hint_message", blank=False)
+        checks.text(warning_message, "warning_message", blank=False)
         self.hint_message = hint_message
         self.warning_message = warning_message
         self.force_no_tools = checks.flag(force_no_tools, "force_no_tools")

@@ -42,7 +42,7 @@ from tokenlean.context_editor import (
 )
 from tokenlean.cost import CachePricing
 from tokenlean.langchain._adapter import ViewCache, apply_edit, apply_edits, views_of
-from tokenlean.langchain._helpers import PrefixMemo, SchemaCache, thread_scope
+from tokenlean.langchain._helpers import PrefixMemo, SchemaCache, merge_records, thread_scope
 from tokenlean.tokens import (
     DEFAULT_COUNTER,
     TokenCounter,
@@ -56,18 +56,12 @@ STATE_KEY = "tokenlean_context_editor"
 _DEFAULTS = ContextEditorSettings()
 
 
-def _merge_cleared(
-    left: dict[str, ClearedRecord] | None, right: dict[str, ClearedRecord] | None
-) -> dict[str, ClearedRecord]:
-    """The cleared set only grows: an update holds the newly cleared results alone."""
-    return {**(left or {}), **(right or {})}
-
-
 class ContextEditorState(AgentState[Any]):
-    """Agent state with the results cleared so far (tool call id -> how it is sent now)."""
+    """Agent state with the results cleared so far (tool call id -> how it is sent now); the
+    cleared set only grows, an update holding the newly cleared results alone."""
 
     tokenlean_context_editor: NotRequired[
-        Annotated[dict[str, ClearedRecord], PrivateStateAttr, _merge_cleared]
+        Annotated[dict[str, ClearedRecord], PrivateStateAttr, merge_records]
     ]
 
 
@@ -181,8 +175,8 @@ class ContextEditorMiddleware(AgentMiddleware[ContextEditorState, Any, Any]):
             horizon=horizon,
             retrieval_tool=retrieval_tool,
         )
-        if on_edit is not None and not callable(on_edit):
-            raise ValueError("on_edit must be callable")
+        if on_edit is not None:
+            checks.function(on_edit, "on_edit")
         self.counter, self.estimate, self._incremental = _estimators(token_estimator)
         self.on_edit = on_edit
         self._threads: PrefixMemo[_Thread] = PrefixMemo()

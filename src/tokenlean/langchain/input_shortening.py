@@ -14,21 +14,25 @@ shortener treats tool-call inputs as already shown, so it must see them cut.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
+from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest
 from langchain.agents.middleware.types import PrivateStateAttr
 from langchain_core.messages import AnyMessage
-from langgraph.runtime import Runtime
 from typing_extensions import NotRequired
 
 from tokenlean import checks
 from tokenlean._failopen import fail_open
 from tokenlean.cost import CachePricing, resolve_pricing
 from tokenlean.langchain._adapter import ViewCache, apply_edit, views_of
-from tokenlean.langchain._helpers import last_ai_index, middleware_name, thread_scope
+from tokenlean.langchain._helpers import (
+    KeptBeforeCommit,
+    last_ai_index,
+    middleware_name,
+    thread_scope,
+)
 from tokenlean.langchain.retrieval import (
     RetrievalGate,
     add_counts,
@@ -40,10 +44,15 @@ from tokenlean.langchain.retrieval import retrieval_tool as retrieval_tool_for
 from tokenlean.langchain.store import StoreChoice
 from tokenlean.pipeline import plan_turn
 from tokenlean.readback import ToolReadBack
-from tokenlean.shorten._firstsight import OFFER_TOOL, OfferTool, OutputShorteningSettings
-from tokenlean.shorten._inputs import InputPlan, InputShorteningSettings
+from tokenlean.shorten import (
+    OFFER_TOOL,
+    InputPlan,
+    InputShorteningSettings,
+    OfferTool,
+    OutputShorteningSettings,
+)
 from tokenlean.stats import Tally
-from tokenlean.store import RETRIEVAL_TOOL, OriginalStore
+from tokenlean.store import RETRIEVAL_TOOL, Original, OriginalStore
 from tokenlean.tokens import DEFAULT_COUNTER
 
 logger = logging.getLogger(__name__)
@@ -81,7 +90,9 @@ class InputShorteningState(AgentState[Any]):
     tokenlean_called_at: NotRequired[Annotated[float, PrivateStateAttr, later]]
 
 
-class ToolInputShorteningMiddleware(AgentMiddleware[InputShorteningState, Any, Any]):
+class ToolInputShorteningMiddleware(
+    KeptBeforeCommit[_Planned, Any, Any], AgentMiddleware[InputShorteningState, Any, Any]
+):
     """Cut long tool-call inputs to head and tail lines once the calls have run.
 
     Args:
@@ -167,41 +178,14 @@ class ToolInputShorteningMiddleware(AgentMiddleware[InputShorteningState, Any, A
     def stats(self) -> InputShorteningStats:
         return self._tally.snapshot()
 
-    def before_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
-        planned = self._prepare(state)
-        if planned is None:
-            return None
-        with fail_open(logger, _KEEP_FAILED) as guard:
-            store = self.stores.pick(getattr(runtime, "store", None))
-            for original in planned.plan.originals:
-                store.put(planned.scope, original)
-        return None if guard.failed else self._commit(planned)
+    _logger = logger
+    _KEEP_FAILED = _KEEP_FAILED
 
-    async def abefore_model(
-        self, state: AgentState[Any], runtime: Runtime[Any]
-    ) -> dict[str, Any] | None:
-        planned = self._prepare(state)
-        if planned is None:
-            return None
-        with fail_open(logger, _KEEP_FAILED) as guard:
-            store = self.stores.pick(getattr(runtime, "store", None))
-            for original in planned.plan.originals:
-                await store.aput(planned.scope, original)
-        return None if guard.failed else self._commit(planned)
+    def _kept(self, planned: _Planned) -> tuple[str, Sequence[Original]]:
+        return planned.scope, planned.plan.originals
 
-    def wrap_model_call(
-        self,
-        request: ModelRequest[Any],
-        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
-    ) -> ModelResponse[Any]:
-        return handler(self._gate.hide(request))
-
-    async def awrap_model_call(
-        self,
-        request: ModelRequest[Any],
-        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
-    ) -> ModelResponse[Any]:
-        return await handler(self._gate.hide(request))
+    def _rewrite_request(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
+        return self._gate.hide(request)
 
     def _prepare(self, state: AgentState[Any]) -> _Planned | None:
         with fail_open(logger, "tool-input shortening failed; inputs left as they are"):

@@ -24,7 +24,7 @@ on Anthropic the one forced-answer call writes its messages to the cache again.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any
 
 from langchain.agents.middleware.types import (
@@ -32,32 +32,26 @@ from langchain.agents.middleware.types import (
     AgentState,
     ContextT,
     ModelRequest,
-    ModelResponse,
     PrivateStateAttr,
     ResponseT,
     hook_config,
 )
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
 from langgraph.runtime import Runtime
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import NotRequired, TypedDict, Unpack
 
 from tokenlean import checks
 from tokenlean._failopen import FailOpen, fail_open
 from tokenlean.langchain._adapter import ViewCache
-from tokenlean.langchain._helpers import StepMemo, no_tool_choice
-from tokenlean.loop_guard._detect import Detection, LoopDetector
-from tokenlean.loop_guard._ladder import (
-    RESPONSES,
+from tokenlean.langchain._helpers import RequestRewriter, StepMemo, no_tool_choice
+from tokenlean.loop_guard import (
+    Detection,
     Episode,
-    Ladder,
+    LoopGuard,
+    LoopGuardArguments,
     Response,
-    Text,
-    default_end,
-    default_final,
-    default_nudge,
+    Step,
 )
-from tokenlean.loop_guard._log import LoopGuardStats, LoopLog
-from tokenlean.loop_guard._steps import Step
 
 logger = logging.getLogger(__name__)
 
@@ -80,7 +74,11 @@ class LoopGuardState(AgentState[ResponseT]):
     tokenlean_loop_guard: NotRequired[Annotated[LoopGuardRecord, PrivateStateAttr]]
 
 
-class LoopGuardMiddleware(AgentMiddleware[LoopGuardState[ResponseT], ContextT, ResponseT]):
+class LoopGuardMiddleware(
+    LoopGuard,
+    RequestRewriter[ContextT, ResponseT],
+    AgentMiddleware[LoopGuardState[ResponseT], ContextT, ResponseT],
+):
     """Detect stuck patterns and respond with a graded ladder (nudge, final answer, end).
 
     Args:
@@ -100,29 +98,15 @@ class LoopGuardMiddleware(AgentMiddleware[LoopGuardState[ResponseT], ContextT, R
     def __init__(
         self,
         *,
-        detector: LoopDetector | None = None,
-        responses: Sequence[Response] = RESPONSES,
-        recovery_steps: int = 20,
-        nudge_text: Text = default_nudge,
-        final_text: Text = default_final,
-        end_text: Text = default_end,
         final_tool_choice: str | dict[str, Any] | None = None,
-        max_events: int = 1000,
+        **arguments: Unpack[LoopGuardArguments],
     ) -> None:
-        super().__init__()
-        self.ladder = Ladder.build(
-            detector, responses, recovery_steps, nudge_text, final_text, end_text
-        )
+        super().__init__(**arguments)
         self.detector = self.ladder.detector
         self.responses = self.ladder.responses
         self.recovery_steps = self.ladder.recovery_steps
         self.final_tool_choice = checks.tool_choice(final_tool_choice, "final_tool_choice")
-        self._log = LoopLog(max_events)
         self._steps = StepMemo(ViewCache())
-
-    @property
-    def stats(self) -> LoopGuardStats:
-        return self._log.stats
 
     # -- hooks (sync and async share the helpers below) -----------------------------------
 
@@ -137,20 +121,6 @@ class LoopGuardMiddleware(AgentMiddleware[LoopGuardState[ResponseT], ContextT, R
         self, state: LoopGuardState[ResponseT], runtime: Runtime[ContextT]
     ) -> dict[str, Any] | None:
         return self._check(state)
-
-    def wrap_model_call(
-        self,
-        request: ModelRequest[ContextT],
-        handler: Callable[[ModelRequest[ContextT]], ModelResponse[ResponseT]],
-    ) -> ModelResponse[ResponseT]:
-        return handler(self._prepare(request))
-
-    async def awrap_model_call(
-        self,
-        request: ModelRequest[ContextT],
-        handler: Callable[[ModelRequest[ContextT]], Awaitable[ModelResponse[ResponseT]]],
-    ) -> ModelResponse[ResponseT]:
-        return await handler(self._prepare(request))
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -183,7 +153,7 @@ class LoopGuardMiddleware(AgentMiddleware[LoopGuardState[ResponseT], ContextT, R
             return {"messages": [AIMessage(content=text, id=message_id)], "jump_to": "end"}
         return {"messages": [HumanMessage(content=text, id=message_id)]}
 
-    def _prepare(self, request: ModelRequest[ContextT]) -> ModelRequest[ContextT]:
+    def _rewrite_request(self, request: ModelRequest[ContextT]) -> ModelRequest[ContextT]:
         """The forced-answer request right after the ``final`` rung; else the request itself."""
         with self._fail_open("forcing a final answer"):
             episode = Episode.from_record(request.state.get(STATE_KEY))

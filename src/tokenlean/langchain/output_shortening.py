@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Annotated, Any
 
@@ -40,11 +40,9 @@ from langchain.agents.middleware.types import (
     AgentMiddleware,
     AgentState,
     ModelRequest,
-    ModelResponse,
     PrivateStateAttr,
 )
 from langchain_core.messages import AnyMessage
-from langgraph.runtime import Runtime
 from typing_extensions import NotRequired, TypedDict
 
 from tokenlean import checks
@@ -53,6 +51,7 @@ from tokenlean.cost import CachePricing
 from tokenlean.langchain._adapter import ViewCache, apply_edit, views_of
 from tokenlean.langchain._helpers import (
     Held,
+    KeptBeforeCommit,
     PrefixMemo,
     last_ai_index,
     middleware_name,
@@ -70,14 +69,15 @@ from tokenlean.langchain.retrieval import retrieval_tool as retrieval_tool_for
 from tokenlean.langchain.store import StoreChoice
 from tokenlean.pipeline import TurnPlan, plan_turn
 from tokenlean.readback import ToolReadBack
-from tokenlean.shorten._firstsight import (
+from tokenlean.shorten import (
     FirstSightPlan,
+    InputPlan,
+    InputShorteningSettings,
     OfferTool,
     OutputShorteningSettings,
     SeenLog,
+    ShortenSettings,
 )
-from tokenlean.shorten._inputs import InputPlan, InputShorteningSettings
-from tokenlean.shorten._options import ShortenSettings
 from tokenlean.stats import Tally
 from tokenlean.store import Original, OriginalStore
 from tokenlean.tokens import DEFAULT_COUNTER, TokenCounter
@@ -168,7 +168,9 @@ class _Update:
         return (*self.inputs.originals, *self.plan.originals) if self.scope is not None else ()
 
 
-class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any]):
+class ToolOutputShorteningMiddleware(
+    KeptBeforeCommit[_Update, Any, Any], AgentMiddleware[ShorteningState, Any, Any]
+):
     """Shorten each long tool result once, before the model first sees it.
 
     Args:
@@ -258,24 +260,30 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
         )
         self.stores = StoreChoice.of(store) if store is not None else shared_choice()
         self.store: OriginalStore = self.stores.default
-        tool = retrieval_tool_for(self.stores, name=tool_name)
-        self.tools = [tool] if retrieval_tool else []
-        self._read_back = ToolReadBack(tool_name if retrieval_tool else None)
-        self._views = ViewCache()  # this instance's, shared with its gate
-        self._gate = RetrievalGate(
-            tool,
-            views=self._views,
-            pricing=self.policy.pricing,
-            counter=counter or DEFAULT_COUNTER,
-            min_remaining_calls=self.policy.min_remaining_calls,
-            always=self.policy.offer_tool == "always",
-            start_share=self.policy.start_share,
-        )
+        self._wire_retrieval(retrieval_tool)
         named = (self.policy, inputs) if inputs is not None else self.policy
         self._name = middleware_name(self, name, named, _DEFAULTS)
         self._tally = Tally(ShorteningStats)
         self._cut = Tally(InputCutStats)
         self._memo: PrefixMemo[SeenLog] = PrefixMemo()
+
+    def _wire_retrieval(self, offered: bool) -> None:
+        """The ``read_original`` tool, how markers name it, and the gate that decides when a
+        thread is offered it (the rule itself is the core's, :mod:`tokenlean.cost`)."""
+        policy = self.policy
+        tool = retrieval_tool_for(self.stores, name=policy.tool_name)
+        self.tools = [tool] if offered else []
+        self._read_back = ToolReadBack(policy.tool_name if offered else None)
+        self._views = ViewCache()  # this instance's, shared with its gate
+        self._gate = RetrievalGate(
+            tool,
+            views=self._views,
+            pricing=policy.pricing,
+            counter=policy.counter or DEFAULT_COUNTER,
+            min_remaining_calls=policy.min_remaining_calls,
+            always=policy.offer_tool == "always",
+            start_share=policy.start_share,
+        )
 
     @property
     def name(self) -> str:
@@ -300,41 +308,14 @@ class ToolOutputShorteningMiddleware(AgentMiddleware[ShorteningState, Any, Any])
         """What cutting inputs saved (all zero without ``inputs``)."""
         return self._cut.snapshot()
 
-    def before_model(self, state: ShorteningState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        update = self._prepare(state)
-        if update is None:
-            return None
-        with fail_open(logger, _KEEP_FAILED) as guard:
-            store = self.stores.pick(getattr(runtime, "store", None))
-            for original in update.originals:
-                store.put(update.scope or "", original)
-        return None if guard.failed else self._commit(update)
+    _logger = logger
+    _KEEP_FAILED = _KEEP_FAILED
 
-    async def abefore_model(
-        self, state: ShorteningState, runtime: Runtime[Any]
-    ) -> dict[str, Any] | None:
-        update = self._prepare(state)
-        if update is None:
-            return None
-        with fail_open(logger, _KEEP_FAILED) as guard:
-            store = self.stores.pick(getattr(runtime, "store", None))
-            for original in update.originals:
-                await store.aput(update.scope or "", original)
-        return None if guard.failed else self._commit(update)
+    def _kept(self, update: _Update) -> tuple[str, Sequence[Original]]:
+        return update.scope or "", update.originals
 
-    def wrap_model_call(
-        self,
-        request: ModelRequest[Any],
-        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
-    ) -> ModelResponse[Any]:
-        return handler(self._gate.hide(request))
-
-    async def awrap_model_call(
-        self,
-        request: ModelRequest[Any],
-        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
-    ) -> ModelResponse[Any]:
-        return await handler(self._gate.hide(request))
+    def _rewrite_request(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
+        return self._gate.hide(request)
 
     # -- internals -----------------------------------------------------------------------
 

@@ -42,7 +42,7 @@ from tokenlean.langchain.loop_guard import LoopGuardMiddleware
 from tokenlean.langchain.output_shortening import ToolOutputShorteningMiddleware
 from tokenlean.langchain.retrieval import shared_choice
 from tokenlean.langchain.store import StoreChoice
-from tokenlean.shorten._inputs import RECOMMENDED_INPUTS
+from tokenlean.shorten import RECOMMENDED_INPUTS
 from tokenlean.store import OriginalStore
 
 Provider = PricingName  # the names of the pricing presets, under the name this module gave them

@@ -35,7 +35,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.prebuilt import ToolRuntime
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
-from tokenlean.cost import CachePricing, expected_net_saving
+from tokenlean.cost import CachePricing, joining_pays, negligible, offering_pays
 from tokenlean.langchain._adapter import ViewCache, views_of
 from tokenlean.langchain._helpers import (
     PrefixMemo,
@@ -44,7 +44,7 @@ from tokenlean.langchain._helpers import (
     thread_scope,
 )
 from tokenlean.langchain.store import StoreChoice
-from tokenlean.shorten._wrapped import readable
+from tokenlean.shorten import readable
 from tokenlean.store import (
     RETRIEVAL_TOOL,
     EvictingStore,
@@ -381,15 +381,13 @@ class RetrievalGate:
         if extra <= 0 or not (cold or self.pricing.cached_read >= self.pricing.uncached):
             return False
         size = self._size(thread_scope(), messages)
-        # a run is expected to last as long again, and at least min_remaining_calls
-        calls = max(size.turns, self.min_remaining_calls)
-        schema_cost = self.schema * (self.pricing.uncached + self.pricing.cached_read * calls)
-        # the cut is sent on this call and each later one; each later call cuts at the
-        # thread's rate so far (read over as many calls: a rate is not read from one or two)
-        rate = (int(state.get(FORGONE_KEY) or 0) + extra) / calls
-        saved = extra * (self.pricing.uncached + self.pricing.cached_read * calls)
-        later = rate * calls * (self.pricing.uncached + self.pricing.cached_read * calls / 2)
-        return saved + later >= schema_cost
+        return joining_pays(
+            self.pricing,
+            extra=extra,
+            forgone=int(state.get(FORGONE_KEY) or 0),
+            schema=self.schema,
+            calls=max(size.turns, self.min_remaining_calls),
+        )
 
     def hide(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
         """The request without the tool while the thread has not been offered it.
@@ -494,8 +492,6 @@ class RetrievalGate:
         ``start_share`` of that call's prompt (the system prompt, the other tools and the
         messages before the first reply), so a function of the request, the same after a
         restart. Remembered per thread for :meth:`account`, which keeps it in the state."""
-        if self.start_share <= 0:
-            return False
         first = []
         for message in request.messages:
             if isinstance(message, AIMessage):
@@ -512,7 +508,7 @@ class RetrievalGate:
                 (), self.counter, system=request.system_prompt, tools=self._schemas.schemas(tools)
             )
             prompt = fixed + sum(message_tokens(m, self.counter) for m in views)
-            started = self._started[key] = self.schema <= self.start_share * prompt
+            started = self._started[key] = negligible(self.schema, prompt, self.start_share)
         if len(self._threads) > 1024:
             self._threads.clear()
         self._threads[thread_scope()] = started
@@ -560,27 +556,3 @@ def names_tool(messages: Sequence[Any], tool: str) -> bool:
         if isinstance(marks, Mapping) and marks and hint in content_text(message.content):
             return True
     return False
-
-
-def offering_pays(
-    pricing: CachePricing,
-    *,
-    prompt: int,
-    new: int,
-    banked: float,
-    schema: int,
-    calls: int,
-) -> bool:
-    """Whether cuts that have saved ``banked`` (in uncached-token units) pay for offering the
-    retrieval tool on a call of ``prompt`` tokens, ``new`` of them not yet cached.
-
-    Offering it changes the tool list at the very front of the prompt, so the cached part of
-    this call would be written again instead of read: that is never paid for (on a long run
-    it costs more than the cuts saved, and at a run's end nothing is left to pay it back), so
-    the tool is only offered where it re-writes nothing cached. Its ``schema`` is sent on this
-    call and on each of the ``calls`` expected after it, which ``banked`` must cover.
-    """
-    # the one "does this rewrite pay" model, with the edit point at the front and nothing cut
-    rewrite = -expected_net_saving(pricing, prompt=prompt, prefix=0, new=new, saved=0, remaining=0)
-    schema_cost = schema * (pricing.uncached + pricing.cached_read * calls)
-    return rewrite <= 0 and banked >= schema_cost

@@ -37,7 +37,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import ChainMap
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, cast
 
@@ -46,7 +46,6 @@ from langchain.agents.middleware.types import (
     AgentState,
     ContextT,
     ModelRequest,
-    ModelResponse,
     PrivateStateAttr,
     ResponseT,
 )
@@ -58,19 +57,27 @@ from tokenlean import checks
 from tokenlean._failopen import fail_open
 from tokenlean.cost import CachePricing
 from tokenlean.langchain._adapter import ViewCache, apply_edit, apply_edits, to_view, views_of
-from tokenlean.langchain._helpers import PrefixMemo, StepMemo, thread_scope
-from tokenlean.loop_guard._steps import Step, build_steps
+from tokenlean.langchain._helpers import (
+    PrefixMemo,
+    RequestRewriter,
+    StepMemo,
+    merge_records,
+    thread_scope,
+)
+from tokenlean.loop_guard import Step, build_steps
 from tokenlean.stats import Tally
-from tokenlean.token_saving._early_exit import EarlyExitPolicy, SignalsFn, loop_detected
-from tokenlean.token_saving._plan import (
+from tokenlean.token_saving import (
     CompressedEntry,
+    CompressionSettings,
+    EarlyExitPolicy,
+    SignalsFn,
+    TokenSavingStats,
+    WordClassifier,
     compression_edits,
+    loop_detected,
     plan_compressions,
     sent_tokens,
 )
-from tokenlean.token_saving._policy import CompressionSettings
-from tokenlean.token_saving._stats import TokenSavingStats
-from tokenlean.token_saving._words import WordClassifier
 from tokenlean.tokens import DEFAULT_COUNTER, TokenCounter, memoized
 from tokenlean.transcript import INJECTED_ID_PREFIX
 
@@ -82,17 +89,11 @@ _POLICY = CompressionSettings()
 _EARLY = EarlyExitPolicy()
 
 
-def _merge_entries(
-    left: dict[str, CompressedEntry] | None, right: dict[str, CompressedEntry] | None
-) -> dict[str, CompressedEntry]:
-    return {**(left or {}), **(right or {})}
-
-
 class TokenSavingState(AgentState[ResponseT]):
     """Agent state with the stored compressions and the nudge latch (private to the middleware)."""
 
     tokenlean_token_saving_compressed: NotRequired[
-        Annotated[dict[str, CompressedEntry], PrivateStateAttr, _merge_entries]
+        Annotated[dict[str, CompressedEntry], PrivateStateAttr, merge_records]
     ]
     tokenlean_token_saving_nudged: NotRequired[Annotated[bool, PrivateStateAttr]]
 
@@ -113,7 +114,21 @@ class _Settled:
     sent: list[AnyMessage]
 
 
-class TokenSavingMiddleware(AgentMiddleware[TokenSavingState[ResponseT], ContextT, ResponseT]):
+def _classifier(enabled: bool, classifier: WordClassifier | None) -> WordClassifier | None:
+    """The word classifier the middleware's settings turn on (``None``: word compression off),
+    with a warning for the reference's silent slip of enabling it without one."""
+    checks.flag(enabled, "enable_perplexity_compression")
+    if classifier is not None:
+        checks.function(classifier, "perplexity_classifier")
+    if enabled and classifier is None:
+        logger.warning("enable_perplexity_compression=True without perplexity_classifier: off")
+    return classifier if enabled else None
+
+
+class TokenSavingMiddleware(
+    RequestRewriter[ContextT, ResponseT],
+    AgentMiddleware[TokenSavingState[ResponseT], ContextT, ResponseT],
+):
     """Compress old tool outputs (and, opt-in, older text word by word); nudge a looping agent.
 
     Every parameter of the reference, with its name and default, plus ``compress_once`` (one
@@ -135,11 +150,11 @@ class TokenSavingMiddleware(AgentMiddleware[TokenSavingState[ResponseT], Context
         keep_recent_tool_messages: int = _POLICY.keep_recent_tool_messages,
         early_exit_min_call_index: int = _EARLY.min_call_index,
         early_exit_text: str = _EARLY.text,
-        signals_fn: SignalsFn | None = None,
+        signals_fn: SignalsFn | None = _EARLY.signals_fn,
         enable_compression: bool = _POLICY.enable_compression,
         enable_early_exit: bool = True,
         enable_perplexity_compression: bool = False,
-        perplexity_classifier: WordClassifier | None = None,
+        perplexity_classifier: WordClassifier | None = _POLICY.classifier,
         perplexity_recent_cutoff: int = _POLICY.perplexity_recent_cutoff,
         perplexity_mid_cutoff: int = _POLICY.perplexity_mid_cutoff,
         perplexity_keep_ratio_mid: float = _POLICY.perplexity_keep_ratio_mid,
@@ -153,18 +168,14 @@ class TokenSavingMiddleware(AgentMiddleware[TokenSavingState[ResponseT], Context
     ) -> None:
         super().__init__()
         checks.flag(enable_early_exit, "enable_early_exit")
-        checks.flag(enable_perplexity_compression, "enable_perplexity_compression")
-        if perplexity_classifier is not None:
-            checks.function(perplexity_classifier, "perplexity_classifier")
-        if enable_perplexity_compression and perplexity_classifier is None:
-            logger.warning("enable_perplexity_compression=True without perplexity_classifier: off")
+        classifier = _classifier(enable_perplexity_compression, perplexity_classifier)
         self.policy = CompressionSettings(
             compress_threshold_chars=compress_threshold_chars,
             head_keep_chars=head_keep_chars,
             tail_keep_chars=tail_keep_chars,
             keep_recent_tool_messages=keep_recent_tool_messages,
             enable_compression=enable_compression,
-            classifier=perplexity_classifier if enable_perplexity_compression else None,
+            classifier=classifier,
             perplexity_recent_cutoff=perplexity_recent_cutoff,
             perplexity_mid_cutoff=perplexity_mid_cutoff,
             perplexity_keep_ratio_mid=perplexity_keep_ratio_mid,
@@ -178,11 +189,15 @@ class TokenSavingMiddleware(AgentMiddleware[TokenSavingState[ResponseT], Context
         self.early_exit = EarlyExitPolicy(
             min_call_index=early_exit_min_call_index, text=early_exit_text, signals_fn=signals_fn
         )
-        if token_counter is not None:
-            checks.token_counter(token_counter, "token_counter")
         self.enable_early_exit = enable_early_exit
         self.enable_perplexity_compression = enable_perplexity_compression
         self.perplexity_classifier = perplexity_classifier
+        self._start(token_counter)
+
+    def _start(self, token_counter: TokenCounter | None) -> None:
+        """The counter for token stats, and the per-instance memos and stats (empty)."""
+        if token_counter is not None:
+            checks.token_counter(token_counter, "token_counter")
         self.token_counter: TokenCounter = token_counter or DEFAULT_COUNTER
         self._counter = memoized(self.token_counter)
         self._tally = Tally(TokenSavingStats)
@@ -231,20 +246,6 @@ class TokenSavingMiddleware(AgentMiddleware[TokenSavingState[ResponseT], Context
         if self._blocking:  # a classifier or signals_fn may block: keep the event loop free
             return await asyncio.to_thread(self._before_model, state)
         return self._before_model(state)
-
-    def wrap_model_call(
-        self,
-        request: ModelRequest[ContextT],
-        handler: Callable[[ModelRequest[ContextT]], ModelResponse[ResponseT]],
-    ) -> ModelResponse[ResponseT]:
-        return handler(self._rewrite(request))
-
-    async def awrap_model_call(
-        self,
-        request: ModelRequest[ContextT],
-        handler: Callable[[ModelRequest[ContextT]], Awaitable[ModelResponse[ResponseT]]],
-    ) -> ModelResponse[ResponseT]:
-        return await handler(self._rewrite(request))
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -314,7 +315,7 @@ class TokenSavingMiddleware(AgentMiddleware[TokenSavingState[ResponseT], Context
             content=self.early_exit_text, id=f"{INJECTED_ID_PREFIX}early-exit-{len(messages)}"
         )
 
-    def _rewrite(self, request: ModelRequest[ContextT]) -> ModelRequest[ContextT]:
+    def _rewrite_request(self, request: ModelRequest[ContextT]) -> ModelRequest[ContextT]:
         with fail_open(logger, "token saving: could not apply compressions", level=logging.WARNING):
             state: Any = request.state
             entries = state.get(COMPRESSED_KEY) if isinstance(state, Mapping) else None

@@ -12,7 +12,18 @@ responses every adapter climbs (:mod:`~tokenlean.loop_guard._ladder`) and its lo
 from __future__ import annotations
 
 from tokenlean.loop_guard._detect import Detection, LoopDetector, detect_stuck, loop_signals
-from tokenlean.loop_guard._ladder import RESPONSES, Episode, Ladder, Reaction, Response
+from tokenlean.loop_guard._guard import LoopGuard, LoopGuardArguments
+from tokenlean.loop_guard._ladder import (
+    RESPONSES,
+    Episode,
+    Ladder,
+    Reaction,
+    Response,
+    Text,
+    default_end,
+    default_final,
+    default_nudge,
+)
 from tokenlean.loop_guard._log import LoopEvent, LoopGuardStats, LoopLog
 from tokenlean.loop_guard._steps import Step, StepScan, build_steps
 
@@ -23,13 +34,19 @@ __all__ = [
     "Ladder",
     "LoopDetector",
     "LoopEvent",
+    "LoopGuard",
+    "LoopGuardArguments",
     "LoopGuardStats",
     "LoopLog",
     "Reaction",
     "Response",
     "Step",
     "StepScan",
+    "Text",
     "build_steps",
+    "default_end",
+    "default_final",
+    "default_nudge",
     "detect_stuck",
     "loop_signals",
 ]

@@ -19,6 +19,7 @@ from tokenlean.loop_guard._steps import Step
 
 __all__ = [
     "IGNORED_FINAL",
+    "RECOVERY_STEPS",
     "RESPONSES",
     "Episode",
     "Ladder",
@@ -34,6 +35,8 @@ Response = Literal["nudge", "final", "end"]
 RESPONSES: tuple[Response, ...] = ("nudge", "final", "end")
 #: The trigger recorded when the model kept calling tools after being asked for its answer.
 IGNORED_FINAL = "ignored-final"
+#: Steps without a stuck pattern after which an episode is over (by default).
+RECOVERY_STEPS = 20
 
 Text = str | Callable[[Detection | None], str]
 
@@ -105,14 +108,11 @@ class Ladder:
 
     detector: LoopDetector
     responses: tuple[Response, ...] = RESPONSES
-    recovery_steps: int = 20
+    recovery_steps: int = RECOVERY_STEPS
     texts: Mapping[Response, Text] | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.detector, LoopDetector):
-            raise checks.ArgumentTypeError(
-                f"detector must be a LoopDetector, got {checks.described(self.detector)}"
-            )
+        checks.instance(self.detector, "detector", LoopDetector, "a LoopDetector")
         object.__setattr__(self, "responses", _ladder(self.responses))
         checks.integer(self.recovery_steps, "recovery_steps", at_least=1)
         texts: dict[Response, Text] = {
@@ -122,27 +122,11 @@ class Ladder:
         }
         texts.update(self.texts or {})
         for rung, text in texts.items():
-            if not callable(text) and not (isinstance(text, str) and text.strip()):
-                raise ValueError(f"{rung}_text must be a non-empty string or a function")
+            if isinstance(text, str):
+                checks.text(text, f"{rung}_text", blank=False)
+            else:
+                checks.function(text, f"{rung}_text", wanted="a non-empty string or a function")
         object.__setattr__(self, "texts", texts)
-
-    @classmethod
-    def build(
-        cls,
-        detector: LoopDetector | None = None,
-        responses: Sequence[Response] = RESPONSES,
-        recovery_steps: int = 20,
-        nudge_text: Text = default_nudge,
-        final_text: Text = default_final,
-        end_text: Text = default_end,
-    ) -> Ladder:
-        """A ladder from the loop guards' constructor arguments (checked here, for all)."""
-        return cls(
-            detector if detector is not None else LoopDetector(),
-            responses,  # type: ignore[arg-type]  # checked and made a tuple in __post_init__
-            recovery_steps,
-            {"nudge": nudge_text, "final": final_text, "end": end_text},
-        )
 
     def react(self, steps: Sequence[Step], since: int, episode: Episode) -> Reaction | None:
         """What to do before the next call, given the steps so far (``since``: the steps

@@ -16,7 +16,10 @@ from tokenlean.loop_guard._detect import Detection
 from tokenlean.loop_guard._ladder import Response
 from tokenlean.stats import Tally
 
-__all__ = ["LoopEvent", "LoopGuardStats", "LoopLog"]
+__all__ = ["MAX_EVENTS", "LoopEvent", "LoopGuardStats", "LoopLog"]
+
+#: How many of the latest events a loop guard's stats keep (by default).
+MAX_EVENTS = 1000
 
 _COUNTER_OF: dict[Response, str] = {"nudge": "nudges", "final": "final_answers", "end": "ends"}
 
@@ -47,7 +50,7 @@ class LoopGuardStats:
 class LoopLog:
     """The counters and the latest ``max_events`` events, safe to add to from many threads."""
 
-    def __init__(self, max_events: int = 1000) -> None:
+    def __init__(self, max_events: int = MAX_EVENTS) -> None:
         checks.integer(max_events, "max_events", at_least=0)
         self._lock = threading.Lock()
         self._tally = Tally(LoopGuardStats)

@@ -21,6 +21,8 @@ from __future__ import annotations
 import re
 from collections.abc import Hashable, Sequence
 
+from tokenlean import checks
+
 _STRONG = (
     r"same (?:error|issue|problem|result|output|failure)",
     r"still (?:fail\w*|not|doesn'?t|broken|the same|get\w*|see\w*|no)",
@@ -66,8 +68,7 @@ def streak_score(redundant: int) -> float:
 
 def diversity_loss(keys: Sequence[Hashable], window: int) -> float:
     """How far the last ``window`` keys are from all being different (0) to all equal (1)."""
-    if window < 2:
-        raise ValueError(f"window must be at least 2, got {window}")
+    checks.integer(window, "window", at_least=2)
     recent = keys[-window:]
     return (len(recent) - len(set(recent))) / (window - 1)
 
@@ -83,8 +84,7 @@ def hedge_score(thoughts: Sequence[str], window: int) -> float:
 
     Steps from one assistant turn share its thought; it is counted once.
     """
-    if window < 1:
-        raise ValueError(f"window must be at least 1, got {window}")
+    checks.integer(window, "window", at_least=1)
     distinct: list[str] = []
     for thought in thoughts:
         if thought.strip() and (not distinct or distinct[-1] != thought):

@@ -23,11 +23,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from tokenlean.proxy._encoding import Encoder, Undecodable, decode
-from tokenlean.proxy._routing import list_key
 from tokenlean.proxy._scan import ScannedBody, read_body
 from tokenlean.proxy._settings import MAX_BODY_BYTES
 from tokenlean.proxy._splice import serialise
-from tokenlean.raw import Api, RawSettings, Retrieval, rewrite_request
+from tokenlean.raw import Api, RawSettings, Retrieval, list_key, rewrite_request
 from tokenlean.store import ORIGINALS_MAX_AGE, ORIGINALS_MAX_BYTES
 
 log = logging.getLogger("tokenlean.proxy")

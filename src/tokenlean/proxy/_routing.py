@@ -57,13 +57,6 @@ def api_for(method: str, path: str) -> Api | None:
     return REWRITTEN_PATHS.get(path)
 
 
-def list_key(api: Api) -> str:
-    """The body's list of conversation items."""
-    if api == "gemini":
-        return "contents"
-    return "input" if api == "openai_responses" else "messages"
-
-
 def vendor_for(path: str, headers: Mapping[str, str]) -> Vendor:
     """Anthropic for its paths or when the client speaks its protocol; Google for Gemini paths
     or an ``x-goog-api-key``; OpenAI otherwise.

@@ -14,6 +14,7 @@ import uvicorn
 from starlette.applications import Starlette
 from uvicorn.supervisors import Multiprocess
 
+from tokenlean import checks
 from tokenlean.proxy._guard import check_listen
 
 #: How long to wait for the server thread to come up or go down before giving up.
@@ -81,8 +82,7 @@ def serve_workers(factory: str, host: str, port: int, workers: int) -> None:
     connections over the workers; each has its own statistics and rewrite threads, and all of
     them write the same bytes for the same history (the rewrite is a pure function of it).
     """
-    if workers < 2:
-        raise ValueError(f"workers must be at least 2 to run several processes, got {workers}")
+    checks.integer(workers, "workers", at_least=2, wanted="at least 2 to run several processes")
     sock = bind(host, port)
     config = _config(factory, access_log=False, workers=workers)
     try:

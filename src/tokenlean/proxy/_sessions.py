@@ -28,9 +28,8 @@ from collections import OrderedDict, deque
 from collections.abc import Mapping, Sequence
 from typing import Any, get_args
 
-from tokenlean.proxy._routing import list_key
 from tokenlean.proxy._scan import ScannedBody, rewritten_body
-from tokenlean.raw import Api, strip_cache_control
+from tokenlean.raw import Api, list_key, strip_cache_control
 from tokenlean.tokens import DEFAULT_COUNTER
 
 #: Values that cost no prompt tokens as text (opaque signatures, base64 payloads).

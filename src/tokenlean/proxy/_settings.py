@@ -121,22 +121,17 @@ class ProxySettings:
         _check_url("openai_upstream", self.openai_upstream)
         _check_url("gemini_upstream", self.gemini_upstream)
         check_limits(self.originals_max_bytes, self.originals_max_age, prefix="originals_")
-        if self.max_body_bytes < 1:
-            raise ValueError("max_body_bytes must be at least 1")
+        checks.integer(self.max_body_bytes, "max_body_bytes", at_least=1)
         for name in ("connect_timeout", "read_timeout", "body_timeout"):
-            value = getattr(self, name)
-            if not isinstance(value, int | float) or not value > 0:  # NaN is not > 0
-                raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
-        threads = self.rewrite_threads
-        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-            raise ValueError(f"rewrite_threads must be a positive int, got {threads!r}")
+            seconds = "a positive number of seconds"
+            checks.number(getattr(self, name), name, above=0, wanted=seconds)
+        checks.integer(self.rewrite_threads, "rewrite_threads", at_least=1, wanted="a positive int")
         _check_token(self.token)
         if isinstance(self.allowed_hosts, str):
             raise ValueError("allowed_hosts must be a tuple of host names, not one string")
         if not self.session_salt:
             raise ValueError("session_salt must not be empty")
-        if isinstance(self.max_sessions, bool) or self.max_sessions < 1:
-            raise ValueError(f"max_sessions must be at least 1, got {self.max_sessions!r}")
+        checks.integer(self.max_sessions, "max_sessions", at_least=1)
         if self.output_price is not None:
             checks.number(self.output_price, "output_price", at_least=0)
 

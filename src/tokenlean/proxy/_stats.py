@@ -29,7 +29,6 @@ from typing import Any
 from tokenlean.cost import CachePricing
 from tokenlean.proxy._metrics import Metrics
 from tokenlean.proxy._rewrite import Prepared
-from tokenlean.proxy._routing import list_key
 from tokenlean.proxy._scan import ScannedBody, scan_body
 from tokenlean.proxy._sessions import (
     Block,
@@ -41,7 +40,7 @@ from tokenlean.proxy._sessions import (
 from tokenlean.proxy._settings import MAX_SESSIONS
 from tokenlean.proxy._totals import RequestRecord, Totals, log_line
 from tokenlean.proxy._usage import AnswerReader
-from tokenlean.raw import Api
+from tokenlean.raw import Api, list_key
 
 __all__ = ["CountingThread", "StatsBook"]
 

@@ -24,8 +24,7 @@ from typing import Any
 
 from litellm.integrations.custom_logger import CustomLogger
 
-from tokenlean.proxy._gateway import rewrite_call
-from tokenlean.raw import RawSettings
+from tokenlean.raw import RawSettings, rewrite_call
 
 __all__ = ["TokenleanCallback", "callback"]
 

@@ -17,5 +17,12 @@ from __future__ import annotations
 
 from tokenlean.pydantic_ai._processor import HistoryProcessor, ReadBackMode, history_processor
 from tokenlean.pydantic_ai._tool import read_original_tool
+from tokenlean.pydantic_ai._view import read as to_view
 
-__all__ = ["HistoryProcessor", "ReadBackMode", "history_processor", "read_original_tool"]
+__all__ = [
+    "HistoryProcessor",
+    "ReadBackMode",
+    "history_processor",
+    "read_original_tool",
+    "to_view",
+]

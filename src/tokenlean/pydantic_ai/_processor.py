@@ -19,13 +19,13 @@ from typing import Any
 from pydantic_ai import Tool
 from pydantic_ai.messages import ModelMessage
 
-from tokenlean._failopen import fail_open
+from tokenlean.history import Keeping, ReadBackMode, keeping, rewrite_history
 from tokenlean.pipeline import Planner
 from tokenlean.pydantic_ai import _view
 from tokenlean.pydantic_ai._tool import read_original_tool
-from tokenlean.raw import RawSettings
-from tokenlean.raw._keeping import ReadBackMode, keep, keeping
+from tokenlean.settings import RawSettings
 from tokenlean.store import OriginalStore
+from tokenlean.transcript import Edit
 
 __all__ = ["HistoryProcessor", "ReadBackMode", "history_processor"]
 
@@ -47,18 +47,30 @@ class HistoryProcessor:
 
     def __call__(self, messages: list[ModelMessage]) -> list[ModelMessage]:
         """``messages`` with tokenlean's edits written back; unchanged on any failure."""
-        with fail_open(logger, "tokenlean could not shorten a pydantic-ai history; sent as is"):
-            return self._process(messages)
-        return messages
+        kept = Keeping(self.planner, self.store, None)
+        done = rewrite_history(_HISTORY, messages, kept, logger=logger, failure=_FAILURE)
+        return done.history if done is not None else messages
 
-    def _process(self, messages: Sequence[ModelMessage]) -> list[ModelMessage]:
-        view = _view.read(messages)
-        plan = self.planner.plan(view.messages)
-        edits = [e for e in plan.edits if _view.writable(e.edit, view, messages)]
-        if not edits:
-            return list(messages)
-        keep(self.store, edits)  # before any marker names them (a failure sends the history as is)
-        return _view.apply(messages, view, [e.edit for e in edits])
+
+_FAILURE = ("tokenlean could not shorten a pydantic-ai history; sent as is",)
+
+
+class _History:
+    """pydantic-ai's message history as a :class:`~tokenlean.history.HistoryAdapter`."""
+
+    def read(self, history: Sequence[ModelMessage]) -> _view.PartView:
+        return _view.read(history)
+
+    def writable(self, edit: Edit, view: _view.PartView, history: Sequence[ModelMessage]) -> bool:
+        return _view.writable(edit, view, history)
+
+    def apply(
+        self, history: Sequence[ModelMessage], view: _view.PartView, edits: Sequence[Edit]
+    ) -> list[ModelMessage]:
+        return _view.apply(history, view, edits)
+
+
+_HISTORY = _History()
 
 
 def history_processor(

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic_ai import Tool
 
 from tokenlean import checks
-from tokenlean.raw._keeping import SCOPE, dropped, read_back_answer
+from tokenlean.history import SCOPE, dropped, read_back_answer
 from tokenlean.store import RETRIEVAL_TOOL, OriginalStore, retrieval_description
 
 __all__ = ["SCOPE", "read_original_tool"]

@@ -21,50 +21,40 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
-from tokenlean._failopen import fail_open
-from tokenlean._retention import check_limits
-from tokenlean.pipeline import HistoryEdit, Planner, PlannerSettings
+from tokenlean.history import Keeping, rewrite_history
 from tokenlean.raw import _anthropic as anthropic
 from tokenlean.raw import _gemini as gemini
 from tokenlean.raw import _openai_chat as openai_chat
 from tokenlean.raw import _openai_responses as openai_responses
 from tokenlean.raw._view import RawView, Write, apply, strip_cache_control
-from tokenlean.readback import FileReadBack, ServedReadBack
-from tokenlean.shorten._firstsight import OutputShorteningSettings
-from tokenlean.shorten._inputs import RECOMMENDED_INPUTS, InputShorteningSettings
-from tokenlean.shorten._options import ShortenSettings
-from tokenlean.store import (
-    ORIGINALS_MAX_AGE,
-    ORIGINALS_MAX_BYTES,
-    RETRIEVAL_TOOL,
-    FolderOriginalStore,
-    default_originals_dir,
-)
+from tokenlean.settings import RawSettings, Retrieval
+from tokenlean.store import RETRIEVAL_TOOL
 from tokenlean.tokens import DEFAULT_COUNTER, TokenCounter
+from tokenlean.transcript import Edit
 
 __all__ = [
+    "CALL_APIS",
     "Api",
     "RawSettings",
     "Retrieval",
     "RewriteResult",
+    "install",
+    "list_key",
+    "patch_arguments",
+    "rewrite_call",
+    "rewrite_kwargs",
     "rewrite_request",
     "strip_cache_control",
+    "wrap_client",
 ]
 
 logger = logging.getLogger(__name__)
 
 Api = Literal["anthropic", "openai_chat", "openai_responses", "gemini"]
-#: How markers tell the agent to read an original back: ``"file"``, the file and lines (the
-#: agent opens it: it runs where the folder is); ``"mcp"``, ``read_original`` and a handle (the
-#: agent reads the folder through ``tokenlean mcp``, from any machine that can run it).
-Retrieval = Literal["file", "mcp"]
-_OUTPUTS = OutputShorteningSettings()  # the output shortener's defaults, in their one place
-
 _READERS: dict[str, Callable[[Mapping[str, Any]], RawView | None]] = {
     "anthropic": anthropic.read,
     "openai_chat": openai_chat.read,
@@ -89,119 +79,6 @@ class RewriteResult:
     inputs_shortened: int
 
 
-@dataclass(frozen=True, kw_only=True)
-class RawSettings:
-    """How :func:`rewrite_request` shortens; the defaults are the recommended middleware's.
-
-    Args:
-        originals_dir: where originals are written (default ``$XDG_CACHE_HOME/tokenlean/
-            originals`` or ``~/.cache/tokenlean/originals``); markers name files in it.
-        originals_max_bytes: the folder's size cap; the least recently used originals go
-            first (:class:`~tokenlean.store.FolderOriginalStore`, default 1 GiB).
-        originals_max_age: originals unused this many seconds are deleted (default 7 days).
-        keep_originals: write originals; without them nothing could be read back, so only a
-            result that repeats an earlier one word for word is cut (to a pointer to it).
-        retrieval: what markers name to read an original back (:data:`Retrieval`).
-        min_tokens: tool results of at most this many tokens are left alone.
-        options: every shortening setting (:class:`~tokenlean.shorten.ShortenSettings`).
-        dedupe: point to lines the model was already shown instead of repeating them.
-        min_saving: skip a shortening that saves less than this share of a result's tokens.
-        only: shorten only these tools' results (``None``: every tool's).
-        never: never shorten these tools' results.
-        shorten_inputs: cut the long string inputs of calls that have run.
-        inputs: which inputs to cut and how much to keep (head and tail lines).
-        never_inputs: never cut these tools' inputs.
-        counter: token counter for thresholds (default: a fast estimate).
-    """
-
-    originals_dir: Path | None = None
-    originals_max_bytes: int = ORIGINALS_MAX_BYTES
-    originals_max_age: float = ORIGINALS_MAX_AGE
-    keep_originals: bool = True
-    retrieval: Retrieval = "file"
-    min_tokens: int = _OUTPUTS.min_tokens
-    options: ShortenSettings = _OUTPUTS.options
-    dedupe: bool = _OUTPUTS.dedupe
-    min_saving: float = _OUTPUTS.min_saving
-    only: Collection[str] | None = _OUTPUTS.only
-    never: Collection[str] = _OUTPUTS.never
-    shorten_inputs: bool = True
-    inputs: InputShorteningSettings = RECOMMENDED_INPUTS
-    never_inputs: Collection[str] = frozenset()
-    counter: TokenCounter | None = _OUTPUTS.counter
-    store: FolderOriginalStore = field(init=False, repr=False, compare=False)
-    planner: Planner = field(init=False, repr=False, compare=False)
-    #: The planner of requests that name no way back: with ``retrieval="mcp"``, a body whose
-    #: tool list holds no ``read_original`` (the MCP server is not set up for that agent).
-    unserved: Planner = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        for name in ("keep_originals", "dedupe", "shorten_inputs"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}")
-        if self.retrieval not in ("file", "mcp"):
-            raise ValueError(f"retrieval must be 'file' or 'mcp', got {self.retrieval!r}")
-        if isinstance(self.min_tokens, bool) or not isinstance(self.min_tokens, int):
-            raise ValueError(f"min_tokens must be a non-negative int, got {self.min_tokens!r}")
-        if self.min_tokens < 0:
-            raise ValueError(f"min_tokens must be a non-negative int, got {self.min_tokens!r}")
-        if not isinstance(self.min_saving, (int, float)) or not 0.0 <= self.min_saving < 1.0:
-            raise ValueError(f"min_saving must be in [0, 1), got {self.min_saving!r}")
-        if not isinstance(self.options, ShortenSettings):
-            raise ValueError(f"options must be a ShortenSettings, got {self.options!r}")
-        if not isinstance(self.inputs, InputShorteningSettings):
-            raise ValueError(f"inputs must be an InputShorteningSettings, got {self.inputs!r}")
-        if self.counter is not None and not isinstance(self.counter, TokenCounter):
-            raise ValueError(f"counter must have a count(text) method, got {self.counter!r}")
-        for name in ("only", "never", "never_inputs"):
-            value = getattr(self, name)
-            if isinstance(value, str):
-                raise ValueError(f"{name} takes a collection of tool names, not a string")
-            if value is not None:
-                object.__setattr__(self, name, frozenset(value))
-        directory = self.originals_dir
-        if directory is not None and not isinstance(directory, (str, Path)):
-            raise ValueError(f"originals_dir must be a path, got {directory!r}")
-        # Resolved once: the path is part of every marker, so it must not move mid-session.
-        resolved = Path(directory).expanduser() if directory is not None else None
-        folder = (resolved or default_originals_dir()).absolute()
-        object.__setattr__(self, "originals_dir", folder)
-        check_limits(self.originals_max_bytes, self.originals_max_age, prefix="originals_")
-        # Built once: it counts the bytes written between sweeps of the folder.
-        store = FolderOriginalStore(
-            folder,
-            max_bytes=self.originals_max_bytes,
-            max_age=self.originals_max_age,
-        )
-        object.__setattr__(self, "store", store)
-        # The planner (and its memo of histories already planned) belongs to these settings.
-        object.__setattr__(self, "planner", Planner(self.policy()))
-        object.__setattr__(self, "unserved", Planner(replace(self.policy(), read_back=None)))
-
-    def policy(self) -> PlannerSettings:
-        """The core's view of these settings."""
-        only = self.only
-        outputs = OutputShorteningSettings(
-            min_tokens=self.min_tokens,
-            options=self.options,
-            only=frozenset(only) if only is not None else None,
-            never=frozenset(self.never),
-            dedupe=self.dedupe,
-            min_saving=float(self.min_saving),
-            counter=self.counter,
-            orphans=True,  # a provider API can keep the calls server-side
-        )
-        inputs = replace(self.inputs, never=self.inputs.never | frozenset(self.never_inputs))
-        kind = ServedReadBack if self.retrieval == "mcp" else FileReadBack
-        read_back = kind(self.store) if self.keep_originals else None
-        return PlannerSettings(
-            outputs=outputs,
-            inputs=inputs if self.shorten_inputs else None,
-            read_back=read_back,
-            counter=self.counter,
-        )
-
-
 def rewrite_request(
     api: Api, body: Mapping[str, Any], *, settings: RawSettings
 ) -> RewriteResult | None:
@@ -215,40 +92,42 @@ def rewrite_request(
         raise ValueError(f"settings must be a RawSettings, got {settings!r}")
     if not isinstance(body, Mapping):
         return None
-    with fail_open(logger, "tokenlean could not rewrite a %s request; sent unchanged", api):
-        return _rewrite(reader, body, settings)
-    return None  # the body goes upstream as it came
-
-
-def _rewrite(
-    reader: Callable[[Mapping[str, Any]], RawView | None],
-    body: Mapping[str, Any],
-    settings: RawSettings,
-) -> RewriteResult | None:
-    view = reader(body)
-    if view is None:
-        return None
     served = settings.retrieval != "mcp" or _lists_retrieval(body.get("tools"))
-    plan = (settings.planner if served else settings.unserved).plan(view.messages)
-    # Adapters give a slot to exactly what the core may edit; this guards that promise.
-    edits = [e for e in plan.edits if _writable(e, view)]
-    if not edits:
-        return None
-    store = settings.store
-    for edit in edits:  # before the body points at them (a failure sends it unchanged)
-        for original in edit.originals:
-            store.put("", original)
-    new_body = apply(body, view, _writes(edits))
+    kept = Keeping(settings.planner if served else settings.unserved, settings.store, None)
+    failure = ("tokenlean could not rewrite a %s request; sent unchanged", api)
+    done = rewrite_history(_Body(reader), body, kept, logger=logger, failure=failure)
+    if done is None:
+        return None  # the body goes upstream as it came
     extra = _other_tokens(body, settings.counter)
-    written = {id(e) for e in edits}
-    unwritten = sum(e.edit.tokens_saved for e in plan.edits if id(e) not in written)
+    written = {id(e) for e in done.written}
+    unwritten = sum(e.edit.tokens_saved for e in done.plan.edits if id(e) not in written)
     return RewriteResult(
-        body=new_body,
-        tokens_before=plan.tokens_before + extra,
-        tokens_after=plan.tokens_after + unwritten + extra,
-        results_shortened=sum(1 for e in edits if e.edit.new_content is not None),
-        inputs_shortened=sum(len(e.edit.tool_args) for e in edits),
+        body=dict(done.history),
+        tokens_before=done.plan.tokens_before + extra,
+        tokens_after=done.plan.tokens_after + unwritten + extra,
+        results_shortened=sum(1 for e in done.written if e.edit.new_content is not None),
+        inputs_shortened=sum(len(e.edit.tool_args) for e in done.written),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Body:
+    """A provider's request body as a :class:`~tokenlean.history.HistoryAdapter`."""
+
+    reader: Callable[[Mapping[str, Any]], RawView | None]
+
+    def read(self, body: Mapping[str, Any]) -> RawView | None:
+        return self.reader(body)
+
+    def writable(self, edit: Edit, view: RawView, body: Mapping[str, Any]) -> bool:
+        if edit.new_content is not None:
+            return edit.index in view.results
+        return all((edit.index, call_id) in view.calls for call_id in edit.tool_args)
+
+    def apply(
+        self, body: Mapping[str, Any], view: RawView, edits: Sequence[Edit]
+    ) -> dict[str, Any]:
+        return apply(body, view, _writes(edits))
 
 
 def _lists_retrieval(tools: object) -> bool:
@@ -271,16 +150,9 @@ def _lists_retrieval(tools: object) -> bool:
     return False
 
 
-def _writable(planned: HistoryEdit, view: RawView) -> bool:
-    edit = planned.edit
-    if edit.new_content is not None:
-        return edit.index in view.results
-    return all((edit.index, call_id) in view.calls for call_id in edit.tool_args)
-
-
-def _writes(edits: list[HistoryEdit]) -> list[Write]:
+def _writes(edits: Sequence[Edit]) -> list[Write]:
     out: list[Write] = []
-    for edit in (planned.edit for planned in edits):
+    for edit in edits:
         if isinstance(edit.new_content, str):
             out.append(Write(edit.index, text=edit.new_content))
         out += [Write(edit.index, call_id=k, args=v) for k, v in edit.tool_args.items()]
@@ -297,3 +169,10 @@ def _other_tokens(body: Mapping[str, Any], counter: TokenCounter | None) -> int:
         return 0
     text = json.dumps(parts, ensure_ascii=False, sort_keys=True, default=str)
     return (counter or DEFAULT_COUNTER).count(text)
+
+
+# These build on RawSettings and rewrite_request above, so they are imported once both exist.
+from tokenlean.raw._gateway import CALL_APIS, list_key, rewrite_call  # noqa: E402
+from tokenlean.raw._genai import wrap_client  # noqa: E402
+from tokenlean.raw._openai_responses import patch_arguments  # noqa: E402
+from tokenlean.raw._sdk import install, rewrite_kwargs  # noqa: E402

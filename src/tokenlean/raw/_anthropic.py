@@ -13,25 +13,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from tokenlean.raw._view import RawView, Slot, ViewBuilder, plain_text, result_content
+from tokenlean.raw._view import Slot, ViewBuilder, messages_reader, plain_text, result_content
 from tokenlean.transcript import Message, ToolCall
 
 
-def read(body: Mapping[str, Any]) -> RawView | None:
-    """The neutral view of ``body``, or ``None`` when it has no message list."""
-    messages = body.get("messages")
-    if not isinstance(messages, list):
-        return None
-    out = ViewBuilder()
-    for i, message in enumerate(messages):
-        if not isinstance(message, Mapping):
-            continue
-        role, content = message.get("role"), message.get("content")
-        if role == "assistant":
-            _assistant(out, i, content)
-        elif role in ("user", "system"):
-            _user(out, i, role, content)
-    return out.build()
+def _message(out: ViewBuilder, i: int, message: Mapping[str, Any]) -> None:
+    role, content = message.get("role"), message.get("content")
+    if role == "assistant":
+        _assistant(out, i, content)
+    elif role in ("user", "system"):
+        _user(out, i, role, content)
+
+
+#: The neutral view of an Anthropic Messages body, or ``None`` when it has no message list.
+read = messages_reader(_message)
 
 
 def _assistant(out: ViewBuilder, i: int, content: object) -> None:

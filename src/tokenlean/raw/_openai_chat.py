@@ -12,31 +12,26 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from tokenlean.raw._view import RawView, Slot, ViewBuilder, plain_text, result_content
+from tokenlean.raw._view import Slot, ViewBuilder, messages_reader, plain_text, result_content
 from tokenlean.transcript import Message, ToolCall
 
 
-def read(body: Mapping[str, Any]) -> RawView | None:
-    """The neutral view of ``body``, or ``None`` when it has no message list."""
-    messages = body.get("messages")
-    if not isinstance(messages, list):
-        return None
-    out = ViewBuilder()
-    for i, message in enumerate(messages):
-        if not isinstance(message, Mapping):
-            continue
-        role, content = message.get("role"), message.get("content")
-        if role in ("system", "developer"):
-            out.add(Message(role="system", content=plain_text(content)))
-        elif role == "user":
-            out.add(Message(role="user", content=plain_text(content)))
-        elif role == "assistant":
-            out.turn(plain_text(content), _calls(message.get("tool_calls"), i))
-        elif role == "tool" and isinstance(message.get("tool_call_id"), str):
-            shown, slot = result_content(content, ("messages", i, "content"))
-            tool = Message(role="tool", content=shown, tool_call_id=message["tool_call_id"])
-            out.result(tool, slot)
-    return out.build()
+def _message(out: ViewBuilder, i: int, message: Mapping[str, Any]) -> None:
+    role, content = message.get("role"), message.get("content")
+    if role in ("system", "developer"):
+        out.add(Message(role="system", content=plain_text(content)))
+    elif role == "user":
+        out.add(Message(role="user", content=plain_text(content)))
+    elif role == "assistant":
+        out.turn(plain_text(content), _calls(message.get("tool_calls"), i))
+    elif role == "tool" and isinstance(message.get("tool_call_id"), str):
+        shown, slot = result_content(content, ("messages", i, "content"))
+        tool = Message(role="tool", content=shown, tool_call_id=message["tool_call_id"])
+        out.result(tool, slot)
+
+
+#: The neutral view of a Chat Completions body, or ``None`` when it has no message list.
+read = messages_reader(_message)
 
 
 def _calls(raw: object, i: int) -> list[tuple[ToolCall, Slot | None]]:

@@ -10,7 +10,7 @@ images, ``cache_control``, fields no SDK knows) is the very same object as in th
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -229,6 +229,28 @@ class ViewBuilder:
 
     def build(self) -> RawView:
         return RawView(tuple(self.messages), dict(self.results), dict(self.calls))
+
+
+MessageReader = Callable[[ViewBuilder, int, Mapping[str, Any]], None]
+BodyReader = Callable[[Mapping[str, Any]], "RawView | None"]
+
+
+def messages_reader(read_message: MessageReader) -> BodyReader:
+    """The reader of bodies that hold a list of ``messages`` (Anthropic, OpenAI Chat
+    Completions): each message that is a mapping ``read_message`` adds to the view with its
+    index, anything else in the list is skipped; ``None`` for a body with no message list."""
+
+    def read(body: Mapping[str, Any]) -> RawView | None:
+        messages = body.get("messages")
+        if not isinstance(messages, list):
+            return None
+        out = ViewBuilder()
+        for i, message in enumerate(messages):
+            if isinstance(message, Mapping):
+                read_message(out, i, message)
+        return out.build()
+
+    return read
 
 
 def strip_cache_control(value: Any) -> Any:

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tokenlean.replay._native import Windows
+from tokenlean.replay._native import Windows, read_lines
 from tokenlean.transcript import Message, ToolCall
 
 
@@ -47,10 +47,7 @@ class _Turn:
 def read_claude_code(objects: Sequence[Any]) -> Windows:
     """Neutral messages of each context window of one Claude Code transcript, and counts of
     what was skipped."""
-    reader = _Reader()
-    for obj in objects:
-        reader.line(obj)
-    return [*reader.windows, reader.messages()], reader.meta()
+    return read_lines(_Reader(), objects)
 
 
 class _Reader:

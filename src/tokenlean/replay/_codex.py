@@ -28,8 +28,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tokenlean.raw._openai_responses import patch_arguments
-from tokenlean.replay._native import Windows
+from tokenlean.raw import patch_arguments
+from tokenlean.replay._native import Windows, read_lines
 from tokenlean.transcript import Content, Message, ToolCall
 
 #: The calls, each with the name it has when the item names none
@@ -59,10 +59,7 @@ _SESSION_KEYS = {
 def read_codex(objects: Sequence[Any]) -> Windows:
     """Neutral messages of each context window of one Codex rollout, and counts of what was
     skipped."""
-    reader = _Reader()
-    for obj in objects:
-        reader.line(obj)
-    return [*reader.windows, reader.messages()], reader.meta()
+    return read_lines(_Reader(), objects)
 
 
 class _Reader:

@@ -18,13 +18,13 @@ from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import Field, create_model
 
-from tokenlean.langchain._adapter import ViewCache, from_view, to_view
+from tokenlean.langchain import ViewCache, from_view, to_view
 from tokenlean.replay._formats import Trajectory
 from tokenlean.replay._metrics import PromptMeasurer, RunMetrics, measure_calls
 from tokenlean.replay._refs import learned_references
+from tokenlean.replay._script import arg_types, split_segments
+from tokenlean.replay._scripted import RecordedCall, ScriptedChatModel
 from tokenlean.replay._timing import Stopwatch, timed
-from tokenlean.testing import RecordedCall, ScriptedChatModel
-from tokenlean.testing._script import arg_types, split_segments
 from tokenlean.tokens import tool_schema_text
 from tokenlean.transcript import Message
 

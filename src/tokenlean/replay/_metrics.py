@@ -152,11 +152,7 @@ class RunMetrics:
         for index, call in enumerate(calls, start=self.calls):
             self.calls += 1
             self.tokens_sent += call.prompt_tokens
-            self.billed_anthropic += call.billed_anthropic
-            self.billed_openai += call.billed_openai
-            self.refs_total += call.refs_total
-            self.refs_retained += call.refs_retained
-            self.output_tokens += call.output_tokens
+            _add(self, call, _CALL_SUMS)
             if call.break_at is not None:
                 self.prefix_breaks += 1
                 self.break_positions.append((index, call.break_at))
@@ -191,20 +187,24 @@ def pool(strategy: str, runs: Iterable[RunMetrics], *, source: str = "") -> RunM
     """
     total = RunMetrics(strategy=strategy, trajectory="(all)", source=source)
     for run in runs:
-        if run.error:
-            continue
-        total.calls += run.calls
-        total.tokens_sent += run.tokens_sent
-        total.billed_anthropic += run.billed_anthropic
-        total.billed_openai += run.billed_openai
-        total.prefix_breaks += run.prefix_breaks
-        total.refs_total += run.refs_total
-        total.refs_retained += run.refs_retained
-        total.output_tokens += run.output_tokens
-        total.middleware_seconds += run.middleware_seconds
-        total.wall_seconds += run.wall_seconds
-        total.extra_calls += run.extra_calls
+        if not run.error:
+            _add(total, run, _RUN_SUMS)
     return total
+
+
+#: The figures of a call that its run sums (under the same names).
+_CALL_SUMS = ("billed_anthropic", "billed_openai", "refs_total", "refs_retained", "output_tokens")
+#: The figures of a run that a pooled row sums.
+_RUN_SUMS = (
+    "calls", "tokens_sent", *_CALL_SUMS, "prefix_breaks",
+    "middleware_seconds", "wall_seconds", "extra_calls",
+)  # fmt: skip
+
+
+def _add(total: RunMetrics, part: CallMetrics | RunMetrics, names: Sequence[str]) -> None:
+    """Add ``part``'s figures ``names`` to ``total``'s."""
+    for name in names:
+        setattr(total, name, getattr(total, name) + getattr(part, name))
 
 
 def whole_bill(row: RunMetrics, pricing: CachePricing, output_price: float | None = None) -> float:

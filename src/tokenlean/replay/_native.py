@@ -20,13 +20,34 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from tokenlean.transcript import Message
 
 NativeFormat = Literal["claude_code", "codex", "gemini_cli", "opencode"]
 #: A reader's answer: the messages of each context window, and what it skipped on the way.
 Windows = tuple[list[list[Message]], dict[str, Any]]
+
+
+class LineReader(Protocol):
+    """A reader of a session fed one line's object at a time, which closes a context window at
+    each compaction (Claude Code's, Codex's)."""
+
+    windows: list[list[Message]]
+
+    def line(self, obj: Any) -> None: ...
+
+    def messages(self) -> list[Message]: ...
+
+    def meta(self) -> dict[str, Any]: ...
+
+
+def read_lines(reader: LineReader, objects: Sequence[Any]) -> Windows:
+    """The windows ``reader`` reads in ``objects``: those it closed, then the last one."""
+    for obj in objects:
+        reader.line(obj)
+    return [*reader.windows, reader.messages()], reader.meta()
+
 
 _CODEX_TYPES = frozenset({"session_meta", "response_item", "turn_context", "event_msg"})
 _CLAUDE_TYPES = frozenset({"user", "assistant"})

@@ -1,7 +1,7 @@
 """The raw-body rewrite measured on recorded runs, in the replay's own numbers.
 
 A replay with no middleware gives the prompts an agent would have sent; each becomes a request
-body (as a client speaking the API directly would send it, see :mod:`tokenlean.testing.bodies`),
+body (as a client speaking the API directly would send it, see :mod:`tokenlean.raw.bodies`),
 goes through :func:`~tokenlean.raw.rewrite_request`, and is read back as the model would read
 it. Every prompt, rewritten or not, is measured after that same round trip, so the raw rewrite,
 no middleware and any middleware replay compare in one form (tokens sent, cache-aware billed
@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tokenlean.langchain._adapter import ViewCache, to_view
+from tokenlean.langchain import ViewCache, to_view
 from tokenlean.raw import (
     Api,
     RawSettings,
@@ -29,11 +29,11 @@ from tokenlean.raw import (
     openai_responses,
     rewrite_request,
 )
+from tokenlean.raw.bodies import body
 from tokenlean.replay._engine import Replay, turn_messages
 from tokenlean.replay._formats import Trajectory
 from tokenlean.replay._metrics import PromptMeasurer, RunMetrics, measure_calls
 from tokenlean.replay._refs import learned_references
-from tokenlean.testing.bodies import body
 from tokenlean.tokens import tool_schema_text
 from tokenlean.transcript import Message
 

@@ -17,41 +17,54 @@ from __future__ import annotations
 from tokenlean.shorten._classify import error_lines
 from tokenlean.shorten._core import shorten
 from tokenlean.shorten._firstsight import (
+    CAPABILITY,
+    OFFER_TOOL,
     FirstSightPlan,
-    OutputShorteningPolicy,
+    OfferTool,
     OutputShorteningSettings,
     SeenLog,
+    add_visible,
+    plan_first_sight,
 )
 from tokenlean.shorten._inputs import (
     RECOMMENDED_INPUTS,
-    ArgumentPolicy,
     InputPlan,
     InputShorteningSettings,
+    plan_inputs,
 )
 from tokenlean.shorten._markers import Retrieval
-from tokenlean.shorten._options import DEFAULT_OPTIONS, ShortenOptions, ShortenSettings
+from tokenlean.shorten._options import DEFAULT_OPTIONS, ShortenSettings
 from tokenlean.shorten._query import query_terms, query_text
 from tokenlean.shorten._report import Kind, Omission, Reason, ShortenReport
+from tokenlean.shorten._seen import Seen
+from tokenlean.shorten._select import KindChoice
+from tokenlean.shorten._wrapped import readable
 
 __all__ = [
+    "CAPABILITY",
     "DEFAULT_OPTIONS",
+    "OFFER_TOOL",
     "RECOMMENDED_INPUTS",
-    "ArgumentPolicy",
     "FirstSightPlan",
     "InputPlan",
     "InputShorteningSettings",
     "Kind",
+    "KindChoice",
+    "OfferTool",
     "Omission",
-    "OutputShorteningPolicy",
     "OutputShorteningSettings",
     "Reason",
     "Retrieval",
+    "Seen",
     "SeenLog",
-    "ShortenOptions",
     "ShortenReport",
     "ShortenSettings",
+    "add_visible",
     "error_lines",
+    "plan_first_sight",
+    "plan_inputs",
     "query_terms",
     "query_text",
+    "readable",
     "shorten",
 ]

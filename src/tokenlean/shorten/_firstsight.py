@@ -90,26 +90,19 @@ class OutputShorteningSettings:
     start_share: float = 0.01
 
     def __post_init__(self) -> None:
-        saving = self.min_saving
         for field_name in ("min_tokens", "min_remaining_calls"):
             value = getattr(self, field_name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"{field_name} must be a non-negative int, got {value!r}")
-        if isinstance(saving, bool) or not isinstance(saving, (int, float)):
-            raise ValueError(f"min_saving must be a number in [0, 1), got {saving!r}")
-        if not 0.0 <= saving < 1.0:
-            raise ValueError(f"min_saving must be in [0, 1), got {saving!r}")
+            checks.integer(value, field_name, at_least=0, wanted="a non-negative int")
+        wanted = "a number in [0, 1)"
+        checks.number(self.min_saving, "min_saving", at_least=0, below=1, wanted=wanted)
         checks.number(self.start_share, "start_share", at_least=0, at_most=1)
-        if not isinstance(self.options, ShortenSettings):
-            raise ValueError(f"options must be a ShortenSettings, got {self.options!r}")
-        if not isinstance(self.tool_name, str) or not self.tool_name.isidentifier():
-            raise ValueError(f"tool_name must be an identifier string, got {self.tool_name!r}")
+        checks.instance(self.options, "options", ShortenSettings, "a ShortenSettings")
+        checks.identifier(self.tool_name, "tool_name")
         if self.counter is not None:
             checks.token_counter(self.counter, "counter")
         checks.flag(self.dedupe, "dedupe")
         object.__setattr__(self, "pricing", resolve_pricing(self.pricing))
-        if self.offer_tool not in OFFER_TOOL:
-            raise ValueError(f"offer_tool must be one of {OFFER_TOOL}, got {self.offer_tool!r}")
+        checks.one_of(self.offer_tool, "offer_tool", OFFER_TOOL)
         only = None if self.only is None else tool_names("only", self.only)
         object.__setattr__(self, "only", only)
         object.__setattr__(self, "never", tool_names("never", self.never))
@@ -256,14 +249,7 @@ def plan_first_sight(
     results are shortened less (see :meth:`OutputShorteningSettings.options_for`).
     """
     first = last_assistant(window) + 1
-    if policy.dedupe:
-        log = log if log is not None else SeenLog.new(policy)
-        if not offset <= log.upto <= offset + first or (log.upto == 0 and offset > 0):
-            raise ValueError(f"the log covers {log.upto} messages; the window starts at {offset}")
-        add_visible(log.seen, window[log.upto - offset : first])
-        log.upto = offset + first
-    else:
-        log = None
+    log = _advanced(log, window, policy, offset=offset, first=first) if policy.dedupe else None
     calls = _calls(window[:first])
     candidates = [
         i
@@ -285,30 +271,64 @@ def plan_first_sight(
             add_visible(seen, current[done:i])
             done = i
         message = window[i]
-        call, note = calls.get(message.tool_call_id or "", (None, None))
-        options = policy.options_for((backoff or {}).get(message.name or "", 0))
-        if options is None:
+        shortened = _first_sight(message, policy, calls, seen, read_back, backoff)
+        if shortened is None:
             continue
-        text = message.text
-        # the handle (a hash of the whole text) only once the result may be cut
-        report, handle = _repeat(message, text, policy, seen), None
-        tokens = policy.count(text) if report is None else 0
-        if tokens > policy.min_tokens:
-            handle = _handle(message, text, read_back)
-            retrieval = Retrieval(in_prompt=True)
-            if has_way_back(read_back):
-                retrieval = Retrieval(handle, read_back.tool)  # type: ignore[union-attr]
-            counter = _Counted(text, tokens, policy.counter or DEFAULT_COUNTER)
-            report = _shorten_one(message, policy, options, call, note, seen, retrieval, counter)
-        if report is None:
-            continue
-        handle = handle or _handle(message, text, read_back)
+        report, handle = shortened
         content = report.text if isinstance(message.content, str) else _text_block(report.text)
         current[i] = replace(message, content=content)
         edits.append(_edit(offset + i, message, content, handle, report))
-        originals.append(Original(handle, text, message.name, message.tool_call_id))
+        originals.append(Original(handle, message.text, message.name, message.tool_call_id))
         reports.append(report)
     return FirstSightPlan(tuple(edits), tuple(originals), tuple(reports), log)
+
+
+def _advanced(
+    log: SeenLog | None,
+    window: Sequence[Message],
+    policy: OutputShorteningSettings,
+    *,
+    offset: int,
+    first: int,
+) -> SeenLog:
+    """``log`` (a new one for ``None``) advanced over the window's messages before its unseen
+    results, the first ``first`` of it."""
+    log = log if log is not None else SeenLog.new(policy)
+    if not offset <= log.upto <= offset + first or (log.upto == 0 and offset > 0):
+        raise ValueError(f"the log covers {log.upto} messages; the window starts at {offset}")
+    add_visible(log.seen, window[log.upto - offset : first])
+    log.upto = offset + first
+    return log
+
+
+def _first_sight(
+    message: Message,
+    policy: OutputShorteningSettings,
+    calls: Mapping[str, tuple[ToolCall, str | None]],
+    seen: Seen | None,
+    read_back: ReadBack | None,
+    backoff: Mapping[str, int] | None,
+) -> tuple[ShortenReport, str] | None:
+    """The result as first sent (a pointer to an earlier copy, or shortened) and its
+    original's handle; ``None`` when it goes whole."""
+    call, note = calls.get(message.tool_call_id or "", (None, None))
+    options = policy.options_for((backoff or {}).get(message.name or "", 0))
+    if options is None:
+        return None
+    text = message.text
+    # the handle (a hash of the whole text) only once the result may be cut
+    report, handle = _repeat(message, text, policy, seen), None
+    tokens = policy.count(text) if report is None else 0
+    if tokens > policy.min_tokens:
+        handle = _handle(message, text, read_back)
+        retrieval = Retrieval(in_prompt=True)
+        if has_way_back(read_back):
+            retrieval = Retrieval(handle, read_back.tool)  # type: ignore[union-attr]
+        counter = _Counted(text, tokens, policy.counter or DEFAULT_COUNTER)
+        report = _shorten_one(message, policy, options, call, note, seen, retrieval, counter)
+    if report is None:
+        return None
+    return report, handle or _handle(message, text, read_back)
 
 
 def _calls(messages: Sequence[Message]) -> dict[str, tuple[ToolCall, str | None]]:
@@ -433,7 +453,3 @@ def _edit(index: int, message: Message, content: Any, handle: str, report: Short
         tokens_after=report.tokens_after,
         metadata=mark(CAPABILITY, entry),
     )
-
-
-#: The earlier name of :class:`OutputShorteningSettings`, kept importable.
-OutputShorteningPolicy = OutputShorteningSettings

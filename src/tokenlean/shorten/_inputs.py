@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tokenlean import checks
 from tokenlean.readback import NO_TOOL_READ_BACK, TOOL_READ_BACK, ReadBack, ToolReadBack
 from tokenlean.shorten._firstsight import last_assistant, tool_names
 from tokenlean.store import Original, make_handle
@@ -42,9 +43,7 @@ class InputShorteningSettings:
 
     def __post_init__(self) -> None:
         for name in ("min_tokens", "head_lines", "tail_lines"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+            checks.integer(getattr(self, name), name, at_least=0, wanted="a non-negative int")
         object.__setattr__(self, "never", tool_names("never", self.never))
 
 
@@ -172,7 +171,3 @@ def plan_inputs(
         metadata=mark(CAPABILITY, entry),
     )
     return InputPlan((edit,), tuple(originals), tuple(cuts), len(new_args))
-
-
-#: The earlier name of :class:`InputShorteningSettings`, kept importable.
-ArgumentPolicy = InputShorteningSettings

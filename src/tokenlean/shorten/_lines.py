@@ -151,6 +151,8 @@ def _emit(
     long_line_chars: int,
     offset: int,
 ) -> tuple[str, list[Omission]]:
+    """The kept lines (long ones cut), a marker for each stretch left out, and one note at the
+    end for the caret lines left out."""
     forced = selection.forced
     out: list[str] = []
     omissions: list[Omission] = []
@@ -161,12 +163,9 @@ def _emit(
         if keep[i]:
             line = lines.items[i]
             if len(line) > long_line_chars:
-                number = lines.first_of(i) + 1 + offset
-                line, cut = cut_line(
-                    line, terms, long_line_chars, number, retrieval, hinted, lines.holes_in(i)
-                )
+                line, cut = _long_line(lines, i, terms, long_line_chars, offset, retrieval, hinted)
                 hinted = True
-                omissions.append(Omission("long-line", cut, number, number, "chars"))
+                omissions.append(cut)
             out.append(line)
             i += 1
             continue
@@ -176,36 +175,62 @@ def _emit(
         if reasons == {"caret"}:
             carets += j - i
         else:
-            reasons.discard("caret")
-            reason: Reason = reasons.pop() if len(reasons) == 1 else "budget"
-            # in the whole text's numbers (an excerpt's gap lines stand for many lines each)
-            first, last = lines.first_of(i) + 1 + offset, lines.last_of(j - 1) + 1 + offset
-            count = last - first + 1
-            indent = _indent_of(lines.items[i:j])
-            origin = _copied(selection, forced, i, j, count)
-            if origin is not None:
-                shown = (
-                    lines.first_of(origin[0]) + 1 + offset,
-                    lines.last_of(origin[1]) + 1 + offset,
-                )
-                copies, others = origin[2], count - origin[3]
-                out.append(
-                    trace_marker(
-                        count, first, last, shown, copies, others, retrieval, indent, hinted=hinted
-                    )
-                )
-                reason = "trace"
-            else:
-                marker = line_marker(reason, count, first, last, retrieval, indent, hinted=hinted)
-                out.append(marker)
+            marker, gap = _gap(lines, selection, reasons, i, j, retrieval, offset, hinted=hinted)
+            out.append(marker)
             hinted = True
-            omissions.append(Omission(reason, count, first, last))
+            omissions.append(gap)
         i = j
     if carets:
         at = len(out) - 1 if out and out[-1] == "" else len(out)  # before a final newline
         out.insert(at, note("caret", carets, retrieval))
         omissions.append(Omission("caret", carets, 0, 0))
     return "\n".join(out), omissions
+
+
+def _long_line(
+    lines: Lines,
+    i: int,
+    terms: Sequence[str],
+    limit: int,
+    offset: int,
+    retrieval: Retrieval,
+    hinted: bool,
+) -> tuple[str, Omission]:
+    """Kept line ``i``, longer than ``limit`` characters, cut (:func:`cut_line`)."""
+    number = lines.first_of(i) + 1 + offset
+    line, cut = cut_line(lines.items[i], terms, limit, number, retrieval, hinted, lines.holes_in(i))
+    return line, Omission("long-line", cut, number, number, "chars")
+
+
+def _gap(
+    lines: Lines,
+    selection: Selection,
+    reasons: set[Reason],
+    i: int,
+    j: int,
+    retrieval: Retrieval,
+    offset: int,
+    *,
+    hinted: bool,
+) -> tuple[str, Omission]:
+    """The marker for lines ``i``..``j-1`` left out (for ``reasons``, caret lines aside) and its
+    omission: a pointer to the tracebacks they mostly copy, or their count and why they went."""
+    rest = reasons - {"caret"}
+    reason: Reason = next(iter(rest)) if len(rest) == 1 else "budget"
+    # in the whole text's numbers (an excerpt's gap lines stand for many lines each)
+    first, last = lines.first_of(i) + 1 + offset, lines.last_of(j - 1) + 1 + offset
+    count = last - first + 1
+    indent = _indent_of(lines.items[i:j])
+    origin = _copied(selection, selection.forced, i, j, count)
+    if origin is None:
+        marker = line_marker(reason, count, first, last, retrieval, indent, hinted=hinted)
+        return marker, Omission(reason, count, first, last)
+    shown = (lines.first_of(origin[0]) + 1 + offset, lines.last_of(origin[1]) + 1 + offset)
+    copies, others = origin[2], count - origin[3]
+    marker = trace_marker(
+        count, first, last, shown, copies, others, retrieval, indent, hinted=hinted
+    )
+    return marker, Omission("trace", count, first, last)
 
 
 def _copied(

@@ -106,21 +106,14 @@ class ShortenSettings:
 
     def __post_init__(self) -> None:
         for f in fields(self):
-            value = getattr(self, f.name)
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise checks.ArgumentTypeError(f"{f.name} must be an int, got {value!r}")
-            floor = 0 if f.name in _MAY_BE_ZERO else 1
-            if value < floor:
-                raise ValueError(f"{f.name} must be >= {floor}, got {value}")
-        for name in ("code_keep_percent", "text_keep_percent"):
-            if getattr(self, name) > 100:
-                raise ValueError(f"{name} must be <= 100, got {getattr(self, name)}")
-        if self.similar_run < 3:
-            raise ValueError(f"similar_run must be >= 3, got {self.similar_run}")
-        if self.long_line_chars < 200:
-            raise ValueError(f"long_line_chars must be >= 200, got {self.long_line_chars}")
+            floor = _FLOORS.get(f.name, 0 if f.name in _MAY_BE_ZERO else 1)
+            ceiling = 100 if f.name in _PERCENTS else None
+            checks.integer(getattr(self, f.name), f.name, at_least=floor, at_most=ceiling)
 
 
+#: Settings with a floor above 1: fewer similar lines are no run, a shorter line no long one.
+_FLOORS = {"similar_run": 3, "long_line_chars": 200}
+_PERCENTS = frozenset({"code_keep_percent", "text_keep_percent"})
 _MAY_BE_ZERO = frozenset(
     {
         "code_keep_percent",
@@ -141,6 +134,3 @@ _MAY_BE_ZERO = frozenset(
 )
 
 DEFAULT_OPTIONS = ShortenSettings()
-
-#: The earlier name of :class:`ShortenSettings`, kept importable.
-ShortenOptions = ShortenSettings

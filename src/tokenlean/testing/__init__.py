@@ -5,7 +5,7 @@
   :func:`scripted_agent`, a real ``create_agent`` graph around one; :func:`prefix_breaks` and
   :func:`assert_prefix_kept`, which calls, if any, changed bytes the model had already been sent
   (each such call re-writes the provider's prompt cache);
-- :mod:`tokenlean.testing.bodies`: the request bodies a client speaking a provider API would send
+- :mod:`tokenlean.raw.bodies`: the request bodies a client speaking a provider API would send
   for a recorded transcript (core only, no extra);
 - :mod:`tokenlean.testing.upstream`: a fake provider on 127.0.0.1 that records every request and
   answers from a script (standard library only, no extra).

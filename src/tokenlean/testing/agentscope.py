@@ -38,7 +38,7 @@ from agentscope.permission import PermissionBehavior, PermissionDecision
 from agentscope.tool import ToolBase, ToolChoice, ToolChunk, Toolkit
 from pydantic import BaseModel
 
-from tokenlean.testing._script import arg_types, split_segments
+from tokenlean.replay import arg_types, split_segments
 from tokenlean.transcript import Message
 
 __all__ = [
@@ -105,9 +105,9 @@ class AgentScopeCall:
 
     def view(self) -> tuple[Message, ...]:
         """The messages as the neutral view reads them (what the planners saw)."""
-        from tokenlean.agentscope._view import read
+        from tokenlean.agentscope import to_view
 
-        return read(self.inputs).messages
+        return to_view(self.inputs).messages
 
     def tool_names(self) -> list[str]:
         return [str(t.get("function", t).get("name", "")) for t in self.tools]

@@ -39,7 +39,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.usage import UsageLimits
 
-from tokenlean.pydantic_ai import _view
+from tokenlean.pydantic_ai import to_view
 from tokenlean.transcript import Message
 
 __all__ = ["AT", "PydanticCall", "make_agent", "replay_agent", "to_pydantic"]
@@ -118,7 +118,7 @@ class _Script:
 
     def respond(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         turn, reply = self.queue.pop(0) if self.queue else (None, _final())
-        seen = _view.read(messages).messages
+        seen = to_view(messages).messages
         self.calls.append(PydanticCall(seen, tuple(info.function_tools), turn))
         return reply
 

@@ -11,17 +11,31 @@ the early-exit rule (:mod:`~tokenlean.token_saving._early_exit`).
 from __future__ import annotations
 
 from tokenlean.token_saving._anthropic_classifier import make_anthropic_classifier
+from tokenlean.token_saving._early_exit import EarlyExitPolicy, SignalsFn, loop_detected
 from tokenlean.token_saving._head_tail import compress_tool_output
-from tokenlean.token_saving._policy import CompressionPolicy, CompressionSettings
+from tokenlean.token_saving._plan import (
+    CompressedEntry,
+    compression_edits,
+    plan_compressions,
+    sent_tokens,
+)
+from tokenlean.token_saving._policy import CompressionSettings
 from tokenlean.token_saving._stats import TokenSavingStats
-from tokenlean.token_saving._words import WordClassifier, compress_words
+from tokenlean.token_saving._words import WordClassifier, compress_words, make_heuristic_classifier
 
 __all__ = [
-    "CompressionPolicy",
+    "CompressedEntry",
     "CompressionSettings",
+    "EarlyExitPolicy",
+    "SignalsFn",
     "TokenSavingStats",
     "WordClassifier",
     "compress_tool_output",
     "compress_words",
+    "compression_edits",
+    "loop_detected",
     "make_anthropic_classifier",
+    "make_heuristic_classifier",
+    "plan_compressions",
+    "sent_tokens",
 ]

@@ -55,8 +55,8 @@ def make_anthropic_classifier(
     checks.text(model, "model", blank=False)
     if timeout is not None:
         checks.number(timeout, "timeout", above=0)
-    if not callable(getattr(getattr(client, "messages", None), "create", None)):
-        raise ValueError("client must expose client.messages.create(...) (an anthropic.Anthropic)")
+    wanted = "an anthropic.Anthropic exposing messages.create(...)"
+    checks.provides(client, "client", ("messages.create",), wanted)
     extra: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
 
     def classify(words: list[str], *, keep_ratio: float | None = None) -> list[bool]:

@@ -11,7 +11,8 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from tokenlean.loop_guard._steps import Step
+from tokenlean import checks
+from tokenlean.loop_guard import Step
 
 DEFAULT_EARLY_EXIT_TEXT = (
     "You appear to be stuck in a loop. Stop investigating now and submit your current best "
@@ -56,12 +57,9 @@ class EarlyExitPolicy:
     signals_fn: SignalsFn | None = None
 
     def __post_init__(self) -> None:
-        value = self.min_call_index
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ValueError(
-                f"early_exit_min_call_index must be a non-negative integer, got {value!r}"
-            )
-        if not isinstance(self.text, str) or not self.text.strip():
-            raise ValueError("early_exit_text must be a non-empty string")
-        if self.signals_fn is not None and not callable(self.signals_fn):
-            raise ValueError("signals_fn must be callable (steps -> signals) or None")
+        wanted = "a non-negative integer"
+        checks.integer(self.min_call_index, "early_exit_min_call_index", at_least=0, wanted=wanted)
+        checks.text(self.text, "early_exit_text", blank=False)
+        if self.signals_fn is not None:
+            wanted = "callable (steps -> signals) or None"
+            checks.function(self.signals_fn, "signals_fn", wanted=wanted)

@@ -61,21 +61,21 @@ class CompressionSettings:
 
     def __post_init__(self) -> None:
         for name in _INT_SETTINGS:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+            checks.integer(getattr(self, name), name, at_least=0, wanted="a non-negative integer")
         for name in ("perplexity_window_words", "payback_calls"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+            checks.integer(getattr(self, name), name, at_least=1, wanted="a positive integer")
         checks.flag(self.enable_compression, "enable_compression")
         checks.flag(self.compress_once, "compress_once")
-        if self.perplexity_mid_cutoff < self.perplexity_recent_cutoff:
-            raise ValueError("perplexity_mid_cutoff must be >= perplexity_recent_cutoff")
+        recent = self.perplexity_recent_cutoff
+        wanted = ">= perplexity_recent_cutoff"
+        checks.integer(
+            self.perplexity_mid_cutoff, "perplexity_mid_cutoff", at_least=recent, wanted=wanted
+        )
         check_keep_ratio("perplexity_keep_ratio_mid", self.perplexity_keep_ratio_mid)
         check_keep_ratio("perplexity_keep_ratio_old", self.perplexity_keep_ratio_old)
-        if self.classifier is not None and not callable(self.classifier):
-            raise ValueError("perplexity_classifier must be callable (words -> keep flags)")
+        if self.classifier is not None:
+            wanted = "callable (words -> keep flags)"
+            checks.function(self.classifier, "perplexity_classifier", wanted=wanted)
         object.__setattr__(self, "pricing", resolve_pricing(self.pricing))
 
     def tier(self, calls_ago: int) -> float | None:
@@ -101,7 +101,3 @@ class CompressionSettings:
     def final(self, role: str, tools_after: int, calls_ago: int) -> bool:
         """Whether a message of this role and age has the stage it will keep for good."""
         return self.stage(role, tools_after, calls_ago) == self.stage(role, _FOREVER, _FOREVER)
-
-
-#: The earlier name of :class:`CompressionSettings`, kept importable.
-CompressionPolicy = CompressionSettings

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from tokenlean import checks
 from tokenlean._failopen import fail_open
 
 logger = logging.getLogger(__name__)
@@ -138,8 +139,7 @@ def accepts_keep_ratio(classifier: Callable[..., object]) -> bool:
 
 def check_keep_ratio(name: str, value: float) -> None:
     """Raise ``ValueError`` naming ``name`` unless ``value`` is a number in (0, 1]."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
-        raise ValueError(f"{name} must be a number in (0, 1], got {value!r}")
+    checks.number(value, name, above=0, at_most=1, wanted="a number in (0, 1]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,8 +211,7 @@ def compress_words(
     returned unchanged; protected words and verbatim lines are kept whatever it answers.
     """
     check_keep_ratio("keep_ratio", keep_ratio)
-    if window_words < 1:
-        raise ValueError(f"window_words must be at least 1, got {window_words!r}")
+    checks.integer(window_words, "window_words", at_least=1)
     raw_lines = text.split("\n")
     lines = [_parse_line(line) for line in raw_lines]
     if sum(len(line.words) for line in lines) < min_content_words:

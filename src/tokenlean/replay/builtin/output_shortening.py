@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from tokenlean.replay._strategies import register
-from tokenlean.shorten._options import ShortenSettings
+from tokenlean.shorten import ShortenSettings
 
 CONSERVATIVE = ShortenSettings(max_tokens=1500, code_max_tokens=3000, code_keep_percent=90)
 AGGRESSIVE = ShortenSettings(max_tokens=100, code_max_tokens=250, code_keep_percent=25)

@@ -21,7 +21,7 @@ def _middleware(**settings: Any) -> list[Any]:
 
 
 def _words(**settings: Any) -> list[Any]:
-    from tokenlean.token_saving._words import make_heuristic_classifier
+    from tokenlean.token_saving import make_heuristic_classifier
 
     return _middleware(
         enable_perplexity_compression=True,

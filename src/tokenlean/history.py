@@ -1,23 +1,31 @@
-"""What the history-processing adapters share: a planner, where its originals go, and the
-answer of their ``read_original`` tool.
+"""The one adapter contract of the ways in that re-send a whole history, and the function that
+runs a turn through it.
 
-pydantic-ai's history processor and the AgentScope middleware both plan a whole history with
-the one :class:`~tokenlean.pipeline.Planner` under :class:`~tokenlean.raw.RawSettings`, and keep
-the originals its markers name either in a store their own retrieval tool reads
-(``read_back="tool"``) or as files the agent reads (``read_back="file"``). :func:`keeping` makes
-that choice once for both; :func:`read_back_answer` is what either tool answers.
+A way in (the raw provider bodies behind the proxy and the SDK wrappers, pydantic-ai's history
+processor, AgentScope's middleware) implements :class:`HistoryAdapter`: read its native history
+as neutral messages, say which planned edits it has a place for, and write edits back.
+:func:`rewrite_history` does the rest, the same for every adapter: plan with the one
+:class:`~tokenlean.pipeline.Planner`, keep the originals the markers point to (before any marker
+names them), apply, and on any failure log it and leave the history as it came. An adapter is
+only its translation; every decision is the planner's.
+
+:func:`keeping` makes the choice of where originals go (a store a ``read_original`` tool reads,
+``read_back="tool"``, or files the agent reads, ``"file"``) once for every adapter, and
+:func:`read_back_answer` is what any adapter's ``read_original`` tool answers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Generic, Literal, Protocol, TypeVar
 
-from tokenlean.pipeline import HistoryEdit, Planner, PlannerSettings
-from tokenlean.raw import RawSettings
+from tokenlean._failopen import fail_open
+from tokenlean.pipeline import HistoryEdit, HistoryPlan, Planner, PlannerSettings
 from tokenlean.readback import FileReadBack, ToolReadBack
-from tokenlean.shorten._wrapped import readable
+from tokenlean.settings import RawSettings
+from tokenlean.shorten import readable
 from tokenlean.store import (
     EvictingStore,
     FolderOriginalStore,
@@ -26,16 +34,91 @@ from tokenlean.store import (
     OriginalStore,
     excerpt,
 )
+from tokenlean.transcript import Edit, Message
 
 __all__ = [
     "SCOPE",
+    "HistoryAdapter",
+    "HistoryView",
     "Keeping",
     "ReadBackMode",
+    "Rewritten",
     "dropped",
     "keep",
     "keeping",
     "read_back_answer",
+    "rewrite_history",
 ]
+
+History = TypeVar("History")
+View = TypeVar("View", bound="HistoryView")
+
+
+class HistoryView(Protocol):
+    """What an adapter reads a history as: the neutral messages (and, beside them, whatever it
+    needs to find each message's place in its own objects)."""
+
+    @property
+    def messages(self) -> Sequence[Message]: ...
+
+
+class HistoryAdapter(Protocol[History, View]):
+    """The contract: a way in translates, and decides nothing."""
+
+    def read(self, history: History) -> View | None:
+        """The neutral view of ``history`` (``None``: nothing it can read)."""
+        ...
+
+    def writable(self, edit: Edit, view: View, history: History) -> bool:
+        """Whether ``edit`` has a place to go in ``history``."""
+        ...
+
+    def apply(self, history: History, view: View, edits: Sequence[Edit]) -> History:
+        """``history`` with ``edits`` written onto the parts they name."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Rewritten(Generic[History]):
+    """A history with the edits written back, the whole plan, and the edits it had room for."""
+
+    history: History
+    plan: HistoryPlan
+    written: tuple[HistoryEdit, ...]
+
+
+def rewrite_history(
+    adapter: HistoryAdapter[History, View],
+    history: History,
+    kept: Keeping,
+    *,
+    logger: logging.Logger,
+    failure: tuple[str, ...],
+    on_error: Callable[[], None] | None = None,
+) -> Rewritten[History] | None:
+    """Read, plan, keep the originals, apply; ``None`` when nothing changed or on a failure,
+    which is logged as ``failure`` (the logger's message and its arguments) and leaves the
+    history as it came."""
+    message, *args = failure
+    with fail_open(logger, message, *args, on_error=on_error):
+        return _rewrite(adapter, history, kept)
+    return None
+
+
+def _rewrite(
+    adapter: HistoryAdapter[History, View], history: History, kept: Keeping
+) -> Rewritten[History] | None:
+    view = adapter.read(history)
+    if view is None:
+        return None
+    plan = kept.planner.plan(view.messages)
+    # an adapter gives a place to exactly what the core may edit; this guards that promise
+    edits = tuple(e for e in plan.edits if adapter.writable(e.edit, view, history))
+    if not edits:
+        return None
+    keep(kept.store, edits)  # before any marker names them (a failure sends the history as is)
+    return Rewritten(adapter.apply(history, view, [e.edit for e in edits]), plan, edits)
+
 
 ReadBackMode = Literal["tool", "file"]
 MODES: tuple[ReadBackMode, ...] = ("tool", "file")

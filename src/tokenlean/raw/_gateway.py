@@ -8,7 +8,7 @@ logging objects). :func:`rewrite_call` picks the API from the gateway's name for
 rewrites the message list with :func:`tokenlean.raw.rewrite_request` (through the SDK wrappers'
 ``rewrite_kwargs``: the same plan, the same bytes for the same history, message models dumped to
 plain JSON) and gives back new data with only that list replaced. Framework-free, so the
-adapters stay a few lines each.
+adapters (the LiteLLM proxy plug-in, :mod:`tokenlean.litellm`) stay a few lines each.
 """
 
 from __future__ import annotations
@@ -18,11 +18,10 @@ from collections.abc import Mapping
 from enum import Enum
 from typing import Any
 
-from tokenlean.proxy._routing import list_key
 from tokenlean.raw import Api, RawSettings
 from tokenlean.raw._sdk import rewrite_kwargs
 
-__all__ = ["CALL_APIS", "rewrite_call"]
+__all__ = ["CALL_APIS", "list_key", "rewrite_call"]
 
 log = logging.getLogger("tokenlean.proxy")
 
@@ -36,6 +35,13 @@ CALL_APIS: Mapping[str, Api] = {
     "responses": "openai_responses",
     "aresponses": "openai_responses",
 }
+
+
+def list_key(api: Api) -> str:
+    """The body's list of conversation items."""
+    if api == "gemini":
+        return "contents"
+    return "input" if api == "openai_responses" else "messages"
 
 
 def rewrite_call(
