@@ -41,6 +41,18 @@ $(LITELLM)/.installed: pyproject.toml
 	$(LITELLM)/bin/python -m pip install --quiet -e ".[litellm]"
 	touch $@
 
+# tokenlean.litellm's test (tests/litellm) runs mini-swe-agent on the LiteLLM SDK, from a third
+# environment (TOKENLEAN_LITELLM_SDK names its python): the SDK's `litellm` command on dev's path
+# would pass for the proxy, mini-swe-agent pulls in datasets and pyarrow, and next to the proxy
+# extra pip backtracks both to older releases. The `*` .gitignore keeps git out of it.
+LITELLM_SDK := .venv-litellm-sdk
+$(LITELLM_SDK)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(LITELLM_SDK)
+	echo '*' > $(LITELLM_SDK)/.gitignore
+	$(LITELLM_SDK)/bin/python -m pip install --quiet --upgrade pip
+	$(LITELLM_SDK)/bin/python -m pip install --quiet -e ".[litellm-sdk]" "mini-swe-agent>=2.4,<3"
+	touch $@
+
 lint: $(VENV)/.installed
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
@@ -55,4 +67,4 @@ wheel-check:
 	PYTHON=$(PYTHON) .ci/wheel_check
 
 clean:
-	rm -rf $(VENV) $(BENCH) $(LITELLM) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(BENCH) $(LITELLM) $(LITELLM_SDK) .pytest_cache .mypy_cache .ruff_cache
