@@ -29,7 +29,7 @@ arithmetic, as for the LangChain :class:`~tokenlean.langchain.TokenBudgetMiddlew
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -38,6 +38,7 @@ from agentscope.middleware import MiddlewareBase
 
 from tokenlean import checks
 from tokenlean._failopen import fail_open
+from tokenlean.agentscope._hooks import Events, Handler, Kwargs
 from tokenlean.agentscope._wrapup import (
     STRUCTURED_OUTPUT_TOOL,
     append_hint,
@@ -122,12 +123,7 @@ class ReplyBudgetControlMiddleware(MiddlewareBase):
         self.hint_message = hint_message
         self.usage_style: UsageStyle = usage_style
 
-    async def on_reply(
-        self,
-        agent: Agent,
-        input_kwargs: dict[str, Any],
-        next_handler: Callable[..., AsyncGenerator[Any, None]],
-    ) -> AsyncGenerator[Any, None]:
+    async def on_reply(self, agent: Agent, input_kwargs: Kwargs, next_handler: Handler) -> Events:
         key = await self.get_middleware_key()
         async for event in next_handler(**input_kwargs):
             with fail_open(logger, "ReplyBudgetControlMiddleware could not count a model call"):
@@ -135,11 +131,8 @@ class ReplyBudgetControlMiddleware(MiddlewareBase):
             yield event
 
     async def on_reasoning(
-        self,
-        agent: Agent,
-        input_kwargs: dict[str, Any],
-        next_handler: Callable[..., AsyncGenerator[Any, None]],
-    ) -> AsyncGenerator[Any, None]:
+        self, agent: Agent, input_kwargs: Kwargs, next_handler: Handler
+    ) -> Events:
         with fail_open(logger, "ReplyBudgetControlMiddleware failed; the step goes on as is"):
             key = await self.get_middleware_key()
             self._enforce(agent, key, input_kwargs)

@@ -16,7 +16,7 @@ what the agent's state survives. A failure is logged and the agent goes on witho
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +26,7 @@ from agentscope.types import ReplyFinishedReason
 
 from tokenlean._failopen import fail_open
 from tokenlean.agentscope import _view
+from tokenlean.agentscope._hooks import Events, Handler, Kwargs
 from tokenlean.agentscope._wrapup import append_hint, wrap_up_choice
 from tokenlean.loop_guard import (
     Episode,
@@ -66,11 +67,8 @@ class LoopGuardMiddleware(LoopGuard, MiddlewareBase):
     """
 
     async def on_reasoning(
-        self,
-        agent: Agent,
-        input_kwargs: dict[str, Any],
-        next_handler: Callable[..., AsyncGenerator[Any, None]],
-    ) -> AsyncGenerator[Any, None]:
+        self, agent: Agent, input_kwargs: Kwargs, next_handler: Handler
+    ) -> Events:
         decision = _Decision()
         with fail_open(
             logger, "LoopGuardMiddleware failed; continuing without it", on_error=self._log.failed

@@ -19,9 +19,9 @@ agent goes on with its memory as it was.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agentscope.message import Msg, ToolCallBlock, ToolResultBlock
 from agentscope.middleware import MiddlewareBase
@@ -29,6 +29,7 @@ from agentscope.tool import FunctionTool, ToolBase
 
 from tokenlean._failopen import fail_open
 from tokenlean.agentscope import _view
+from tokenlean.agentscope._hooks import Events, Handler, Kwargs
 from tokenlean.agentscope._tool import read_original_tool
 from tokenlean.history import Keeping, ReadBackMode, keeping, rewrite_history
 from tokenlean.settings import RawSettings
@@ -71,11 +72,8 @@ class _Shortening(MiddlewareBase):
         return [self.tool] if self.tool is not None else []
 
     async def on_reasoning(
-        self,
-        agent: Agent,
-        input_kwargs: dict[str, Any],
-        next_handler: Callable[..., AsyncGenerator[Any, None]],
-    ) -> AsyncGenerator[Any, None]:
+        self, agent: Agent, input_kwargs: Kwargs, next_handler: Handler
+    ) -> Events:
         with fail_open(
             logger,
             "tokenlean could not shorten an AgentScope context; sent as is",

@@ -12,7 +12,7 @@ import json
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any, Generic, TypeVar
 
@@ -63,6 +63,8 @@ class RequestRewriter(Generic[ContextT, ResponseT]):
 
 
 Planned = TypeVar("Planned")
+#: What a hook returns: the state update, or None for none.
+Update = dict[str, Any] | None
 
 
 class KeptBeforeCommit(RequestRewriter[ContextT, ResponseT], Generic[Planned, ContextT, ResponseT]):
@@ -82,30 +84,32 @@ class KeptBeforeCommit(RequestRewriter[ContextT, ResponseT], Generic[Planned, Co
         """The scope and the originals to keep for ``planned``."""
         raise NotImplementedError
 
-    def _commit(self, planned: Planned) -> dict[str, Any] | None:
+    def _commit(self, planned: Planned) -> Update:
         raise NotImplementedError
 
-    def before_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+    def before_model(self, state: Any, runtime: Any) -> Update:
         planned = self._prepare(state)
         if planned is None:
             return None
         with fail_open(self._logger, self._KEEP_FAILED) as guard:
-            scope, originals = self._kept(planned)
-            store = self.stores.pick(getattr(runtime, "store", None))
-            for original in originals:
+            for store, scope, original in self._to_keep(planned, runtime):
                 store.put(scope, original)
         return None if guard.failed else self._commit(planned)
 
-    async def abefore_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+    async def abefore_model(self, state: Any, runtime: Any) -> Update:
         planned = self._prepare(state)
         if planned is None:
             return None
         with fail_open(self._logger, self._KEEP_FAILED) as guard:
-            scope, originals = self._kept(planned)
-            store = self.stores.pick(getattr(runtime, "store", None))
-            for original in originals:
+            for store, scope, original in self._to_keep(planned, runtime):
                 await store.aput(scope, original)
         return None if guard.failed else self._commit(planned)
+
+    def _to_keep(self, planned: Planned, runtime: Any) -> Iterator[tuple[Any, str, Any]]:
+        """Each original of ``planned`` with the store and scope it is kept under."""
+        scope, originals = self._kept(planned)
+        store = self.stores.pick(getattr(runtime, "store", None))
+        return ((store, scope, original) for original in originals)
 
 
 def thread_scope(config: RunnableConfig | None = None) -> str | None:
@@ -146,7 +150,7 @@ class SchemaCache:
         """:func:`tool_schemas`, each tool converted the first time this cache sees it."""
         return _schemas(tools, self._schema)
 
-    def _schema(self, tool: Any) -> dict[str, Any] | None:
+    def _schema(self, tool: Any) -> Update:
         with self._lock:
             hit = self._schemas.get(id(tool))
         if hit is not None and hit[0] is tool:
@@ -173,7 +177,7 @@ def _schemas(
     return schemas
 
 
-def _converted(tool: Any) -> dict[str, Any] | None:
+def _converted(tool: Any) -> Update:
     """``tool``'s schema, or ``None`` (logged) when it cannot be described."""
     try:
         return convert_to_openai_tool(tool)

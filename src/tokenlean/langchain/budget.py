@@ -41,7 +41,7 @@ from tokenlean import checks
 from tokenlean._failopen import FailOpen, fail_open
 from tokenlean.budget import Budget, BudgetWeights, Ledger, Usage, usage_from_metadata
 from tokenlean.langchain._adapter import ViewCache
-from tokenlean.langchain._helpers import SchemaCache, TokenMemo, no_tool_choice
+from tokenlean.langchain._helpers import SchemaCache, TokenMemo, Update, no_tool_choice
 from tokenlean.stats import Tally
 from tokenlean.tokens import (
     DEFAULT_COUNTER,
@@ -180,22 +180,22 @@ class TokenBudgetMiddleware(AgentMiddleware[TokenBudgetState[ResponseT], Context
 
     def before_agent(
         self, state: TokenBudgetState[ResponseT], runtime: Runtime[ContextT]
-    ) -> dict[str, Any] | None:
+    ) -> Update:
         return self._start_reply(state)
 
     async def abefore_agent(
         self, state: TokenBudgetState[ResponseT], runtime: Runtime[ContextT]
-    ) -> dict[str, Any] | None:
+    ) -> Update:
         return self._start_reply(state)
 
     def before_model(
         self, state: TokenBudgetState[ResponseT], runtime: Runtime[ContextT]
-    ) -> dict[str, Any] | None:
+    ) -> Update:
         return self._notice(state)
 
     async def abefore_model(
         self, state: TokenBudgetState[ResponseT], runtime: Runtime[ContextT]
-    ) -> dict[str, Any] | None:
+    ) -> Update:
         return self._notice(state)
 
     def wrap_model_call(
@@ -216,7 +216,7 @@ class TokenBudgetMiddleware(AgentMiddleware[TokenBudgetState[ResponseT], Context
 
     # -- helpers ---------------------------------------------------------------------------
 
-    def _start_reply(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
+    def _start_reply(self, state: Mapping[str, Any]) -> Update:
         """A fresh ledger when this invoke brought a new human message; else keep the old one."""
         with self._fail_open("starting a reply"):
             reply = _reply_key(state.get("messages") or [])
@@ -226,7 +226,7 @@ class TokenBudgetMiddleware(AgentMiddleware[TokenBudgetState[ResponseT], Context
             return {STATE_KEY: _record(reply, Ledger())}
         return None
 
-    def _notice(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
+    def _notice(self, state: Mapping[str, Any]) -> Update:
         """Append the hint (budget spent) or the warning, each at most once per reply."""
         with self._fail_open("appending a budget notice"):
             record = state.get(STATE_KEY)

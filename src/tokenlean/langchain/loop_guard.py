@@ -43,7 +43,7 @@ from typing_extensions import NotRequired, TypedDict, Unpack
 from tokenlean import checks
 from tokenlean._failopen import FailOpen, fail_open
 from tokenlean.langchain._adapter import ViewCache
-from tokenlean.langchain._helpers import RequestRewriter, StepMemo, no_tool_choice
+from tokenlean.langchain._helpers import RequestRewriter, StepMemo, Update, no_tool_choice
 from tokenlean.loop_guard import (
     Detection,
     Episode,
@@ -111,20 +111,18 @@ class LoopGuardMiddleware(
     # -- hooks (sync and async share the helpers below) -----------------------------------
 
     @hook_config(can_jump_to=["end"])
-    def before_model(
-        self, state: LoopGuardState[ResponseT], runtime: Runtime[ContextT]
-    ) -> dict[str, Any] | None:
+    def before_model(self, state: LoopGuardState[ResponseT], runtime: Runtime[ContextT]) -> Update:
         return self._check(state)
 
     @hook_config(can_jump_to=["end"])
     async def abefore_model(
         self, state: LoopGuardState[ResponseT], runtime: Runtime[ContextT]
-    ) -> dict[str, Any] | None:
+    ) -> Update:
         return self._check(state)
 
     # -- helpers ---------------------------------------------------------------------------
 
-    def _check(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
+    def _check(self, state: Mapping[str, Any]) -> Update:
         with self._fail_open("checking for loops"):
             scan = self._steps.scan(state.get("messages") or [])
             record = Episode.from_record(state.get(STATE_KEY)).to_record()
@@ -132,9 +130,7 @@ class LoopGuardMiddleware(
             return self._respond(scan.steps, scan.since, record)  # type: ignore[arg-type]
         return None
 
-    def _respond(
-        self, steps: Sequence[Step], since: int, record: LoopGuardRecord
-    ) -> dict[str, Any] | None:
+    def _respond(self, steps: Sequence[Step], since: int, record: LoopGuardRecord) -> Update:
         """The state update for this check: nothing, a new record, or a response."""
         reaction = self.ladder.react(steps, since, Episode.from_record(record))
         if reaction is None:

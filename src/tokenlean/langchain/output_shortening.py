@@ -57,6 +57,7 @@ from tokenlean.langchain._helpers import (
     middleware_name,
     thread_scope,
 )
+from tokenlean.langchain.input_shortening import InputShorteningStats
 from tokenlean.langchain.retrieval import (
     RetrievalGate,
     add_counts,
@@ -140,15 +141,6 @@ class ShorteningStats:
     """Counters over every thread this instance served."""
 
     results_shortened: int = 0
-    tokens_before: int = 0
-    tokens_after: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class InputCutStats:
-    """Counters of the inputs cut (with ``inputs``) over every thread this instance served."""
-
-    calls_shortened: int = 0
     tokens_before: int = 0
     tokens_after: int = 0
 
@@ -264,7 +256,7 @@ class ToolOutputShorteningMiddleware(
         named = (self.policy, inputs) if inputs is not None else self.policy
         self._name = middleware_name(self, name, named, _DEFAULTS)
         self._tally = Tally(ShorteningStats)
-        self._cut = Tally(InputCutStats)
+        self._cut = Tally(InputShorteningStats)
         self._memo: PrefixMemo[SeenLog] = PrefixMemo()
 
     def _wire_retrieval(self, offered: bool) -> None:
@@ -304,7 +296,7 @@ class ToolOutputShorteningMiddleware(
         return self._tally.snapshot()
 
     @property
-    def input_stats(self) -> InputCutStats:
+    def input_stats(self) -> InputShorteningStats:
         """What cutting inputs saved (all zero without ``inputs``)."""
         return self._cut.snapshot()
 

@@ -61,6 +61,7 @@ from tokenlean.langchain._helpers import (
     PrefixMemo,
     RequestRewriter,
     StepMemo,
+    Update,
     merge_records,
     thread_scope,
 )
@@ -227,32 +228,32 @@ class TokenSavingMiddleware(
 
     def before_agent(
         self, state: TokenSavingState[ResponseT], runtime: Runtime[ContextT]
-    ) -> dict[str, Any] | None:
+    ) -> Update:
         return self._start_episode(state)
 
     async def abefore_agent(
         self, state: TokenSavingState[ResponseT], runtime: Runtime[ContextT]
-    ) -> dict[str, Any] | None:
+    ) -> Update:
         return self._start_episode(state)
 
     def before_model(
         self, state: TokenSavingState[ResponseT], runtime: Runtime[ContextT]
-    ) -> dict[str, Any] | None:
+    ) -> Update:
         return self._before_model(state)
 
     async def abefore_model(
         self, state: TokenSavingState[ResponseT], runtime: Runtime[ContextT]
-    ) -> dict[str, Any] | None:
+    ) -> Update:
         if self._blocking:  # a classifier or signals_fn may block: keep the event loop free
             return await asyncio.to_thread(self._before_model, state)
         return self._before_model(state)
 
     # -- helpers ---------------------------------------------------------------------------
 
-    def _start_episode(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
+    def _start_episode(self, state: Mapping[str, Any]) -> Update:
         return {NUDGED_KEY: False} if state.get(NUDGED_KEY) else None
 
-    def _before_model(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
+    def _before_model(self, state: Mapping[str, Any]) -> Update:
         messages: list[AnyMessage] = state.get("messages") or []
         update: dict[str, Any] = {}
         entries = self._plan(messages, state.get(COMPRESSED_KEY) or {})

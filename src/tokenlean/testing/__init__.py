@@ -20,16 +20,13 @@ The agent names load on first use, so the two submodules work without LangChain 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tokenlean._lazy import lazy_names
 
 if TYPE_CHECKING:
-    from tokenlean.testing._agent import (
-        RecordedCall,
-        ScriptedChatModel,
-        assert_prefix_kept,
-        prefix_breaks,
-        scripted_agent,
-    )
+    from tokenlean.replay import RecordedCall, ScriptedChatModel
+    from tokenlean.testing._agent import assert_prefix_kept, prefix_breaks, scripted_agent
 
 __all__ = [
     "RecordedCall",
@@ -40,16 +37,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """The agent names, imported (with LangChain) the first time one is asked for."""
-    if name not in __all__:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from tokenlean.testing import _agent  # LangChain is imported here, not on import
-
-    value = getattr(_agent, name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+# the agent names load (with LangChain) the first time one is asked for
+__getattr__, __dir__ = lazy_names(__name__, {name: ("_agent", name) for name in __all__})

@@ -18,13 +18,8 @@ from tokenlean.replay import RecordedCall, ScriptedChatModel
 from tokenlean.tokens import tool_schema_text
 from tokenlean.transcript import canonical
 
-__all__ = [
-    "RecordedCall",
-    "ScriptedChatModel",
-    "assert_prefix_kept",
-    "prefix_breaks",
-    "scripted_agent",
-]
+# RecordedCall and ScriptedChatModel (the replay's) are re-exported for the package
+__all__ = ["assert_prefix_kept", "prefix_breaks", "scripted_agent"]
 
 
 def scripted_agent(
