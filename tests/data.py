@@ -7,6 +7,7 @@ not, and then every test that needs it is skipped with a reason saying so.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -87,6 +88,27 @@ LOG = "\n".join(
     + [ERROR]
     + [f"tests/test_api.py::test_case_{i} PASSED [{i // 4}%]" for i in range(200, 399)]
 )
+#: A Chat Completions history whose tool result is :data:`LOG`, and its tool schema: what the
+#: LiteLLM plug-in's test and the in-process LiteLLM test send.
+CHAT_TOOLS: Any = [
+    {
+        "type": "function",
+        "function": {
+            "name": "bash",
+            "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}},
+        },
+    }
+]
+CHAT_CALL = {
+    "id": "call_1",
+    "type": "function",
+    "function": {"name": "bash", "arguments": json.dumps({"cmd": "pytest"})},
+}
+CHAT_HISTORY: Any = [
+    {"role": "user", "content": "run the tests"},
+    {"role": "assistant", "content": None, "tool_calls": [CHAT_CALL]},
+    {"role": "tool", "tool_call_id": "call_1", "content": LOG},
+]
 SCRIPT = "\n".join(
     ["python - <<'EOF'", *(f"print('step {i}', {i} * {i})" for i in range(150)), "EOF"]
 )

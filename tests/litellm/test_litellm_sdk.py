@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.data import ERROR, LOG, ROOT
+from tests.data import CHAT_HISTORY, CHAT_TOOLS, ERROR, LOG, ROOT
 from tokenlean.raw import RawSettings, rewrite_request
 from tokenlean.testing.upstream import FakeUpstream, Recorded, canned, json_reply
 
@@ -176,25 +176,6 @@ def test_mini_swe_agent_gets_outputs_shortened_with_a_way_back_it_has(tmp_path: 
 
 # --- the SDK's calls: sync, positional, streamed, async, and what goes through unchanged -----
 
-TOOLS: Any = [
-    {
-        "type": "function",
-        "function": {
-            "name": "bash",
-            "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}},
-        },
-    }
-]
-CALL = {
-    "id": "call_1",
-    "type": "function",
-    "function": {"name": "bash", "arguments": json.dumps({"cmd": "pytest"})},
-}
-HISTORY: Any = [
-    {"role": "user", "content": "run the tests"},
-    {"role": "assistant", "content": None, "tool_calls": [CALL]},
-    {"role": "tool", "tool_call_id": "call_1", "content": LOG},
-]
 #: A message the rewrite does not read (the legacy function role): it must go as it came.
 UNKNOWN: Any = [
     {"role": "user", "content": "run the tests"},
@@ -210,8 +191,8 @@ def test_sdk_calls_are_rewritten_and_disable_restores(tmp_path: Path):
     with FakeUpstream() as upstream:
         spec = {
             "url": upstream.url,
-            "history": HISTORY,
-            "tools": TOOLS,
+            "history": CHAT_HISTORY,
+            "tools": CHAT_TOOLS,
             "unknown": UNKNOWN,
             "originals": str(originals),
             "not_a_folder": str(not_a_folder),
@@ -221,13 +202,13 @@ def test_sdk_calls_are_rewritten_and_disable_restores(tmp_path: Path):
     assert set(by_case) == {*REWRITTEN, "unknown", "failing", "disabled", "unknown-disabled"}
     assert all(a.strip() == "Hello from the fake upstream" for a in result["answers"].values())
     settings = RawSettings(originals_dir=originals)
-    expected = rewrite_request("openai_chat", {"messages": HISTORY}, settings=settings)
+    expected = rewrite_request("openai_chat", {"messages": CHAT_HISTORY}, settings=settings)
     assert expected is not None
     shortened = expected.body["messages"][2]["content"]
     assert ERROR in shortened and len(shortened) < len(LOG) // 5
     for case in REWRITTEN:  # exactly the proxy's rewrite, the same bytes every time
         assert by_case[case]["messages"][2]["content"] == shortened, case
-        assert by_case[case]["tools"] == TOOLS
+        assert by_case[case]["tools"] == CHAT_TOOLS
     assert by_case["stream"]["stream"] is by_case["async-stream"]["stream"] is True
     found = MARKER.search(shortened)
     assert found is not None and Path(found[1]).parent == originals == Path(result["originals_dir"])

@@ -26,7 +26,7 @@ import httpx
 import openai
 import pytest
 
-from tests.data import ERROR, LOG
+from tests.data import CHAT_HISTORY, CHAT_TOOLS, ERROR, LOG
 from tokenlean.testing.upstream import FakeUpstream, Recorded
 
 from .proxy_support import free_port
@@ -51,26 +51,6 @@ from tokenlean.raw import RawSettings
 
 handler = TokenleanCallback(settings=RawSettings(originals_dir=Path(__file__).with_name("file")))
 """
-
-TOOLS: Any = [
-    {
-        "type": "function",
-        "function": {
-            "name": "bash",
-            "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}},
-        },
-    }
-]
-CALL = {
-    "id": "call_1",
-    "type": "function",
-    "function": {"name": "bash", "arguments": json.dumps({"cmd": "pytest"})},
-}
-HISTORY: Any = [
-    {"role": "user", "content": "run the tests"},
-    {"role": "assistant", "content": None, "tool_calls": [CALL]},
-    {"role": "tool", "tool_call_id": "call_1", "content": LOG},
-]
 
 
 @dataclass
@@ -158,10 +138,10 @@ def gateways(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Gat
 def _ask(client: openai.OpenAI, messages: Any, *, stream: bool = False) -> str:
     if stream:
         chunks = client.chat.completions.create(
-            model="gpt-test", messages=messages, tools=TOOLS, stream=True
+            model="gpt-test", messages=messages, tools=CHAT_TOOLS, stream=True
         )
         return "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
-    reply = client.chat.completions.create(model="gpt-test", messages=messages, tools=TOOLS)
+    reply = client.chat.completions.create(model="gpt-test", messages=messages, tools=CHAT_TOOLS)
     return reply.choices[0].message.content or ""
 
 
@@ -181,9 +161,9 @@ def test_the_provider_gets_the_shortened_output_and_then_the_same_bytes(
     gateway = gateways["tokenlean"]
     client = gateway.client()
     before = len(gateway.chats())
-    assert _ask(client, HISTORY).strip() == "Hello from the fake upstream"
+    assert _ask(client, CHAT_HISTORY).strip() == "Hello from the fake upstream"
     later = [
-        *HISTORY,
+        *CHAT_HISTORY,
         {"role": "assistant", "content": "1 failed"},
         {"role": "user", "content": "fix it"},
     ]
@@ -195,7 +175,7 @@ def test_the_provider_gets_the_shortened_output_and_then_the_same_bytes(
     (kept,) = set(re.findall(r"full output: (\S+\.txt)", sent))
     assert Path(kept).is_relative_to(gateway.cache)  # in the default folder, as configured
     assert Path(kept).read_text() == LOG  # the marker names the original, whole
-    assert first.json()["tools"] == TOOLS  # the rest of the call is as the client sent it
+    assert first.json()["tools"] == CHAT_TOOLS  # the rest of the call is as the client sent it
     # The second call re-sends the history: the provider gets the first call's bytes again.
     prefix = _messages_prefix(first.body)
     assert second.body.decode().startswith(prefix + ",")
@@ -205,7 +185,9 @@ def test_the_provider_gets_the_shortened_output_and_then_the_same_bytes(
 def test_streamed_calls_are_rewritten_too(gateways: dict[str, Gateway]):
     gateway = gateways["tokenlean"]
     before = len(gateway.chats())
-    assert _ask(gateway.client(), HISTORY, stream=True).strip() == "Hello from the fake upstream"
+    assert (
+        _ask(gateway.client(), CHAT_HISTORY, stream=True).strip() == "Hello from the fake upstream"
+    )
     (sent,) = gateway.chats()[before:]
     assert sent.json()["stream"] is True
     content = sent.json()["messages"][2]["content"]
@@ -249,6 +231,6 @@ def test_messages_and_responses_calls_are_rewritten(gateways: dict[str, Gateway]
 def test_a_failing_rewrite_sends_the_call_unchanged(gateways: dict[str, Gateway]):
     gateway = gateways["failing"]
     before = len(gateway.chats())
-    assert _ask(gateway.client(), HISTORY).strip() == "Hello from the fake upstream"
+    assert _ask(gateway.client(), CHAT_HISTORY).strip() == "Hello from the fake upstream"
     (sent,) = gateway.chats()[before:]
     assert sent.json()["messages"][2]["content"] == LOG

@@ -32,6 +32,7 @@ from tokenlean.agentscope import _view
 from tokenlean.agentscope._hooks import Events, Handler, Kwargs
 from tokenlean.agentscope._tool import read_original_tool
 from tokenlean.history import Keeping, ReadBackMode, keeping, rewrite_history
+from tokenlean.pipeline import Planner
 from tokenlean.settings import RawSettings
 from tokenlean.shorten import OutputShorteningSettings
 from tokenlean.store import OriginalStore
@@ -61,12 +62,18 @@ class _Shortening(MiddlewareBase):
 
     def __init__(self, kept: Keeping) -> None:
         self.kept = kept
-        self.planner = kept.planner
-        self.store = kept.store
         self.tool: FunctionTool | None = (
             read_original_tool(kept.tool_store) if kept.tool_store is not None else None
         )
         self.stats = ShorteningStats()
+
+    @property
+    def planner(self) -> Planner:
+        return self.kept.planner
+
+    @property
+    def store(self) -> OriginalStore | None:
+        return self.kept.store
 
     async def list_tools(self) -> list[ToolBase]:
         return [self.tool] if self.tool is not None else []

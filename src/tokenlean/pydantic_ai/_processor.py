@@ -36,19 +36,26 @@ class HistoryProcessor:
     """A pydantic-ai history processor (``list[ModelMessage] -> list[ModelMessage]``).
 
     Made by :func:`history_processor`; ``tool`` is the ``read_original`` tool to give the
-    agent (``None`` with ``read_back="file"`` or when no originals are kept), ``store`` where
-    originals go, ``planner`` the one planner (its memo shared by every run it serves).
+    agent (``None`` with ``read_back="file"`` or when no originals are kept); ``kept`` holds
+    ``store``, where originals go, and ``planner``, the one planner (its memo shared by every
+    run it serves).
     """
 
-    def __init__(self, planner: Planner, store: OriginalStore | None, tool: Tool[Any] | None):
-        self.planner = planner
-        self.store = store
+    def __init__(self, kept: Keeping, tool: Tool[Any] | None):
+        self.kept = kept
         self.tool = tool
+
+    @property
+    def planner(self) -> Planner:
+        return self.kept.planner
+
+    @property
+    def store(self) -> OriginalStore | None:
+        return self.kept.store
 
     def __call__(self, messages: list[ModelMessage]) -> list[ModelMessage]:
         """``messages`` with tokenlean's edits written back; unchanged on any failure."""
-        kept = Keeping(self.planner, self.store, None)
-        done = rewrite_history(_HISTORY, messages, kept, logger=logger, failure=_FAILURE)
+        done = rewrite_history(_HISTORY, messages, self.kept, logger=logger, failure=_FAILURE)
         return done.history if done is not None else messages
 
 
@@ -108,4 +115,4 @@ def history_processor(
     """
     kept = keeping(settings, store, read_back)
     tool = read_original_tool(kept.tool_store) if kept.tool_store is not None else None
-    return HistoryProcessor(kept.planner, kept.store, tool)
+    return HistoryProcessor(kept, tool)
