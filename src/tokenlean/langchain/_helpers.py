@@ -12,11 +12,17 @@ import json
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any, Generic, TypeVar
 
-from langchain.agents.middleware.types import ContextT, ModelRequest, ModelResponse, ResponseT
+from langchain.agents.middleware.types import (
+    ContextT,
+    ModelRequest,
+    ModelResponse,
+    ResponseT,
+    hook_config,
+)
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.utils.function_calling import convert_to_openai_tool
@@ -65,6 +71,24 @@ class RequestRewriter(Generic[ContextT, ResponseT]):
 Planned = TypeVar("Planned")
 #: What a hook returns: the state update, or None for none.
 Update = dict[str, Any] | None
+
+
+def state_hooks(
+    method: str, *, can_jump_to: list[Any] | None = None
+) -> tuple[Callable[..., Update], Callable[..., Coroutine[Any, Any, Update]]]:
+    """A sync hook and its async twin (``before_model, abefore_model = state_hooks("_x")``),
+    both answering ``self.<method>(state)``: the hook's work reads only the state and does
+    not block. ``can_jump_to`` is LangChain's ``hook_config`` for both."""
+
+    def hook(self: Any, state: Any, runtime: Any) -> Update:
+        return getattr(self, method)(state)  # type: ignore[no-any-return]
+
+    async def ahook(self: Any, state: Any, runtime: Any) -> Update:
+        return getattr(self, method)(state)  # type: ignore[no-any-return]
+
+    if can_jump_to is None:
+        return hook, ahook
+    return hook_config(can_jump_to=can_jump_to)(hook), hook_config(can_jump_to=can_jump_to)(ahook)
 
 
 class KeptBeforeCommit(RequestRewriter[ContextT, ResponseT], Generic[Planned, ContextT, ResponseT]):

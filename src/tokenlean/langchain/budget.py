@@ -33,7 +33,6 @@ from langchain.agents.middleware.types import (
     ResponseT,
 )
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
-from langgraph.runtime import Runtime
 from langgraph.types import Command
 from typing_extensions import NotRequired, TypedDict
 
@@ -41,7 +40,13 @@ from tokenlean import checks
 from tokenlean._failopen import FailOpen, fail_open
 from tokenlean.budget import Budget, BudgetWeights, Ledger, Usage, usage_from_metadata
 from tokenlean.langchain._adapter import ViewCache
-from tokenlean.langchain._helpers import SchemaCache, TokenMemo, Update, no_tool_choice
+from tokenlean.langchain._helpers import (
+    SchemaCache,
+    TokenMemo,
+    Update,
+    no_tool_choice,
+    state_hooks,
+)
 from tokenlean.stats import Tally
 from tokenlean.tokens import (
     DEFAULT_COUNTER,
@@ -178,25 +183,8 @@ class TokenBudgetMiddleware(AgentMiddleware[TokenBudgetState[ResponseT], Context
 
     # -- hooks (sync and async share the helpers below) -----------------------------------
 
-    def before_agent(
-        self, state: TokenBudgetState[ResponseT], runtime: Runtime[ContextT]
-    ) -> Update:
-        return self._start_reply(state)
-
-    async def abefore_agent(
-        self, state: TokenBudgetState[ResponseT], runtime: Runtime[ContextT]
-    ) -> Update:
-        return self._start_reply(state)
-
-    def before_model(
-        self, state: TokenBudgetState[ResponseT], runtime: Runtime[ContextT]
-    ) -> Update:
-        return self._notice(state)
-
-    async def abefore_model(
-        self, state: TokenBudgetState[ResponseT], runtime: Runtime[ContextT]
-    ) -> Update:
-        return self._notice(state)
+    before_agent, abefore_agent = state_hooks("_start_reply")
+    before_model, abefore_model = state_hooks("_notice")
 
     def wrap_model_call(
         self,

@@ -16,12 +16,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest
-from langchain.agents.middleware.types import PrivateStateAttr
 from langchain_core.messages import AnyMessage
-from typing_extensions import NotRequired
 
 from tokenlean import checks
 from tokenlean._failopen import fail_open
@@ -35,9 +33,7 @@ from tokenlean.langchain._helpers import (
 )
 from tokenlean.langchain.retrieval import (
     RetrievalGate,
-    add_counts,
-    either,
-    later,
+    RetrievalState,
     shared_choice,
 )
 from tokenlean.langchain.retrieval import retrieval_tool as retrieval_tool_for
@@ -80,14 +76,8 @@ class _Planned:
     accounted: dict[str, Any]  # the retrieval gate's state update (originals, savings, offer)
 
 
-class InputShorteningState(AgentState[Any]):
-    """Agent state with the count of originals kept (shared with the output shortener)."""
-
-    tokenlean_originals: NotRequired[Annotated[int, PrivateStateAttr, add_counts]]
-    tokenlean_originals_saved: NotRequired[Annotated[int, PrivateStateAttr, add_counts]]
-    tokenlean_originals_saved_at: NotRequired[Annotated[int, PrivateStateAttr, add_counts]]
-    tokenlean_originals_offered: NotRequired[Annotated[bool, PrivateStateAttr, either]]
-    tokenlean_called_at: NotRequired[Annotated[float, PrivateStateAttr, later]]
+class InputShorteningState(RetrievalState):
+    """Agent state with the retrieval bookkeeping (shared with the output shortener)."""
 
 
 class ToolInputShorteningMiddleware(

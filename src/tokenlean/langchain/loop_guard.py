@@ -34,16 +34,20 @@ from langchain.agents.middleware.types import (
     ModelRequest,
     PrivateStateAttr,
     ResponseT,
-    hook_config,
 )
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
-from langgraph.runtime import Runtime
 from typing_extensions import NotRequired, TypedDict, Unpack
 
 from tokenlean import checks
 from tokenlean._failopen import FailOpen, fail_open
 from tokenlean.langchain._adapter import ViewCache
-from tokenlean.langchain._helpers import RequestRewriter, StepMemo, Update, no_tool_choice
+from tokenlean.langchain._helpers import (
+    RequestRewriter,
+    StepMemo,
+    Update,
+    no_tool_choice,
+    state_hooks,
+)
 from tokenlean.loop_guard import (
     Detection,
     Episode,
@@ -110,15 +114,7 @@ class LoopGuardMiddleware(
 
     # -- hooks (sync and async share the helpers below) -----------------------------------
 
-    @hook_config(can_jump_to=["end"])
-    def before_model(self, state: LoopGuardState[ResponseT], runtime: Runtime[ContextT]) -> Update:
-        return self._check(state)
-
-    @hook_config(can_jump_to=["end"])
-    async def abefore_model(
-        self, state: LoopGuardState[ResponseT], runtime: Runtime[ContextT]
-    ) -> Update:
-        return self._check(state)
+    before_model, abefore_model = state_hooks("_check", can_jump_to=["end"])
 
     # -- helpers ---------------------------------------------------------------------------
 

@@ -38,7 +38,6 @@ from typing import Annotated, Any
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
-    AgentState,
     ModelRequest,
     PrivateStateAttr,
 )
@@ -60,9 +59,7 @@ from tokenlean.langchain._helpers import (
 from tokenlean.langchain.input_shortening import InputShorteningStats
 from tokenlean.langchain.retrieval import (
     RetrievalGate,
-    add_counts,
-    either,
-    later,
+    RetrievalState,
     read_back,
     shared_choice,
 )
@@ -118,7 +115,7 @@ def _add_levels(left: dict[str, int] | None, right: dict[str, int] | None) -> di
     return out
 
 
-class ShorteningState(AgentState[Any]):
+class ShorteningState(RetrievalState):
     """Agent state with the thread's shortening totals, how often the agent read each tool's
     originals back, and how many originals were kept (shared with the input shortener)."""
 
@@ -128,12 +125,6 @@ class ShorteningState(AgentState[Any]):
     tokenlean_output_shortening_backoff: NotRequired[
         Annotated[dict[str, int], PrivateStateAttr, _add_levels]
     ]
-    tokenlean_originals: NotRequired[Annotated[int, PrivateStateAttr, add_counts]]
-    tokenlean_originals_saved: NotRequired[Annotated[int, PrivateStateAttr, add_counts]]
-    tokenlean_originals_saved_at: NotRequired[Annotated[int, PrivateStateAttr, add_counts]]
-    tokenlean_originals_forgone: NotRequired[Annotated[int, PrivateStateAttr, add_counts]]
-    tokenlean_originals_offered: NotRequired[Annotated[bool, PrivateStateAttr, either]]
-    tokenlean_called_at: NotRequired[Annotated[float, PrivateStateAttr, later]]
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,13 +27,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Annotated, Any, cast
 
-from langchain.agents.middleware import ModelRequest
+from langchain.agents.middleware import AgentState, ModelRequest
+from langchain.agents.middleware.types import PrivateStateAttr
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.prebuilt import ToolRuntime
 from pydantic import BaseModel, ConfigDict, PrivateAttr
+from typing_extensions import NotRequired
 
 from tokenlean.cost import CachePricing, joining_pays, negligible, offering_pays
 from tokenlean.langchain._adapter import ViewCache, views_of
@@ -95,6 +97,19 @@ def later(left: float | None, right: float | None) -> float:
 def either(left: bool | None, right: bool | None) -> bool:
     """The reducer of :data:`OFFERED_KEY`: once offered, always offered."""
     return bool(left) or bool(right)
+
+
+class RetrievalState(AgentState[Any]):
+    """Agent state with the thread's retrieval bookkeeping: the originals kept and what their
+    cuts saved, and whether and when the thread was offered the tool (every shortener adds to
+    it, so each one's state schema extends this)."""
+
+    tokenlean_originals: NotRequired[Annotated[int, PrivateStateAttr, add_counts]]
+    tokenlean_originals_saved: NotRequired[Annotated[int, PrivateStateAttr, add_counts]]
+    tokenlean_originals_saved_at: NotRequired[Annotated[int, PrivateStateAttr, add_counts]]
+    tokenlean_originals_forgone: NotRequired[Annotated[int, PrivateStateAttr, add_counts]]
+    tokenlean_originals_offered: NotRequired[Annotated[bool, PrivateStateAttr, either]]
+    tokenlean_called_at: NotRequired[Annotated[float, PrivateStateAttr, later]]
 
 
 class ReadOriginalArgs(BaseModel):

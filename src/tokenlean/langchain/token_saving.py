@@ -63,6 +63,7 @@ from tokenlean.langchain._helpers import (
     StepMemo,
     Update,
     merge_records,
+    state_hooks,
     thread_scope,
 )
 from tokenlean.loop_guard import Step, build_steps
@@ -226,15 +227,7 @@ class TokenSavingMiddleware(
 
     # -- hooks (sync and async share the helpers below) -----------------------------------
 
-    def before_agent(
-        self, state: TokenSavingState[ResponseT], runtime: Runtime[ContextT]
-    ) -> Update:
-        return self._start_episode(state)
-
-    async def abefore_agent(
-        self, state: TokenSavingState[ResponseT], runtime: Runtime[ContextT]
-    ) -> Update:
-        return self._start_episode(state)
+    before_agent, abefore_agent = state_hooks("_start_episode")
 
     def before_model(
         self, state: TokenSavingState[ResponseT], runtime: Runtime[ContextT]

@@ -40,61 +40,32 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 #: millisecond, a long coding session's history tens to hundreds.
 REWRITE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 
-#: name, help and the field of :class:`~tokenlean.proxy._totals.Totals` each counter sums.
-_COUNTERS = (
-    ("rewritten_requests", "Requests whose body the rewrite changed.", "rewritten"),
-    (
-        "rewrite_failures",
-        "Requests forwarded unchanged because the rewrite failed.",
-        "rewrite_failures",
-    ),
-    ("tokens_in", "Estimated prompt tokens of the bodies received.", "tokens_in"),
-    ("tokens_sent", "Estimated prompt tokens of the bodies forwarded.", "tokens_sent"),
-    (
-        "billed_in",
-        "Estimated billed input received, in uncached-token equivalents (cache priced).",
-        "billed_in",
-    ),
-    (
-        "billed_sent",
-        "Estimated billed input forwarded, in uncached-token equivalents (cache priced).",
-        "billed_sent",
-    ),
-    (
-        "results_shortened",
-        "Tool results shortened (the same ones again on every request that re-sends them).",
-        "results_shortened",
-    ),
-    ("inputs_shortened", "Past tool inputs cut.", "inputs_shortened"),
-    ("output_tokens", "Output tokens the upstream reported in its answers.", "output_tokens"),
-    (
-        "output_unknown",
-        "Requests whose answer reported no output tokens (not in the whole bill).",
-        "output_unknown",
-    ),
-    (
-        "whole_bill_in",
-        "Estimated whole bill without the rewrite: billed input received plus output at the "
-        "provider's output price, in uncached-token equivalents, over answers with output.",
-        "whole_bill_in",
-    ),
-    (
-        "whole_bill_sent",
-        "Estimated whole bill: billed input forwarded plus output at the provider's output "
-        "price, in uncached-token equivalents, over answers with output.",
-        "whole_bill_sent",
-    ),
-    (
-        "upstream_input_tokens",
-        "Prompt tokens the upstream reported (cached part included), where it did.",
-        "upstream_input_tokens",
-    ),
-    (
-        "upstream_cached_tokens",
-        "Prompt tokens the upstream reported reading from its cache, where it did.",
-        "upstream_cached_tokens",
-    ),
-)
+#: The help of each counter, by the field of :class:`~tokenlean.proxy._totals.Totals` it sums;
+#: the metric is named after the field (but where :data:`_METRIC` says otherwise).
+_COUNTERS = {
+    "rewritten": "Requests whose body the rewrite changed.",
+    "rewrite_failures": "Requests forwarded unchanged because the rewrite failed.",
+    "tokens_in": "Estimated prompt tokens of the bodies received.",
+    "tokens_sent": "Estimated prompt tokens of the bodies forwarded.",
+    "billed_in": "Estimated billed input received, in uncached-token equivalents (cache priced).",
+    "billed_sent": "Estimated billed input forwarded, in uncached-token equivalents "
+    "(cache priced).",
+    "results_shortened": "Tool results shortened (the same ones again on every request that "
+    "re-sends them).",
+    "inputs_shortened": "Past tool inputs cut.",
+    "output_tokens": "Output tokens the upstream reported in its answers.",
+    "output_unknown": "Requests whose answer reported no output tokens (not in the whole bill).",
+    "whole_bill_in": "Estimated whole bill without the rewrite: billed input received plus "
+    "output at the provider's output price, in uncached-token equivalents, over answers with "
+    "output.",
+    "whole_bill_sent": "Estimated whole bill: billed input forwarded plus output at the "
+    "provider's output price, in uncached-token equivalents, over answers with output.",
+    "upstream_input_tokens": "Prompt tokens the upstream reported (cached part included), "
+    "where it did.",
+    "upstream_cached_tokens": "Prompt tokens the upstream reported reading from its cache, "
+    "where it did.",
+}
+_METRIC = {"rewritten": "rewritten_requests"}
 #: name, help, and the two sums each saving ratio compares (1 - sent / in).
 _RATIOS = (
     (
@@ -134,7 +105,7 @@ class Metrics:
         with self._lock:
             self._requests[api, status] += 1
             series = self._series[api]
-            for _, _, name in _COUNTERS:
+            for name in _COUNTERS:
                 series.sums[name] += getattr(one, name)
             for i, bound in enumerate(REWRITE_BUCKETS):
                 series.buckets[i] += one.rewrite_seconds <= bound
@@ -155,7 +126,8 @@ class Metrics:
         for (api, status), n in sorted(self._requests.items()):
             yield f'tokenlean_requests_total{{api="{api}",status="{status}"}} {n}'
         apis = sorted(self._series.items())
-        for metric, text, name in _COUNTERS:
+        for name, text in _COUNTERS.items():
+            metric = _METRIC.get(name, name)
             yield from _head(f"{metric}_total", text, "counter")
             yield from (
                 f'tokenlean_{metric}_total{{api="{api}"}} {_number(s.sums[name])}'
