@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Generic, Literal, Protocol, TypeVar
 
 from tokenlean._failopen import fail_open
+from tokenlean.cost import negligible
 from tokenlean.pipeline import HistoryEdit, HistoryPlan, Planner, PlannerSettings
 from tokenlean.readback import FileReadBack, ToolReadBack
 from tokenlean.settings import RawSettings
@@ -33,7 +34,9 @@ from tokenlean.store import (
     Original,
     OriginalStore,
     excerpt,
+    retrieval_schema,
 )
+from tokenlean.tokens import default_counter, message_tokens, tool_schema_text
 from tokenlean.transcript import Edit, Message
 
 __all__ = [
@@ -41,6 +44,7 @@ __all__ = [
     "HistoryAdapter",
     "HistoryView",
     "Keeping",
+    "Offer",
     "ReadBackMode",
     "Rewritten",
     "dropped",
@@ -95,23 +99,28 @@ def rewrite_history(
     logger: logging.Logger,
     failure: tuple[str, ...],
     on_error: Callable[[], None] | None = None,
+    offered: bool | None = None,
 ) -> Rewritten[History] | None:
     """Read, plan, keep the originals, apply; ``None`` when nothing changed or on a failure,
     which is logged as ``failure`` (the logger's message and its arguments) and leaves the
-    history as it came."""
+    history as it came. ``offered``: whether this request lists the ``read_original`` tool,
+    when the adapter knows more than the history shows (``None``: :meth:`Keeping.offered`)."""
     message, *args = failure
     with fail_open(logger, message, *args, on_error=on_error):
-        return _rewrite(adapter, history, kept)
+        return _rewrite(adapter, history, kept, offered)
     return None
 
 
 def _rewrite(
-    adapter: HistoryAdapter[History, View], history: History, kept: Keeping
+    adapter: HistoryAdapter[History, View], history: History, kept: Keeping, offered: bool | None
 ) -> Rewritten[History] | None:
     view = adapter.read(history)
     if view is None:
         return None
-    plan = kept.planner.plan(view.messages)
+    if offered is None:
+        offered = kept.offered(view.messages)
+    planner = kept.planner if offered or kept.offer is None else kept.offer.unoffered
+    plan = planner.plan(view.messages)
     # an adapter gives a place to exactly what the core may edit; this guards that promise
     edits = tuple(e for e in plan.edits if adapter.writable(e.edit, view, history))
     if not edits:
@@ -130,13 +139,59 @@ SCOPE = ""
 
 
 @dataclass(frozen=True, slots=True)
+class Offer:
+    """When a history's run is offered the ``read_original`` tool, the same rule on every way
+    in that lists it: from the run's first call, when the tool's ``schema`` (tokens) is
+    negligible beside that call's prompt (:func:`~tokenlean.cost.negligible` at ``share``), or
+    ``always``; else never. The tool list sits at the front of the prompt, so the tool cannot
+    join later without re-writing every token cached before it; a run with a short first
+    prompt (a QA or retail agent) would pay the schema on every call for cuts that rarely
+    cover it. A run not offered the tool is planned by ``unoffered``, whose markers name no way
+    back: only what never needs recovering is cut.
+    """
+
+    unoffered: Planner
+    schema: int
+    share: float
+    always: bool = False
+
+    def offered(self, messages: Sequence[Message], fixed: int = 0) -> bool:
+        """The rule, read from the messages before the first assistant turn (the first call's,
+        so the answer is the same on every call of a run, and after a restart) and ``fixed``
+        tokens the adapter knows that call also sends."""
+        if self.always:
+            return True
+        counter = self.unoffered.policy.counter or default_counter()
+        prompt = fixed
+        for message in messages:
+            if message.role == "assistant":
+                break
+            prompt += message_tokens(message, counter)
+        return negligible(self.schema, prompt, self.share)
+
+
+@dataclass(frozen=True, slots=True)
 class Keeping:
-    """The planner, the store its originals go to (``None``: none kept), and the store a
-    ``read_original`` tool should read (``None``: no tool, markers name files or nothing)."""
+    """The planner, the store its originals go to (``None``: none kept), the store a
+    ``read_original`` tool should read (``None``: no tool, markers name files or nothing) and,
+    with a tool, when a run is offered it (``offer``; ``None``: always)."""
 
     planner: Planner
     store: OriginalStore | None
     tool_store: OriginalStore | None
+    offer: Offer | None = None
+
+    def offered(self, messages: Sequence[Message], fixed: int = 0) -> bool:
+        """Whether the run of ``messages`` is offered the tool (:class:`Offer`); the adapter
+        lists it in the request exactly then."""
+        return self.offer is None or self.offer.offered(messages, fixed)
+
+    def forget(self) -> None:
+        """Drop what the planners remember of histories planned (a cold plan equals a warm
+        one; tests and benchmarks show it)."""
+        self.planner.forget()
+        if self.offer is not None:
+            self.offer.unoffered.forget()
 
 
 def keeping(
@@ -162,7 +217,18 @@ def keeping(
         folder = _folder(store, settings)
         return Keeping(Planner(replace(base, read_back=FileReadBack(folder))), folder, None)
     kept = store if store is not None else InMemoryOriginalStore()
-    return Keeping(Planner(replace(base, read_back=ToolReadBack())), kept, kept)
+    planner = Planner(replace(base, read_back=ToolReadBack()))
+    return Keeping(planner, kept, kept, _offer(base))
+
+
+def _offer(policy: PlannerSettings) -> Offer:
+    schema = policy.counter or default_counter()
+    return Offer(
+        Planner(replace(policy, read_back=None)),
+        schema=schema.count(tool_schema_text([retrieval_schema()])),
+        share=policy.outputs.start_share,
+        always=policy.outputs.offer_tool == "always",
+    )
 
 
 def _folder(store: OriginalStore | None, settings: RawSettings) -> FolderOriginalStore:

@@ -17,6 +17,7 @@ from tokenlean.readback import FileReadBack, ServedReadBack
 from tokenlean.shorten import (
     RECOMMENDED_INPUTS,
     InputShorteningSettings,
+    OfferTool,
     OutputShorteningSettings,
     ShortenSettings,
 )
@@ -61,6 +62,11 @@ class RawSettings:
         inputs: which inputs to cut and how much to keep (head and tail lines).
         never_inputs: never cut these tools' inputs.
         counter: token counter for thresholds (default: a fast estimate).
+        offer_tool: where a way in lists a ``read_original`` tool (pydantic-ai, AgentScope),
+            ``"when_it_pays"``: from a run's first call when the tool's schema is at most
+            ``start_share`` of that call's prompt, else never (:class:`~tokenlean.history.
+            Offer`); ``"always"``: from every run's first call.
+        start_share: the share of the first prompt under which the schema is negligible.
     """
 
     originals_dir: Path | None = None
@@ -78,6 +84,8 @@ class RawSettings:
     inputs: InputShorteningSettings = RECOMMENDED_INPUTS
     never_inputs: Collection[str] = frozenset()
     counter: TokenCounter | None = _OUTPUTS.counter
+    offer_tool: OfferTool = _OUTPUTS.offer_tool
+    start_share: float = _OUTPUTS.start_share
     store: FolderOriginalStore = field(init=False, repr=False, compare=False)
     planner: Planner = field(init=False, repr=False, compare=False)
     #: The planner of requests that name no way back: with ``retrieval="mcp"``, a body whose
@@ -138,6 +146,8 @@ class RawSettings:
             dedupe=self.dedupe,
             min_saving=float(self.min_saving),
             counter=self.counter,
+            offer_tool=self.offer_tool,
+            start_share=self.start_share,
             orphans=True,  # a provider API can keep the calls server-side
         )
         inputs = replace(self.inputs, never=self.inputs.never | frozenset(self.never_inputs))

@@ -51,6 +51,21 @@ def retrieval_description(*, call_ids: bool = True) -> str:
     )
 
 
+def retrieval_schema(*, call_ids: bool = True, name: str = RETRIEVAL_TOOL) -> dict[str, Any]:
+    """The retrieval tool's schema, as a provider is sent it: what listing the tool costs in a
+    prompt, whichever way in lists it."""
+    text = {"type": "string"}
+    return {
+        "name": name,
+        "description": retrieval_description(call_ids=call_ids),
+        "parameters": {
+            "type": "object",
+            "properties": {"handle": text, "lines": text, "pattern": text},
+            "required": ["handle"],
+        },
+    }
+
+
 #: Excerpts longer than this are cut, with a note to ask for less.
 MAX_EXCERPT_CHARS = 24_000
 #: Decimal digits of a handle: 40 bits, so a thread of 20,000 originals has about a 0.02% chance

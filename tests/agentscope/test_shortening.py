@@ -39,6 +39,9 @@ from tokenlean.transcript import Message, ToolCall
 PNG = (  # a 1x1 image
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 )
+#: The tests of what the tool reads and what the middleware writes offer the tool to every run;
+#: which runs are offered it by default is tested on its own (``test_a_run_*``).
+OFFERED = RawSettings(offer_tool="always")
 HANDLE = re.compile(r'read_original\("([a-z]\d{12})"')
 
 
@@ -48,7 +51,7 @@ def _log_agent(mw, *after):  # type: ignore[no-untyped-def]
 
 
 def test_a_long_log_is_shortened_before_the_model_first_sees_it() -> None:
-    mw = ToolOutputShorteningMiddleware()
+    mw = ToolOutputShorteningMiddleware(settings=OFFERED)
     agent, model = _log_agent(mw)
     ask(agent)
     first_sight = results(model.calls[1])[0]
@@ -62,7 +65,7 @@ def test_a_long_log_is_shortened_before_the_model_first_sees_it() -> None:
 
 
 def test_the_retrieval_tool_is_there_from_the_first_call_and_reads_the_original() -> None:
-    mw = ToolOutputShorteningMiddleware()
+    mw = ToolOutputShorteningMiddleware(settings=OFFERED)
     agent, model = _log_agent(mw)
     ask(agent)
     handle = HANDLE.search(results(model.calls[1])[0]).group(1)  # type: ignore[union-attr]
@@ -73,6 +76,29 @@ def test_the_retrieval_tool_is_there_from_the_first_call_and_reads_the_original(
     answer = results(model.calls[-1])[-1]
     assert "tests/test_api.py::test_case_1 PASSED" in answer
     assert "test_case_4 PASSED" in answer
+
+
+def test_a_run_whose_first_prompt_is_short_is_never_offered_the_tool() -> None:
+    # its schema, sent on every call, would cost more than its cuts save: no call lists it,
+    # and no marker names it (the log is cut only where nothing needs reading back)
+    agent, model = _log_agent(ToolOutputShorteningMiddleware())
+    ask(agent)
+    assert [c.tool_names() for c in model.calls] == [["bash"]] * 2
+    assert "read_original" not in results(model.calls[1])[0]
+    assert prefix_breaks(model) == []
+
+
+def test_a_run_whose_first_prompt_is_long_is_offered_the_tool_from_its_first_call() -> None:
+    mw = ToolOutputShorteningMiddleware()
+    turns = [turn(calls=[("c1", "bash", {"cmd": "pytest"})]), turn("it failed")]
+    long = "Follow the repository's conventions and keep changes small. " * 2000
+    agent, model = scripted_agent(
+        turns, tools=[RecordedTool("bash", [LOG])], middlewares=[mw], system_prompt=long
+    )
+    ask(agent)
+    assert [c.tool_names() for c in model.calls] == [["bash", "read_original"]] * 2
+    assert HANDLE.search(results(model.calls[1])[0])
+    assert prefix_breaks(model) == []
 
 
 def test_originals_can_go_to_files_the_agent_reads(tmp_path: Path) -> None:
@@ -105,7 +131,7 @@ def test_later_calls_send_what_earlier_calls_sent_byte_for_byte() -> None:
 
 
 def test_long_inputs_of_calls_that_ran_are_cut_and_read_back() -> None:
-    mw = ToolInputShorteningMiddleware()
+    mw = ToolInputShorteningMiddleware(settings=OFFERED)
     turns = [turn(calls=[("c1", "bash", {"cmd": SCRIPT})]), turn("done")]
     agent, model = scripted_agent(turns, tools=[RecordedTool("bash", ["ok"])], middlewares=[mw])
     ask(agent)
@@ -145,7 +171,7 @@ class _BrokenStore(InMemoryOriginalStore):
 
 
 def test_a_failure_leaves_the_context_as_it_was(caplog: pytest.LogCaptureFixture) -> None:
-    mw = ToolOutputShorteningMiddleware(store=_BrokenStore())
+    mw = ToolOutputShorteningMiddleware(settings=OFFERED, store=_BrokenStore())
     agent, model = _log_agent(mw)
     with caplog.at_level(logging.WARNING, logger="tokenlean"):
         ask(agent)

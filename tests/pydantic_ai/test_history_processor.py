@@ -49,6 +49,9 @@ from tokenlean.testing.pydantic_ai import AT, to_pydantic
 from tokenlean.testing.pydantic_ai import make_agent as wire
 from tokenlean.transcript import Message
 
+#: The tests of what the tool reads and what the processor writes offer the tool to every run;
+#: which runs are offered it by default is tested on its own (``test_a_run_*``).
+OFFERED = RawSettings(offer_tool="always")
 HANDLE = re.compile(r'read_original\("([a-z]\d{12})"')
 
 Reply = Callable[[int, list[ModelMessage]], ModelResponse]
@@ -62,16 +65,20 @@ class Scripted:
         self.reply = reply
         self.calls: list[list[ModelMessage]] = []
         self.sent: list[list[bytes]] = []  # each message's bytes when it was sent
+        self.tools: list[list[str]] = []  # the names of the tools each call lists
 
     def respond(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         self.calls.append(copy.deepcopy(messages))
+        self.tools.append([t.name for t in info.function_tools])
         self.sent.append([ModelMessagesTypeAdapter.dump_json([m]) for m in messages])
         return self.reply(len(self.calls), messages)
 
 
-def make_agent(scripted: Scripted, shortener: Any, tools: Sequence[Any] = ()) -> Agent[None, str]:
+def make_agent(
+    scripted: Scripted, shortener: Any, tools: Sequence[Any] = (), *, system_prompt: str = ""
+) -> Agent[None, str]:
     """A real agent with the processor wired the way the installed pydantic-ai takes it."""
-    return wire(FunctionModel(scripted.respond), shortener, tools)
+    return wire(FunctionModel(scripted.respond), shortener, tools, system_prompt=system_prompt)
 
 
 def run_tests(path: str) -> str:
@@ -109,7 +116,7 @@ def test_a_long_log_is_shortened_before_the_model_first_sees_it() -> None:
         return ModelResponse(parts=[TextPart("The refund test fails with a 500.")])
 
     scripted = Scripted(reply)
-    agent = make_agent(scripted, history_processor(), [run_tests])
+    agent = make_agent(scripted, history_processor(settings=OFFERED), [run_tests])
     result = agent.run_sync("Run the tests and tell me what fails.")
     assert result.output == "The refund test fails with a 500."
     (seen,) = tool_returns(scripted.calls[1])
@@ -119,6 +126,36 @@ def test_a_long_log_is_shortened_before_the_model_first_sees_it() -> None:
     assert HANDLE.search(seen.content)
     assert seen.tool_call_id == "c1" and seen.tool_name == "run_tests"
     assert seen.metadata["tokenlean"]["output_shortening"]["shortened"] is True
+
+
+def _log_run(system_prompt: str) -> Scripted:
+    def reply(n: int, messages: list[ModelMessage]) -> ModelResponse:
+        if n <= 2:
+            return call("run_tests", {"path": f"tests/{n}"}, f"c{n}")
+        return ModelResponse(parts=[TextPart("done")])
+
+    scripted = Scripted(reply)
+    agent = make_agent(scripted, history_processor(), [run_tests], system_prompt=system_prompt)
+    agent.run_sync("Run the tests twice.")
+    return scripted
+
+
+def test_a_run_whose_first_prompt_is_short_is_never_offered_the_tool() -> None:
+    # its schema, sent on every call, would cost more than its cuts save: no call lists it,
+    # and no marker names it (the log is cut only where nothing needs reading back)
+    scripted = _log_run("")
+    assert len(scripted.tools) == 3
+    assert all(names == ["run_tests"] for names in scripted.tools)
+    assert all("read_original" not in str(p.content) for p in tool_returns(scripted.calls[-1]))
+    assert_prefixes_kept(scripted.sent)
+
+
+def test_a_run_whose_first_prompt_is_long_is_offered_the_tool_from_its_first_call() -> None:
+    scripted = _log_run("Follow the repository's conventions and keep changes small. " * 2000)
+    assert all(names == ["run_tests", "read_original"] for names in scripted.tools)
+    first = tool_returns(scripted.calls[-1])[0]
+    assert HANDLE.search(str(first.content)) and ERROR in str(first.content)
+    assert_prefixes_kept(scripted.sent)
 
 
 def test_later_calls_receive_earlier_messages_byte_identical() -> None:
@@ -134,7 +171,7 @@ def test_later_calls_receive_earlier_messages_byte_identical() -> None:
         return "ok\n" * 3
 
     scripted = Scripted(reply)
-    make_agent(scripted, history_processor(), [run_tests, bash]).run_sync("go")
+    make_agent(scripted, history_processor(settings=OFFERED), [run_tests, bash]).run_sync("go")
     assert len(scripted.sent) == 5
     assert_prefixes_kept(scripted.sent)
     # the script was cut once its call had run, before the model was sent it back
@@ -162,7 +199,7 @@ def test_the_original_is_read_back_through_the_tool() -> None:
         return ModelResponse(parts=[TextPart("done")])
 
     scripted = Scripted(reply)
-    make_agent(scripted, history_processor(), [run_tests]).run_sync("go")
+    make_agent(scripted, history_processor(settings=OFFERED), [run_tests]).run_sync("go")
     assert "tests/test_api.py::test_case_196 PASSED" in answers[0]
     assert ERROR in answers[0]
     assert_prefixes_kept(scripted.sent)
@@ -182,7 +219,9 @@ def test_an_original_the_store_dropped_reads_as_dropped_not_unknown() -> None:
         return ModelResponse(parts=[TextPart("done")])
 
     small = InMemoryOriginalStore(max_bytes_per_thread=100, max_bytes=100)  # LOG does not fit
-    make_agent(Scripted(reply), history_processor(store=small), [run_tests]).run_sync("go")
+    make_agent(
+        Scripted(reply), history_processor(settings=OFFERED, store=small), [run_tests]
+    ).run_sync("go")
 
     assert "was dropped to bound the store's size" in answers[0]
     assert "rerun the command" in answers[0]
@@ -226,11 +265,11 @@ def test_short_outputs_images_and_unknown_parts_pass_through() -> None:
         raise ModelRetry("try again later")
 
     scripted = Scripted(reply)
-    agent = make_agent(scripted, history_processor(), [short, flaky])
+    agent = make_agent(scripted, history_processor(settings=OFFERED), [short, flaky])
     bare = Scripted(reply)
-    Agent(FunctionModel(bare.respond), tools=[short, flaky, history_processor().tool]).run_sync(
-        ["What is in this image?", image]
-    )
+    Agent(
+        FunctionModel(bare.respond), tools=[short, flaky, history_processor(settings=OFFERED).tool]
+    ).run_sync(["What is in this image?", image])
     agent.run_sync(["What is in this image?", image])
     assert [_wire(c) for c in scripted.calls] == [_wire(c) for c in bare.calls]
     parts = [p for m in scripted.calls[-1] for p in m.parts]
@@ -251,7 +290,7 @@ def test_parts_the_view_does_not_show_are_the_same_objects() -> None:
         ModelResponse(parts=[thinking, ToolCallPart("bash", {"command": "ls"}, tool_call_id="c2")]),
         ModelRequest(parts=[ToolReturnPart("bash", LOG, tool_call_id="c2", timestamp=AT)]),
     ]
-    out = history_processor()(history)
+    out = history_processor(settings=OFFERED)(history)
     assert out[:4] == history[:4] and all(a is b for a, b in zip(out[:4], history[:4], strict=True))
     assert out[4].parts[0].content != LOG
 
@@ -279,19 +318,21 @@ def test_a_broken_store_leaves_the_history_unchanged(caplog: pytest.LogCaptureFi
 
     scripted = Scripted(reply)
     with caplog.at_level(logging.ERROR, logger="tokenlean.pydantic_ai"):
-        result = make_agent(scripted, history_processor(store=Broken()), [run_tests]).run_sync("go")
+        result = make_agent(
+            scripted, history_processor(settings=OFFERED, store=Broken()), [run_tests]
+        ).run_sync("go")
     assert result.output == "done"
     assert tool_returns(scripted.calls[1])[0].content == LOG
     assert "could not shorten" in caplog.text
 
 
 def test_a_planner_error_leaves_the_history_unchanged(caplog: pytest.LogCaptureFixture) -> None:
-    shortener = history_processor()
+    shortener = history_processor(settings=OFFERED)
 
     def broken(view: Sequence[Message]) -> Any:
         raise RuntimeError("planner bug")
 
-    shortener.planner.plan = broken  # type: ignore[method-assign]
+    shortener.kept.planner.plan = broken  # type: ignore[method-assign]
     history = _history(LOG)
     with caplog.at_level(logging.ERROR, logger="tokenlean.pydantic_ai"):
         assert shortener(history) is history
@@ -336,7 +377,7 @@ def _history(output: str, args: dict[str, Any] | str | None = None) -> list[Mode
 def test_the_input_is_never_mutated_and_other_fields_survive() -> None:
     history = _history(LOG)
     before = ModelMessagesTypeAdapter.dump_json(history)
-    out = history_processor()(history)
+    out = history_processor(settings=OFFERED)(history)
     assert ModelMessagesTypeAdapter.dump_json(history) == before
     assert out[0] is history[0] and out[1] is history[1]
     part = out[2].parts[0]
@@ -352,7 +393,7 @@ def test_cut_arguments_keep_their_form_and_fields(form: str) -> None:
     args: dict[str, Any] | str = {"command": SCRIPT}
     if form == "json":
         args = json.dumps(args)
-    out = history_processor()(_history("ok", args))
+    out = history_processor(settings=OFFERED)(_history("ok", args))
     response = out[1]
     assert isinstance(response, ModelResponse)
     text, cut = response.parts
@@ -366,12 +407,14 @@ def test_cut_arguments_keep_their_form_and_fields(form: str) -> None:
 
 def test_the_same_history_gives_the_same_bytes_in_any_process() -> None:
     history = _history(LOG)
-    once = history_processor()(history)
+    once = history_processor(settings=OFFERED)(history)
     dumped = ModelMessagesTypeAdapter.dump_json(once)
-    assert ModelMessagesTypeAdapter.dump_json(history_processor()(history)) == dumped
+    assert (
+        ModelMessagesTypeAdapter.dump_json(history_processor(settings=OFFERED)(history)) == dumped
+    )
     # what pydantic-ai keeps and sends back (here through a database) is left as it is
     stored = ModelMessagesTypeAdapter.validate_json(dumped)
-    assert ModelMessagesTypeAdapter.dump_json(history_processor()(stored)) == dumped
+    assert ModelMessagesTypeAdapter.dump_json(history_processor(settings=OFFERED)(stored)) == dumped
 
 
 def test_settings_are_the_raw_rewrites_and_are_checked() -> None:
@@ -405,7 +448,7 @@ def test_a_replayed_trajectory_never_breaks_the_prefix(path: Path) -> None:
         assert now[: len(before)] == before
         # a cold process given the history as recorded sends the same bytes
         assert [ModelMessagesTypeAdapter.dump_json([m]) for m in cold(messages[:k])] == now
-        cold.planner.forget()
+        cold.kept.forget()
         shortened = sum(1 for p in tool_returns(sent) if p.metadata)
         kept, before = sent, now
     if "sweagent" in str(path):

@@ -9,7 +9,8 @@ each piece is there, on the same core settings:
 
 1. :class:`ToolOutputShorteningMiddleware` with ``inputs=True``: the long inputs of calls that
    have run are cut, then each long result is shortened before the model first sees it; the
-   ``read_original`` tool is in the toolkit from the first call.
+   ``read_original`` tool joins the toolkit before the first call where its schema is a
+   negligible share of that prompt (:class:`~tokenlean.history.Offer`).
 2. :class:`ContextEditorMiddleware`, only given the model's ``context_window``: the safety net
    of :meth:`~tokenlean.context_editor.ContextEditorSettings.safety_net`.
 3. :class:`LoopGuardMiddleware`.

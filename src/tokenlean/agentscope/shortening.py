@@ -8,7 +8,8 @@ Before every model call (``on_reasoning``) the agent's context is read as neutra
 shortened before the model first sees it, and the model is sent the same bytes for it on every
 later call: the edit is in memory, marked as done (in metadata AgentScope never sends), so the
 planner leaves it alone from then on. Originals go to a store the ``read_original`` tool reads
-(``read_back="tool"``, the tool joins the toolkit before the first model call) or to files the
+(``read_back="tool"``, the tool joins the toolkit before the first model call of a run it is
+offered to, :class:`~tokenlean.history.Offer`) or to files the
 agent reads (``read_back="file"``).
 
 AgentScope itself truncates a result past ``ContextConfig.tool_result_limit`` tokens (50,000 by
@@ -32,10 +33,9 @@ from tokenlean.agentscope import _view
 from tokenlean.agentscope._hooks import Events, Handler, Kwargs
 from tokenlean.agentscope._tool import read_original_tool
 from tokenlean.history import Keeping, ReadBackMode, keeping, rewrite_history
-from tokenlean.pipeline import Planner
 from tokenlean.settings import RawSettings
-from tokenlean.shorten import OutputShorteningSettings
 from tokenlean.store import OriginalStore
+from tokenlean.tokens import default_counter, memoized, tool_schema_text
 from tokenlean.transcript import Edit
 
 if TYPE_CHECKING:
@@ -66,14 +66,7 @@ class _Shortening(MiddlewareBase):
             read_original_tool(kept.tool_store) if kept.tool_store is not None else None
         )
         self.stats = ShorteningStats()
-
-    @property
-    def planner(self) -> Planner:
-        return self.kept.planner
-
-    @property
-    def store(self) -> OriginalStore | None:
-        return self.kept.store
+        self._counter = memoized(kept.planner.policy.counter or default_counter())
 
     async def list_tools(self) -> list[ToolBase]:
         return [self.tool] if self.tool is not None else []
@@ -86,13 +79,14 @@ class _Shortening(MiddlewareBase):
             "tokenlean could not shorten an AgentScope context; sent as is",
             on_error=self._failed,
         ):
-            await self._offer_tool(agent)
-            self.shorten(agent.state.context)
+            self.shorten(agent.state.context, offered=await self._offer_tool(agent))
         async for event in next_handler(**input_kwargs):
             yield event
 
-    def shorten(self, context: list[Msg]) -> None:
-        """Plan ``context`` and write the edits into it (in place; see the module docstring)."""
+    def shorten(self, context: list[Msg], *, offered: bool | None = None) -> None:
+        """Plan ``context`` and write the edits into it (in place; see the module docstring);
+        ``offered``: whether the request lists ``read_original`` (``None``: as the context's
+        first messages say, :meth:`~tokenlean.history.Keeping.offered`)."""
         done = rewrite_history(
             _CONTEXT,
             context,
@@ -100,6 +94,7 @@ class _Shortening(MiddlewareBase):
             logger=logger,
             failure=("tokenlean could not shorten an AgentScope context; sent as is",),
             on_error=self._failed,
+            offered=offered,
         )
         if done is None:
             return
@@ -112,12 +107,33 @@ class _Shortening(MiddlewareBase):
             tokens_saved=self.stats.tokens_saved + sum(e.edit.tokens_saved for e in edits),
         )
 
-    async def _offer_tool(self, agent: Agent) -> None:
-        """Put ``read_original`` in the toolkit unless it is there (before the first call)."""
+    async def _offer_tool(self, agent: Agent) -> bool:
+        """Put ``read_original`` in the toolkit where the run is offered it (before its first
+        call; :class:`~tokenlean.history.Offer`, with the system prompt and the other tools'
+        schemas counted), and say whether the request will list it: when it is there already
+        (the user's, or ours) it is."""
         if self.tool is None:
-            return
-        if await agent.toolkit.get_tool(self.tool.name) is None:  # else the user's, or ours
+            return False
+        if await agent.toolkit.get_tool(self.tool.name) is not None:
+            return True
+        first = []
+        for msg in agent.state.context:
+            if msg.role == "assistant":
+                break
+            first.append(msg)
+        offered = self.kept.offered(_view.read(first).messages, await self._fixed(agent))
+        if offered:
             await agent.toolkit.add_tool(self.tool)
+        return offered
+
+    async def _fixed(self, agent: Agent) -> int:
+        """Tokens of the agent's system prompt and tool schemas (an agent built without a
+        system prompt AgentScope exposes counts none: the tool is offered less often)."""
+        system = getattr(agent, "_system_prompt", "")  # no public accessor before formatting
+        groups = agent.state.tool_context.activated_groups
+        schemas = await agent.toolkit.get_tool_schemas(groups)
+        text = tool_schema_text(schemas) + (system if isinstance(system, str) else "")
+        return self._counter.count(text)
 
     def _failed(self) -> None:
         self.stats = replace(self.stats, errors=self.stats.errors + 1)
@@ -208,6 +224,6 @@ class ToolInputShorteningMiddleware(_Shortening):
     ) -> None:
         settings = _settings(settings)
         policy = settings.policy()
-        nothing = OutputShorteningSettings(only=frozenset())  # shortens no tool's results
+        nothing = replace(policy.outputs, only=frozenset())  # shortens no tool's results
         policy = replace(policy, outputs=nothing, inputs=policy.inputs or settings.inputs)
         super().__init__(keeping(settings, store, read_back, policy=policy))

@@ -16,11 +16,12 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic_ai import Tool
-from pydantic_ai.messages import ModelMessage
+from pydantic_ai import RunContext, Tool
+from pydantic_ai.messages import ModelMessage, ModelResponse
+from pydantic_ai.tools import ToolDefinition
 
+from tokenlean._failopen import fail_open
 from tokenlean.history import Keeping, ReadBackMode, keeping, rewrite_history
-from tokenlean.pipeline import Planner
 from tokenlean.pydantic_ai import _view
 from tokenlean.pydantic_ai._tool import read_original_tool
 from tokenlean.settings import RawSettings
@@ -44,14 +45,6 @@ class HistoryProcessor:
     def __init__(self, kept: Keeping, tool: Tool[Any] | None):
         self.kept = kept
         self.tool = tool
-
-    @property
-    def planner(self) -> Planner:
-        return self.kept.planner
-
-    @property
-    def store(self) -> OriginalStore | None:
-        return self.kept.store
 
     def __call__(self, messages: list[ModelMessage]) -> list[ModelMessage]:
         """``messages`` with tokenlean's edits written back; unchanged on any failure."""
@@ -90,8 +83,10 @@ def history_processor(
 
     pydantic-ai 2.x takes it as a capability, 1.x as a history processor (late 1.x releases
     take both, and deprecate ``history_processors``); either way give the agent its
-    ``read_original`` tool from the first call on (with ``read_back="tool"``). The processor
-    is the one-argument, sync form (pydantic-ai runs it in a worker thread)::
+    ``read_original`` tool (with ``read_back="tool"``): it lists itself in a run's requests
+    when the run is offered it (``settings.offer_tool``: from the first call when its schema
+    is a negligible share of that prompt, else never, and markers then name no way back).
+    The processor is the one-argument, sync form (pydantic-ai runs it in a worker thread)::
 
         shortener = history_processor()
         # pydantic-ai 2.x
@@ -114,5 +109,25 @@ def history_processor(
             middleware's (``originals_dir`` is the ``"file"`` store's default folder).
     """
     kept = keeping(settings, store, read_back)
-    tool = read_original_tool(kept.tool_store) if kept.tool_store is not None else None
-    return HistoryProcessor(kept, tool)
+    if kept.tool_store is None:
+        return HistoryProcessor(kept, None)
+    return HistoryProcessor(kept, read_original_tool(kept.tool_store, prepare=_Listing(kept)))
+
+
+class _Listing:
+    """The tool's ``prepare``: it is in a request exactly when the run is offered it
+    (:meth:`~tokenlean.history.Keeping.offered`, read from the history as the processor reads
+    it), so a marker names it only in a request that lists it."""
+
+    def __init__(self, kept: Keeping):
+        self.kept = kept
+
+    def __call__(self, ctx: RunContext[Any], tool: ToolDefinition) -> ToolDefinition | None:
+        with fail_open(logger, "tokenlean could not tell whether to offer %s; offered", tool.name):
+            first: list[ModelMessage] = []
+            for message in ctx.messages:  # the run's first call decides (the rest is not read)
+                if isinstance(message, ModelResponse):
+                    break
+                first.append(message)
+            return tool if self.kept.offered(_view.read(first).messages) else None
+        return tool

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic_ai import Tool
+from pydantic_ai.tools import ToolPrepareFunc
 
 from tokenlean import checks
 from tokenlean.history import SCOPE, dropped, read_back_answer
@@ -21,12 +22,18 @@ __all__ = ["SCOPE", "read_original_tool"]
 _DESCRIPTION = retrieval_description(call_ids=False)
 
 
-def read_original_tool(store: OriginalStore, *, name: str = RETRIEVAL_TOOL) -> Tool[Any]:
+def read_original_tool(
+    store: OriginalStore,
+    *,
+    name: str = RETRIEVAL_TOOL,
+    prepare: ToolPrepareFunc[Any] | None = None,
+) -> Tool[Any]:
     """A pydantic-ai :class:`~pydantic_ai.Tool` reading originals from ``store``.
 
-    Give it to the agent with the processor from the first call on (``Agent(tools=[...])``):
+    Give it to the agent with the processor (``Agent(tools=[...])``), never mid-run:
     the tool list sits at the front of the prompt, so adding it mid-run would re-write the
-    whole prompt cache.
+    whole prompt cache. ``prepare`` (pydantic-ai's, run before each call) leaves it out of the
+    runs it is not offered to.
     """
     checks.identifier(name, "name")
     if not isinstance(store, OriginalStore):
@@ -37,4 +44,6 @@ def read_original_tool(store: OriginalStore, *, name: str = RETRIEVAL_TOOL) -> T
         evicted = found is None and dropped(store, handle)
         return read_back_answer(found, handle, lines, pattern, evicted=evicted)
 
-    return Tool(read_original, name=name, description=_DESCRIPTION, takes_ctx=False)
+    return Tool(
+        read_original, name=name, description=_DESCRIPTION, takes_ctx=False, prepare=prepare
+    )

@@ -54,19 +54,24 @@ Processor = Callable[[list[ModelMessage]], list[ModelMessage]]
 
 
 def make_agent(
-    model: FunctionModel, processor: Processor | None = None, tools: Sequence[Any] = ()
+    model: FunctionModel,
+    processor: Processor | None = None,
+    tools: Sequence[Any] = (),
+    *,
+    system_prompt: str = "",
 ) -> Agent[None, str]:
     """A real agent with ``processor`` wired the way the installed pydantic-ai takes it (and its
-    ``tool``, when it has one, given from the first call on)."""
+    ``tool``, when it has one, given from the first call on), and ``system_prompt`` if any."""
     extra = getattr(processor, "tool", None)
     every = [*tools, *([extra] if extra is not None else [])]
+    system = (system_prompt,) if system_prompt else ()
     if processor is None:
-        return Agent(model, tools=every)
+        return Agent(model, tools=every, system_prompt=system)
     if PYDANTIC_AI_MAJOR < 2:  # the 1.x way (late 1.x releases turn it into a capability)
-        return Agent(model, tools=every, history_processors=[processor])  # type: ignore[call-overload, no-any-return, unused-ignore]  # 1.x
+        return Agent(model, tools=every, system_prompt=system, history_processors=[processor])  # type: ignore[call-overload, no-any-return, unused-ignore]  # 1.x
     from pydantic_ai.capabilities import ProcessHistory
 
-    return Agent(model, tools=every, capabilities=[ProcessHistory(processor)])
+    return Agent(model, tools=every, system_prompt=system, capabilities=[ProcessHistory(processor)])
 
 
 def to_pydantic(messages: Sequence[Message]) -> list[ModelMessage]:
