@@ -12,9 +12,10 @@ same framework with no tokenlean at all) in one body form (Anthropic Messages fo
 frameworks, the rewritten API's own for the raw rewrite) with the replay's metrics: billed
 input Anthropic- and OpenAI-style (cache-aware), reference recall, prefix breaks, tokens sent.
 
-To add a row (AgentScope, say), write ``def replay_x(trajectory, recorded) -> list[CallPrompt]``
-and register it in :data:`ADAPTERS`; if it runs in its own framework, register that
-framework's no-middleware replay in :data:`BASELINES` and name it as the row's baseline.
+To add a row, register the way in with the replay (``tokenlean.replay.register_way_in``: a
+function from a trajectory to what the model was sent on each call) and name it in
+:data:`ADAPTERS` with :func:`way_in`; if it runs in its own framework, add that framework's
+no-middleware replay to :data:`BASELINES` and name it as the row's baseline.
 Writes ``benchmarks/adapters.md``.
 """
 
@@ -36,14 +37,16 @@ from typing import Any
 
 from benchmarks import _common as common
 from benchmarks._common import in_parallel, measurer, select, shortener
-from tokenlean.raw import Api, RawSettings
+from tokenlean.raw import Api
+from tokenlean.replay import get_strategy
 from tokenlean.replay._formats import Trajectory, load_trajectory
 from tokenlean.replay._metrics import RunMetrics, pool
 from tokenlean.replay._raw import CallPrompt, call_prompts, measure_prompts, round_trip
+from tokenlean.replay.builtin import ways_in
 from tokenlean.tokens import default_counter
 
 HERE = Path(__file__).parent
-APIS: tuple[Api, ...] = ("anthropic", "openai_chat", "openai_responses", "gemini")
+APIS = ways_in.APIS
 REFERENCE = "langchain-always"  # the row every other is held against (the issue's acceptance)
 TOLERANCE = 0.01
 
@@ -59,11 +62,10 @@ class Recorded:
     originals: Path  # where the raw rewrite's markers point (a fixed path: it costs tokens)
 
     @cached_property
-    def plain(self) -> list[CallPrompt]:
-        """The calls of a real ``create_agent`` with no middleware."""
-        from tokenlean.replay._engine import replay
-
-        return call_prompts(self.trajectory, replay(self.trajectory, []))
+    def plain(self) -> Sequence[CallPrompt]:
+        """The calls of a real ``create_agent`` with no middleware (the replay's, which the
+        raw rows read too)."""
+        return ways_in.plain(self.trajectory)
 
     @cached_property
     def schemas(self) -> dict[str, Mapping[str, Any]]:
@@ -113,93 +115,47 @@ def langchain_always(trajectory: Trajectory, recorded: Recorded) -> list[CallPro
     return _langchain(trajectory, shortener("always"))
 
 
-# -- the raw rewrite ---------------------------------------------------------------------------
+# -- the other ways in: the replay's registrations (tokenlean.replay.builtin.ways_in) --------
+
+
+def way_in(name: str) -> Replayer:
+    """The replay's registered way in ``name`` (``tokenlean replay -s NAME``), as a row."""
+
+    def replay_way_in(trajectory: Trajectory, recorded: Recorded) -> Sequence[CallPrompt]:
+        chosen = get_strategy(name).way_in
+        assert chosen is not None, f"{name} is not a way in"  # the table below names only those
+        return chosen(trajectory)
+
+    return replay_way_in
 
 
 def raw(api: Api) -> Replayer:
-    """The no-middleware prompts sent one request per call as ``api`` bodies through
-    ``rewrite_request`` (what the proxy and the SDK wrappers do), read back as the model reads
-    them."""
+    """The raw rewrite's registration, its markers naming :attr:`Recorded.originals`."""
 
-    def replay_raw(trajectory: Trajectory, recorded: Recorded) -> list[CallPrompt]:
-        settings = RawSettings(originals_dir=recorded.originals)  # a fresh planner per run
-        return [
-            CallPrompt(p.tools, round_trip(api, p.messages, settings), p.turn)
-            for p in recorded.plain
-            if p.turn is not None  # the calls measured (the rewrite is stateless)
-        ]
+    def replay_raw(trajectory: Trajectory, recorded: Recorded) -> Sequence[CallPrompt]:
+        return ways_in.raw(api, recorded.originals)(trajectory)
 
     return replay_raw
 
 
-# -- pydantic-ai -------------------------------------------------------------------------------
-
-
-def _pydantic(trajectory: Trajectory, recorded: Recorded, processor: Any) -> list[CallPrompt]:
-    from tokenlean.testing.pydantic_ai import replay_agent
-
-    calls = replay_agent(trajectory.messages, processor=processor, schemas=recorded.schemas)
-    return [CallPrompt(tuple(_tool(t) for t in c.tools), c.messages, c.turn) for c in calls]
-
-
-def _tool(definition: Any) -> dict[str, Any]:
-    """A pydantic-ai tool definition as LangChain binds a tool (what the rows measure)."""
-    function = {
-        "name": definition.name,
-        "description": definition.description,
-        "parameters": definition.parameters_json_schema,
-    }
-    return {"type": "function", "function": function}
-
-
 def pydantic_plain(trajectory: Trajectory, recorded: Recorded) -> list[CallPrompt]:
-    return _pydantic(trajectory, recorded, None)
+    from tokenlean.replay.pydantic_ai import call_prompts
 
-
-def pydantic_processor(trajectory: Trajectory, recorded: Recorded) -> list[CallPrompt]:
-    """``tokenlean.pydantic_ai.history_processor()`` (its ``read_original`` tool given from
-    the first call) in a real ``Agent`` with ``FunctionModel``."""
-    from tokenlean.pydantic_ai import history_processor
-
-    return _pydantic(trajectory, recorded, history_processor())
-
-
-# -- AgentScope --------------------------------------------------------------------------------
-
-
-def _agentscope(trajectory: Trajectory, middlewares: list[Any]) -> list[CallPrompt]:
-    import asyncio
-
-    from tokenlean.testing.agentscope import replay_messages
-
-    _, model = asyncio.run(replay_messages(trajectory.messages, middlewares))
-    return [
-        CallPrompt(
-            tuple(dict(t) for t in c.tools),
-            c.view(),
-            c.answer.tag if c.scripted and c.answer and isinstance(c.answer.tag, int) else None,
-        )
-        for c in model.calls
-    ]
+    return call_prompts(trajectory, None)
 
 
 def agentscope_plain(trajectory: Trajectory, recorded: Recorded) -> list[CallPrompt]:
-    return _agentscope(trajectory, [])
+    from tokenlean.replay.agentscope import call_prompts
 
-
-def agentscope_recommended(trajectory: Trajectory, recorded: Recorded) -> list[CallPrompt]:
-    """``tokenlean.agentscope.recommended_middleware()`` in a real AgentScope ``Agent``
-    (``read_original`` in the toolkit from the first call)."""
-    from tokenlean.agentscope import recommended_middleware
-
-    return _agentscope(trajectory, recommended_middleware("anthropic"))
+    return call_prompts(trajectory, [])
 
 
 def agentscope_shortener(trajectory: Trajectory, recorded: Recorded) -> list[CallPrompt]:
     """The AgentScope stack's shortener alone: the counterpart of the reference row."""
     from tokenlean.agentscope import ToolOutputShorteningMiddleware
+    from tokenlean.replay.agentscope import call_prompts
 
-    return _agentscope(trajectory, [ToolOutputShorteningMiddleware(inputs=True)])
+    return call_prompts(trajectory, [ToolOutputShorteningMiddleware(inputs=True)])
 
 
 # -- the table of rows -------------------------------------------------------------------------
@@ -219,9 +175,9 @@ ADAPTERS: dict[str, Adapter] = {
         f"raw-{api}": Adapter(raw(api), api=api, label=f"`rewrite_request({api!r})`")
         for api in APIS
     },
-    "pydantic-ai": Adapter(pydantic_processor, baseline="pydantic-ai", label="pydantic-ai"),
+    "pydantic-ai": Adapter(way_in("pydantic-ai"), baseline="pydantic-ai", label="pydantic-ai"),
     "agentscope": Adapter(
-        agentscope_recommended,
+        way_in("agentscope"),
         baseline="agentscope",
         label="AgentScope `recommended_middleware()`",
     ),

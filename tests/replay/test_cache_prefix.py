@@ -17,6 +17,7 @@ from tests.data import bundled_paths, trajectory_paths
 from tokenlean.langchain._adapter import to_view
 from tokenlean.replay._engine import replay
 from tokenlean.replay._formats import load_trajectory
+from tokenlean.replay._raw import CallPrompt
 from tokenlean.replay._strategies import all_strategies, load_plugins
 from tokenlean.testing import RecordedCall, prefix_breaks
 from tokenlean.transcript import canonical
@@ -24,6 +25,12 @@ from tokenlean.transcript import canonical
 #: Strategies that never change a byte already sent (``shorten-with-tool`` lists
 #: ``read_original`` from the first call, so its tool list never changes either).
 NO_BREAK = frozenset({"none", "loop-guard", "budget-100k", "budget-unreached", "shorten-with-tool"})
+#: The other ways in (:mod:`tokenlean.replay.builtin.ways_in`), replayed in their own loops:
+#: none changes a byte already sent (each decides its tool list at a run's first call).
+WAYS_IN = frozenset(
+    {"pydantic-ai", "agentscope", "raw-anthropic", "raw-openai-chat", "raw-openai-responses"}
+    | {"raw-gemini"}
+)
 #: Strategies that only ever add ``read_original`` to the tool list, once, when a thread first
 #: keeps an original (messages already sent never change).
 OFFER_TOOL = frozenset(
@@ -75,8 +82,20 @@ def _forms(calls: list[RecordedCall]) -> dict[str, list[str]]:
     return forms
 
 
+def _prompt_breaks(prompts: list[CallPrompt]) -> list[int]:
+    """The calls whose tools or messages do not start with the previous call's."""
+    breaks = []
+    for k in range(1, len(prompts)):
+        before, now = prompts[k - 1], prompts[k]
+        sent = [canonical(m) for m in before.messages]
+        if now.tools != before.tools or [canonical(m) for m in now.messages][: len(sent)] != sent:
+            breaks.append(k)
+    return breaks
+
+
 def test_every_strategy_declares_its_cache_behaviour() -> None:
-    undeclared = [n for n in STRATEGIES if n not in NO_BREAK | OFFER_TOOL and n not in REWRITES]
+    declared = NO_BREAK | OFFER_TOOL | WAYS_IN | set(REWRITES)
+    undeclared = [n for n in STRATEGIES if n not in declared]
     assert not undeclared, f"declare these strategies' expected breaks here: {undeclared}"
 
 
@@ -85,6 +104,12 @@ def test_every_strategy_declares_its_cache_behaviour() -> None:
 def test_calls_change_sent_bytes_only_as_declared(name: str, path: Path) -> None:
     trajectory = load_trajectory(path)
     strategy = next(s for s in all_strategies() if s.name == name)
+    if strategy.way_in is not None:
+        if not strategy.available():
+            pytest.skip(f"{name} needs a package this environment lacks")
+        prompts = [p for p in strategy.way_in(trajectory) if p.turn is not None]
+        assert _prompt_breaks(prompts) == [], f"{name} changed sent bytes"
+        return
     calls = [c for c in replay(trajectory, strategy.factory()).calls if c.scripted]
     breaks = prefix_breaks(calls)
     if name in NO_BREAK:

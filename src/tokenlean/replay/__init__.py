@@ -21,6 +21,7 @@ if TYPE_CHECKING:
         parse_trajectory,
         session_name,
     )
+    from tokenlean.replay._raw import CallPrompt
     from tokenlean.replay._report import (
         by_source_section,
         markdown_table,
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
         default_names,
         load_plugins,
         register,
+        register_way_in,
     )
     from tokenlean.replay._strategies import get as get_strategy
 
@@ -70,6 +72,7 @@ _WHERE: dict[str, tuple[str, str]] = {
             "write_json",
         )
     },
+    "CallPrompt": ("_raw", "CallPrompt"),
     **{n: ("_runner", n) for n in ("ReplayReport", "run_replay", "stderr_progress")},
     **{n: ("_script", n) for n in ("Segment", "arg_types", "split_segments")},
     **{n: ("_scripted", n) for n in ("RecordedCall", "ScriptedChatModel")},
@@ -82,6 +85,8 @@ _WHERE: dict[str, tuple[str, str]] = {
             "default_names",
             "load_plugins",
             "register",
+            "register_way_in",
+            "register_way_in",
         )
     },
     "get_strategy": ("_strategies", "get"),
@@ -89,6 +94,7 @@ _WHERE: dict[str, tuple[str, str]] = {
 
 __all__ = [
     "BASELINE",
+    "CallPrompt",
     "RecordedCall",
     "ReplayReport",
     "ScriptedChatModel",
@@ -109,6 +115,7 @@ __all__ = [
     "message_sequence_problem",
     "parse_trajectory",
     "register",
+    "register_way_in",
     "run_replay",
     "session_name",
     "source_table",

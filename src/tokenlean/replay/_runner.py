@@ -17,6 +17,7 @@ from tokenlean.replay import _strategies as strategies
 from tokenlean.replay._engine import measure_replay, replay
 from tokenlean.replay._formats import Trajectory
 from tokenlean.replay._metrics import PromptMeasurer, RunMetrics, pool
+from tokenlean.replay._raw import measure_prompts
 from tokenlean.tokens import TokenCounter, default_counter
 
 #: This process's measurer. A worker of the pool runs many tasks (the same trajectory under
@@ -44,8 +45,12 @@ def run_one(trajectory: Trajectory, strategy: str, plugins: Sequence[str] = ()) 
     """Replay one trajectory with one named strategy; errors become a row, never a crash."""
     strategies.load_plugins(plugins)
     try:
-        middleware = strategies.get(strategy).factory()
-        result = replay(trajectory, middleware)
+        chosen = strategies.get(strategy)
+        if chosen.way_in is not None:
+            prompts = chosen.way_in(trajectory)
+            measurer = shared_measurer()
+            return measure_prompts(trajectory, prompts, measurer, strategy=strategy, api=None)
+        result = replay(trajectory, chosen.factory())
         return measure_replay(trajectory, result, shared_measurer(), strategy=strategy)
     except Exception as exc:  # a broken strategy must not take the others down
         detail = f"{type(exc).__name__}: {exc}"

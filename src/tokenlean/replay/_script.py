@@ -2,7 +2,7 @@
 
 A run is a system prompt and a list of *segments*: the user (or mid-run system) messages that
 open one ``invoke``/``reply``, and the assistant turns that answer them. Every replay driver
-(LangChain's in :mod:`tokenlean.replay`, AgentScope's in :mod:`tokenlean.testing.agentscope`)
+(LangChain's in :mod:`tokenlean.replay`, AgentScope's in :mod:`tokenlean.replay.agentscope`)
 cuts a run the same way, so their calls line up one for one.
 """
 

@@ -2,9 +2,15 @@
 
 Register one with :func:`register`; later middleware and peer libraries plug in with a few lines::
 
-    from tokenlean.replay._strategies import register
+    from tokenlean.replay import register
 
     register("my-stack", lambda: [MyMiddleware(threshold=2000)], "my middleware at 2k")
+
+A way in that is not LangChain middleware (pydantic-ai, AgentScope, the raw rewrite, one of
+your own) registers how it replays a recorded run instead, with :func:`register_way_in`: a
+function from a :class:`~tokenlean.replay.Trajectory` to what the model was sent on each call
+(:class:`~tokenlean.replay.CallPrompt`). The replay measures its calls as it measures a
+LangChain stack's, against the same ``none``.
 
 A strategy whose factory raises ``ImportError`` (an optional package missing) is reported as
 unavailable instead of failing the replay.
@@ -14,12 +20,18 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tokenlean.replay._formats import Trajectory
+    from tokenlean.replay._raw import CallPrompt
 
 Factory = Callable[[], list[Any]]
+#: A way in's replay of one recorded run: what the model was sent on each call.
+WayIn = Callable[["Trajectory"], Sequence["CallPrompt"]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +40,7 @@ class Strategy:
     factory: Factory
     description: str = ""
     default: bool = True  # replayed when no strategy is named
+    way_in: WayIn | None = None  # a way in replayed by itself (``factory`` only probes it)
 
     def available(self) -> bool:
         try:
@@ -49,14 +62,35 @@ BUILTIN_MODULES: list[str] = [
     "tokenlean.replay.builtin.budget",
     "tokenlean.replay.builtin.loop_guard",
     "tokenlean.replay.builtin.recommended",
+    "tokenlean.replay.builtin.ways_in",
 ]
 
 
-def register(name: str, factory: Factory, description: str = "", *, default: bool = True) -> None:
-    """Add (or replace) a named strategy."""
+def register(
+    name: str,
+    factory: Factory,
+    description: str = "",
+    *,
+    default: bool = True,
+    way_in: WayIn | None = None,
+) -> None:
+    """Add (or replace) a named strategy (``way_in``: see :func:`register_way_in`)."""
     if not name or any(ch.isspace() for ch in name):
         raise ValueError(f"strategy names are non-empty and have no spaces, got {name!r}")
-    _REGISTRY[name] = Strategy(name, factory, description, default)
+    _REGISTRY[name] = Strategy(name, factory, description, default, way_in)
+
+
+def register_way_in(
+    name: str, way_in: WayIn, description: str = "", *, needs: str, default: bool = False
+) -> None:
+    """Add (or replace) a strategy replayed through a way in of its own; ``needs`` names the
+    module it cannot run without (the strategy is unavailable where it is missing)."""
+
+    def probe() -> list[Any]:
+        importlib.import_module(needs)
+        return []
+
+    register(name, probe, description, default=default, way_in=way_in)
 
 
 def load_plugins(modules: Iterable[str] = ()) -> None:
