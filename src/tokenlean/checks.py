@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 if TYPE_CHECKING:
@@ -43,6 +44,7 @@ __all__ = [
 
 
 T = TypeVar("T")
+N = TypeVar("N", int, float)
 
 
 class ArgumentTypeError(TypeError, ValueError):
@@ -92,13 +94,10 @@ def integer(
 ) -> int:
     """``value`` if it is an int (not a bool) within the bounds; ``wanted`` words what is
     accepted for the error message where the bounds alone say it less well ("a positive int")."""
+    bounds = _Bounds("an int", at_least, at_most, None, None, wanted)
     if isinstance(value, bool) or not isinstance(value, int):
-        wanted = wanted or _wanted("an int", at_least, at_most, None, None)
-        raise ArgumentTypeError(f"{name} must be {wanted}, got {described(value)}")
-    if (at_least is not None and value < at_least) or (at_most is not None and value > at_most):
-        wanted = wanted or _wanted("an int", at_least, at_most, None, None)
-        raise ValueError(f"{name} must be {wanted}, got {value!r}")
-    return value
+        raise ArgumentTypeError(f"{name} must be {bounds.wanted()}, got {described(value)}")
+    return bounds.check(value, value, name)
 
 
 def number(
@@ -113,20 +112,37 @@ def number(
 ) -> float:
     """``value`` as a float if it is a finite int or float (not a bool) within the bounds;
     ``wanted`` words what is accepted for the error message (as for :func:`integer`)."""
+    bounds = _Bounds("a finite number", at_least, at_most, above, below, wanted)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        wanted = wanted or _wanted("a finite number", at_least, at_most, above, below)
-        raise ArgumentTypeError(f"{name} must be {wanted}, got {described(value)}")
-    x = float(value)
-    if (
-        not math.isfinite(x)
-        or (at_least is not None and x < at_least)
-        or (at_most is not None and x > at_most)
-        or (above is not None and x <= above)
-        or (below is not None and x >= below)
-    ):
-        wanted = wanted or _wanted("a finite number", at_least, at_most, above, below)
-        raise ValueError(f"{name} must be {wanted}, got {value!r}")
-    return x
+        raise ArgumentTypeError(f"{name} must be {bounds.wanted()}, got {described(value)}")
+    return bounds.check(float(value), value, name)
+
+
+@dataclass(frozen=True, slots=True)
+class _Bounds:
+    """The bounds of :func:`integer` and :func:`number`, and what their errors say is wanted."""
+
+    kind: str
+    at_least: float | None
+    at_most: float | None
+    above: float | None
+    below: float | None
+    words: str | None
+
+    def wanted(self) -> str:
+        return self.words or _wanted(self.kind, self.at_least, self.at_most, self.above, self.below)
+
+    def check(self, x: N, given: object, name: str) -> N:
+        """``x`` (``given`` as converted) if it is finite and within the bounds."""
+        if (
+            (isinstance(x, float) and not math.isfinite(x))
+            or (self.at_least is not None and x < self.at_least)
+            or (self.at_most is not None and x > self.at_most)
+            or (self.above is not None and x <= self.above)
+            or (self.below is not None and x >= self.below)
+        ):
+            raise ValueError(f"{name} must be {self.wanted()}, got {given!r}")
+        return x
 
 
 def one_of(value: T, name: str, choices: Collection[object]) -> T:

@@ -19,7 +19,7 @@ import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -110,12 +110,7 @@ class Original:
     tool_call_id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "handle": self.handle,
-            "text": self.text,
-            "tool": self.tool,
-            "tool_call_id": self.tool_call_id,
-        }
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Original:

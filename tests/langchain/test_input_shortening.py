@@ -75,9 +75,10 @@ def turn(*calls: tuple[str, dict[str, Any], str], ai_id: str = "ai-1", **fields:
 LONG_SYSTEM = "You are a careful coding agent; read before you edit. " * 1500
 
 
-def small(**kwargs: Any) -> ToolInputShorteningMiddleware:
+def small(never: frozenset[str] = frozenset(), **kwargs: Any) -> ToolInputShorteningMiddleware:
     """The middleware with thresholds small enough for SCRIPT (4 head and 2 tail lines)."""
-    return ToolInputShorteningMiddleware(min_tokens=50, head_lines=4, tail_lines=2, **kwargs)
+    settings = InputShorteningSettings(min_tokens=50, head_lines=4, tail_lines=2, never=never)
+    return ToolInputShorteningMiddleware(settings=settings, **kwargs)
 
 
 def cfg(thread: str = "t1") -> Any:
@@ -290,7 +291,7 @@ def test_the_marker_names_read_original_only_when_the_request_holds_it() -> None
 
 
 def test_tools_listed_in_never_keep_their_inputs() -> None:
-    middleware = small(never=["run_python"], store=InMemoryOriginalStore())
+    middleware = small(never=frozenset({"run_python"}), store=InMemoryOriginalStore())
     state, model, _ = run(
         [turn(("run_python", {"code": SCRIPT}, "c1")), AIMessage("ok", id="ai-2")],
         middleware=[middleware],
@@ -470,11 +471,15 @@ async def test_a_broken_store_leaves_the_turn_unchanged_and_the_agent_runs_on(
 
 def test_bad_config_raises_value_error() -> None:
     with pytest.raises(ValueError, match="never"):
-        ToolInputShorteningMiddleware(never="run_python")
+        ToolInputShorteningMiddleware(settings=InputShorteningSettings(never="run_python"))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="tool_name"):
         ToolInputShorteningMiddleware(tool_name="read original")
     with pytest.raises(ValueError, match="head_lines"):
-        ToolInputShorteningMiddleware(head_lines=-1)
+        ToolInputShorteningMiddleware(settings=InputShorteningSettings(head_lines=-1))
+    with pytest.raises(ValueError, match="settings"):
+        ToolInputShorteningMiddleware(settings={"min_tokens": 50})  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="offer_tool"):
+        ToolInputShorteningMiddleware(offer_tool="sometimes")  # type: ignore[arg-type]
 
 
 ECHOED = [  # a file the agent writes with a heredoc, then prints: its lines come back

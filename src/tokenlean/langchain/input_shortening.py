@@ -14,7 +14,7 @@ shortener treats tool-call inputs as already shown, so it must see them cut.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,8 +86,8 @@ class ToolInputShorteningMiddleware(
     """Cut long tool-call inputs to head and tail lines once the calls have run.
 
     Args:
-        min_tokens, head_lines, tail_lines, never: see
-            :class:`~tokenlean.shorten._inputs.InputShorteningSettings` (where every default lives).
+        settings: which inputs are cut and how much of each is kept
+            (:class:`~tokenlean.shorten.InputShorteningSettings`, where every default lives).
         store: where originals are kept (share it with the output-shortening middleware).
             Default: the agent's own store when it has one, else this process's memory.
         retrieval_tool: add a ``read_original`` tool; leave False when another middleware
@@ -113,10 +113,7 @@ class ToolInputShorteningMiddleware(
     def __init__(
         self,
         *,
-        min_tokens: int = _DEFAULTS.min_tokens,
-        head_lines: int = _DEFAULTS.head_lines,
-        tail_lines: int = _DEFAULTS.tail_lines,
-        never: Collection[str] = _DEFAULTS.never,
+        settings: InputShorteningSettings = _DEFAULTS,
         store: OriginalStore | StoreChoice | None = None,
         retrieval_tool: bool = True,
         tool_name: str = RETRIEVAL_TOOL,
@@ -126,11 +123,8 @@ class ToolInputShorteningMiddleware(
         name: str | None = None,
     ) -> None:
         super().__init__()
-        self.policy = InputShorteningSettings(
-            min_tokens=min_tokens,
-            head_lines=head_lines,
-            tail_lines=tail_lines,
-            never=never,  # type: ignore[arg-type]  # normalised by the policy
+        self.policy = checks.instance(
+            settings, "settings", InputShorteningSettings, "an InputShorteningSettings"
         )
         checks.identifier(tool_name, "tool_name")
         checks.flag(retrieval_tool, "retrieval_tool")
@@ -150,11 +144,9 @@ class ToolInputShorteningMiddleware(
             min_remaining_calls=checks.integer(
                 min_remaining_calls, "min_remaining_calls", at_least=0
             ),
-            always=offer_tool == "always",
+            always=checks.one_of(offer_tool, "offer_tool", OFFER_TOOL) == "always",
             start_share=_OUTPUTS.start_share,
         )
-        if offer_tool not in OFFER_TOOL:
-            raise ValueError(f"offer_tool must be one of {OFFER_TOOL}, got {offer_tool!r}")
         self._name = middleware_name(self, name, self.policy, _DEFAULTS)
         self._tally = Tally(InputShorteningStats)
 

@@ -80,6 +80,18 @@ def register(
     _REGISTRY[name] = Strategy(name, factory, description, default, way_in)
 
 
+def middleware(target: str, **options: Any) -> Factory:
+    """The factory of ``[Middleware(**options)]`` for ``target``, ``"module:Middleware"``,
+    imported when a replay builds it (an extra that is missing makes the strategy unavailable,
+    not the replay fail)."""
+    module, _, name = target.partition(":")
+
+    def build() -> list[Any]:
+        return [getattr(importlib.import_module(module), name)(**options)]
+
+    return build
+
+
 def register_way_in(
     name: str, way_in: WayIn, description: str = "", *, needs: str, default: bool = False
 ) -> None:

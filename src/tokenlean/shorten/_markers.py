@@ -52,6 +52,12 @@ class Retrieval:
             return f'the original is kept as "{self.handle}"'
         return ""
 
+    def tail(self, first: int | None = None, last: int | None = None, *, hinted: bool) -> str:
+        """``"; <hint>"`` to end a marker with, or nothing (no hint, or ``hinted``: an earlier
+        marker of the same text already says how to read the original back)."""
+        hint = "" if hinted else self.hint(first, last)
+        return f"; {hint}" if hint else ""
+
 
 def line_marker(
     reason: Reason,
@@ -114,17 +120,13 @@ def trace_marker(
 
 def inline_marker(count: int, line: int, retrieval: Retrieval, *, hinted: bool = False) -> str:
     """An in-line marker standing for ``count`` characters cut out of line ``line``."""
-    hint = "" if hinted else retrieval.hint(line, line)
-    tail = f"; {hint}" if hint else ""
-    return f" [... {count} chars omitted{tail} ...] "
+    return f" [... {count} chars omitted{retrieval.tail(line, line, hinted=hinted)} ...] "
 
 
 def note(reason: Reason, count: int, retrieval: Retrieval) -> str:
     """A closing note for omissions that have no place of their own (e.g. caret lines)."""
-    hint = retrieval.hint()
-    tail = f"; {hint}" if hint else ""
     what = _WHAT[reason].replace("lines", "line") if count == 1 else _WHAT[reason]
-    return f"[... {count} {what} omitted{tail} ...]"
+    return f"[... {count} {what} omitted{retrieval.tail(hinted=False)} ...]"
 
 
 def item_marker(
@@ -139,8 +141,7 @@ def item_marker(
     """The text of a JSON string element standing for omitted array items; ``names`` lists
     their identifiers (e.g. ``number 646-651, 711``). ``hinted``: an earlier marker of the same
     text already says how to read the original back."""
-    hint = "" if hinted else retrieval.hint()
-    tail = f"; {hint}" if hint else ""
+    tail = retrieval.tail(hinted=hinted)
     span = f"index {first}" if first == last else f"indices {first}-{last}"
     which = f": {names}" if names else ""
     what = "similar item" if count == 1 else "similar items"
@@ -152,8 +153,7 @@ def string_marker(
 ) -> str:
     """Appended to a JSON string that was cut short; ``headings`` are the markdown headings of
     the part cut (one per line), kept as an outline of it."""
-    hint = "" if hinted else retrieval.hint()
-    tail = f"; {hint}" if hint else ""
+    tail = retrieval.tail(hinted=hinted)
     if headings:
         return f"... [{count} chars omitted{tail}; its headings:]\n{headings}"
     return f"... [{count} chars omitted{tail}]"

@@ -8,9 +8,7 @@ trajectories carry no usage, so every call is counted with the local estimate.
 
 from __future__ import annotations
 
-from typing import Any
-
-from tokenlean.replay._strategies import register
+from tokenlean.replay._strategies import middleware, register
 
 #: Weighted tokens per reply at which the firing strategy wraps up: mid-way through every
 #: bundled trajectory; short runs never reach it.
@@ -19,21 +17,17 @@ TIGHT_BUDGET = 100_000
 UNREACHABLE_BUDGET = 10**12
 
 
-def _budget(token_budget: float, **options: Any) -> list[Any]:
-    from tokenlean.langchain.budget import TokenBudgetMiddleware
-
-    return [TokenBudgetMiddleware(token_budget=token_budget, **options)]
-
+BUDGET = "tokenlean.langchain.budget:TokenBudgetMiddleware"
 
 register(
     "budget-100k",
-    lambda: _budget(TIGHT_BUDGET, warn_at=0.8),
+    middleware(BUDGET, token_budget=TIGHT_BUDGET, warn_at=0.8),
     "token budget of 100k weighted tokens per reply, warning at 80% (fires)",
     default=False,
 )
 register(
     "budget-unreached",
-    lambda: _budget(UNREACHABLE_BUDGET),
+    middleware(BUDGET, token_budget=UNREACHABLE_BUDGET),
     "token budget too large to fire (bookkeeping overhead only)",
     default=False,
 )

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from tokenlean.context_editor import Mode
-from tokenlean.replay._strategies import register
+from tokenlean.replay._strategies import Factory, middleware, register
 
 LOW_TRIGGER = 10_000
 
@@ -22,15 +22,13 @@ LOW_TRIGGER = 10_000
 REFERENCE_KEEP = 3
 
 
-def _editor(mode: Mode, trigger: int | None = None, keep: int | None = None) -> Any:
-    from tokenlean.langchain.context_editor import ContextEditorMiddleware
-
+def _editor(mode: Mode, trigger: int | None = None, keep: int | None = None) -> Factory:
     options: dict[str, Any] = {"mode": mode}
     if trigger is not None:
         options["trigger_tokens"] = trigger
     if keep is not None:
         options["keep"] = keep
-    return lambda: [ContextEditorMiddleware(**options)]
+    return middleware("tokenlean.langchain.context_editor:ContextEditorMiddleware", **options)
 
 
 register(

@@ -2,19 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from tokenlean.replay._strategies import register
-
-
-def _inputs() -> list[Any]:
-    from tokenlean.langchain.input_shortening import ToolInputShorteningMiddleware
-
-    return [ToolInputShorteningMiddleware()]
-
+from tokenlean.replay._strategies import middleware, register
 
 register(
     "shorten-inputs",
-    _inputs,
+    middleware("tokenlean.langchain.input_shortening:ToolInputShorteningMiddleware"),
     "cut long inputs of calls that have run to head and tail lines, at first sight (defaults)",
 )

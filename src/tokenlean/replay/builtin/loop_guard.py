@@ -2,19 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from tokenlean.replay._strategies import register
-
-
-def _loop_guard() -> list[Any]:
-    from tokenlean.langchain.loop_guard import LoopGuardMiddleware
-
-    return [LoopGuardMiddleware()]
-
+from tokenlean.replay._strategies import middleware, register
 
 register(
     "loop-guard",
-    _loop_guard,
+    middleware("tokenlean.langchain.loop_guard:LoopGuardMiddleware"),
     "stuck-pattern detection; nudge, then force a final answer, then end the run",
 )

@@ -14,20 +14,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from tokenlean.replay._strategies import register
+from tokenlean.replay._strategies import Factory, middleware, register
 from tokenlean.shorten import ShortenSettings
 
 CONSERVATIVE = ShortenSettings(max_tokens=1500, code_max_tokens=3000, code_keep_percent=90)
 AGGRESSIVE = ShortenSettings(max_tokens=100, code_max_tokens=250, code_keep_percent=25)
 
 
-def _shortening(**kwargs: Any) -> Any:
-    def factory() -> list[Any]:
-        from tokenlean.langchain.output_shortening import ToolOutputShorteningMiddleware
-
-        return [ToolOutputShorteningMiddleware(**kwargs)]
-
-    return factory
+def _shortening(**kwargs: Any) -> Factory:
+    return middleware(
+        "tokenlean.langchain.output_shortening:ToolOutputShorteningMiddleware", **kwargs
+    )
 
 
 register("shorten", _shortening(), "shorten each long tool result at first sight (defaults)")
