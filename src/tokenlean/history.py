@@ -36,7 +36,7 @@ from tokenlean.store import (
     excerpt,
     retrieval_schema,
 )
-from tokenlean.tokens import default_counter, message_tokens, tool_schema_text
+from tokenlean.tokens import TokenCounter, default_counter, message_tokens, tool_schema_text
 from tokenlean.transcript import Edit, Message
 
 __all__ = [
@@ -119,7 +119,7 @@ def _rewrite(
         return None
     if offered is None:
         offered = kept.offered(view.messages)
-    planner = kept.planner if offered or kept.offer is None else kept.offer.unoffered
+    planner = kept.planner if offered or kept.unoffered is None else kept.unoffered
     plan = planner.plan(view.messages)
     # an adapter gives a place to exactly what the core may edit; this guards that promise
     edits = tuple(e for e in plan.edits if adapter.writable(e.edit, view, history))
@@ -140,20 +140,20 @@ SCOPE = ""
 
 @dataclass(frozen=True, slots=True)
 class Offer:
-    """When a history's run is offered the ``read_original`` tool, the same rule on every way
-    in that lists it: from the run's first call, when the tool's ``schema`` (tokens) is
-    negligible beside that call's prompt (:func:`~tokenlean.cost.negligible` at ``share``), or
-    ``always``; else never. The tool list sits at the front of the prompt, so the tool cannot
-    join later without re-writing every token cached before it; a run with a short first
-    prompt (a QA or retail agent) would pay the schema on every call for cuts that rarely
-    cover it. A run not offered the tool is planned by ``unoffered``, whose markers name no way
-    back: only what never needs recovering is cut.
+    """Whether a run is offered the ``read_original`` tool from its first call, the same rule
+    on every way in that lists it (LangChain's gate asks it too): when the tool's ``schema``
+    (tokens) is negligible beside that call's prompt (:func:`~tokenlean.cost.negligible` at
+    ``share``), or ``always``. The tool list sits at the front of the prompt, so a tool that
+    joins later re-writes every token cached before it: the ways in that cannot time that
+    (pydantic-ai, AgentScope) never offer it later, and a run with a short first prompt (a QA
+    or retail agent) does not pay the schema on every call for cuts that rarely cover it.
+    ``counter`` counts the prompt (default: the fast estimate).
     """
 
-    unoffered: Planner
     schema: int
     share: float
     always: bool = False
+    counter: TokenCounter | None = None
 
     def offered(self, messages: Sequence[Message], fixed: int = 0) -> bool:
         """The rule, read from the messages before the first assistant turn (the first call's,
@@ -161,7 +161,7 @@ class Offer:
         tokens the adapter knows that call also sends."""
         if self.always:
             return True
-        counter = self.unoffered.policy.counter or default_counter()
+        counter = self.counter or default_counter()
         prompt = fixed
         for message in messages:
             if message.role == "assistant":
@@ -174,12 +174,15 @@ class Offer:
 class Keeping:
     """The planner, the store its originals go to (``None``: none kept), the store a
     ``read_original`` tool should read (``None``: no tool, markers name files or nothing) and,
-    with a tool, when a run is offered it (``offer``; ``None``: always)."""
+    with a tool, when a run is offered it (``offer``; ``None``: always) and the planner of a
+    run that is not (``unoffered``: its markers name no way back, so only what never needs
+    recovering is cut)."""
 
     planner: Planner
     store: OriginalStore | None
     tool_store: OriginalStore | None
     offer: Offer | None = None
+    unoffered: Planner | None = None
 
     def offered(self, messages: Sequence[Message], fixed: int = 0) -> bool:
         """Whether the run of ``messages`` is offered the tool (:class:`Offer`); the adapter
@@ -190,8 +193,8 @@ class Keeping:
         """Drop what the planners remember of histories planned (a cold plan equals a warm
         one; tests and benchmarks show it)."""
         self.planner.forget()
-        if self.offer is not None:
-            self.offer.unoffered.forget()
+        if self.unoffered is not None:
+            self.unoffered.forget()
 
 
 def keeping(
@@ -218,16 +221,16 @@ def keeping(
         return Keeping(Planner(replace(base, read_back=FileReadBack(folder))), folder, None)
     kept = store if store is not None else InMemoryOriginalStore()
     planner = Planner(replace(base, read_back=ToolReadBack()))
-    return Keeping(planner, kept, kept, _offer(base))
+    return Keeping(planner, kept, kept, _offer(base), Planner(replace(base, read_back=None)))
 
 
 def _offer(policy: PlannerSettings) -> Offer:
-    schema = policy.counter or default_counter()
+    counter = policy.counter or default_counter()
     return Offer(
-        Planner(replace(policy, read_back=None)),
-        schema=schema.count(tool_schema_text([retrieval_schema()])),
+        schema=counter.count(tool_schema_text([retrieval_schema()])),
         share=policy.outputs.start_share,
         always=policy.outputs.offer_tool == "always",
+        counter=counter,
     )
 
 

@@ -70,17 +70,18 @@ def test_baselines_agree_across_frameworks(measured: list[adapters.Measured]) ->
     assert agentscope.refs_total == langchain.refs_total
 
 
-def test_the_agentscope_shortener_bills_as_the_reference(
-    measured: list[adapters.Measured],
-) -> None:
+def test_every_framework_offers_the_tool_by_one_rule(measured: list[adapters.Measured]) -> None:
+    """pydantic-ai and AgentScope list read_original by the rule LangChain's stack starts
+    with (a negligible share of the first prompt): on these runs, where the loop guard ends
+    nothing early, they bill as it does."""
     table = pooled(measured)["(all)"]
-    for name in ("agentscope", "agentscope-shortener"):
-        ours, reference = (ratio(table, n, "billed_anthropic") for n in (name, REFERENCE))
-        assert abs(ours - reference) <= adapters.TOLERANCE, name
+    for name in ("pydantic-ai", "agentscope", "agentscope-shortener"):
+        ours, langchain = (ratio(table, n, "billed_anthropic") for n in (name, "langchain"))
+        assert abs(ours - langchain) <= adapters.TOLERANCE, name
 
 
 def test_a_new_adapter_is_one_entry(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """The plug-in point (AgentScope's, later): a replay function in the table is a row."""
+    """The plug-in point: a replay function in the table is a row."""
     monkeypatch.setitem(ADAPTERS, "echo", Adapter(langchain_plain, label="no-op"))
     m = measure_one(str(RUNS[0]), str(tmp_path), names=["echo"])
     assert set(m.rows) == {"echo", "echo w/o tool", baseline_key(ADAPTERS["echo"])}

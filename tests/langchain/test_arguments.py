@@ -53,9 +53,8 @@ CASES = [
     _case(ToolOutputShorteningMiddleware, {"dedupe": "no"}, WRONG, "dedupe must be True or False"),
     # input shortening
     _case(ToolInputShorteningMiddleware, {"tool_name": 123}, TypeError, "tool_name must be an"),
-    _case(ToolInputShorteningMiddleware, {"min_tokens": "5"}, ValueError, "min_tokens"),
-    _case(ToolInputShorteningMiddleware, {"head_lines": -1}, ValueError, "head_lines"),
-    _case(ToolInputShorteningMiddleware, {"never": "bash"}, ValueError, "never"),
+    _case(ToolInputShorteningMiddleware, {"settings": {"min_tokens": 5}}, WRONG, "settings must"),
+    _case(ToolInputShorteningMiddleware, {"offer_tool": "now"}, ValueError, "offer_tool must"),
     _case(ToolInputShorteningMiddleware, {"store": object()}, TypeError, "store must be an"),
     _case(ToolInputShorteningMiddleware, {"retrieval_tool": None}, WRONG, "retrieval_tool must"),
     # context editor

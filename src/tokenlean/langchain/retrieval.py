@@ -37,7 +37,8 @@ from langgraph.prebuilt import ToolRuntime
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 from typing_extensions import NotRequired
 
-from tokenlean.cost import CachePricing, joining_pays, negligible, offering_pays
+from tokenlean.cost import CachePricing, joining_pays, offering_pays
+from tokenlean.history import Offer
 from tokenlean.langchain._adapter import ViewCache, views_of
 from tokenlean.langchain._helpers import (
     PrefixMemo,
@@ -362,6 +363,8 @@ class RetrievalGate:
         self._views = views if views is not None else ViewCache()
         self._schemas = SchemaCache()
         self.schema = self.counter.count(tool_schema_text(self._schemas.schemas([tool])))
+        # the first-call rule every way in that lists the tool shares
+        self.offer = Offer(self.schema, start_share, always, self.counter)
         self._sizes: PrefixMemo[_Seen] = PrefixMemo()
         # each thread's last system prompt and tools, sized only when an offer is weighed
         self._requests: dict[str | None, tuple[Any, Sequence[Any]]] = {}
@@ -522,8 +525,7 @@ class RetrievalGate:
             fixed = count_request(
                 (), self.counter, system=request.system_prompt, tools=self._schemas.schemas(tools)
             )
-            prompt = fixed + sum(message_tokens(m, self.counter) for m in views)
-            started = self._started[key] = negligible(self.schema, prompt, self.start_share)
+            started = self._started[key] = self.offer.offered(views, fixed)
         if len(self._threads) > 1024:
             self._threads.clear()
         self._threads[thread_scope()] = started
