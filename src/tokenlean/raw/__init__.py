@@ -93,9 +93,11 @@ def rewrite_request(
     if not isinstance(body, Mapping):
         return None
     served = settings.retrieval != "mcp" or _lists_retrieval(body.get("tools"))
-    kept = Keeping(settings.planner if served else settings.unserved, settings.store, None)
+    kept = Keeping(settings.planner, settings.store, None, unoffered=settings.unserved)
     failure = ("tokenlean could not rewrite a %s request; sent unchanged", api)
-    done = rewrite_history(_Body(reader), body, kept, logger=logger, failure=failure)
+    done = rewrite_history(
+        _Body(reader), body, kept, logger=logger, failure=failure, offered=served
+    )
     if done is None:
         return None  # the body goes upstream as it came
     extra = _other_tokens(body, settings.counter)
