@@ -1,8 +1,12 @@
 """The planner of a turn, which every way in calls: the one place that decides what is sent.
 
-The LangChain middleware, the rewrite of raw provider request bodies (behind the proxy and the
-SDK wrappers) and the replay translate their messages to the neutral view
-(:class:`~tokenlean.transcript.Message`), call :func:`plan_turn`, and translate the edits back.
+Every way in translates its messages to the neutral view (:class:`~tokenlean.transcript.Message`),
+has them planned here, and translates the edits back: the ways in that re-send a whole history
+(the raw provider bodies behind the proxy, the SDK wrappers and LiteLLM; pydantic-ai; AgentScope)
+through :class:`Planner`, by way of :func:`tokenlean.history.rewrite_history`; LangChain's
+middleware, whose agent state keeps the edited history and which may list the retrieval tool
+from any call on, one call at a time through :func:`plan_offered_turn`. Both run
+:func:`plan_turn` on each turn.
 A *turn* is an assistant message with what came since the turn before it and the tool results
 that answer it. :func:`plan_turn` first cuts the turn's answered inputs
 (:func:`~tokenlean.shorten._inputs.plan_inputs`), then shortens its new results against
@@ -24,7 +28,7 @@ bytes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -49,10 +53,13 @@ from tokenlean.transcript import Edit, Message, ToolCall
 __all__ = [
     "HistoryEdit",
     "HistoryPlan",
+    "OfferedTurn",
     "Planner",
     "PlannerSettings",
     "TurnPlan",
+    "plan_offered_turn",
     "plan_turn",
+    "saved_tokens",
 ]
 
 #: Checkpoints a planner keeps (each holds only what its requests added).
@@ -105,6 +112,64 @@ def plan_turn(
 
 _NO_INPUTS = InputPlan()
 _NO_OUTPUTS = FirstSightPlan()
+
+
+@dataclass(frozen=True, slots=True)
+class OfferedTurn:
+    """:func:`plan_offered_turn`'s answer: the plan to send; ``offer``: its markers name the
+    retrieval tool, which the request must list from this call on; ``forgone``: what the cuts
+    that need the tool would have saved, not made as it is not listed (0 when offered)."""
+
+    plan: TurnPlan
+    offer: bool = False
+    forgone: int = 0
+
+
+def plan_offered_turn(
+    window: Sequence[Message],
+    *,
+    offset: int,
+    inputs: InputShorteningSettings | None,
+    outputs: OutputShorteningSettings,
+    log: SeenLog | None,
+    read_back: ReadBack,
+    backoff: Mapping[str, int] | None,
+    listed: bool,
+    offer_pays: Callable[[TurnPlan, int], bool] | None,
+) -> OfferedTurn:
+    """:func:`plan_turn` for a way in that can list the retrieval tool from any call on
+    (LangChain's middleware). Markers name ``read_back``'s tool only in a request that lists
+    it (``listed``); else only what needs no way back is cut, unless the cuts that name it,
+    ``extra`` tokens more, pay for listing it from this call on: ``offer_pays(without,
+    extra)`` says so (the way in's measure of its prompt under a rule of :mod:`tokenlean.cost`;
+    ``None``: it never joins here)."""
+
+    def planned(way_back: ReadBack | None) -> TurnPlan:
+        return plan_turn(
+            window,
+            offset=offset,
+            inputs=inputs,
+            outputs=outputs,
+            log=log,
+            read_back=way_back,
+            backoff=backoff,
+        )
+
+    if listed:
+        return OfferedTurn(planned(read_back))
+    without = planned(None)
+    if offer_pays is None or read_back.tool is None:
+        return OfferedTurn(without)
+    with_tool = planned(read_back)
+    extra = saved_tokens(with_tool) - saved_tokens(without)
+    if extra > 0 and offer_pays(without, extra):
+        return OfferedTurn(with_tool, offer=True)
+    return OfferedTurn(without, forgone=max(0, extra))
+
+
+def saved_tokens(turn: TurnPlan) -> int:
+    """The tokens a turn's plan removes (its inputs' cuts and its results' shortenings)."""
+    return sum(e.tokens_before - e.tokens_after for e in (*turn.inputs.edits, *turn.outputs.edits))
 
 
 def _with_args(message: Message, edit: Edit) -> Message:

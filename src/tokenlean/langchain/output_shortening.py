@@ -65,7 +65,7 @@ from tokenlean.langchain.retrieval import (
 )
 from tokenlean.langchain.retrieval import retrieval_tool as retrieval_tool_for
 from tokenlean.langchain.store import StoreChoice
-from tokenlean.pipeline import TurnPlan, plan_turn
+from tokenlean.pipeline import TurnPlan, plan_offered_turn
 from tokenlean.readback import ToolReadBack
 from tokenlean.shorten import (
     FirstSightPlan,
@@ -316,26 +316,25 @@ class ToolOutputShorteningMiddleware(
         levels = _add_levels(state.get(BACKOFF_KEY), dict(read))
         views = views_of(messages, start, cache=self._views)
 
-        def planned(way_back: ToolReadBack | None) -> TurnPlan:
-            return plan_turn(
-                views,
-                offset=start,
-                inputs=self.inputs if messages and messages[last_ai].id else None,
-                outputs=self.policy,
-                log=hit.value if hit else None,
-                read_back=way_back,
-                backoff=levels,
-            )
+        def offer_pays(without: TurnPlan, extra: int) -> bool:
+            edits = (*without.inputs.edits, *without.outputs.edits)
+            sent = _with(messages, edits, [apply_edit(messages[e.index], e) for e in edits])
+            return self._gate.offer_now_pays(state, sent, extra=extra)
 
-        # markers name the tool only in a request that holds it; else only what needs no way
-        # back is cut, unless offering the tool on this very call pays for itself
-        offered = scope is not None and self._gate.in_request(state, scope)
-        turn = planned(self._read_back if offered else None)
-        offer, forgone = False, 0
-        if scope is not None and not offered and self._read_back.tool is not None:
-            with_tool = planned(self._read_back)
-            turn, offer = self._offer_if_it_pays(state, messages, turn, with_tool)
-            forgone = 0 if offer else max(0, _saved(with_tool) - _saved(turn))
+        # markers name the tool only in a request that lists it (the core's rule, with this
+        # thread's measure of whether offering it on this very call pays)
+        chosen = plan_offered_turn(
+            views,
+            offset=start,
+            inputs=self.inputs if messages and messages[last_ai].id else None,
+            outputs=self.policy,
+            log=hit.value if hit else None,
+            read_back=self._read_back,
+            backoff=levels,
+            listed=scope is not None and self._gate.in_request(state, scope),
+            offer_pays=offer_pays if scope is not None else None,
+        )
+        turn, offer, forgone = chosen.plan, chosen.offer, chosen.forgone
         plan, cut = turn.outputs, turn.inputs
         edits = (*cut.edits, *plan.edits)
         updated = [apply_edit(messages[e.index], e) for e in edits]
@@ -356,25 +355,6 @@ class ToolOutputShorteningMiddleware(
         if plan.edits:
             update.state[STATE_KEY] = _totals(plan.edits)
         return update
-
-    def _offer_if_it_pays(
-        self,
-        state: Mapping[str, Any],
-        messages: Sequence[AnyMessage],
-        without: TurnPlan,
-        with_tool: TurnPlan,
-    ) -> tuple[TurnPlan, bool]:
-        """The plan to send where the thread has no tool yet: ``with_tool`` (and the tool
-        offered from this call on) when its extra cuts pay for offering it now, else
-        ``without``."""
-        extra = _saved(with_tool) - _saved(without)
-        if extra <= 0:
-            return without, False
-        edits = (*without.inputs.edits, *without.outputs.edits)
-        sent = _with(messages, edits, [apply_edit(messages[e.index], e) for e in edits])
-        if self._gate.offer_now_pays(state, sent, extra=extra):
-            return with_tool, True
-        return without, False
 
     def _remember(self, update: _Update) -> None:
         """Carry the lines the model was shown to the next call of this thread."""
@@ -400,10 +380,6 @@ class ToolOutputShorteningMiddleware(
             tokens_after=totals["tokens_after"],
         )
         return update.state
-
-
-def _saved(turn: TurnPlan) -> int:
-    return sum(e.tokens_before - e.tokens_after for e in (*turn.inputs.edits, *turn.outputs.edits))
 
 
 def _totals(edits: Sequence[Edit]) -> ShorteningTotals:
