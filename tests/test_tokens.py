@@ -10,6 +10,7 @@ from tests.data import TOKENIZERS, TOOL_OUTPUTS, TRAJECTORIES, needs_cl100k, nee
 from tokenlean.tokens import (
     DEFAULT_COUNTER,
     MESSAGE_OVERHEAD,
+    TIKTOKEN_CACHE_KEYS,
     EstimateCounter,
     TiktokenCounter,
     VocabularyNotFoundError,
@@ -38,7 +39,7 @@ def test_missing_vocabulary_fails_fast_without_network(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("TOKENLEAN_TIKTOKEN_DIR", raising=False)
-    monkeypatch.delenv("TIKTOKEN_CACHE_DIR", raising=False)
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "empty-cache"))
     start = time.monotonic()
     with pytest.raises(VocabularyNotFoundError, match="never downloads"):
         TiktokenCounter("o200k_base", vocab_path=tmp_path)
@@ -55,6 +56,21 @@ def test_wrong_file_is_rejected(tmp_path: Path) -> None:
 def test_unknown_encoding_is_rejected() -> None:
     with pytest.raises(ValueError, match="encoding must be one of"):
         load_encoding("p50k_base", TOKENIZERS)  # type: ignore[arg-type]
+
+
+@needs_vocab
+def test_vocabulary_found_in_tiktokens_own_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # what tiktoken downloaded once, on a machine with internet access, counts exactly here
+    monkeypatch.delenv("TOKENLEAN_TIKTOKEN_DIR", raising=False)
+    cached = tmp_path / TIKTOKEN_CACHE_KEYS["o200k_base"]
+    cached.write_bytes((TOKENIZERS / "o200k_base.tiktoken").read_bytes())
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    assert find_vocabulary("o200k_base") == cached
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "")  # tiktoken's way to switch its cache off
+    with pytest.raises(VocabularyNotFoundError):
+        find_vocabulary("o200k_base")
 
 
 @needs_vocab

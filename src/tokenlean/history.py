@@ -36,7 +36,7 @@ from tokenlean.store import (
     excerpt,
     retrieval_schema,
 )
-from tokenlean.tokens import TokenCounter, default_counter, message_tokens, tool_schema_text
+from tokenlean.tokens import DEFAULT_COUNTER, TokenCounter, message_tokens, tool_schema_text
 from tokenlean.transcript import Edit, Message
 
 __all__ = [
@@ -161,7 +161,7 @@ class Offer:
         tokens the adapter knows that call also sends."""
         if self.always:
             return True
-        counter = self.counter or default_counter()
+        counter = self.counter or DEFAULT_COUNTER
         prompt = fixed
         for message in messages:
             if message.role == "assistant":
@@ -225,7 +225,7 @@ def keeping(
 
 
 def _offer(policy: PlannerSettings) -> Offer:
-    counter = policy.counter or default_counter()
+    counter = policy.counter or DEFAULT_COUNTER
     return Offer(
         schema=counter.count(tool_schema_text([retrieval_schema()])),
         share=policy.outputs.start_share,

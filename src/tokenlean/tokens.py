@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import re
+import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -290,8 +291,8 @@ def find_vocabulary(
         candidates.append(path / f"{encoding}.tiktoken" if path.is_dir() else path)
     if env_dir := os.environ.get("TOKENLEAN_TIKTOKEN_DIR"):
         candidates.append(Path(env_dir) / f"{encoding}.tiktoken")
-    if cache_dir := os.environ.get("TIKTOKEN_CACHE_DIR"):
-        candidates.append(Path(cache_dir) / TIKTOKEN_CACHE_KEYS[encoding])
+    if cache := _tiktoken_cache():
+        candidates.append(cache / TIKTOKEN_CACHE_KEYS[encoding])
     for candidate in candidates:
         if candidate.is_file():
             return candidate
@@ -301,6 +302,17 @@ def find_vocabulary(
         "TOKENLEAN_TIKTOKEN_DIR to a folder holding "
         f"{encoding}.tiktoken. tokenlean never downloads it."
     )
+
+
+def _tiktoken_cache() -> Path | None:
+    """Where tiktoken keeps what it downloaded, by its own rule (``None``: caching is off)."""
+    if "TIKTOKEN_CACHE_DIR" in os.environ:
+        folder = os.environ["TIKTOKEN_CACHE_DIR"]
+    elif "DATA_GYM_CACHE_DIR" in os.environ:
+        folder = os.environ["DATA_GYM_CACHE_DIR"]
+    else:
+        folder = str(Path(tempfile.gettempdir()) / "data-gym-cache")
+    return Path(folder) if folder else None
 
 
 def load_encoding(

@@ -16,7 +16,13 @@ from tokenlean.replay._engine import measure_replay, replay, split_segments
 from tokenlean.replay._formats import load_trajectory, parse_trajectory
 from tokenlean.replay._metrics import Prompt, PromptMeasurer, measure_calls
 from tokenlean.replay._runner import run_replay
-from tokenlean.tokens import EstimateCounter, message_tokens, tool_schema_text
+from tokenlean.tokens import (
+    EstimateCounter,
+    VocabularyNotFoundError,
+    find_vocabulary,
+    message_tokens,
+    tool_schema_text,
+)
 from tokenlean.transcript import Message
 
 LONG = "miniswe_deepseek/chat_test__django__django-11001.json"
@@ -199,6 +205,15 @@ def test_a_broken_strategy_becomes_a_row_not_a_crash() -> None:
     assert "boom" in (report.runs[1].error or "")
 
 
+def _vocabulary() -> bool:
+    """Whether an exact vocabulary is local (the shared one, or tiktoken's own cache)."""
+    try:
+        find_vocabulary("o200k_base")
+    except VocabularyNotFoundError:
+        return False
+    return True
+
+
 def test_cli_replays_bundled_samples_and_writes_outputs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -206,7 +221,7 @@ def test_cli_replays_bundled_samples_and_writes_outputs(
     code = main(["replay", "-s", "none", "-j", "1", "--json", str(out_json), "--chart", str(chart)])
     assert code == 0
     printed = capsys.readouterr().out
-    counted = "exact o200k_base" if HAVE_VOCAB else "estimate (no local tiktoken vocabulary)"
+    counted = "exact o200k_base" if _vocabulary() else "estimate (no local tiktoken vocabulary)"
     assert "billed (Anthropic)" in printed and counted in printed
     data = json.loads(out_json.read_text())
     assert data["pooled"][0]["strategy"] == "none" and data["pooled"][0]["recall"] == 1.0
@@ -227,6 +242,35 @@ def test_cli_errors_are_clear(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert "bad.json: line 1" in capsys.readouterr().err
     assert main(["replay", "--list"]) == 0
     assert "none" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--json", "/no/such/folder/r.json"], "--json /no/such/folder/r.json: no folder"),
+        (["--chart", "/no/such/folder/c.svg"], "--chart /no/such/folder/c.svg: no folder"),
+        (["--chart", "{tmp}/chart.png"], "the chart is written as .svg or .html"),
+        (["--json", "{tmp}"], "cannot write there"),
+        (["--plugin", "no_such_module_here"], "--plugin: ModuleNotFoundError"),
+    ],
+)
+def test_bad_options_are_refused_before_the_replay_runs(
+    args: list[str], said: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    assert main(["replay", "-s", "none", "-j", "1", *args]) == 2
+    out, err = capsys.readouterr()
+    assert said in err and err.count("\n") == 1 and "Traceback" not in err
+    assert "trajectories x" not in out  # refused before anything was replayed
+
+
+@pytest.mark.parametrize("jobs", ["0", "-3", "two"])
+def test_jobs_must_be_a_whole_number_of_at_least_one(
+    jobs: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["replay", "-s", "none", "-j", jobs])
+    assert exit_.value.code == 2 and "-j/--jobs" in capsys.readouterr().err
 
 
 def test_scripted_model_records_what_it_was_sent() -> None:

@@ -314,6 +314,35 @@ def test_a_claude_code_compaction_starts_a_new_context_window(tmp_path: Path) ->
     assert load_trajectory(path) == after
 
 
+def test_a_session_cut_short_is_read_and_says_which_line_it_skipped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A live session ends in a line still being written: the rest replays, and the note says
+    which line was left out and why; a bad line inside is named too, never the whole file."""
+    call = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}
+    result = {"type": "tool_result", "tool_use_id": "t1", "content": "a.py"}
+    lines = [
+        json.dumps(_claude_line("user", "list the files")),
+        json.dumps(_claude_line("assistant", [call], message_id="msg_1")),
+        json.dumps(_claude_line("user", [result])),
+        json.dumps(_claude_line("assistant", [{"type": "text", "text": "a.py"}], message_id="m2")),
+    ]
+    live = tmp_path / "live.jsonl"
+    live.write_text("\n".join([*lines, lines[-1][:25]]), encoding="utf-8")  # no newline yet
+    trajectory = load_trajectory(live)
+    assert [m.role for m in trajectory.messages] == ["user", "assistant", "tool", "assistant"]
+    assert trajectory.meta["bad_lines"] == [(5, "cut short (still being written?)")]
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("\n".join([lines[0], "{oops", *lines[1:]]) + "\n", encoding="utf-8")
+    assert load_trajectory(broken).meta["bad_lines"][0][0] == 2
+    assert main(["replay", str(live), "-s", "none", "-j", "1"]) == 0
+    assert "line 5 (cut short (still being written?))" in capsys.readouterr().err
+    text = tmp_path / "notes.jsonl"
+    text.write_text('{"a": 1}\n{"b": 2}\n{"c":', encoding="utf-8")
+    with pytest.raises(TrajectoryFormatError, match=r"notes\.jsonl: line 3: invalid JSON: cut"):
+        load_trajectory(text)
+
+
 def test_pairing_is_repaired() -> None:
     call = ToolCall(id="a", name="Read", args={})
     messages = [
@@ -338,7 +367,7 @@ def test_other_jsonl_is_a_clear_error_when_named_and_skipped_in_a_folder(
 ) -> None:
     log = tmp_path / "events.jsonl"
     log.write_text('{"event": "start"}\n{"event": "stop"}\n', encoding="utf-8")
-    with pytest.raises(TrajectoryFormatError, match=r"events\.jsonl: line 2 column 1"):
+    with pytest.raises(TrajectoryFormatError, match=r"events\.jsonl: lines: JSON lines, but not"):
         load_trajectory(log)
     assert main(["replay", str(tmp_path)]) == 2
     err = capsys.readouterr().err

@@ -35,7 +35,7 @@ from tokenlean.agentscope._tool import read_original_tool
 from tokenlean.history import Keeping, ReadBackMode, keeping, rewrite_history
 from tokenlean.settings import RawSettings
 from tokenlean.store import OriginalStore
-from tokenlean.tokens import default_counter, memoized, tool_schema_text
+from tokenlean.tokens import DEFAULT_COUNTER, memoized, tool_schema_text
 from tokenlean.transcript import Edit
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ class _Shortening(MiddlewareBase):
             read_original_tool(kept.tool_store) if kept.tool_store is not None else None
         )
         self.stats = ShorteningStats()
-        self._counter = memoized(kept.planner.policy.counter or default_counter())
+        self._counter = memoized(kept.planner.policy.counter or DEFAULT_COUNTER)
 
     async def list_tools(self) -> list[ToolBase]:
         return [self.tool] if self.tool is not None else []

@@ -12,6 +12,7 @@ windows summed in its row. Every available strategy is replayed unless some are 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -30,6 +31,11 @@ from tokenlean.replay import (
 )
 
 NOT_A_TRACE = "not a trajectory, nor a Claude Code, Codex, gemini-cli or OpenCode session"
+ESTIMATED = (
+    "token counts are estimates: for exact ones, set TOKENLEAN_TIKTOKEN_DIR to a folder holding "
+    "o200k_base.tiktoken, or fill tiktoken's cache once on a machine with internet access "
+    "(python -c 'import tiktoken; tiktoken.get_encoding(\"o200k_base\")')"
+)
 
 
 def add_subcommand(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -46,7 +52,7 @@ def add_subcommand(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     )
     p.add_argument("--list", action="store_true", help="list the strategies and exit")
     p.add_argument(
-        "-j", "--jobs", type=int, default=None, help="parallel processes (default: cores)"
+        "-j", "--jobs", type=_positive, default=None, help="parallel processes (default: cores)"
     )
     p.add_argument("--json", type=Path, metavar="FILE", help="write full results as JSON")
     p.add_argument("--chart", type=Path, metavar="FILE", help="write a chart (.svg or .html)")
@@ -69,6 +75,47 @@ def add_subcommand(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         help="import MODULE to register more strategies (repeatable)",
     )
     p.set_defaults(func=_run_replay)
+
+
+def _positive(text: str) -> int:
+    """An int of at least 1 (``-j 0`` and ``-j -3`` are refused, not guessed at)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+    return value
+
+
+#: What ``--chart`` writes, by the file's extension.
+CHARTS = (".svg", ".html")
+
+
+def _output_problem(args: argparse.Namespace) -> str | None:
+    """Why an output file cannot be written, said before the replay runs (not after it)."""
+    for option, path in (("--json", args.json), ("--chart", args.chart)):
+        if path is None:
+            continue
+        folder = path.parent
+        if not folder.is_dir():
+            return f"{option} {path}: no folder {folder}"
+        if path.is_dir() or not os.access(folder, os.W_OK):
+            return f"{option} {path}: cannot write there"
+    if args.chart is not None and args.chart.suffix.lower() not in CHARTS:
+        return f"--chart {args.chart}: the chart is written as {' or '.join(CHARTS)}"
+    return None
+
+
+def _plugins_problem(modules: Sequence[str]) -> str | None:
+    """Why a ``--plugin`` module cannot be loaded, in one line."""
+    from tokenlean import replay
+
+    try:
+        replay.load_plugins(modules)
+    except Exception as exc:  # a plugin's own failure is the user's to see, in one line
+        return f"--plugin: {type(exc).__name__}: {exc}"
+    return None
 
 
 def _collect(paths: Sequence[Path]) -> list[tuple[Path, bool]]:
@@ -128,6 +175,11 @@ def _note(path: Path, meta: Mapping[str, Any]) -> None:
     if meta.get("window", 1) == 1:
         sidechain = meta.get("skipped", {}).get("sidechain", 0)
         notes += [f"{sidechain} sub-agent (sidechain) lines skipped"] if sidechain else []
+        bad = meta.get("bad_lines", [])
+        if bad:
+            shown = ", ".join(f"line {n} ({problem})" for n, problem in bad[:3])
+            more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
+            notes.append(f"{len(bad)} line(s) that are not JSON skipped: {shown}{more}")
         if "windows" in meta:
             notes.append(f"compacted: {meta['windows']} context windows, each replayed")
     if notes:
@@ -140,7 +192,10 @@ def _note(path: Path, meta: Mapping[str, Any]) -> None:
 def _run_replay(args: argparse.Namespace) -> int:
     from tokenlean import replay
 
-    replay.load_plugins(args.plugin)
+    problem = _plugins_problem(args.plugin) or _output_problem(args)
+    if problem:
+        print(f"tokenlean: {problem}", file=sys.stderr)
+        return 2
     if args.list:
         for s in replay.all_strategies():
             state = "" if s.available() else "  (unavailable: missing dependency)"
@@ -184,6 +239,8 @@ def _run_replay(args: argparse.Namespace) -> int:
         print(replay.by_source_section(result, markdown=args.markdown) + "\n")
     for line in replay.summary_lines(result):
         print(line)
+    if result.counter.startswith("estimate"):
+        print(f"tokenlean: {ESTIMATED}", file=sys.stderr)
     if args.json:
         replay.write_json(result, args.json)
         print(f"results written to {args.json}")

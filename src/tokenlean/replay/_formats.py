@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -74,19 +74,39 @@ def load_trajectories(path: str | Path, *, source_name: str | None = None) -> li
     except (OSError, UnicodeDecodeError) as exc:
         raise TrajectoryFormatError(name, "file", str(exc)) from None
     group = path.resolve().parent.name if source_name is None else source_name
+    bad: list[tuple[int, str]] = []
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
-        lines = read_jsonl(raw)
-        if lines is None or native_format(lines) is None:
-            raise TrajectoryFormatError(
-                name, f"line {exc.lineno} column {exc.colno}", f"invalid JSON: {exc.msg}"
-            ) from None
-        data = lines
+        data, bad = _json_lines(raw, name, exc)
     lines = data if isinstance(data, list) else [data]
     if (fmt := native_format(lines)) is not None:
-        return _native_trajectories(lines, fmt, source=name, default_id=path.stem, group=group)
+        found = _native_trajectories(lines, fmt, source=name, default_id=path.stem, group=group)
+        return [replace(t, meta={**t.meta, "bad_lines": bad}) if bad else t for t in found]
     return [parse_trajectory(data, source=name, default_id=path.stem, source_name=group)]
+
+
+NOT_A_SESSION = "JSON lines, but not a Claude Code, Codex or gemini-cli session"
+
+
+def _json_lines(
+    raw: str, name: str, exc: json.JSONDecodeError
+) -> tuple[list[Any], list[tuple[int, str]]]:
+    """A text that is not one JSON document, read as a session's JSON Lines: the lines that
+    are JSON and where the others are (a session still being written ends in a line cut
+    short; it is read all the same). Not a session: the error names the first bad line of a
+    text of JSON lines, else where the document broke."""
+    lines = read_jsonl(raw)
+    if lines.objects and native_format(lines.objects) is not None:
+        return lines.objects, lines.bad
+    records = sum(isinstance(o, dict) for o in lines.objects)
+    if lines.bad and records >= len(lines.bad):  # JSON lines, most of them whole
+        number, problem = lines.bad[0]
+        raise TrajectoryFormatError(name, f"line {number}", f"invalid JSON: {problem}") from None
+    if records > 1 and not lines.bad:
+        raise TrajectoryFormatError(name, "lines", NOT_A_SESSION) from None
+    position = f"line {exc.lineno} column {exc.colno}"
+    raise TrajectoryFormatError(name, position, f"invalid JSON: {exc.msg}") from None
 
 
 def _native_trajectories(

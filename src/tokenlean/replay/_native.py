@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from tokenlean.transcript import Message
@@ -55,17 +56,30 @@ _CLAUDE_TYPES = frozenset({"user", "assistant"})
 MISSING_RESULT = "[no result recorded for this call]"
 
 
-def read_jsonl(raw: str) -> list[Any] | None:
-    """The objects of a JSON Lines text, or None when a non-blank line is not JSON."""
+@dataclass(frozen=True, slots=True)
+class JsonLines:
+    """The objects of a JSON Lines text, and the lines that are not JSON: ``(line number,
+    what is wrong)``, 1-based. A session still being written ends in a line cut short."""
+
+    objects: list[Any]
+    bad: list[tuple[int, str]]
+
+
+def read_jsonl(raw: str) -> JsonLines:
+    """Every line of a JSON Lines text that is JSON, and where the others are (blank lines
+    are neither)."""
     out: list[Any] = []
-    for line in raw.splitlines():
+    bad: list[tuple[int, str]] = []
+    lines = raw.splitlines()
+    for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             out.append(json.loads(line))
-        except json.JSONDecodeError:
-            return None
-    return out
+        except json.JSONDecodeError as exc:
+            last = number == len(lines) and not raw.endswith("\n")
+            bad.append((number, "cut short (still being written?)" if last else exc.msg))
+    return JsonLines(out, bad)
 
 
 def native_format(objects: Sequence[Any]) -> NativeFormat | None:
