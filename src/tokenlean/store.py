@@ -52,18 +52,20 @@ def retrieval_description(*, call_ids: bool = True) -> str:
 
 
 def retrieval_schema(*, call_ids: bool = True, name: str = RETRIEVAL_TOOL) -> dict[str, Any]:
-    """The retrieval tool's schema, as a provider is sent it: what listing the tool costs in a
-    prompt, whichever way in lists it."""
-    text = {"type": "string"}
-    return {
+    """The retrieval tool's schema as tokenlean counts every tool list (OpenAI-style, as
+    LangChain binds it): what listing the tool costs in a prompt, whichever way in lists it."""
+    text: dict[str, Any] = {"type": "string"}
+    optional = {"default": "", "type": "string"}
+    function = {
         "name": name,
         "description": retrieval_description(call_ids=call_ids),
         "parameters": {
             "type": "object",
-            "properties": {"handle": text, "lines": text, "pattern": text},
+            "properties": {"handle": text, "lines": optional, "pattern": optional},
             "required": ["handle"],
         },
     }
+    return {"type": "function", "function": function}
 
 
 #: Excerpts longer than this are cut, with a note to ask for less.
