@@ -558,9 +558,9 @@ EXPLANATION = [
     "- *pydantic-ai* and *agentscope-shortener* list `read_original` by the first of those",
     "  rules (`tokenlean.history.Offer`: from a run's first call where the schema is a",
     "  negligible share of that prompt, else never, as neither can change a tool list",
-    "  mid-run) and bill as *langchain* does on every source but the two where its loop guard",
-    "  ended runs early (and within 0.003 of it on HotpotQA). *agentscope* adds the loop guard",
-    "  and bills as *langchain* does on every source.",
+    "  mid-run) and bill as *langchain* does, within 0.003, on every source but the two where",
+    "  its loop guard ended runs early. *agentscope* adds the loop guard and bills as",
+    "  *langchain* does on every source, within 0.001.",
 ]
 
 
