@@ -251,7 +251,7 @@ def test_cli_errors_are_clear(tmp_path: Path, capsys: pytest.CaptureFixture[str]
         (["--chart", "/no/such/folder/c.svg"], "--chart /no/such/folder/c.svg: no folder"),
         (["--chart", "{tmp}/chart.png"], "the chart is written as .svg or .html"),
         (["--json", "{tmp}"], "cannot write there"),
-        (["--plugin", "no_such_module_here"], "--plugin: ModuleNotFoundError"),
+        (["--plugin", "no_such_module_here"], "--plugin no_such_module_here: ModuleNotFoundError"),
     ],
 )
 def test_bad_options_are_refused_before_the_replay_runs(

@@ -111,10 +111,12 @@ def _plugins_problem(modules: Sequence[str]) -> str | None:
     """Why a ``--plugin`` module cannot be loaded, in one line."""
     from tokenlean import replay
 
-    try:
-        replay.load_plugins(modules)
-    except Exception as exc:  # a plugin's own failure is the user's to see, in one line
-        return f"--plugin: {type(exc).__name__}: {exc}"
+    replay.load_plugins()  # the built-in ones: a missing extra is the command's error (main)
+    for module in modules:
+        try:
+            replay.load_plugins([module])
+        except Exception as exc:  # a plugin's own failure is the user's to see, in one line
+            return f"--plugin {module}: {type(exc).__name__}: {exc}"
     return None
 
 
@@ -190,6 +192,9 @@ def _note(path: Path, meta: Mapping[str, Any]) -> None:
 
 
 def _run_replay(args: argparse.Namespace) -> int:
+    # every replay drives a real LangChain agent loop: without the extra, main names it first
+    import langchain.agents  # noqa: F401
+
     from tokenlean import replay
 
     problem = _plugins_problem(args.plugin) or _output_problem(args)

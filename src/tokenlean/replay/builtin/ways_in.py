@@ -19,12 +19,14 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tokenlean.raw import Api, RawSettings
-from tokenlean.replay._engine import replay
-from tokenlean.replay._formats import Trajectory
-from tokenlean.replay._raw import CallPrompt, call_prompts, round_trip
 from tokenlean.replay._strategies import register_way_in
+
+if TYPE_CHECKING:  # LangChain's replay is imported when a strategy runs (the replay extra)
+    from tokenlean.replay._formats import Trajectory
+    from tokenlean.replay._raw import CallPrompt
 
 APIS: tuple[Api, ...] = ("anthropic", "openai_chat", "openai_responses", "gemini")
 
@@ -49,6 +51,9 @@ _PLAIN: dict[str, tuple[CallPrompt, ...]] = {}
 
 def plain(trajectory: Trajectory) -> tuple[CallPrompt, ...]:
     """The calls of a real ``create_agent`` with no middleware."""
+    from tokenlean.replay._engine import replay
+    from tokenlean.replay._raw import call_prompts
+
     calls = _PLAIN.get(trajectory.id)
     if calls is None:
         _PLAIN.clear()
@@ -61,6 +66,8 @@ def raw(api: Api, originals: Path | None = None) -> Callable[[Trajectory], list[
     of this process's temporary directory, so a replay leaves the user's cache alone)."""
 
     def rewrite(trajectory: Trajectory) -> list[CallPrompt]:
+        from tokenlean.replay._raw import CallPrompt, round_trip
+
         folder = originals or Path(tempfile.gettempdir()) / "tokenlean-replay-originals"
         settings = RawSettings(originals_dir=folder)  # a fresh planner per run
         return [
@@ -89,5 +96,5 @@ for _api in APIS:
         f"raw-{_api.replace('_', '-')}",
         raw(_api),
         f"the raw rewrite of {_api} bodies (proxy, SDK wrappers, LiteLLM)",
-        needs="tokenlean.raw",
+        needs="langchain",  # the raw rows replay LangChain's calls as bodies
     )
