@@ -36,7 +36,13 @@ from tokenlean.store import (
     excerpt,
     retrieval_schema,
 )
-from tokenlean.tokens import DEFAULT_COUNTER, TokenCounter, message_tokens, tool_schema_text
+from tokenlean.tokens import (
+    DEFAULT_COUNTER,
+    TokenCounter,
+    memoized,
+    message_tokens,
+    tool_schema_text,
+)
 from tokenlean.transcript import Edit, Message
 
 __all__ = [
@@ -225,7 +231,8 @@ def keeping(
 
 
 def _offer(policy: PlannerSettings) -> Offer:
-    counter = policy.counter or DEFAULT_COUNTER
+    # memoised: the first prompt (a long system prompt) is counted again on every call
+    counter = memoized(policy.counter or DEFAULT_COUNTER)
     return Offer(
         schema=counter.count(tool_schema_text([retrieval_schema()])),
         share=policy.outputs.start_share,

@@ -348,7 +348,6 @@ class RetrievalGate:
     ) -> None:
         self.tool = tool
         self.always = always
-        self.start_share = start_share
         self.clock = clock
         # each thread's choice at its first call (recomputed from a request when not held)
         self._started: dict[tuple[object, ...], bool] = {}
