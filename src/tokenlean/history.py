@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Generic, Literal, Protocol, TypeVar
 
 from tokenlean._failopen import fail_open
-from tokenlean.cost import negligible
+from tokenlean.offering import Offer
 from tokenlean.pipeline import HistoryEdit, HistoryPlan, Planner, PlannerSettings
 from tokenlean.readback import FileReadBack, ToolReadBack
 from tokenlean.settings import RawSettings
@@ -38,9 +38,7 @@ from tokenlean.store import (
 )
 from tokenlean.tokens import (
     DEFAULT_COUNTER,
-    TokenCounter,
     memoized,
-    message_tokens,
     tool_schema_text,
 )
 from tokenlean.transcript import Edit, Message
@@ -142,38 +140,6 @@ MODES: tuple[ReadBackMode, ...] = ("tool", "file")
 #: the tool could also see, and handles are digests of the call and the text, so conversations
 #: sharing a store do not collide.
 SCOPE = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Offer:
-    """Whether a run is offered the ``read_original`` tool from its first call, the same rule
-    on every way in that lists it (LangChain's gate asks it too): when the tool's ``schema``
-    (tokens) is negligible beside that call's prompt (:func:`~tokenlean.cost.negligible` at
-    ``share``), or ``always``. The tool list sits at the front of the prompt, so a tool that
-    joins later re-writes every token cached before it: the ways in that cannot time that
-    (pydantic-ai, AgentScope) never offer it later, and a run with a short first prompt (a QA
-    or retail agent) does not pay the schema on every call for cuts that rarely cover it.
-    ``counter`` counts the prompt (default: the fast estimate).
-    """
-
-    schema: int
-    share: float
-    always: bool = False
-    counter: TokenCounter | None = None
-
-    def offered(self, messages: Sequence[Message], fixed: int = 0) -> bool:
-        """The rule, read from the messages before the first assistant turn (the first call's,
-        so the answer is the same on every call of a run, and after a restart) and ``fixed``
-        tokens the adapter knows that call also sends."""
-        if self.always:
-            return True
-        counter = self.counter or DEFAULT_COUNTER
-        prompt = fixed
-        for message in messages:
-            if message.role == "assistant":
-                break
-            prompt += message_tokens(message, counter)
-        return negligible(self.schema, prompt, self.share)
 
 
 @dataclass(frozen=True, slots=True)

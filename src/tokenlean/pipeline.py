@@ -5,8 +5,8 @@ has them planned here, and translates the edits back: the ways in that re-send a
 (the raw provider bodies behind the proxy, the SDK wrappers and LiteLLM; pydantic-ai; AgentScope)
 through :class:`Planner`, by way of :func:`tokenlean.history.rewrite_history`; LangChain's
 middleware, whose agent state keeps the edited history and which may list the retrieval tool
-from any call on, one call at a time through :func:`plan_offered_turn`. Both run
-:func:`plan_turn` on each turn.
+from any call on, one call at a time through :func:`plan_offered_turn`, by way of
+:func:`tokenlean.turn.rewrite_turn`. Both run :func:`plan_turn` on each turn.
 A *turn* is an assistant message with what came since the turn before it and the tool results
 that answer it. :func:`plan_turn` first cuts the turn's answered inputs
 (:func:`~tokenlean.shorten._inputs.plan_inputs`), then shortens its new results against
@@ -130,7 +130,7 @@ def plan_offered_turn(
     *,
     offset: int,
     inputs: InputShorteningSettings | None,
-    outputs: OutputShorteningSettings,
+    outputs: OutputShorteningSettings | None,
     log: SeenLog | None,
     read_back: ReadBack,
     backoff: Mapping[str, int] | None,

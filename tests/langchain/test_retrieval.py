@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -14,7 +15,6 @@ from langchain_core.tools import StructuredTool, tool
 from tokenlean.cost import ANTHROPIC, OPENAI, offering_pays
 from tokenlean.langchain import ToolInputShorteningMiddleware, ToolOutputShorteningMiddleware
 from tokenlean.langchain.retrieval import (
-    FORGONE_KEY,
     ReadOriginalArgs,
     _same_tool,
     is_retrieval_tool,
@@ -23,6 +23,7 @@ from tokenlean.langchain.retrieval import (
     shared_choice,
 )
 from tokenlean.langchain.store import StoreChoice
+from tokenlean.offering import FORGONE_KEY
 from tokenlean.store import InMemoryOriginalStore
 from tokenlean.testing import (
     ScriptedChatModel,
@@ -312,7 +313,9 @@ def test_the_tool_joins_at_a_call_whose_cache_went_cold() -> None:
     ]
     middleware = ToolOutputShorteningMiddleware(never=["build_log"], min_remaining_calls=0)
     times = iter([0.0, 1.0, 2.0, 2.0 + ANTHROPIC.cache_ttl + 1, *range(10_000, 10_010)])
-    middleware._gate.clock = lambda: float(next(times))  # the fourth call comes after a pause
+    middleware._gate.rules = replace(
+        middleware._gate.rules, clock=lambda: float(next(times))
+    )  # the fourth call comes after a pause
     agent, model = scripted_agent(turns, tools=[build_log, run_suite], middleware=[middleware])
     _invoke(agent)
     assert [names.count("read_original") for names in _tools(model)] == [0, 0, 0, 1]
@@ -420,7 +423,7 @@ def test_the_tool_joins_only_a_cold_call_whose_cuts_cover_its_schema() -> None:
     (per call) cover the schema over the calls to come."""
     middleware = ToolOutputShorteningMiddleware(min_remaining_calls=0)
     gate = middleware._gate
-    gate.clock = lambda: 1_000.0
+    gate.rules = replace(gate.rules, clock=lambda: 1_000.0)
     messages = [HumanMessage("context " * 2_000), AIMessage("ok")]
     warm, cold = {"tokenlean_called_at": 990.0}, {"tokenlean_called_at": 1.0}
     assert not gate.offer_now_pays({**warm, FORGONE_KEY: 10**6}, messages, extra=10**5)

@@ -327,3 +327,17 @@ def apply_edits(messages: Sequence[M], edits: Iterable[Edit]) -> list[M]:
         if index is not None:
             result[index] = apply_edit(result[index], edit)
     return result
+
+
+class Turns:
+    """LangChain's side of the per-call contract (:class:`tokenlean.turn.TurnAdapter`): its
+    messages read through a middleware's view cache, an edit written by :func:`apply_edit`."""
+
+    def __init__(self, cache: ViewCache) -> None:
+        self._cache = cache
+
+    def views(self, messages: Sequence[BaseMessage], start: int) -> list[Message]:
+        return views_of(messages, start, cache=self._cache)
+
+    def apply(self, message: BaseMessage, edit: Edit) -> BaseMessage:
+        return apply_edit(message, edit)

@@ -4,7 +4,7 @@ An assistant turn is first sent back to the model on the call after the one that
 Before that call, :class:`ToolInputShorteningMiddleware` cuts each long string argument of the
 turn's tool calls to its head and tail lines and writes the turn back under the same id, so the
 model only ever sees the short form and every later request repeats its bytes: no prompt-cache
-break. The decisions are the core's (:func:`tokenlean.pipeline.plan_turn`); only the
+break. The decisions are the core's (:func:`tokenlean.turn.rewrite_turn`); only the
 newest turn and what follows it are read. Originals go to the same store as
 :class:`~tokenlean.langchain.output_shortening.ToolOutputShorteningMiddleware` uses, so its
 ``read_original`` tool can show them. List this middleware *before* that one: the output
@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest
-from langchain_core.messages import AnyMessage
+from langchain_core.messages import AnyMessage, BaseMessage
 
 from tokenlean import checks
 from tokenlean._failopen import fail_open
 from tokenlean.cost import CachePricing, resolve_pricing
-from tokenlean.langchain._adapter import ViewCache, apply_edit, views_of
+from tokenlean.langchain._adapter import Turns, ViewCache
 from tokenlean.langchain._helpers import (
     KeptBeforeCommit,
     last_ai_index,
@@ -38,7 +38,6 @@ from tokenlean.langchain.retrieval import (
 )
 from tokenlean.langchain.retrieval import retrieval_tool as retrieval_tool_for
 from tokenlean.langchain.store import StoreChoice
-from tokenlean.pipeline import plan_turn
 from tokenlean.readback import ToolReadBack
 from tokenlean.shorten import (
     OFFER_TOOL,
@@ -50,6 +49,7 @@ from tokenlean.shorten import (
 from tokenlean.stats import Tally
 from tokenlean.store import RETRIEVAL_TOOL, Original, OriginalStore
 from tokenlean.tokens import DEFAULT_COUNTER
+from tokenlean.turn import TurnContext, rewrite_turn
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ class InputShorteningStats:
 
 @dataclass(frozen=True, slots=True)
 class _Planned:
-    message: AnyMessage | None  # None: nothing cut, the call only counted
+    message: BaseMessage | None  # None: nothing cut, the call only counted
     plan: InputPlan
     scope: str
     accounted: dict[str, Any]  # the retrieval gate's state update (originals, savings, offer)
@@ -136,6 +136,7 @@ class ToolInputShorteningMiddleware(
         readable = retrieval_tool or store is not None or tool_name != RETRIEVAL_TOOL
         self._read_back = ToolReadBack(tool_name if readable else None)
         self._views = ViewCache()  # this instance's, shared with its gate
+        self._turns = Turns(self._views)
         self._gate = RetrievalGate(
             tool,
             views=self._views,
@@ -179,29 +180,28 @@ class ToolInputShorteningMiddleware(
         start = last_ai_index(messages)
         if start < 0 or scope is None:  # without a thread the originals could not be read
             return None
-        turn = messages[start]
-        if not turn.id:
+        if not messages[start].id:
             return None
-        plan = plan_turn(
-            views_of(messages, start, cache=self._views),
-            offset=start,
-            inputs=self.policy,
-            read_back=self._read_back,
-        ).inputs
         # a marker names the tool only in a request that holds it: else the input stays as it is
         # (an input's cut saves too little to pay for re-writing the cache to offer the tool:
         # offered for that, it billed 1.114 of none on Claude Code sessions)
-        if not self._gate.in_request(state, scope):
-            plan = InputPlan()
-        saved = sum(c.tokens_before - c.tokens_after for c in plan.cuts)
-        if not plan.edits:  # counted all the same: the gate dates every call of the thread
+        listed = self._gate.in_request(state, scope)
+        turn = rewrite_turn(
+            self._turns,
+            messages,
+            TurnContext(start, listed=listed),
+            inputs=self.policy,
+            outputs=None,
+            read_back=self._read_back,
+        )
+        plan = turn.plan.inputs
+        if not turn.edits:  # counted all the same: the gate dates every call of the thread
             accounted = self._gate.account(state, messages, saved=0, kept=0)
             return _Planned(None, plan, scope, accounted) if accounted else None
-        edited = apply_edit(turn, plan.edits[0])
-        sent = [*messages[:start], edited, *messages[start + 1 :]]  # what the model will be sent
+        saved = sum(c.tokens_before - c.tokens_after for c in plan.cuts)
         kept = len(plan.originals)
-        accounted = self._gate.account(state, sent, saved=saved, kept=kept)
-        return _Planned(edited, plan, scope, accounted)
+        accounted = self._gate.account(state, turn.sent, saved=saved, kept=kept)
+        return _Planned(turn.updated[0], plan, scope, accounted)
 
     def _commit(self, planned: _Planned) -> dict[str, Any]:
         if planned.message is None:

@@ -2,7 +2,7 @@
 
 In ``before_model`` it takes the tool results the model has not been sent yet (those after the
 last AI message), shortens the long ones with the first-sight core
-(:func:`tokenlean.pipeline.plan_turn`: the tool call's arguments and the calling
+(:func:`tokenlean.turn.rewrite_turn`: the tool call's arguments and the calling
 turn's words are the query; lines the model was already shown are pointed to instead of
 repeated), and writes each back into agent state under the same message id, so the reducer
 replaces it and every later call re-sends the same bytes: the provider's prompt cache keeps
@@ -41,13 +41,13 @@ from langchain.agents.middleware.types import (
     ModelRequest,
     PrivateStateAttr,
 )
-from langchain_core.messages import AnyMessage
+from langchain_core.messages import AnyMessage, BaseMessage
 from typing_extensions import NotRequired, TypedDict
 
 from tokenlean import checks
 from tokenlean._failopen import fail_open
 from tokenlean.cost import CachePricing
-from tokenlean.langchain._adapter import ViewCache, apply_edit, views_of
+from tokenlean.langchain._adapter import Turns, ViewCache
 from tokenlean.langchain._helpers import (
     Held,
     KeptBeforeCommit,
@@ -65,11 +65,8 @@ from tokenlean.langchain.retrieval import (
 )
 from tokenlean.langchain.retrieval import retrieval_tool as retrieval_tool_for
 from tokenlean.langchain.store import StoreChoice
-from tokenlean.pipeline import TurnPlan, plan_offered_turn
 from tokenlean.readback import ToolReadBack
 from tokenlean.shorten import (
-    FirstSightPlan,
-    InputPlan,
     InputShorteningSettings,
     OfferTool,
     OutputShorteningSettings,
@@ -80,6 +77,7 @@ from tokenlean.stats import Tally
 from tokenlean.store import Original, OriginalStore
 from tokenlean.tokens import DEFAULT_COUNTER, TokenCounter
 from tokenlean.transcript import Edit
+from tokenlean.turn import RewrittenTurn, TurnContext, rewrite_turn
 
 logger = logging.getLogger(__name__)
 
@@ -139,16 +137,14 @@ class ShorteningStats:
 @dataclass(frozen=True, slots=True)
 class _Update:
     state: dict[str, Any]
-    plan: FirstSightPlan
-    inputs: InputPlan
+    turn: RewrittenTurn[BaseMessage]  # ``turn.sent``: the plan's log covers its first ``upto``
     scope: str | None
-    messages: Sequence[AnyMessage]  # as sent; the plan's log covers the first ``plan.log.upto``
     held: Held[SeenLog] | None  # what was taken from the memo
 
     @property
     def originals(self) -> tuple[Original, ...]:
         """What the markers point to (kept per thread only: nothing else could read them)."""
-        return (*self.inputs.originals, *self.plan.originals) if self.scope is not None else ()
+        return self.turn.originals if self.scope is not None else ()
 
 
 class ToolOutputShorteningMiddleware(
@@ -258,6 +254,7 @@ class ToolOutputShorteningMiddleware(
         self.tools = [tool] if offered else []
         self._read_back = ToolReadBack(policy.tool_name if offered else None)
         self._views = ViewCache()  # this instance's, shared with its gate
+        self._turns = Turns(self._views)
         self._gate = RetrievalGate(
             tool,
             views=self._views,
@@ -313,58 +310,53 @@ class ToolOutputShorteningMiddleware(
         hit = self._memo.take(scope, messages) if self.policy.dedupe else None
         start = min(hit.value.upto, last_ai) if hit else 0 if self.policy.dedupe else last_ai
         read = Counter(read_back(messages[last_ai:], self.policy.tool_name))
-        levels = _add_levels(state.get(BACKOFF_KEY), dict(read))
-        views = views_of(messages, start, cache=self._views)
-
-        def offer_pays(without: TurnPlan, extra: int) -> bool:
-            edits = (*without.inputs.edits, *without.outputs.edits)
-            sent = _with(messages, edits, [apply_edit(messages[e.index], e) for e in edits])
-            return self._gate.offer_now_pays(state, sent, extra=extra)
-
-        # markers name the tool only in a request that lists it (the core's rule, with this
-        # thread's measure of whether offering it on this very call pays)
-        chosen = plan_offered_turn(
-            views,
-            offset=start,
+        context = TurnContext(
+            start,
+            log=hit.value if hit else None,
+            backoff=_add_levels(state.get(BACKOFF_KEY), dict(read)),
+            listed=scope is not None and self._gate.in_request(state, scope),
+        )
+        gate = self._gate
+        turn = rewrite_turn(  # the core plans; the tool joins where the gate's measure pays
+            self._turns,
+            messages,
+            context,
             inputs=self.inputs if messages and messages[last_ai].id else None,
             outputs=self.policy,
-            log=hit.value if hit else None,
             read_back=self._read_back,
-            backoff=levels,
-            listed=scope is not None and self._gate.in_request(state, scope),
-            offer_pays=offer_pays if scope is not None else None,
+            offer_pays=(lambda sent, extra: gate.offer_now_pays(state, sent, extra=extra))
+            if scope is not None
+            else None,
         )
-        turn, offer, forgone = chosen.plan, chosen.offer, chosen.forgone
-        plan, cut = turn.outputs, turn.inputs
-        edits = (*cut.edits, *plan.edits)
-        updated = [apply_edit(messages[e.index], e) for e in edits]
-        sent = _with(messages, edits, updated)  # what the model will be sent
-        state_update: dict[str, Any] = {BACKOFF_KEY: dict(read)} if read else {}
-        update = _Update(state_update, plan, cut, scope, sent, hit)
+        update = _Update({BACKOFF_KEY: dict(read)} if read else {}, turn, scope, hit)
         if scope is not None:  # counted even with nothing cut now: the tool may come to pay
-            saved = sum(e.tokens_before - e.tokens_after for e in edits)
-            kept = len(cut.originals) + len(plan.originals)
-            account = self._gate.account(
-                state, sent, saved=saved, kept=kept, offer=offer, forgone=forgone
+            chosen = turn.chosen
+            account = gate.account(
+                state,
+                turn.sent,
+                saved=turn.saved,
+                kept=len(turn.originals),
+                offer=chosen.offer,
+                forgone=chosen.forgone,
             )
             update.state.update(account)
-        if not edits:
+        if not turn.edits:
             self._remember(update)
             return update if update.state else None
-        update.state["messages"] = updated
-        if plan.edits:
-            update.state[STATE_KEY] = _totals(plan.edits)
+        update.state["messages"] = list(turn.updated)
+        if turn.plan.outputs.edits:
+            update.state[STATE_KEY] = _totals(turn.plan.outputs.edits)
         return update
 
     def _remember(self, update: _Update) -> None:
         """Carry the lines the model was shown to the next call of this thread."""
-        log = update.plan.log
+        log = update.turn.plan.outputs.log
         if log is not None:
-            self._memo.put(update.scope, update.messages, log.upto, log, reuse=update.held)
+            self._memo.put(update.scope, update.turn.sent, log.upto, log, reuse=update.held)
 
     def _commit(self, update: _Update) -> dict[str, Any]:
         self._remember(update)
-        cut = update.inputs
+        cut = update.turn.plan.inputs
         if cut.edits:
             self._cut.add(
                 calls_shortened=cut.calls,
@@ -388,15 +380,3 @@ def _totals(edits: Sequence[Edit]) -> ShorteningTotals:
         tokens_before=sum(e.tokens_before for e in edits),
         tokens_after=sum(e.tokens_after for e in edits),
     )
-
-
-def _with(
-    messages: Sequence[AnyMessage], edits: Sequence[Edit], updated: Sequence[AnyMessage]
-) -> Sequence[AnyMessage]:
-    """``messages`` with the edited ones in place (the list itself when nothing was edited)."""
-    if not edits:
-        return messages
-    out = list(messages)
-    for edit, message in zip(edits, updated, strict=True):
-        out[edit.index] = message
-    return out

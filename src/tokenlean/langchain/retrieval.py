@@ -37,8 +37,7 @@ from langgraph.prebuilt import ToolRuntime
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 from typing_extensions import NotRequired
 
-from tokenlean.cost import CachePricing, joining_pays, offering_pays
-from tokenlean.history import Offer
+from tokenlean.cost import CachePricing
 from tokenlean.langchain._adapter import ViewCache, views_of
 from tokenlean.langchain._helpers import (
     PrefixMemo,
@@ -47,6 +46,10 @@ from tokenlean.langchain._helpers import (
     thread_scope,
 )
 from tokenlean.langchain.store import StoreChoice
+from tokenlean.offering import (
+    Offer,
+    OfferRules,
+)
 from tokenlean.shorten import readable
 from tokenlean.store import (
     RETRIEVAL_TOOL,
@@ -67,22 +70,6 @@ from tokenlean.tokens import (
 from tokenlean.transcript import MARK_KEY, content_text
 
 _DESCRIPTION = retrieval_description(call_ids=True)
-#: State key counting the originals kept in a thread (every shortener adds to it).
-KEPT_KEY = "tokenlean_originals"
-#: State keys summing the tokens the thread's shortenings cut (``S``), and each cut times the
-#: number of model calls made before it (``W``): at call ``k`` the cuts have saved
-#: ``write * S + read * (k * S - W)`` so far, which is what pays for offering the tool.
-SAVED_KEY = "tokenlean_originals_saved"
-SAVED_AT_KEY = "tokenlean_originals_saved_at"
-#: State key summing the tokens cuts would have saved on calls where the thread had no tool
-#: to name in their markers (so they were not made): the rate at which the thread's results
-#: need cutting, which offering the tool would let the later calls save.
-FORGONE_KEY = "tokenlean_originals_forgone"
-#: State key set once the thread has been offered the retrieval tool (it stays offered).
-OFFERED_KEY = "tokenlean_originals_offered"
-#: State key holding when the thread last called the model (seconds since the epoch): a call
-#: later than the pricing's ``cache_ttl`` after it finds the prompt cache cold.
-CALLED_AT_KEY = "tokenlean_called_at"
 
 
 def add_counts(left: int | None, right: int | None) -> int:
@@ -316,22 +303,18 @@ class _Seen:
 
 
 class RetrievalGate:
-    """Offers the retrieval tool to a thread where offering it pays, and says whether a request
-    holds it (:meth:`in_request`): a marker names the tool only in a request that lists it.
+    """Lists the retrieval tool in a thread's requests where the core's rules say it pays,
+    and says whether a request holds it (:meth:`in_request`): a marker names the tool only in
+    a request that lists it.
 
-    The tool list sits at the very front of the prompt: adding the tool to a thread mid-run
-    re-writes the whole prompt cache, which late in a long run costs more than a cut saves.
-    So a thread is offered the tool from its first call, when the tool's schema is a
-    negligible share of that prompt (``start_share``: what a long system prompt and tool list,
-    as coding agents send, make of it); else at the first call whose cuts (made only with the
-    tool) save more than re-writing the prompt cached so far and the schema cost
-    (:meth:`offer_now_pays`: early in a run that prompt is short), or at a call whose cache is
-    cold anyway once the thread's savings cover the schema (:func:`offering_pays`). Until
-    then the thread's results are cut only where no way back is needed. The prompt is sized
-    from the messages (counted once each, per thread) and from the system prompt and tool
-    schemas of the thread's last request.
-    Messages are read through ``views``, the view cache of the middleware the gate belongs to
-    (one of its own when none is given); the gate keeps the schemas of the tools it sizes.
+    The rules are :mod:`tokenlean.offering`'s (:class:`~tokenlean.offering.Offer` at the
+    first call, with ``start_share``; then :class:`~tokenlean.offering.OfferRules`: a join on
+    a call whose cache went cold, or once the thread's savings cover the schema); the ledger
+    they read is this thread's state (:class:`RetrievalState`). The gate only translates: it
+    sizes the thread (its messages counted once each, per thread, and the system prompt and
+    tool schemas of its last request), and hides the tool from a request until the thread is
+    offered it. Messages are read through ``views``, the view cache of the middleware the gate
+    belongs to (one of its own when none is given); the gate keeps the schemas it sizes.
     """
 
     def __init__(
@@ -347,8 +330,6 @@ class RetrievalGate:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.tool = tool
-        self.always = always
-        self.clock = clock
         # each thread's choice at its first call (recomputed from a request when not held)
         self._started: dict[tuple[object, ...], bool] = {}
         self._threads: dict[str | None, bool] = {}
@@ -356,21 +337,24 @@ class RetrievalGate:
         self._held: dict[str | None, bool] = {}
         # per thread: how many messages were scanned for a marker naming the tool, and if found
         self._named: dict[str | None, tuple[int, bool]] = {}
-        self.pricing = pricing
-        self.min_remaining_calls = min_remaining_calls
         self.counter = memoized(counter)
         self._views = views if views is not None else ViewCache()
         self._schemas = SchemaCache()
         self.schema = self.counter.count(tool_schema_text(self._schemas.schemas([tool])))
-        # the first-call rule every way in that lists the tool shares
+        # the core's rules (the first call's, which every way in that lists the tool shares,
+        # and a later join's); this gate only measures the thread
         self.offer = Offer(self.schema, start_share, always, self.counter)
+        self.rules = OfferRules(self.offer, pricing, min_remaining_calls, clock)
         self._sizes: PrefixMemo[_Seen] = PrefixMemo()
         # each thread's last system prompt and tools, sized only when an offer is weighed
         self._requests: dict[str | None, tuple[Any, Sequence[Any]]] = {}
         self._fixed: dict[tuple[object, ...], int] = {}
 
+    pricing = property(lambda self: self.rules.pricing)
+    min_remaining_calls = property(lambda self: self.rules.min_remaining_calls)
+
     def offered(self, state: Mapping[str, Any]) -> bool:
-        return self.always or bool(state.get(OFFERED_KEY))
+        return self.rules.offered(state)
 
     def in_request(self, state: Mapping[str, Any], scope: str | None) -> bool:
         """Whether this call's request will hold the tool, as far as known before it is built:
@@ -384,27 +368,11 @@ class RetrievalGate:
     def offer_now_pays(
         self, state: Mapping[str, Any], messages: Sequence[Any], *, extra: int
     ) -> bool:
-        """Whether offering the tool on this call pays: only on a call whose prompt cache went
-        cold (the thread's previous call is older than the pricing's ``cache_ttl``), where
-        adding it to the front of the prompt re-writes nothing the provider still holds, and
-        only when the cuts that name it (``extra`` tokens more than the cuts that need no way
-        back, sent on this call and the calls after it), with later calls cutting at the rate
-        the thread's earlier calls would have (:data:`FORGONE_KEY`), cover the schema's cost.
-        On a warm call the tool never joins: that would change bytes the provider cached (a
-        prefix break), and late in a run a re-write is rarely paid back before it ends.
-        ``messages`` are the thread's as sent without those cuts."""
-        called = state.get(CALLED_AT_KEY)
-        cold = isinstance(called, (int, float)) and self.clock() - called > self.pricing.cache_ttl
-        if extra <= 0 or not (cold or self.pricing.cached_read >= self.pricing.uncached):
-            return False
-        size = self._size(thread_scope(), messages)
-        return joining_pays(
-            self.pricing,
-            extra=extra,
-            forgone=int(state.get(FORGONE_KEY) or 0),
-            schema=self.schema,
-            calls=max(size.turns, self.min_remaining_calls),
-        )
+        """Whether offering the tool on this call pays (:meth:`OfferRules.joins_now
+        <tokenlean.offering.OfferRules.joins_now>`: only on a call whose cache went cold, where
+        the cuts that name it, ``extra`` tokens more, cover the schema). ``messages`` are the
+        thread's as sent without those cuts."""
+        return self.rules.joins_now(state, _Measure(self, thread_scope(), messages), extra=extra)
 
     def hide(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
         """The request without the tool while the thread has not been offered it.
@@ -459,50 +427,17 @@ class RetrievalGate:
         offer: bool = False,
         forgone: int = 0,
     ) -> dict[str, Any]:
-        """The state update for ``kept`` originals cut by ``saved`` tokens on this call, with
-        :data:`OFFERED_KEY` set when the thread's savings so far now pay for the tool, or
-        ``offer``: this call's cuts name it (:meth:`offer_now_pays` said so); ``forgone``:
-        what cuts needing the tool would have saved on this call, not made as it is not offered.
-        ``messages`` are the thread's as the model will be sent them (this call's cuts made)."""
-        update: dict[str, Any] = {}
-        if kept:
-            update[KEPT_KEY] = kept
-        if forgone:
-            update[FORGONE_KEY] = forgone
+        """The state update for ``kept`` originals cut by ``saved`` tokens on this call
+        (:meth:`OfferRules.account <tokenlean.offering.OfferRules.account>`), the tool
+        offered when ``offer`` (this call's cuts name it), when the thread was offered it
+        from its first call, or when its savings so far now pay for it. ``messages`` are the
+        thread's as the model will be sent them (this call's cuts made)."""
         scope = thread_scope()
-        if not self.offered(state) and (offer or self._threads.get(scope)):
-            update[OFFERED_KEY] = True  # kept through restarts
-        now, last = self.clock(), state.get(CALLED_AT_KEY)
-        update[CALLED_AT_KEY] = now
-        total = int(state.get(SAVED_KEY) or 0) + saved
-        if self.offered(state) or OFFERED_KEY in update or not total:
-            return update
-        if isinstance(last, (int, float)):
-            cold = now - last > self.pricing.cache_ttl
-        else:  # no call dated: cold at the thread's first call, else not known to be (a state
-            cold = last_ai_index(messages) < 0  # from before calls were dated): assume warm
-        size = self._size(scope, messages)
-        if saved:
-            update[SAVED_KEY] = saved
-            update[SAVED_AT_KEY] = saved * size.turns
-        weighted = int(state.get(SAVED_AT_KEY) or 0) + saved * size.turns
-        last = last_ai_index(messages)
-        views = views_of(messages, max(0, last), cache=self._views)
-        new = sum(message_tokens(m, self.counter) for m in views)
-        prompt = self._fixed_tokens(scope) + size.tokens
-        if cold:  # the provider dropped the cached prefix: this call writes it all anyway
-            new = prompt
-        if offering_pays(
-            self.pricing,
-            prompt=prompt,
-            new=new,
-            banked=self.pricing.uncached * total
-            + self.pricing.cached_read * (size.turns * total - weighted),
-            schema=self.schema,
-            calls=max(size.turns, self.min_remaining_calls),
-        ):
-            update[OFFERED_KEY] = True
-        return update
+        offer = offer or bool(self._threads.get(scope))
+        measure = _Measure(self, scope, messages)
+        return self.rules.account(
+            state, measure, saved=saved, kept=kept, offer=offer, forgone=forgone
+        )
 
     def _from_start(self, request: ModelRequest[Any]) -> bool:
         """Whether the thread is offered the tool from its first call: the schema is at most
@@ -558,6 +493,34 @@ class RetrievalGate:
             schemas = self._schemas.schemas(tools)
             fixed = self._fixed[key] = count_request((), self.counter, system=system, tools=schemas)
         return fixed
+
+
+class _Measure:
+    """What the rules ask of a thread, measured from its messages as this call sends them
+    (sized once, through the gate's per-thread memo)."""
+
+    def __init__(self, gate: RetrievalGate, scope: str | None, messages: Sequence[Any]) -> None:
+        self._gate, self._scope, self._messages = gate, scope, messages
+        self._seen: _Seen | None = None
+
+    def _size(self) -> _Seen:
+        if self._seen is None:
+            self._seen = self._gate._size(self._scope, self._messages)
+        return self._seen
+
+    def turns(self) -> int:
+        return self._size().turns
+
+    def prompt(self) -> int:
+        return self._gate._fixed_tokens(self._scope) + self._size().tokens
+
+    def new(self) -> int:
+        last = max(0, last_ai_index(self._messages))
+        views = views_of(self._messages, last, cache=self._gate._views)
+        return sum(message_tokens(m, self._gate.counter) for m in views)
+
+    def first_call(self) -> bool:
+        return last_ai_index(self._messages) < 0
 
 
 def names_tool(messages: Sequence[Any], tool: str) -> bool:
