@@ -1,5 +1,5 @@
 """The reply budget inside a real AgentScope ``Agent``: AgentScope's constructor and rules,
-with the cache priced as each provider reports it.
+and, opted into, the cache priced as each provider reports it.
 
 The rules run on a scripted model (each turn reports a usage); the usage styles run on
 AgentScope's real Anthropic and OpenAI models, which speak to a fake provider on 127.0.0.1.
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -60,11 +61,23 @@ def test_the_constructor_is_agentscopes() -> None:
     with pytest.raises(ValueError, match="token_budget"):
         ReplyBudgetControlMiddleware(0)
     with pytest.raises(ValueError, match="usage_style"):
-        ReplyBudgetControlMiddleware(10, usage_style="gemini")  # type: ignore[arg-type]
+        ReplyBudgetControlMiddleware(10, price_cache=True, usage_style="gemini")  # type: ignore[arg-type]  # a wrong value on purpose
+    with pytest.raises(ValueError, match="price_cache"):
+        ReplyBudgetControlMiddleware(10, price_cache="yes")  # type: ignore[arg-type]  # a wrong type on purpose
+
+
+@pytest.mark.parametrize(
+    "option",
+    [{"cache_read_weight": 0.1}, {"cache_write_weight": 1.25}, {"usage_style": "anthropic"}],
+)
+def test_a_cache_option_without_price_cache_is_refused_not_ignored(option: Any) -> None:
+    with pytest.raises(ValueError, match=f"{next(iter(option))}.*price_cache=True"):
+        ReplyBudgetControlMiddleware(10, **option)
+    assert ReplyBudgetControlMiddleware(10, price_cache=True, **option).price_cache
 
 
 def test_once_spent_the_hint_comes_once_and_no_tool_is_offered() -> None:
-    mw = ReplyBudgetControlMiddleware(1000, usage_style="openai")
+    mw = ReplyBudgetControlMiddleware(1000)
     # 700 after the first call, 1,400 after the second: the third is the first wrap-up call;
     # the model calls a tool anyway, so a fourth follows, still wrapped up, with no new hint
     agent, model = _agent(mw, _step(1), _step(2), _step(3), turn("done", usage=(10, 10)))
@@ -79,7 +92,7 @@ def test_a_reply_that_owes_a_structured_output_is_offered_only_that_tool() -> No
     class Answer(BaseModel):
         summary: str
 
-    mw = ReplyBudgetControlMiddleware(500, usage_style="openai")
+    mw = ReplyBudgetControlMiddleware(500)
     finish = turn(calls=[("c9", STRUCTURED, {"summary": "ok"})], usage=(10, 10))
     agent, model = _agent(mw, _step(1), finish, turn("done"))
     asyncio.run(agent.reply(UserMsg("user", "go"), structured_schema=Answer))
@@ -100,7 +113,7 @@ class _Guarded(RecordedTool):
 
 
 def test_the_spend_survives_an_interrupt_and_a_restart_and_resets_on_the_next_reply() -> None:
-    mw = ReplyBudgetControlMiddleware(1000, usage_style="openai")
+    mw = ReplyBudgetControlMiddleware(1000)
     first = turn(calls=[("c1", "deploy", {"env": "prod"})], usage=(600, 100))
     agent, _ = scripted_agent([first], tools=[_Guarded("deploy", ["deployed"])], middlewares=[mw])
     ask(agent, "deploy it")  # parks on the confirmation
@@ -109,7 +122,7 @@ def test_the_spend_survives_an_interrupt_and_a_restart_and_resets_on_the_next_re
 
     # another process: the state as saved, a new middleware instance, a new model
     saved = agent.state.model_dump_json()
-    mw2 = ReplyBudgetControlMiddleware(1000, usage_style="openai")
+    mw2 = ReplyBudgetControlMiddleware(1000)
     model2 = ScriptedChatModel([_step(2), turn("done", usage=(10, 10))])
     resumed, _ = scripted_agent(
         tools=[_Guarded("deploy", ["deployed"]), RecordedTool("bash", ["ok"])],
@@ -130,7 +143,7 @@ def test_the_spend_survives_an_interrupt_and_a_restart_and_resets_on_the_next_re
     assert asyncio.run(mw2.spent(resumed)).spent == 55
 
 
-def _usage_agent(model: Any, mw: ReplyBudgetControlMiddleware) -> Agent:
+def _usage_agent(model: Any, mw: ReplyBudgetControlMiddleware | Reference) -> Agent:
     return Agent(name="agent", system_prompt="be brief", model=model, middlewares=[mw])
 
 
@@ -174,42 +187,67 @@ def _openai(request: Recorded) -> Reply:
     )
 
 
-def test_a_cached_prompt_costs_the_same_whichever_provider_reports_it() -> None:
-    """1,000 prompt tokens of which 900 read from the cache, and 10 out: 100 + 90 + 10 on
-    both, though Anthropic reports 100 input tokens and OpenAI 1,000."""
+def _spent(mw: ReplyBudgetControlMiddleware | Reference, agent: Agent) -> float:
+    if isinstance(mw, ReplyBudgetControlMiddleware):
+        return asyncio.run(mw.spent(agent)).spent
+    key = asyncio.run(mw.get_middleware_key())
+    return float(agent.state.middle_context[key][agent.state.reply_id])
+
+
+def test_on_real_models_the_cache_counts_as_agentscope_counts_it_unless_priced() -> None:
+    """1,000 prompt tokens of which 900 read from the cache, and 10 out. As AgentScope's own
+    middleware counts (the default), ``input_tokens`` as reported: Anthropic's 100 + 10,
+    OpenAI's 1,000 + 10. With ``price_cache=True``, 100 + 90 + 10 on both."""
     with FakeUpstream(script=_anthropic) as a, FakeUpstream(script=_openai) as o:
-        claude = AnthropicChatModel(
-            AnthropicCredential(api_key="test", base_url=a.url), "claude-test", stream=False
-        )
-        gpt = OpenAIChatModel(
-            OpenAICredential(api_key="test", base_url=f"{o.url}/v1"), "gpt-test", stream=False
-        )
+        models: dict[str, Callable[[], Any]] = {  # a model each run: a client keeps its loop
+            "anthropic": lambda: AnthropicChatModel(
+                AnthropicCredential(api_key="test", base_url=a.url), "claude-test", stream=False
+            ),
+            "openai": lambda: OpenAIChatModel(
+                OpenAICredential(api_key="test", base_url=f"{o.url}/v1"), "gpt-test", stream=False
+            ),
+        }
         spent = {}
-        for name, model in (("anthropic", claude), ("openai", gpt)):
-            mw = ReplyBudgetControlMiddleware(10_000)
-            agent = _usage_agent(model, mw)
-            ask(agent, "hi")
-            spent[name] = asyncio.run(mw.spent(agent)).spent
-        assert len(a.requests) == len(o.requests) == 1
-    assert spent == {"anthropic": pytest.approx(200), "openai": pytest.approx(200)}
+        for name, model in models.items():
+            for kind, mw in (
+                ("agentscope", Reference(10_000)),
+                ("default", ReplyBudgetControlMiddleware(10_000)),
+                ("priced", ReplyBudgetControlMiddleware(10_000, price_cache=True)),
+            ):
+                agent = _usage_agent(model(), mw)
+                ask(agent, "hi")
+                spent[name, kind] = _spent(mw, agent)
+        assert len(a.requests) == len(o.requests) == 3
+    assert spent == {
+        ("anthropic", "agentscope"): 110,
+        ("anthropic", "default"): 110,
+        ("anthropic", "priced"): pytest.approx(200),
+        ("openai", "agentscope"): 1010,
+        ("openai", "default"): 1010,
+        ("openai", "priced"): pytest.approx(200),
+    }
 
 
 def test_the_cache_weights_and_the_style_can_be_given() -> None:
     mw = ReplyBudgetControlMiddleware(
-        10_000, cache_read_weight=0.5, cache_write_weight=2, usage_style="anthropic"
+        10_000,
+        price_cache=True,
+        cache_read_weight=0.5,
+        cache_write_weight=2,
+        usage_style="anthropic",
     )
     # Anthropic style: 100 uncached + 800 read + 100 written, 10 out
     agent, _ = _agent(mw, turn("hi", usage=(100, 10, 800, 100)))
     ask(agent)
     assert asyncio.run(mw.spent(agent)).spent == pytest.approx(100 + 400 + 200 + 10)
-    openai_style = ReplyBudgetControlMiddleware(10_000, usage_style="openai")
+    openai_style = ReplyBudgetControlMiddleware(10_000, price_cache=True, usage_style="openai")
     agent, _ = _agent(openai_style, turn("hi", usage=(1000, 10, 800, 0)))
     ask(agent)
     assert asyncio.run(openai_style.spent(agent)).spent == pytest.approx(200 + 80 + 10)
 
 
 def test_the_default_hint_is_the_one_appended() -> None:
-    mw = ReplyBudgetControlMiddleware(100, usage_style="openai")
+    mw = ReplyBudgetControlMiddleware(100)
     agent, model = _agent(mw, _step(1), turn("done"))
     ask(agent)
     hints = [b for m in agent.state.context for b in m.content if isinstance(b, HintBlock)]

@@ -1,26 +1,36 @@
-"""A weighted, cache-aware token budget per AgentScope reply, on AgentScope's own terms.
+"""A weighted token budget per AgentScope reply: AgentScope's own, and cache-aware on request.
 
 :class:`ReplyBudgetControlMiddleware` takes the constructor of AgentScope's middleware of the
 same name (``token_budget``, ``input_token_weight=1``, ``output_token_weight=1``,
-``hint_message``) and behaves as it does: the cost of a reply is summed over its model calls
-(``on_reply`` sees each ``ModelCallEndEvent``; a ``ReplyStartEvent`` starts a new reply and
-drops the last one's); once it reaches the budget, every later reasoning step of the reply is
-made with ``tool_choice="none"``, or, while a structured output is owed, with only the
-structured-output tool offered; the state lives in ``agent.state.middle_context`` under the
-middleware's key, so a reply paused for a human and resumed (even from a saved state) goes on
-with what it has spent. Two differences, both on purpose:
+``hint_message``) and, given only those, counts and wraps up exactly as it does: each
+``ModelCallEndEvent`` costs ``input_token_weight * input_tokens + output_token_weight *
+output_tokens`` (the event's fields as the model reported them, cached tokens neither added nor
+discounted); the cost is summed per reply (``on_reply`` sees each event; a ``ReplyStartEvent``
+starts a new reply and drops the last one's); once the sum reaches the budget (``>=``), every
+later reasoning step of the reply is made with ``tool_choice="none"``, or, while a structured
+output is owed, with only the structured-output tool offered; the call that crosses the budget
+is never cut off. The state lives in ``agent.state.middle_context`` under the middleware's key,
+so a reply paused for a human and resumed (even from a saved state) goes on with what it has
+spent. ``tests/agentscope/test_budget_parity.py`` runs both classes side by side.
+
+What differs from AgentScope's class:
 
 - the hint is appended once per reply (AgentScope's appends it again before every step after
-  the budget is spent, so each wrap-up call re-sends one more copy of it);
-- the cache is priced. The event's ``cache_input_tokens`` (read from the prompt cache) and
-  ``cache_creation_input_tokens`` (written to it) are weighted by ``cache_read_weight``
-  (default a tenth of ``input_token_weight``) and ``cache_write_weight`` (default 1.25 times),
-  as providers bill them. Providers count differently: AgentScope's Anthropic model reports
-  ``input_tokens`` *without* the cached tokens, its OpenAI, Gemini, DashScope and other models
-  *with* them. ``usage_style="auto"`` tells by the agent's model (Anthropic: without; every
-  other: with); say ``"anthropic"`` or ``"openai"`` for a model of your own. AgentScope's
-  middleware prices ``input_tokens`` alone, so on Anthropic it never counts a cached token and
-  elsewhere it counts each at the full price.
+  the budget is spent, so each wrap-up call re-sends one more copy of it); the counting and the
+  ``tool_choice`` of every call are the same;
+- a failure of its own is logged and the step goes on (AgentScope's raises, e.g. on a model call
+  that reports no usage); ``token_budget`` must be above 0 and the weights at least 0.
+
+Pricing the cache is opt-in: ``price_cache=True``. Then a token read from the prompt cache
+(``cache_input_tokens``) costs ``cache_read_weight`` (default a tenth of
+``input_token_weight``), a token written to it (``cache_creation_input_tokens``)
+``cache_write_weight`` (default 1.25 times), and only the rest of the prompt the input weight,
+as providers bill them. Models report differently: AgentScope's Anthropic model gives
+``input_tokens`` *without* the cached tokens, its OpenAI, Gemini, DashScope and other models
+*with* them; ``usage_style="auto"`` tells by the agent's model, ``"anthropic"`` or ``"openai"``
+says it for a model of your own. So, against the default count, pricing the cache makes a reply
+last longer on OpenAI-style models (a cached token costs a tenth, not a whole input token) and
+end sooner on Anthropic (cached tokens, which the default count never sees, are charged).
 
 The core's :class:`~tokenlean.budget.Budget` and :class:`~tokenlean.budget.Ledger` do the
 arithmetic, as for the LangChain :class:`~tokenlean.langchain.TokenBudgetMiddleware`.
@@ -86,6 +96,8 @@ class ReplyBudgetControlMiddleware(MiddlewareBase):
         output_token_weight: cost of an output token.
         hint_message: appended once per reply when the budget is spent (a reply that owes a
             structured output is told to call that tool instead).
+        price_cache: price cached tokens apart (off: count ``input_tokens`` as AgentScope's
+            middleware does). The three arguments below need it.
         cache_read_weight: cost of a token read from the prompt cache
             (default ``0.1 * input_token_weight``).
         cache_write_weight: cost of a token written to the prompt cache
@@ -104,10 +116,14 @@ class ReplyBudgetControlMiddleware(MiddlewareBase):
         output_token_weight: float = 1,
         hint_message: str = DEFAULT_HINT_MESSAGE,
         *,
+        price_cache: bool = False,
         cache_read_weight: float | None = None,
         cache_write_weight: float | None = None,
         usage_style: UsageStyle = "auto",
     ) -> None:
+        checks.flag(price_cache, "price_cache")
+        if not price_cache:
+            _refuse_cache_options(cache_read_weight, cache_write_weight, usage_style)
         weights = BudgetWeights(
             input_token_weight=input_token_weight,
             output_token_weight=output_token_weight,
@@ -121,6 +137,7 @@ class ReplyBudgetControlMiddleware(MiddlewareBase):
         self.input_token_weight = input_token_weight
         self.output_token_weight = output_token_weight
         self.hint_message = hint_message
+        self.price_cache = price_cache
         self.usage_style: UsageStyle = usage_style
 
     async def on_reply(self, agent: Agent, input_kwargs: Kwargs, next_handler: Handler) -> Events:
@@ -161,11 +178,14 @@ class ReplyBudgetControlMiddleware(MiddlewareBase):
             state[key] = {event.reply_id: ledger.to_dict()}
 
     def _usage(self, agent: Agent, event: ModelCallEndEvent) -> Usage:
+        prompt, output = event.input_tokens or 0, event.output_tokens or 0
+        if not self.price_cache:
+            # AgentScope's count: ``input_tokens`` as reported, whatever the cache served.
+            return Usage(prompt, output)
         read, write = event.cache_input_tokens or 0, event.cache_creation_input_tokens or 0
-        prompt = event.input_tokens or 0
         if self._excludes_cache(agent):
             prompt += read + write
-        return Usage(prompt, event.output_tokens or 0, cache_read=read, cache_write=write)
+        return Usage(prompt, output, cache_read=read, cache_write=write)
 
     def _excludes_cache(self, agent: Agent) -> bool:
         if self.usage_style != "auto":
@@ -188,6 +208,23 @@ class ReplyBudgetControlMiddleware(MiddlewareBase):
         if structured_output_pending(agent):
             return STRUCTURED_OUTPUT_HINT_MESSAGE.format(tool_name=STRUCTURED_OUTPUT_TOOL)
         return self.hint_message
+
+
+def _refuse_cache_options(read: float | None, write: float | None, style: UsageStyle) -> None:
+    """A cache option given without ``price_cache=True`` would be silently ignored: refuse it."""
+    given = [
+        name
+        for name, value, unset in (
+            ("cache_read_weight", read, None),
+            ("cache_write_weight", write, None),
+            ("usage_style", style, "auto"),
+        )
+        if value != unset
+    ]
+    if given:
+        raise ValueError(
+            f"{given[0]} prices the cache, which is off by default: add price_cache=True"
+        )
 
 
 def _ledger(record: object, agent: Agent) -> Ledger:
