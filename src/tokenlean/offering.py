@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from tokenlean.cost import CachePricing, joining_pays, negligible, offering_pays
 from tokenlean.tokens import DEFAULT_COUNTER, TokenCounter, message_tokens
-from tokenlean.transcript import Message
+from tokenlean.transcript import MARK_KEY, Message
 
 __all__ = [
     "CALLED_AT_KEY",
@@ -32,6 +32,7 @@ __all__ = [
     "Offer",
     "OfferRules",
     "ThreadMeasure",
+    "names_tool",
 ]
 
 #: Ledger key counting the originals kept in a thread.
@@ -196,3 +197,17 @@ class OfferRules:
             schema=self.offer.schema,
             calls=max(turns, self.min_remaining_calls),
         )
+
+
+def names_tool(messages: Sequence[Message], tool: str) -> bool:
+    """Whether a tool result tokenlean shortened names ``tool`` in a marker: a run restored
+    after a restart, or served by another worker, whose markers the agent must still be able
+    to follow (so the tool is listed again, whatever the first call's rule said)."""
+    hint = f'{tool}("'
+    for message in messages:
+        if message.role != "tool" or message.name == tool:
+            continue
+        marks = message.metadata.get(MARK_KEY)
+        if isinstance(marks, Mapping) and marks and hint in message.text:
+            return True
+    return False

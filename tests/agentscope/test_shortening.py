@@ -101,6 +101,18 @@ def test_a_run_whose_first_prompt_is_long_is_offered_the_tool_from_its_first_cal
     assert prefix_breaks(model) == []
 
 
+def test_a_run_not_offered_the_tool_at_its_first_call_is_never_offered_it_later() -> None:
+    # the toolkit grows mid-run (a long tool description): the first call's rule is not asked
+    # again, as the tool joining the list mid-run would re-write the cached prompt
+    agent, model = _log_agent(ToolOutputShorteningMiddleware())
+    ask(agent)
+    described = "Query the warehouse with SQL; see the schema notes below. " * 2000
+    asyncio.run(agent.toolkit.add_tool(RecordedTool("sql", ["ok"], description=described)))
+    model.push(turn(calls=[("c2", "bash", {"cmd": "pytest -x"})]), turn("still failing"))
+    ask(agent, "again")
+    assert all("read_original" not in c.tool_names() for c in model.calls)
+
+
 def test_originals_can_go_to_files_the_agent_reads(tmp_path: Path) -> None:
     store = FolderOriginalStore(tmp_path)
     mw = ToolOutputShorteningMiddleware(store=store, read_back="file")

@@ -19,6 +19,7 @@ agent goes on with its memory as it was.
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -33,6 +34,7 @@ from tokenlean.agentscope import _view
 from tokenlean.agentscope._hooks import Events, Handler, Kwargs
 from tokenlean.agentscope._tool import read_original_tool
 from tokenlean.history import Keeping, ReadBackMode, keeping, rewrite_history
+from tokenlean.offering import names_tool
 from tokenlean.settings import RawSettings
 from tokenlean.store import OriginalStore
 from tokenlean.tokens import DEFAULT_COUNTER, memoized, tool_schema_text
@@ -108,20 +110,23 @@ class _Shortening(MiddlewareBase):
         )
 
     async def _offer_tool(self, agent: Agent) -> bool:
-        """Put ``read_original`` in the toolkit where the run is offered it (before its first
-        call; :class:`~tokenlean.history.Offer`, with the system prompt and the other tools'
-        schemas counted), and say whether the request will list it: when it is there already
-        (the user's, or ours) it is."""
+        """Put ``read_original`` in the toolkit where the run is offered it (at its first
+        call; :class:`~tokenlean.offering.Offer`, with the system prompt and the other tools'
+        schemas counted; later, only where its markers name it,
+        :func:`~tokenlean.offering.names_tool`), and say whether the request will list it:
+        when it is there already (the user's, or ours) it is."""
         if self.tool is None:
             return False
         if await agent.toolkit.get_tool(self.tool.name) is not None:
             return True
-        first = []
-        for msg in agent.state.context:
-            if msg.role == "assistant":
-                break
-            first.append(msg)
-        offered = self.kept.offered(_view.read(first).messages, await self._fixed(agent))
+        context = agent.state.context
+        first = list(itertools.takewhile(lambda msg: msg.role != "assistant", context))
+        if len(first) < len(context):
+            # decided at the run's first call: a tool joining later would re-write the cached
+            # prompt; only a restored run whose markers name it gets it back
+            offered = names_tool(_view.read(context).messages, self.tool.name)
+        else:
+            offered = self.kept.offered(_view.read(first).messages, await self._fixed(agent))
         if offered:
             await agent.toolkit.add_tool(self.tool)
         return offered

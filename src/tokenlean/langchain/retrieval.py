@@ -49,6 +49,7 @@ from tokenlean.langchain.store import StoreChoice
 from tokenlean.offering import (
     Offer,
     OfferRules,
+    names_tool,
 )
 from tokenlean.shorten import readable
 from tokenlean.store import (
@@ -67,7 +68,7 @@ from tokenlean.tokens import (
     message_tokens,
     tool_schema_text,
 )
-from tokenlean.transcript import MARK_KEY, content_text
+from tokenlean.transcript import content_text
 
 _DESCRIPTION = retrieval_description(call_ids=True)
 
@@ -411,7 +412,7 @@ class RetrievalGate:
         done, found = self._named.get(scope, (0, False))
         if done > len(messages):
             done, found = 0, False
-        found = found or names_tool(messages[done:], self.tool.name)
+        found = found or names_tool(views_of(messages, done, cache=self._views), self.tool.name)
         if len(self._named) > 1024:
             self._named.clear()
         self._named[scope] = (len(messages), found)
@@ -521,17 +522,3 @@ class _Measure:
 
     def first_call(self) -> bool:
         return last_ai_index(self._messages) < 0
-
-
-def names_tool(messages: Sequence[Any], tool: str) -> bool:
-    """Whether a tool result tokenlean shortened names ``tool`` in a marker: a history
-    restored after a restart, or made by another worker, whose markers the agent must still be
-    able to follow (so the tool stays in its requests)."""
-    hint = f'{tool}("'
-    for message in messages:
-        if not isinstance(message, ToolMessage) or message.name == tool:
-            continue
-        marks = message.response_metadata.get(MARK_KEY)
-        if isinstance(marks, Mapping) and marks and hint in content_text(message.content):
-            return True
-    return False
