@@ -30,6 +30,7 @@ __all__ = [
     "MINIMUMS",
     "CacheTtl",
     "UnknownModelError",
+    "describe",
     "model_pricing",
     "pricing_for",
     "provider_of",
@@ -142,6 +143,25 @@ def _resolved(
         chosen = _fallback(provider or provider_of(model), fallback, cache_ttl)
         log.warning("tokenlean: model %s: %s; priced at the %s preset", model, exc, chosen.name)
         return chosen
+
+
+def describe(pricing: CachePricing) -> str:
+    """One line saying what ``pricing`` charges, relative to a plain input token, and where the
+    figures came from (what a report prints beside figures priced with it)."""
+    parts = [
+        f"cache read {pricing.cached_read:g}x",
+        f"uncached/written {pricing.uncached:g}x",
+        f"output {pricing.output:g}x",
+        f"cache kept {pricing.cache_ttl / 60:g} min",
+    ]
+    if pricing.min_cached or pricing.granularity > 1:
+        parts.append(f"hits from {pricing.min_cached:,} tokens in steps of {pricing.granularity}")
+    parts += [f"past {t.above:,} tokens: read {t.cached_read:g}x, uncached {t.uncached:g}x, "
+              f"output {t.output:g}x" for t in pricing.tiers]  # fmt: skip
+    if pricing.usd_per_mtok is None:
+        return f"{pricing.name}: {', '.join(parts)} (a preset: ratios only)"
+    source = f"genai-prices {_catalogue().__version__}"
+    return f"{pricing.name}: ${pricing.usd_per_mtok:g}/M input, {', '.join(parts)} ({source})"
 
 
 def _fallback(
