@@ -225,3 +225,16 @@ def test_cost_is_never_negative_and_caching_never_costs_more(
     if read + write <= prompt:
         plain = Usage(input_tokens=prompt, output_tokens=output, cache_write=write)
         assert weights.cost(usage) <= weights.cost(plain) + 1e-6
+
+
+def test_weights_of_a_model_are_its_cache_prices() -> None:
+    pytest.importorskip("genai_prices", reason="needs genai-prices (the prices extra)")
+    from tokenlean.prices import model_pricing
+
+    pricing = model_pricing("claude-opus-5-5")
+    weights = BudgetWeights.of_model("claude-opus-5-5", input_token_weight=2.0)
+    assert weights.read == pytest.approx(2.0 * pricing.cached_read)
+    assert weights.write == pytest.approx(2.0 * pricing.uncached)
+    assert weights.output_token_weight == pytest.approx(2.0 * pricing.output)
+    # a weight given explicitly wins over the model's
+    assert BudgetWeights.of_model("claude-opus-5-5", cache_write_weight=9.0).write == 9.0

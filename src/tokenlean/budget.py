@@ -161,6 +161,35 @@ class BudgetWeights:
             return self.input_token_weight * CACHE_WRITE_RATIO
         return self.cache_write_weight
 
+    @classmethod
+    def of_model(
+        cls,
+        model: str,
+        *,
+        input_token_weight: float = 1.0,
+        output_token_weight: float | None = None,
+        cache_read_weight: float | None = None,
+        cache_write_weight: float | None = None,
+    ) -> BudgetWeights:
+        """Weights priced as ``model`` (:func:`tokenlean.prices.pricing_for`: the genai-prices
+        catalogue, else its provider's preset), relative to ``input_token_weight``; a weight
+        given explicitly wins."""
+        from tokenlean.prices import pricing_for  # the catalogue is optional: looked up on use
+
+        checks.text(model, "model", blank=False)
+        pricing = pricing_for(model)
+        weight = checks.number(input_token_weight, "input_token_weight", at_least=0)
+
+        def chosen(given: float | None, ratio: float) -> float:
+            return weight * ratio if given is None else given
+
+        return cls(
+            input_token_weight=weight,
+            output_token_weight=chosen(output_token_weight, pricing.output),
+            cache_read_weight=chosen(cache_read_weight, pricing.cached_read),
+            cache_write_weight=chosen(cache_write_weight, pricing.uncached),
+        )
+
     def cost(self, usage: Usage) -> float:
         """The weighted cost of one call."""
         return (

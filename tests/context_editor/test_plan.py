@@ -137,7 +137,15 @@ def test_break_even_model() -> None:
 
 
 def test_pricing_presets_are_data() -> None:
-    assert set(PRICING) == {"anthropic", "openai", "none"}
+    # the names are stable: benchmarks and results files name the tables by them
+    assert set(PRICING) == {
+        "anthropic",
+        "anthropic-read-0.05",
+        "anthropic-1h",
+        "openai",
+        "openai-paid-writes",
+        "none",
+    }
     for name, pricing in PRICING.items():
         assert ContextEditorSettings(mode="cache_aware", pricing=name).pricing is pricing  # type: ignore[arg-type]
 

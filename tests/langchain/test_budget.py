@@ -480,3 +480,16 @@ def test_invariants_over_random_usage(metas: list[dict[str, Any]], budget: int) 
     assert ledger(agent, config())["spent"] == pytest.approx(sum(costs))
     for before, after in zip(model.calls, model.calls[1:], strict=False):
         assert to_view(after.messages)[: len(before.messages)] == to_view(before.messages)
+
+
+def test_a_model_prices_the_cache_weights(sqlite: SqliteSaver) -> None:
+    pytest.importorskip("genai_prices", reason="needs genai-prices (the prices extra)")
+    from tokenlean.prices import model_pricing
+
+    pricing = model_pricing("claude-opus-5-5")
+    middleware = TokenBudgetMiddleware(token_budget=10**6, model="claude-opus-5-5")
+    meta = usage(10_000, 100, read=9000, write=800)
+    agent, _ = scripted_agent([answer(1, meta=meta)], middleware=[middleware], checkpointer=sqlite)
+    agent.invoke({"messages": [HumanMessage("go", id="h1")]}, config())
+    expected = 200 + pricing.cached_read * 9000 + pricing.uncached * 800 + 100
+    assert ledger(agent, config())["spent"] == pytest.approx(expected)

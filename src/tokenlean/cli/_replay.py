@@ -22,6 +22,7 @@ from typing import Any
 
 from tokenlean.cli import add_output_price
 from tokenlean.cli._command import add_command
+from tokenlean.cli._priced import chosen_pricing, priced_lines
 from tokenlean.replay import (
     Trajectory,
     TrajectoryFormatError,
@@ -61,6 +62,21 @@ def add_subcommand(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         "--by-source", action="store_true", help="also print a table per source (trace folder)"
     )
     add_output_price(p, "in the whole-bill columns")
+    p.add_argument(
+        "--model",
+        "--pricing",
+        dest="model",
+        metavar="NAME",
+        help="also price every strategy as this model (its prices from the genai-prices "
+        "catalogue, the prices extra) or preset (anthropic, anthropic-read-0.05, anthropic-1h, "
+        "openai, openai-paid-writes, none); an unknown model takes its provider's preset",
+    )
+    p.add_argument(
+        "--cache-ttl",
+        choices=("5m", "1h"),
+        default="5m",
+        help="with --model: the cache kind its writes are priced at (default: 5m)",
+    )
     p.add_argument(
         "--by-session",
         action="store_true",
@@ -244,6 +260,10 @@ def _run_replay(args: argparse.Namespace) -> int:
         print(replay.by_source_section(result, markdown=args.markdown) + "\n")
     for line in replay.summary_lines(result):
         print(line)
+    if args.model:
+        print()
+        for line in priced_lines(result, chosen_pricing(args.model, args.cache_ttl)):
+            print(line)
     if result.counter.startswith("estimate"):
         print(f"tokenlean: {ESTIMATED}", file=sys.stderr)
     if args.json:

@@ -123,6 +123,10 @@ class TokenBudgetMiddleware(AgentMiddleware[TokenBudgetState[ResponseT], Context
             (default ``0.1 * input_token_weight``).
         cache_write_weight: Cost of an input token written to the prompt cache
             (default ``1.25 * input_token_weight``).
+        model: Price the cache as this model does (:func:`tokenlean.prices.pricing_for`: its
+            read and write prices from the genai-prices catalogue, else its provider's
+            preset), times ``input_token_weight``, unless the weight is given; the output
+            weight stays ``output_token_weight`` (the reference's units: tokens).
         hint_message: Appended (once per reply) when the budget is spent.
         warn_at: Fraction of the budget in (0, 1) at which ``warning_message`` is appended
             once; ``None`` for no warning.
@@ -144,6 +148,7 @@ class TokenBudgetMiddleware(AgentMiddleware[TokenBudgetState[ResponseT], Context
         output_token_weight: float = 1.0,
         cache_read_weight: float | None = None,
         cache_write_weight: float | None = None,
+        model: str | None = None,
         hint_message: str = DEFAULT_HINT_MESSAGE,
         warn_at: float | None = None,
         warning_message: str = DEFAULT_WARNING_MESSAGE,
@@ -158,6 +163,14 @@ class TokenBudgetMiddleware(AgentMiddleware[TokenBudgetState[ResponseT], Context
             cache_read_weight=cache_read_weight,
             cache_write_weight=cache_write_weight,
         )
+        if model is not None:  # the model's cache prices, where no weight was given
+            weights = BudgetWeights.of_model(
+                model,
+                input_token_weight=input_token_weight,
+                output_token_weight=output_token_weight,
+                cache_read_weight=cache_read_weight,
+                cache_write_weight=cache_write_weight,
+            )
         self.budget = Budget(token_budget=token_budget, weights=weights, warn_at=warn_at)
         checks.text(hint_message, "hint_message", blank=False)
         checks.text(warning_message, "warning_message", blank=False)

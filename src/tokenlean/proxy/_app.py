@@ -286,7 +286,11 @@ def create_app(
             max_age=settings.originals_max_age,
         )
     stats = StatsBook(
-        settings.pricing(), max_sessions=settings.max_sessions, salt=settings.session_salt.encode()
+        settings.pricing(),
+        max_sessions=settings.max_sessions,
+        salt=settings.session_salt.encode(),
+        by_model=settings.price_by_model,
+        output_price=settings.output_price,
     )
     proxy = Proxy(settings, rewriter, stats)
 

@@ -70,7 +70,10 @@ class ProxySettings:
     ``gemini_pricing`` prices the statistics of Gemini requests: no cache discount by default,
     since Gemini's implicit-cache discount and minimum differ by model (give your own).
     ``output_price``, when given, replaces the output price of all three (in uncached input
-    tokens, as :attr:`~tokenlean.cost.CachePricing.output`) in the whole bill.
+    tokens, as :attr:`~tokenlean.cost.CachePricing.output`) in the whole bill. With
+    ``price_by_model`` (the default), a request naming a model that the genai-prices catalogue
+    prices (the ``prices`` extra) is priced as that model instead, and one naming another model
+    at its API's pricing above, said once per model in the log (:mod:`tokenlean.prices`).
 
     ``originals_max_bytes`` and ``originals_max_age`` bound the originals folder (least
     recently used first past the size cap; unused for that many seconds: deleted), as
@@ -110,6 +113,7 @@ class ProxySettings:
     openai_pricing: CachePricing = OPENAI
     gemini_pricing: CachePricing = NO_CACHE
     output_price: float | None = None
+    price_by_model: bool = True
     token: str | None = field(default=None, repr=False)
     allowed_hosts: tuple[str, ...] = ()
     session_salt: str = field(default_factory=lambda: secrets.token_hex(16), repr=False)
@@ -134,6 +138,7 @@ class ProxySettings:
         checks.integer(self.max_sessions, "max_sessions", at_least=1)
         if self.output_price is not None:
             checks.number(self.output_price, "output_price", at_least=0)
+        checks.flag(self.price_by_model, "price_by_model")
 
     def pricing(self) -> Mapping[Api, CachePricing]:
         """The pricing of each API's statistics, with ``output_price`` applied."""

@@ -8,7 +8,10 @@ are the results and inputs shortened; for any other body, nothing was removed an
 estimate (:class:`tokenlean.tokens.EstimateCounter`) of its blocks. "Billed" applies the
 provider's cache pricing from :mod:`tokenlean.cost` to the share of a request's block estimates
 that is a cached prefix (see :mod:`tokenlean.proxy._sessions` for the rule), in units of one
-uncached input token: multiply by the model's input price for money.
+uncached input token: multiply by the model's input price for money. With ``by_model``, each
+request is priced by the model it names (its body's ``model``; Gemini's, in the path) from the
+genai-prices catalogue (:func:`tokenlean.prices.pricing_for`), a model it does not know at its
+API's pricing (logged once per model); each unit is then that model's own input token.
 
 Nothing here parses a body the proxy already parsed: the statistics read the parse that
 travels with :class:`~tokenlean.proxy._rewrite.Prepared`, and the rewritten body's own values.
@@ -18,15 +21,17 @@ from __future__ import annotations
 
 import logging
 import queue
+import re
 import secrets
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tokenlean.cost import CachePricing
+from tokenlean.prices import pricing_for
 from tokenlean.proxy._metrics import Metrics
 from tokenlean.proxy._rewrite import Prepared
 from tokenlean.proxy._scan import ScannedBody, scan_body
@@ -46,6 +51,15 @@ __all__ = ["CountingThread", "StatsBook"]
 
 log = logging.getLogger("tokenlean.proxy")
 
+#: The catalogue's provider of each API, so a model name is looked up where it is served.
+_PROVIDERS: Mapping[Api, str] = {
+    "anthropic": "anthropic",
+    "openai_chat": "openai",
+    "openai_responses": "openai",
+    "gemini": "google",
+}
+_GEMINI_MODEL = re.compile(r"/models/([^/:]+)")
+
 
 @dataclass(slots=True)
 class Session:
@@ -56,6 +70,16 @@ class Session:
     history_sent: PrefixHistory = field(default_factory=PrefixHistory)
     first_seen: float = field(default_factory=time.time)
     last_seen: float = field(default_factory=time.time)
+    pricing: str = ""  # the name of the pricing its latest request was billed at
+
+
+def model_named(api: Api, path: str, values: Mapping[str, Any]) -> str | None:
+    """The model a request names: its body's ``model``, or for Gemini the one in its path."""
+    model = values.get("model")
+    if isinstance(model, str) and model:
+        return model
+    found = _GEMINI_MODEL.search(path) if api == "gemini" else None
+    return found.group(1) if found else None
 
 
 def _received(api: Api, prepared: Prepared) -> ScannedBody | None:
@@ -69,6 +93,8 @@ class StatsBook:
 
     At most ``max_sessions`` sessions are kept, the least recently seen dropped first (what it
     counted stays in the total); ``salt`` keys the session labels (random when not given).
+    ``pricing`` prices each API's requests; with ``by_model``, a request naming a model the
+    catalogue knows is priced as that model, with ``output_price`` (when given) as its output.
     """
 
     def __init__(
@@ -77,8 +103,12 @@ class StatsBook:
         *,
         max_sessions: int = MAX_SESSIONS,
         salt: bytes | None = None,
+        by_model: bool = False,
+        output_price: float | None = None,
     ) -> None:
         self._pricing = pricing
+        self._by_model = by_model
+        self._output_price = output_price
         self._sessions: OrderedDict[str, Session] = OrderedDict()
         self._unread: dict[str, int] = {}  # bodies forwarded unread, by reason (few reasons)
         self._lock = threading.Lock()
@@ -96,9 +126,10 @@ class StatsBook:
         prepared: Prepared,
         status: int,
         answer: AnswerReader | None = None,
+        path: str = "",
     ) -> RequestRecord | None:
-        """Count one request, with the usage its ``answer`` reported (none read: output
-        unknown); None when its body was not a JSON object (nothing to count)."""
+        """Count one request (sent to ``path``), with the usage its ``answer`` reported (none
+        read: output unknown); None when its body was not a JSON object (nothing to count)."""
         start = time.thread_time()  # CPU time: what counting costs, however busy the machine
         received = _received(api, prepared)
         if received is None:
@@ -116,6 +147,7 @@ class StatsBook:
         )
         counted = sum(t for _, t in blocks_in)
         usage = None if answer is None else answer.usage()
+        pricing = self._pricing_of(api, model_named(api, path, received.values))
         with self._lock:
             session = self._session(label, api, source)
             one = Totals(
@@ -129,11 +161,12 @@ class StatsBook:
                 inputs_shortened=outcome.inputs_shortened if outcome else 0,
                 rewrite_seconds=prepared.seconds,
             )
-            one.billed_in = self._billed(api, one.tokens_in, blocks_in, session.history_in)
-            one.billed_sent = self._billed(api, one.tokens_sent, blocks_sent, session.history_sent)
+            one.billed_in = _billed(pricing, one.tokens_in, blocks_in, session.history_in)
+            one.billed_sent = _billed(pricing, one.tokens_sent, blocks_sent, session.history_sent)
             session.history_in.add(blocks_in)
             session.history_sent.add(blocks_sent)
-            one.answered(usage, self._pricing[api].output)
+            session.pricing = pricing.name
+            one.answered(usage, pricing.for_prompt(one.tokens_in).output)
             one.count_seconds = time.thread_time() - start
             session.totals.add(one)
             self.metrics.observe(api, status, one)
@@ -153,12 +186,16 @@ class StatsBook:
             self._dropped_sessions += 1
         return session
 
-    def _billed(self, api: Api, tokens: int, blocks: list[Block], history: PrefixHistory) -> float:
-        """``tokens`` billed with the share of ``blocks`` that ``history`` has cached."""
-        counted = sum(t for _, t in blocks)
-        share = history.cached_tokens(blocks) / counted if counted else 0.0
-        cached = round(tokens * share)
-        return self._pricing[api].billed(tokens, cached)
+    def _pricing_of(self, api: Api, model: str | None) -> CachePricing:
+        """The pricing of one request to ``api`` naming ``model``."""
+        preset = self._pricing[api]
+        if not self._by_model or model is None:
+            return preset
+        priced = pricing_for(model, provider=_PROVIDERS[api], fallback=preset)
+        if priced is preset or self._output_price is None:
+            return priced
+        tiers = tuple(replace(t, output=self._output_price) for t in priced.tiers)
+        return replace(priced, output=self._output_price, tiers=tiers)
 
     def snapshot(self, named: str | None = None) -> dict[str, Any]:
         """The JSON served at ``GET /tokenlean/stats``: every session, or only the one a client
@@ -178,6 +215,7 @@ class StatsBook:
                     "key": s.key_source,
                     "first_seen": round(s.first_seen, 3),
                     "last_seen": round(s.last_seen, 3),
+                    "pricing": s.pricing,
                     **s.totals.to_dict(),
                 }
             dropped = self._dropped_sessions if only is None else 0
@@ -188,6 +226,16 @@ class StatsBook:
             "sessions_dropped": dropped,
             "forwarded_unread": unread,
         }
+
+
+def _billed(
+    pricing: CachePricing, tokens: int, blocks: list[Block], history: PrefixHistory
+) -> float:
+    """``tokens`` billed with the share of ``blocks`` that ``history`` has cached."""
+    counted = sum(t for _, t in blocks)
+    share = history.cached_tokens(blocks) / counted if counted else 0.0
+    cached = round(tokens * share)
+    return pricing.billed(tokens, cached)
 
 
 class CountingThread:
@@ -222,7 +270,7 @@ class CountingThread:
         while (job := self._jobs.get()) is not None:
             method, path, api, headers, prepared, status, answer = job
             try:
-                record = self._book.record(api, headers, prepared, status, answer)
+                record = self._book.record(api, headers, prepared, status, answer, path)
             except Exception as exc:  # counting must never take the proxy down
                 log.warning("tokenlean proxy: could not count a request: %r", exc)
                 continue

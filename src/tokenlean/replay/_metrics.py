@@ -139,6 +139,9 @@ class RunMetrics:
     wall_seconds: float = 0.0
     extra_calls: int = 0
     error: str | None = None
+    # (prompt, cached, output) tokens of each call, in order: what prices the run under any
+    # pricing after the fact (billed_under), a model's tiers and minimums included
+    call_tokens: list[tuple[int, int, int]] = field(default_factory=list)
 
     @property
     def recall(self) -> float:
@@ -153,9 +156,19 @@ class RunMetrics:
             self.calls += 1
             self.tokens_sent += call.prompt_tokens
             _add(self, call, _CALL_SUMS)
+            self.call_tokens.append((call.prompt_tokens, call.cached_tokens, call.output_tokens))
             if call.break_at is not None:
                 self.prefix_breaks += 1
                 self.break_positions.append((index, call.break_at))
+
+    def billed_under(self, pricing: CachePricing) -> float:
+        """The billed input of every call under ``pricing`` (tiers by each call's prompt)."""
+        return sum(pricing.billed(prompt, cached) for prompt, cached, _ in self.call_tokens)
+
+    def whole_under(self, pricing: CachePricing) -> float:
+        """The billed input plus each call's output at ``pricing``'s price for its prompt."""
+        output = sum(pricing.for_prompt(p).output * out for p, _, out in self.call_tokens)
+        return self.billed_under(pricing) + output
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -197,7 +210,7 @@ _CALL_SUMS = ("billed_anthropic", "billed_openai", "refs_total", "refs_retained"
 #: The figures of a run that a pooled row sums.
 _RUN_SUMS = (
     "calls", "tokens_sent", *_CALL_SUMS, "prefix_breaks",
-    "middleware_seconds", "wall_seconds", "extra_calls",
+    "middleware_seconds", "wall_seconds", "extra_calls", "call_tokens",
 )  # fmt: skip
 
 
