@@ -63,6 +63,7 @@ BUILTIN_MODULES: list[str] = [
     "tokenlean.replay.builtin.loop_guard",
     "tokenlean.replay.builtin.recommended",
     "tokenlean.replay.builtin.ways_in",
+    "tokenlean.replay.builtin.provider_clearing",
 ]
 
 
