@@ -14,10 +14,14 @@ import pytest
 from tests.data import LOG
 from tests.redis_server import client, free_port, redis_server
 from tokenlean import redis_store
+from tokenlean.cli import main
 from tokenlean.history import keeping
+from tokenlean.proxy import ProxySettings
 from tokenlean.raw import RawSettings, rewrite_request
 from tokenlean.redis_store import RedisOriginalStore
 from tokenlean.store import Original, OriginalStore, StoreUnavailable, make_handle
+
+pytest.importorskip("redis", reason="the redis package is missing: pip install 'tokenlean[redis]'")
 
 HOUR = 3600.0
 SECRET = "s3cret-Pa55word-xyz"
@@ -134,7 +138,10 @@ def test_prune_deletes_past_the_age_limit_and_dry_run_only_counts(url: str):
 
 
 def test_the_password_comes_from_the_environment_and_is_never_shown(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
 ):
     with redis_server(tmp_path / "redis", password=SECRET) as url:
         monkeypatch.setenv("TOKENLEAN_REDIS_PASSWORD", SECRET)
@@ -147,14 +154,20 @@ def test_the_password_comes_from_the_environment_and_is_never_shown(
         in_url = RedisOriginalStore(with_secret)
         assert in_url.get("", original.handle) == original
         settings = RawSettings(originals_url=with_secret, retrieval="mcp")
+        proxy_settings = ProxySettings(originals_url=with_secret)
+        assert main(["originals", "prune", "--originals", with_secret, "--dry-run"]) == 0
+        printed = capsys.readouterr().out
         wrong = RedisOriginalStore(url.replace("redis://", f"redis://:{SECRET}-typo@"))
         with caplog.at_level(logging.WARNING), pytest.raises(StoreUnavailable) as raised:
             wrong.put("", original)
     shown = [repr(in_url), str(in_url), in_url.url, repr(settings), repr(wrong), str(raised.value)]
+    shown += [repr(proxy_settings), printed]
     shown += [r.getMessage() for r in caplog.records]
     assert "cannot be reached" in caplog.text
     assert not [s for s in shown if SECRET in s]
     assert "redis://:***@127.0.0.1" in repr(in_url)
+    assert printed.startswith("would remove 0 originals (0 bytes) from redis://:***@127.0.0.1")
+    assert "1 kept" in printed
 
 
 def test_an_unreachable_server_fails_open_and_is_logged_once(caplog: pytest.LogCaptureFixture):
