@@ -25,19 +25,26 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import logging
 import math
-import os
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any, TypeGuard, TypeVar
-from urllib.parse import urlsplit
+from typing import Any, TypeVar
 
 from tokenlean import _redis_scripts as scripts
 from tokenlean import checks
+from tokenlean._redis_url import (
+    PASSWORD_ENV,
+    SCHEMES,
+    check_url,
+    connect,
+    hide_password,
+    is_redis_url,
+    redacted,
+    redis_module,
+)
 from tokenlean._retention import GRACE, SWEEP_EVERY, TOUCH_AFTER, Pruned, check_limits
 from tokenlean.store import (
     MEMORY_EVICTED_REMEMBERED,
@@ -60,18 +67,11 @@ __all__ = [
 
 log = logging.getLogger("tokenlean.store")
 
-SCHEMES = ("redis", "rediss")
-#: Where the password is read from when the URL has none (the second is redis-cli's own).
-PASSWORD_ENV = ("TOKENLEAN_REDIS_PASSWORD", "REDISCLI_AUTH")
 #: Every key the store writes starts with this.
 PREFIX = "tokenlean:originals:"
 #: After a failure, calls fail at once for this long (seconds) rather than each wait for a
 #: server that is down.
 RETRY_AFTER = 5.0
-#: How long a call may wait to connect, and for an answer (seconds): an unreachable server
-#: must not hold a request up for long.
-CONNECT_TIMEOUT = 2.0
-ANSWER_TIMEOUT = 5.0
 #: How many originals one sweep script looks at, so the server is never blocked for long.
 _SWEEP_BATCH = 1000
 #: Originals this process put recently, not put again until TOUCH_AFTER has passed: a proxy
@@ -79,37 +79,6 @@ _SWEEP_BATCH = 1000
 _RECENT_MAX = 100_000
 
 T = TypeVar("T")
-
-
-def is_redis_url(location: object) -> TypeGuard[str]:
-    """Whether ``location`` is a ``redis://`` or ``rediss://`` URL (not a folder)."""
-    return isinstance(location, str) and location.partition("://")[0].lower() in SCHEMES
-
-
-def check_url(url: object, name: str = "originals_url") -> str:
-    """``url`` if it is a Redis URL with a host; else ``ValueError`` (never repeating it: it
-    may hold a password)."""
-    if not is_redis_url(url):
-        raise ValueError(f"{name} must be a redis:// or rediss:// URL")
-    if not urlsplit(url).hostname:
-        raise ValueError(f"{name} must name a host, as in redis://HOST:PORT/DB")
-    return url
-
-
-def _redacted(url: str) -> str:
-    """The URL as it can be shown: its password (if any) replaced, its query left out."""
-    parts = urlsplit(url)
-    user = parts.username or ""
-    secret = ":***" if parts.password else ""
-    at = "@" if user or secret else ""
-    port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{user}{secret}{at}{parts.hostname}{port}{parts.path}"
-
-
-def _password(url: str) -> str | None:
-    if urlsplit(url).password:
-        return None  # the URL's own
-    return next((os.environ[n] for n in PASSWORD_ENV if os.environ.get(n)), None)
 
 
 class RedisOriginalStore:
@@ -129,11 +98,11 @@ class RedisOriginalStore:
         prefix: str = PREFIX,
     ) -> None:
         self._url = check_url(url, "url")
-        self.url = _redacted(self._url)
+        self.url = redacted(self._url)
         self.max_bytes, self.max_age = check_limits(max_bytes, max_age)
         self.prefix = checks.text(prefix, "prefix")
         self._ttl = math.ceil(self.max_age)
-        _redis()  # a missing package is told now, not at the first request
+        redis_module()  # a missing package is told now, not at the first request
         self._client: Any = None
         self._scripts: dict[str, Any] = {}
         self._down_until: float | None = None  # monotonic; None: reachable, as far as known
@@ -261,7 +230,7 @@ class RedisOriginalStore:
         """``action(client)``, or :class:`StoreUnavailable` (logged once per outage)."""
         if self._down_until is not None and time.monotonic() < self._down_until:
             raise StoreUnavailable(f"the originals store {self.url} is unreachable")
-        redis = _redis()
+        redis = redis_module()
         try:
             result = action(self._connected())
         except redis.RedisError as exc:
@@ -274,10 +243,7 @@ class RedisOriginalStore:
 
     def _fail(self, exc: Exception) -> None:
         if self._down_until is None:
-            reason = f"{type(exc).__name__}: {exc}"
-            secret = urlsplit(self._url).password or _password(self._url)
-            if secret:
-                reason = reason.replace(secret, "***")
+            reason = hide_password(f"{type(exc).__name__}: {exc}", self._url)
             log.warning(
                 "tokenlean: the originals store %s cannot be reached (%s); requests go "
                 "upstream unshortened until it can",
@@ -289,14 +255,7 @@ class RedisOriginalStore:
     def _connected(self) -> Any:
         with self._lock:
             if self._client is None:
-                self._client = _redis().from_url(
-                    self._url,
-                    password=_password(self._url),
-                    socket_connect_timeout=CONNECT_TIMEOUT,
-                    socket_timeout=ANSWER_TIMEOUT,
-                    encoding_errors="replace",  # as the folder store writes a lone surrogate
-                    retry=_redis().retry.Retry(_redis().backoff.NoBackoff(), 0),
-                )
+                self._client = connect(self._url)
             return self._client
 
 
@@ -315,16 +274,3 @@ def _fields(original: Original) -> list[str]:
 
 def _text(value: bytes) -> str:
     return value.decode("utf-8", errors="replace")
-
-
-def _redis() -> Any:
-    """The ``redis`` package, or an ImportError naming the extra."""
-    try:
-        module = importlib.import_module("redis")
-        importlib.import_module("redis.retry")
-        importlib.import_module("redis.backoff")
-    except ImportError:
-        raise ImportError(
-            "originals on Redis need the redis package: pip install 'tokenlean[redis]'"
-        ) from None
-    return module
