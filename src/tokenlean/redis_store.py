@@ -124,7 +124,8 @@ class RedisOriginalStore:
 
     def put(self, scope: str, original: Original) -> None:
         """Keep ``original`` (or mark it used when kept); :class:`StoreUnavailable` when the
-        server cannot be reached."""
+        server cannot be reached. One this store put less than TOUCH_AFTER seconds ago is not
+        sent again: what was used that recently outlives the grace and the TTL alike."""
         member = _member(scope, original.handle)
         if self._recently_put(member):
             return
