@@ -248,3 +248,21 @@ def test_settings_take_a_url_only_with_a_way_back(tmp_path: Path, url: str):
     assert keeping(settings, None, "tool").tool_store is settings.store  # shared, not memory
     with pytest.raises(ValueError, match='read_back="file" needs a FolderOriginalStore'):
         keeping(settings, None, "file")
+
+
+def test_the_proxy_command_refuses_file_markers_for_a_redis_store(
+    capsys: pytest.CaptureFixture[str],
+):
+    command = ["proxy", "--originals", f"redis://:{SECRET}@127.0.0.1:1/0", "--retrieval", "file"]
+    assert main(command) == 2
+    err = capsys.readouterr().err
+    assert 'originals on Redis need retrieval="mcp"' in err and SECRET not in err
+
+
+def test_tokenlean_mcp_says_when_the_server_cannot_be_reached():
+    pytest.importorskip("mcp", reason="the mcp package is missing: pip install 'tokenlean[mcp]'")
+    from tokenlean.mcp import read_original
+
+    store = RedisOriginalStore(f"redis://127.0.0.1:{free_port()}/0")
+    answer = read_original(store, make_handle("o", LOG))
+    assert answer.startswith(f"The originals store {store.url} cannot be reached now")
