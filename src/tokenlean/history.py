@@ -33,6 +33,7 @@ from tokenlean.store import (
     InMemoryOriginalStore,
     Original,
     OriginalStore,
+    StoreUnavailable,
     excerpt,
     retrieval_schema,
 )
@@ -129,7 +130,8 @@ def _rewrite(
     edits = tuple(e for e in plan.edits if adapter.writable(e.edit, view, history))
     if not edits:
         return None
-    keep(kept.store, edits)  # before any marker names them (a failure sends the history as is)
+    if not keep(kept.store, edits):  # before any marker names them
+        return None  # not kept (the store logged why): no marker may name them
     return Rewritten(adapter.apply(history, view, [e.edit for e in edits]), plan, edits)
 
 
@@ -191,7 +193,7 @@ def keeping(
     if read_back == "file":
         folder = _folder(store, settings)
         return Keeping(Planner(replace(base, read_back=FileReadBack(folder))), folder, None)
-    kept = store if store is not None else InMemoryOriginalStore()
+    kept = store if store is not None else _tool_store(settings)
     planner = Planner(replace(base, read_back=ToolReadBack()))
     return Keeping(planner, kept, kept, _offer(base), Planner(replace(base, read_back=None)))
 
@@ -207,22 +209,32 @@ def _offer(policy: PlannerSettings) -> Offer:
     )
 
 
+def _tool_store(settings: RawSettings) -> OriginalStore:
+    """The settings' server when they name one (shared with other processes), else memory."""
+    return settings.store if settings.originals_url is not None else InMemoryOriginalStore()
+
+
 def _folder(store: OriginalStore | None, settings: RawSettings) -> FolderOriginalStore:
-    if store is None:
-        return settings.store
+    store = settings.store if store is None else store
     if not isinstance(store, FolderOriginalStore):
         raise ValueError(f'read_back="file" needs a FolderOriginalStore, got {store!r}')
     return store
 
 
-def keep(store: OriginalStore | None, edits: Sequence[HistoryEdit]) -> None:
+def keep(store: OriginalStore | None, edits: Sequence[HistoryEdit]) -> bool:
     """Put the originals ``edits`` point to in ``store`` (``None``: none are kept); call it
-    before writing the edits, so no marker is sent for an original that is not there."""
+    before writing the edits, so no marker is sent for an original that is not there. False
+    when the store could not keep one (:class:`~tokenlean.store.StoreUnavailable`, which it
+    logs once per outage): the history must then go as it came."""
     if store is None:
-        return
-    for edit in edits:
-        for original in edit.originals:
-            store.put(SCOPE, original)
+        return True
+    try:
+        for edit in edits:
+            for original in edit.originals:
+                store.put(SCOPE, original)
+    except StoreUnavailable:
+        return False
+    return True
 
 
 def dropped(store: OriginalStore, handle: str) -> bool:

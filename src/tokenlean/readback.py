@@ -24,7 +24,13 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from tokenlean import checks
-from tokenlean.store import RETRIEVAL_TOOL, FolderOriginalStore, Original, make_handle
+from tokenlean.store import (
+    RETRIEVAL_TOOL,
+    FolderOriginalStore,
+    Original,
+    OriginalStore,
+    make_handle,
+)
 
 __all__ = [
     "NO_TOOL_READ_BACK",
@@ -136,14 +142,24 @@ class FileReadBack:
 
 
 @dataclass(frozen=True, slots=True)
-class ServedReadBack(FileReadBack):
-    """Originals kept as :class:`FileReadBack` keeps them, and markers that name
-    ``read_original`` with the file's handle instead of its path: for agents that read the
-    folder through a tool served over it (``tokenlean mcp``, an MCP server), such as an agent on
-    another machine than the proxy, where the path means nothing."""
+class ServedReadBack:
+    """Originals kept as :class:`FileReadBack` keeps them (named by their content), and markers
+    that name ``read_original`` with that handle instead of a path: for agents that read the
+    originals through a tool served over ``store`` (``tokenlean mcp``, an MCP server), such as
+    an agent on another machine than the proxy, where a path means nothing, or originals kept
+    where there is no file at all (:class:`~tokenlean.redis_store.RedisOriginalStore`)."""
+
+    store: OriginalStore
+    tool: str = field(default=RETRIEVAL_TOOL, init=False)
+
+    def handle(self, kind: str, text: str, *names: str) -> str:
+        return make_handle(kind, *names, text)  # as laid out; kept under the content's handle
 
     def finish(self, text: str, original: Original) -> str:
         return name_handle(text, original.handle, make_handle("o", original.text))
+
+    def keep(self, original: Original, lines: str) -> Original:
+        return Original(make_handle("o", original.text), lines)
 
     def input_marker(
         self, omitted: int, first: int, handle: str, text: str, *, final: bool = True

@@ -14,6 +14,7 @@ from typing import Literal
 from tokenlean._retention import check_limits
 from tokenlean.pipeline import Planner, PlannerSettings
 from tokenlean.readback import FileReadBack, ServedReadBack
+from tokenlean.redis_store import RedisOriginalStore, check_url
 from tokenlean.shorten import (
     RECOMMENDED_INPUTS,
     InputShorteningSettings,
@@ -33,7 +34,8 @@ __all__ = ["RawSettings", "Retrieval"]
 
 #: How markers tell the agent to read an original back: ``"file"``, the file and lines (the
 #: agent opens it: it runs where the folder is); ``"mcp"``, ``read_original`` and a handle (the
-#: agent reads the folder through ``tokenlean mcp``, from any machine that can run it).
+#: agent reads the folder, or the Redis server, through ``tokenlean mcp``, from any machine that
+#: can run it).
 Retrieval = Literal["file", "mcp"]
 _OUTPUTS = OutputShorteningSettings()  # the output shortener's defaults, in their one place
 
@@ -46,8 +48,12 @@ class RawSettings:
     Args:
         originals_dir: where originals are written (default ``$XDG_CACHE_HOME/tokenlean/
             originals`` or ``~/.cache/tokenlean/originals``); markers name files in it.
-        originals_max_bytes: the folder's size cap; the least recently used originals go
-            first (:class:`~tokenlean.store.FolderOriginalStore`, default 1 GiB).
+        originals_url: keep originals on a Redis (or Valkey) server instead, ``redis://HOST:
+            PORT/DB`` or ``rediss://...`` (:class:`~tokenlean.redis_store.RedisOriginalStore`;
+            the password from the URL or ``$TOKENLEAN_REDIS_PASSWORD``); there is no file for a
+            marker to name, so it needs ``retrieval="mcp"``.
+        originals_max_bytes: the folder's (or server's) size cap; the least recently used
+            originals go first (:class:`~tokenlean.store.FolderOriginalStore`, default 1 GiB).
         originals_max_age: originals unused this many seconds are deleted (default 7 days).
         keep_originals: write originals; without them nothing could be read back, so only a
             result that repeats an earlier one word for word is cut (to a pointer to it).
@@ -70,6 +76,7 @@ class RawSettings:
     """
 
     originals_dir: Path | None = None
+    originals_url: str | None = field(default=None, repr=False)  # it may hold a password
     originals_max_bytes: int = ORIGINALS_MAX_BYTES
     originals_max_age: float = ORIGINALS_MAX_AGE
     keep_originals: bool = True
@@ -86,7 +93,7 @@ class RawSettings:
     counter: TokenCounter | None = _OUTPUTS.counter
     offer_tool: OfferTool = _OUTPUTS.offer_tool
     start_share: float = _OUTPUTS.start_share
-    store: FolderOriginalStore = field(init=False, repr=False, compare=False)
+    store: FolderOriginalStore | RedisOriginalStore = field(init=False, repr=False, compare=False)
     planner: Planner = field(init=False, repr=False, compare=False)
     #: The planner of requests that name no way back: with ``retrieval="mcp"``, a body whose
     #: tool list holds no ``read_original`` (the MCP server is not set up for that agent).
@@ -116,24 +123,32 @@ class RawSettings:
                 raise ValueError(f"{name} takes a collection of tool names, not a string")
             if value is not None:
                 object.__setattr__(self, name, frozenset(value))
-        directory = self.originals_dir
+        check_limits(self.originals_max_bytes, self.originals_max_age, prefix="originals_")
+        # Built once: it counts the bytes written between sweeps.
+        object.__setattr__(self, "store", self._store())
+        # The planner (and its memo of histories already planned) belongs to these settings.
+        object.__setattr__(self, "planner", Planner(self.policy()))
+        object.__setattr__(self, "unserved", Planner(replace(self.policy(), read_back=None)))
+
+    def _store(self) -> FolderOriginalStore | RedisOriginalStore:
+        directory, limits = self.originals_dir, (self.originals_max_bytes, self.originals_max_age)
         if directory is not None and not isinstance(directory, (str, Path)):
             raise ValueError(f"originals_dir must be a path, got {directory!r}")
+        if self.originals_url is not None:
+            if directory is not None:
+                raise ValueError("give originals_dir or originals_url, not both")
+            if self.retrieval != "mcp":  # a marker naming a file would name none that exists
+                raise ValueError(
+                    'originals on Redis need retrieval="mcp": there is no file for a marker to '
+                    "name, and `tokenlean mcp --originals redis://...` serves read_original"
+                )
+            url = check_url(self.originals_url)
+            return RedisOriginalStore(url, max_bytes=limits[0], max_age=limits[1])
         # Resolved once: the path is part of every marker, so it must not move mid-session.
         resolved = Path(directory).expanduser() if directory is not None else None
         folder = (resolved or default_originals_dir()).absolute()
         object.__setattr__(self, "originals_dir", folder)
-        check_limits(self.originals_max_bytes, self.originals_max_age, prefix="originals_")
-        # Built once: it counts the bytes written between sweeps of the folder.
-        store = FolderOriginalStore(
-            folder,
-            max_bytes=self.originals_max_bytes,
-            max_age=self.originals_max_age,
-        )
-        object.__setattr__(self, "store", store)
-        # The planner (and its memo of histories already planned) belongs to these settings.
-        object.__setattr__(self, "planner", Planner(self.policy()))
-        object.__setattr__(self, "unserved", Planner(replace(self.policy(), read_back=None)))
+        return FolderOriginalStore(folder, max_bytes=limits[0], max_age=limits[1])
 
     def policy(self) -> PlannerSettings:
         """The core's view of these settings."""
@@ -151,8 +166,13 @@ class RawSettings:
             orphans=True,  # a provider API can keep the calls server-side
         )
         inputs = replace(self.inputs, never=self.inputs.never | frozenset(self.never_inputs))
-        kind = ServedReadBack if self.retrieval == "mcp" else FileReadBack
-        read_back = kind(self.store) if self.keep_originals else None
+        read_back: FileReadBack | ServedReadBack | None = None
+        if not self.keep_originals:
+            read_back = None
+        elif isinstance(self.store, FolderOriginalStore) and self.retrieval == "file":
+            read_back = FileReadBack(self.store)
+        else:  # "mcp" (a Redis store has no other way back: see _store)
+            read_back = ServedReadBack(self.store)
         return PlannerSettings(
             outputs=outputs,
             inputs=inputs if self.shorten_inputs else None,

@@ -4,8 +4,10 @@ Every original lives under a *scope* (the conversation thread) and a *handle* (a
 shortened text names in its omission markers). :class:`OriginalStore` is the one protocol every
 store follows: :class:`InMemoryOriginalStore` keeps them in this process, bounded in bytes per
 thread and in total; :class:`FolderOriginalStore` keeps them as files an agent can open, bounded
-in size and in age (:mod:`tokenlean._retention`); the LangChain adapter adds a store over a
-LangGraph ``BaseStore`` (:class:`tokenlean.langchain.store.LangGraphOriginalStore`). A lookup
+in size and in age (:mod:`tokenlean._retention`); :class:`~tokenlean.redis_store.
+RedisOriginalStore` keeps them on a Redis (or Valkey) server that several machines share; the
+LangChain adapter adds a store over a LangGraph ``BaseStore``
+(:class:`tokenlean.langchain.store.LangGraphOriginalStore`). A lookup
 names its own scope, so one thread never reads another thread's originals. :func:`excerpt` cuts
 the part an agent asks for: a line range or the lines containing a pattern.
 """
@@ -132,6 +134,12 @@ class OriginalStore(Protocol):
     async def aput(self, scope: str, original: Original) -> None: ...
 
     async def aget(self, scope: str, handle: str) -> Original | None: ...
+
+
+class StoreUnavailable(OSError):
+    """A store could not keep an original now (its server cannot be reached). ``put`` raises it
+    rather than return as if kept, so no marker names an original that is not there: the way
+    in then sends the history as it came (:func:`tokenlean.history.keep`)."""
 
 
 @runtime_checkable

@@ -3,16 +3,18 @@
 Pair it with a proxy started with ``--retrieval mcp`` (markers then name the tool and a handle
 rather than a file) and register it with the agent, e.g. ``claude mcp add tokenlean -- tokenlean
 mcp`` or, in Codex's ``config.toml``, ``[mcp_servers.tokenlean] command = "tokenlean"
-args = ["mcp"]``. On another machine than the proxy: ``-- ssh PROXY-HOST tokenlean mcp``.
+args = ["mcp"]``. On another machine than the proxy: ``-- ssh PROXY-HOST tokenlean mcp``, or,
+with a proxy keeping originals on Redis, ``tokenlean mcp --originals redis://HOST:PORT/DB``
+(the password from ``$TOKENLEAN_REDIS_PASSWORD``).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from tokenlean.cli._command import add_command
+from tokenlean.cli._originals import parse_originals
 
 
 def add_subcommand(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -21,10 +23,11 @@ def add_subcommand(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     p = add_command(sub, "mcp", __doc__, summary)
     p.add_argument(
         "--originals",
-        type=Path,
-        metavar="DIR",
+        type=parse_originals,
+        metavar="DIR|URL",
         default=None,
-        help="the folder the proxy keeps originals in (default: ~/.cache/tokenlean/originals)",
+        help="the folder (or redis://HOST:PORT/DB) the proxy keeps originals in "
+        "(default: ~/.cache/tokenlean/originals)",
     )
     p.set_defaults(func=run)
 
@@ -34,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         app = server(args.originals)
-    except ValueError as exc:  # an originals folder another user owns
+    except (ValueError, ImportError) as exc:  # a folder another user owns; no redis package
         print(f"tokenlean mcp: {exc}", file=sys.stderr)
         return 2
     app.run("stdio")

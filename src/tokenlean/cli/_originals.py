@@ -1,11 +1,11 @@
 """``tokenlean originals prune``: bound the folder of originals now, and say what went.
 
 The proxy, the SDK wrappers and the LiteLLM callback keep originals in a folder (default
-``~/.cache/tokenlean/originals``) and sweep it as they write: originals unused for the age limit
-are deleted, then the least recently used until the folder is under its size cap. This runs the
-same sweep by hand (a folder no proxy writes to any more, or other limits); ``--dry-run`` only
-counts. Originals used in the last ten minutes are kept whatever the limits: a conversation
-under way may still point at them.
+``~/.cache/tokenlean/originals``) or on a Redis server (``redis://HOST:PORT/DB``) and sweep it as
+they write: originals unused for the age limit are deleted, then the least recently used until
+the store is under its size cap. This runs the same sweep by hand (a store no proxy writes to
+any more, or other limits); ``--dry-run`` only counts. Originals used in the last ten minutes
+are kept whatever the limits: a conversation under way may still point at them.
 """
 
 from __future__ import annotations
@@ -22,6 +22,13 @@ _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?", re.IGNORECASE)
 _AGE = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw]?)", re.IGNORECASE)
 _SIZE_UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
 _AGE_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_originals(text: str) -> Path | str:
+    """Where originals are kept: a ``redis://`` or ``rediss://`` URL as it is, else a folder."""
+    from tokenlean.redis_store import is_redis_url
+
+    return text if is_redis_url(text) else Path(text)
 
 
 def parse_size(text: str) -> int:
@@ -68,10 +75,13 @@ def add_subcommand(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     )
     prune.add_argument(
         "--dir",
-        type=Path,
-        metavar="DIR",
+        "--originals",
+        dest="dir",
+        type=parse_originals,
+        metavar="DIR|URL",
         default=None,
-        help="the originals folder (default: ~/.cache/tokenlean/originals)",
+        help="the originals folder, or redis://HOST:PORT/DB (default: "
+        "~/.cache/tokenlean/originals)",
     )
     add_limit_options(prune, "")
     prune.add_argument("--dry-run", action="store_true", help="count only, delete nothing")
@@ -79,18 +89,25 @@ def add_subcommand(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
 
 
 def run_prune(args: argparse.Namespace) -> int:
+    from tokenlean.redis_store import RedisOriginalStore
     from tokenlean.store import FolderOriginalStore, default_originals_dir
 
-    directory = (args.dir or default_originals_dir()).expanduser().absolute()
+    limits = {"max_bytes": args.max_bytes, "max_age": args.max_age}
     try:
-        store = FolderOriginalStore(directory, max_bytes=args.max_bytes, max_age=args.max_age)
+        store: FolderOriginalStore | RedisOriginalStore
+        if isinstance(args.dir, str):  # a Redis URL
+            store = RedisOriginalStore(args.dir, **limits)
+            where = store.url  # without its password
+        else:
+            where = str((args.dir or default_originals_dir()).expanduser().absolute())
+            store = FolderOriginalStore(Path(where), **limits)
         pruned = store.prune(dry_run=args.dry_run)
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, ImportError) as exc:
         print(f"tokenlean originals prune: {exc}", file=sys.stderr)
         return 2
     verb = "would remove" if args.dry_run else "removed"
     print(
-        f"{verb} {pruned.files} originals ({pruned.bytes:,} bytes) from {directory}; "
+        f"{verb} {pruned.files} originals ({pruned.bytes:,} bytes) from {where}; "
         f"{pruned.kept_files} kept ({pruned.kept_bytes:,} bytes)"
     )
     return 0

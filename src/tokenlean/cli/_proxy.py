@@ -26,12 +26,11 @@ import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tokenlean.cli import add_output_price
 from tokenlean.cli._command import add_command
-from tokenlean.cli._originals import add_limit_options
+from tokenlean.cli._originals import add_limit_options, parse_originals
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -56,10 +55,11 @@ def add_proxy_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--originals",
-        type=Path,
-        metavar="DIR",
+        type=parse_originals,
+        metavar="DIR|URL",
         default=None,
-        help="where originals of shortened results are kept "
+        help="where originals of shortened results are kept: a folder, or redis://HOST:PORT/DB "
+        "(rediss:// for TLS; password from $TOKENLEAN_REDIS_PASSWORD) shared by many proxies "
         "(default: ~/.cache/tokenlean/originals)",
     )
     add_limit_options(p, "originals-")
@@ -75,7 +75,8 @@ def add_proxy_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--retrieval",
         choices=["file", "mcp"],
-        help="markers name the file, or read_original for `tokenlean mcp` (default: file)",
+        help="markers name the file, or read_original for `tokenlean mcp` (default: file; "
+        "mcp with originals on Redis, which has no file to name)",
     )
     add_output_price(p, "in the whole bill of the log lines, stats and summary")
 
@@ -123,10 +124,13 @@ def build_app(args: argparse.Namespace, command: str, host: str = DEFAULT_HOST) 
         hint = missing_extra(command, exc) if isinstance(exc, ModuleNotFoundError) else None
         print(hint or f"tokenlean {command}: {exc}", file=sys.stderr)
         return None
+    url = args.originals if isinstance(args.originals, str) else None  # a Redis URL
+    folder = None if url is not None else args.originals or proxy.default_originals_dir()
     try:
         settings = proxy.ProxySettings(
             upstream=args.upstream,
-            originals_dir=args.originals or proxy.default_originals_dir(),
+            originals_dir=folder,
+            originals_url=url,
             originals_max_bytes=args.originals_max_bytes,
             originals_max_age=args.originals_max_age,
             token=args.token,
@@ -137,11 +141,12 @@ def build_app(args: argparse.Namespace, command: str, host: str = DEFAULT_HOST) 
         # Also opens the originals folder: one another user owns is refused here, at start.
         rewriter = proxy.default_rewriter(
             settings.originals_dir,
+            originals_url=settings.originals_url,
             retrieval=args.retrieval,
             max_bytes=settings.originals_max_bytes,
             max_age=settings.originals_max_age,
         )
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, ImportError) as exc:  # ImportError: no redis package
         print(f"tokenlean {command}: {exc}", file=sys.stderr)
         return None
     return proxy.create_app(settings, rewriter=None if args.no_rewrite else rewriter)
@@ -182,7 +187,7 @@ def worker_app() -> Starlette:
     on; it prints its own summary when it stops."""
     options = json.loads(os.environ[WORKER_OPTIONS])
     args = argparse.Namespace(**options)
-    args.originals = Path(args.originals) if args.originals else None
+    args.originals = parse_originals(args.originals) if args.originals else None
     _log_requests(args.quiet)
     app = build_app(args, "proxy", args.host)
     if app is None:

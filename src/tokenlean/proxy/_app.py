@@ -282,6 +282,7 @@ def create_app(
     if isinstance(rewriter, str):
         rewriter = default_rewriter(
             settings.originals_dir,
+            originals_url=settings.originals_url,
             max_bytes=settings.originals_max_bytes,
             max_age=settings.originals_max_age,
         )

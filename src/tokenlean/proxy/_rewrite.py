@@ -53,18 +53,23 @@ Rewriter = Callable[[Api, Mapping[str, Any]], "RewriteOutcome | None"]
 def default_rewriter(
     originals_dir: Path | None,
     *,
+    originals_url: str | None = None,
     retrieval: Retrieval | None = None,
     max_bytes: int = ORIGINALS_MAX_BYTES,
     max_age: float = ORIGINALS_MAX_AGE,
 ) -> Rewriter:
     """``tokenlean.raw.rewrite_request`` bound to its settings (and so to one planner, whose
     memo every request of the proxy shares, and one originals store, which counts the bytes
-    written between sweeps); ``retrieval``, ``max_bytes`` and ``max_age`` as ``RawSettings``
-    takes them (``originals_max_bytes``, ``originals_max_age``). Raises ``ValueError`` for an
-    originals folder another user owns."""
+    written between sweeps); ``originals_url``, ``retrieval``, ``max_bytes`` and ``max_age`` as
+    ``RawSettings`` takes them (``originals_max_bytes``, ``originals_max_age``), ``retrieval``
+    ``"mcp"`` unless given with a Redis ``originals_url`` (the only way back it has). Raises
+    ``ValueError`` for an originals folder another user owns."""
+    if originals_url is not None and retrieval is None:
+        retrieval = "mcp"
     given: dict[str, Any] = {} if retrieval is None else {"retrieval": retrieval}
     settings = RawSettings(
         originals_dir=originals_dir,
+        originals_url=originals_url,
         originals_max_bytes=max_bytes,
         originals_max_age=max_age,
         **given,

@@ -14,6 +14,7 @@ from tokenlean import checks
 from tokenlean._retention import ORIGINALS_MAX_AGE, ORIGINALS_MAX_BYTES, check_limits
 from tokenlean.cost import ANTHROPIC, NO_CACHE, OPENAI, CachePricing
 from tokenlean.raw import Api
+from tokenlean.redis_store import check_url
 
 ANTHROPIC_API = "https://api.anthropic.com"
 OPENAI_API = "https://api.openai.com"
@@ -77,7 +78,9 @@ class ProxySettings:
 
     ``originals_max_bytes`` and ``originals_max_age`` bound the originals folder (least
     recently used first past the size cap; unused for that many seconds: deleted), as
-    :class:`~tokenlean.store.FolderOriginalStore` takes them.
+    :class:`~tokenlean.store.FolderOriginalStore` takes them. ``originals_url``
+    (``redis://HOST:PORT/DB``) keeps them on a Redis server instead
+    (:class:`~tokenlean.redis_store.RedisOriginalStore`, bounded the same way).
 
     ``connect_timeout`` bounds how long an unreachable upstream can hold a request before the
     client gets a 502; ``read_timeout`` is the longest silence allowed while waiting for upstream
@@ -102,6 +105,7 @@ class ProxySettings:
     openai_upstream: str = OPENAI_API
     gemini_upstream: str = GEMINI_API
     originals_dir: Path | None = None
+    originals_url: str | None = field(default=None, repr=False)  # it may hold a password
     originals_max_bytes: int = ORIGINALS_MAX_BYTES
     originals_max_age: float = ORIGINALS_MAX_AGE
     max_body_bytes: int = MAX_BODY_BYTES
@@ -125,6 +129,8 @@ class ProxySettings:
         _check_url("openai_upstream", self.openai_upstream)
         _check_url("gemini_upstream", self.gemini_upstream)
         check_limits(self.originals_max_bytes, self.originals_max_age, prefix="originals_")
+        if self.originals_url is not None:
+            check_url(self.originals_url)
         checks.integer(self.max_body_bytes, "max_body_bytes", at_least=1)
         for name in ("connect_timeout", "read_timeout", "body_timeout"):
             seconds = "a positive number of seconds"

@@ -1,0 +1,277 @@
+"""Originals on a Redis (or Valkey) server: one store for proxies, workers and agents on many
+machines, where a folder would need a network file system.
+
+``RedisOriginalStore("redis://HOST:PORT/DB")`` (``rediss://`` for TLS) follows the one
+:class:`~tokenlean.store.OriginalStore` protocol. Originals are content-addressed as in the
+folder store (the handle names the text, so every process writes and names the same key), under
+a key prefix, and bounded as the folder is: each expires once unused for ``max_age`` seconds (a
+TTL that every put and read sets again), and past ``max_bytes`` (a total the store keeps on the
+server) the least recently used are deleted first. As with the folder, an original used in the
+last :data:`~tokenlean._retention.GRACE` seconds is never deleted, and the proxy puts every
+original of a history on each request before the body goes upstream: whatever a live
+conversation points at stays readable.
+
+There is no file for a marker to name, so markers name ``read_original`` and a handle
+(``retrieval="mcp"``), which ``tokenlean mcp --originals redis://...`` serves from any machine
+that reaches the server. The password comes from the URL, else ``$TOKENLEAN_REDIS_PASSWORD``,
+else ``$REDISCLI_AUTH``; it never appears in a log line, ``repr`` or error. When the server
+cannot be reached, :meth:`~RedisOriginalStore.put` raises
+:class:`~tokenlean.store.StoreUnavailable` (the request then goes upstream as it came, with no
+marker naming an original that was not kept) and reads answer nothing; the outage is logged
+once, and its end too. Needs the ``redis`` extra: ``pip install 'tokenlean[redis]'``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from tokenlean import _redis_scripts as scripts
+from tokenlean import checks
+from tokenlean._redis_url import (
+    PASSWORD_ENV,
+    SCHEMES,
+    check_url,
+    connect,
+    hide_password,
+    is_redis_url,
+    redacted,
+    redis_module,
+)
+from tokenlean._retention import GRACE, SWEEP_EVERY, TOUCH_AFTER, Pruned, check_limits
+from tokenlean.store import (
+    MEMORY_EVICTED_REMEMBERED,
+    ORIGINALS_MAX_AGE,
+    ORIGINALS_MAX_BYTES,
+    Original,
+    StoreUnavailable,
+    looks_like_handle,
+    utf8_size,
+)
+
+__all__ = [
+    "PASSWORD_ENV",
+    "PREFIX",
+    "SCHEMES",
+    "RedisOriginalStore",
+    "check_url",
+    "is_redis_url",
+]
+
+log = logging.getLogger("tokenlean.store")
+
+#: Every key the store writes starts with this.
+PREFIX = "tokenlean:originals:"
+#: After a failure, calls fail at once for this long (seconds) rather than each wait for a
+#: server that is down.
+RETRY_AFTER = 5.0
+#: How many originals one sweep script looks at, so the server is never blocked for long.
+_SWEEP_BATCH = 1000
+#: Originals this process put recently, not put again until TOUCH_AFTER has passed: a proxy
+#: puts every original of a history on each request, and each put would be a round trip.
+_RECENT_MAX = 100_000
+
+T = TypeVar("T")
+
+
+class RedisOriginalStore:
+    """Originals on a Redis server at ``url``; see the module docstring.
+
+    ``max_bytes`` (default 1 GiB) and ``max_age`` (seconds, default 7 days) bound it as they
+    bound a folder (:class:`~tokenlean.store.FolderOriginalStore`); ``prefix`` starts every
+    key (give each team sharing a server its own). Nothing connects until the first call.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        max_bytes: int = ORIGINALS_MAX_BYTES,
+        max_age: float = ORIGINALS_MAX_AGE,
+        prefix: str = PREFIX,
+    ) -> None:
+        self._url = check_url(url, "url")
+        self.url = redacted(self._url)
+        self.max_bytes, self.max_age = check_limits(max_bytes, max_age)
+        self.prefix = checks.text(prefix, "prefix")
+        self._ttl = math.ceil(self.max_age)
+        redis_module()  # a missing package is told now, not at the first request
+        self._client: Any = None
+        self._scripts: dict[str, Any] = {}
+        self._down_until: float | None = None  # monotonic; None: reachable, as far as known
+        self._swept: float | None = None  # monotonic time of this process's last sweep
+        self._recent: OrderedDict[str, float] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"RedisOriginalStore({self.url!r}, prefix={self.prefix!r})"
+
+    def key(self, scope: str, handle: str) -> str:
+        """The key that holds ``handle`` (the scope, when not ``""``, is part of it)."""
+        return f"{self.prefix}o:{_member(scope, handle)}"
+
+    @property
+    def reachable(self) -> bool:
+        """Whether the last call reached the server (``False`` during an outage)."""
+        return self._down_until is None
+
+    def put(self, scope: str, original: Original) -> None:
+        """Keep ``original`` (or mark it used when kept); :class:`StoreUnavailable` when the
+        server cannot be reached. One this store put less than TOUCH_AFTER seconds ago is not
+        sent again: what was used that recently outlives the grace and the TTL alike."""
+        member = _member(scope, original.handle)
+        if self._recently_put(member):
+            return
+        keys = [self.key(scope, original.handle), self._k("used")]
+        if not self._run("touch", keys, [member, self._ttl]):
+            fields = [*_fields(original), "ttl", self._ttl]
+            more = [self._k("sizes"), self._k("bytes"), self._k("evicted")]
+            size = utf8_size(original.text)
+            total = self._run("put", keys + more, [member, self._ttl, size, *fields])
+            self._after_put(int(total))
+        self._remember(member)
+
+    def get(self, scope: str, handle: str) -> Original | None:
+        """The original (marked used), or ``None``: none kept, or the server unreachable."""
+        if not looks_like_handle(handle):
+            return None
+        keys = [self.key(scope, handle), self._k("used")]
+        try:
+            found = self._run("get", keys, [_member(scope, handle), self._ttl])
+        except StoreUnavailable:
+            return None
+        if not found:
+            return None
+        data = dict(zip(found[::2], found[1::2], strict=True))  # field, value, ...
+        tool, call = data.get(b"tool"), data.get(b"tool_call_id")
+        return Original(handle, _text(data[b"text"]), tool and _text(tool), call and _text(call))
+
+    def evicted(self, scope: str, handle: str) -> bool:
+        """Whether a sweep (of any process) deleted ``handle`` and it was not put since."""
+        if not looks_like_handle(handle):
+            return False
+        member = _member(scope, handle)
+        try:
+            score = self._call(lambda c: c.zscore(self._k("evicted"), member))
+        except StoreUnavailable:
+            return False
+        return score is not None
+
+    def prune(self, *, dry_run: bool = False) -> Pruned:
+        """Sweep now (``dry_run``: only count what would go); what was deleted and kept.
+        Raises :class:`StoreUnavailable` when the server cannot be reached."""
+        if dry_run:
+            return Pruned(*self._sweep_once(dry=True, batch=0))
+        files = size = 0
+        while True:
+            gone, freed, kept, kept_bytes = self._sweep_once(dry=False, batch=_SWEEP_BATCH)
+            files, size = files + gone, size + freed
+            if gone < _SWEEP_BATCH:
+                return Pruned(files, size, kept, kept_bytes)
+
+    async def aput(self, scope: str, original: Original) -> None:
+        await asyncio.to_thread(self.put, scope, original)
+
+    async def aget(self, scope: str, handle: str) -> Original | None:
+        return await asyncio.to_thread(self.get, scope, handle)
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _k(self, name: str) -> str:
+        return f"{self.prefix}{name}"
+
+    def _sweep_once(self, *, dry: bool, batch: int) -> list[int]:
+        keys = [self._k(n) for n in ("used", "sizes", "bytes", "evicted")]
+        args = [self._k("o:"), self.max_bytes, self.max_age, GRACE, int(dry), batch]
+        counts = self._run("sweep", keys, [*args, MEMORY_EVICTED_REMEMBERED])
+        return [int(n) for n in counts]
+
+    def _after_put(self, total: int) -> None:
+        """Sweep when over the cap, and at least every SWEEP_EVERY seconds while writing (so
+        the bookkeeping of originals that expired is cleared); a failed sweep costs nothing
+        but its log line (the original is kept)."""
+        now = time.monotonic()
+        with self._lock:
+            due = total > self.max_bytes or self._swept is None or now - self._swept >= SWEEP_EVERY
+            if due:
+                self._swept = now
+        if due:
+            with contextlib.suppress(StoreUnavailable):  # logged where it failed
+                self.prune()
+
+    def _recently_put(self, member: str) -> bool:
+        with self._lock:
+            when = self._recent.get(member)
+            return when is not None and time.monotonic() - when < TOUCH_AFTER
+
+    def _remember(self, member: str) -> None:
+        with self._lock:
+            self._recent[member] = time.monotonic()
+            self._recent.move_to_end(member)
+            if len(self._recent) > _RECENT_MAX:
+                self._recent.popitem(last=False)
+
+    def _run(self, name: str, keys: list[str], args: list[Any]) -> Any:
+        return self._call(lambda client: self._script(client, name)(keys=keys, args=args))
+
+    def _script(self, client: Any, name: str) -> Any:
+        if name not in self._scripts:  # EVALSHA, loading the script again when the server lost it
+            source = {"touch": scripts.TOUCH, "get": scripts.GET, "put": scripts.PUT}
+            self._scripts[name] = client.register_script(source.get(name, scripts.SWEEP))
+        return self._scripts[name]
+
+    def _call(self, action: Callable[[Any], T]) -> T:
+        """``action(client)``, or :class:`StoreUnavailable` (logged once per outage)."""
+        if self._down_until is not None and time.monotonic() < self._down_until:
+            raise StoreUnavailable(f"the originals store {self.url} is unreachable")
+        redis = redis_module()
+        try:
+            result = action(self._connected())
+        except redis.RedisError as exc:
+            self._fail(exc)
+            raise StoreUnavailable(f"the originals store {self.url} is unreachable") from None
+        if self._down_until is not None:
+            self._down_until = None
+            log.warning("tokenlean: the originals store %s is reachable again", self.url)
+        return result
+
+    def _fail(self, exc: Exception) -> None:
+        if self._down_until is None:
+            reason = hide_password(f"{type(exc).__name__}: {exc}", self._url)
+            log.warning(
+                "tokenlean: the originals store %s cannot be reached (%s); requests go "
+                "upstream unshortened until it can",
+                self.url,
+                reason,
+            )
+        self._down_until = time.monotonic() + RETRY_AFTER
+
+    def _connected(self) -> Any:
+        with self._lock:
+            if self._client is None:
+                self._client = connect(self._url)
+            return self._client
+
+
+def _member(scope: str, handle: str) -> str:
+    return handle if not scope else f"{scope}/{handle}"
+
+
+def _fields(original: Original) -> list[str]:
+    out = ["text", original.text]
+    if original.tool is not None:
+        out += ["tool", original.tool]
+    if original.tool_call_id is not None:
+        out += ["tool_call_id", original.tool_call_id]
+    return out
+
+
+def _text(value: bytes) -> str:
+    return value.decode("utf-8", errors="replace")

@@ -1,0 +1,268 @@
+"""Originals on Redis, against a real ``redis-server`` the tests start (tests/redis_server.py):
+the store protocol, content addressing under a prefix, the TTL set again on use, the size cap,
+the password kept out of sight, and an unreachable server failing open."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.data import LOG
+from tests.redis_server import client, free_port, redis_server
+from tokenlean import redis_store
+from tokenlean.cli import main
+from tokenlean.history import keeping
+from tokenlean.proxy import ProxySettings
+from tokenlean.raw import RawSettings, rewrite_request
+from tokenlean.redis_store import RedisOriginalStore
+from tokenlean.store import Original, OriginalStore, StoreUnavailable, make_handle
+
+pytest.importorskip("redis", reason="the redis package is missing: pip install 'tokenlean[redis]'")
+
+HOUR = 3600.0
+SECRET = "s3cret-Pa55word-xyz"
+
+
+@pytest.fixture
+def url(tmp_path: Path) -> Iterator[str]:
+    with redis_server(tmp_path / "redis") as running:
+        yield running
+
+
+def _original(text: str, **more: Any) -> Original:
+    return Original(make_handle("o", text), text, **more)
+
+
+def _age(url: str, store: RedisOriginalStore, original: Original, seconds: float) -> None:
+    """Mark ``original`` last used ``seconds`` ago (as the folder tests set an mtime)."""
+    redis = client(url)
+    now = float(redis.time()[0])
+    redis.zadd(store.prefix + "used", {original.handle: now - seconds})
+
+
+def test_puts_and_gets_under_the_prefix_by_content(url: str):
+    store = RedisOriginalStore(url, prefix="team-a:")
+    original = _original(LOG, tool="bash", tool_call_id="c1")
+    store.put("", original)
+    assert isinstance(store, OriginalStore)
+    assert store.get("", original.handle) == original
+    assert RedisOriginalStore(url, prefix="team-a:").get("", original.handle) == original
+    assert RedisOriginalStore(url).get("", original.handle) is None  # another prefix
+    assert store.get("thread-2", original.handle) is None  # another scope
+    assert store.get("", "../etc/passwd") is None  # not a handle's shape: never looked up
+    keys = {k.decode() for k in client(url).keys("*")}
+    assert all(k.startswith("team-a:") for k in keys)
+    assert f"team-a:o:{original.handle}" in keys
+
+
+def test_the_same_text_from_two_processes_is_one_key_counted_once(url: str):
+    first, second = RedisOriginalStore(url), RedisOriginalStore(url)
+    first.put("", _original(LOG))
+    second.put("", _original(LOG))
+    redis = client(url)
+    assert int(redis.get(first.prefix + "bytes")) == len(LOG.encode())
+    assert redis.zcard(first.prefix + "used") == 1
+
+
+async def test_async_twins(url: str):
+    store = RedisOriginalStore(url)
+    original = _original("one\ntwo")
+    await store.aput("s", original)
+    assert await store.aget("s", original.handle) == original
+
+
+def test_a_read_sets_the_ttl_again_to_the_writers_age_limit(url: str):
+    writer = RedisOriginalStore(url, max_age=HOUR)
+    original = _original(LOG)
+    writer.put("", original)
+    redis, key = client(url), writer.key("", original.handle)
+    assert HOUR - 5 < redis.ttl(key) <= HOUR
+    redis.expire(key, 30)
+    reader = RedisOriginalStore(url)  # tokenlean mcp: the default (7 days) limit
+    assert reader.get("", original.handle) == original
+    assert HOUR - 5 < redis.ttl(key) <= HOUR  # the writer's limit, not the reader's
+
+
+def test_a_put_from_another_process_sets_the_ttl_again(url: str):
+    original = _original(LOG)
+    RedisOriginalStore(url, max_age=HOUR).put("", original)
+    redis, key = client(url), RedisOriginalStore(url).key("", original.handle)
+    redis.expire(key, 30)
+    RedisOriginalStore(url, max_age=HOUR).put("", original)  # a second proxy, same history
+    assert HOUR - 5 < redis.ttl(key) <= HOUR
+
+
+def test_past_the_cap_the_least_recently_used_go_first(url: str):
+    store = RedisOriginalStore(url, max_bytes=1000)
+    old = [_original(f"{i}\n" + "x" * 300) for i in range(3)]
+    for age, original in zip((3 * HOUR, 2 * HOUR, HOUR), old, strict=True):
+        store.put("", original)
+        _age(url, store, original, age)
+    fresh = _original("new\n" + "y" * 300)
+    RedisOriginalStore(url, max_bytes=1000).put("", fresh)  # over the cap: a sweep
+    assert store.get("", old[0].handle) is None and store.evicted("", old[0].handle)
+    assert [store.get("", o.handle) for o in old[1:]] == old[1:]
+    assert store.get("", fresh.handle) == fresh
+    assert int(client(url).get(store.prefix + "bytes")) <= 1000
+    RedisOriginalStore(url).put("", old[0])  # written again: no longer "evicted"
+    assert not store.evicted("", old[0].handle)
+
+
+def test_what_was_used_within_the_grace_stays_over_the_cap(url: str):
+    store = RedisOriginalStore(url, max_bytes=100)
+    recent = [_original(f"{i}\n" + "x" * 300) for i in range(3)]
+    for original in recent:
+        store.put("", original)
+    assert store.prune().files == 0  # a live conversation may point at every one
+    assert [store.get("", o.handle) for o in recent] == recent
+
+
+def test_prune_deletes_past_the_age_limit_and_dry_run_only_counts(url: str):
+    store = RedisOriginalStore(url, max_age=HOUR)
+    stale, live = _original("stale\n" + LOG), _original("live\n" + LOG)
+    store.put("", stale)
+    store.put("", live)
+    _age(url, store, stale, 2 * HOUR)
+    dry = store.prune(dry_run=True)
+    assert (dry.files, dry.kept_files) == (1, 1)
+    assert store.get("", stale.handle) == stale  # counted, not deleted
+    _age(url, store, stale, 2 * HOUR)  # the read above marked it used
+    done = store.prune()
+    assert (done.files, done.bytes, done.kept_files) == (1, len(stale.text.encode()), 1)
+    assert store.get("", stale.handle) is None and store.evicted("", stale.handle)
+    assert store.get("", live.handle) == live
+
+
+def test_the_password_comes_from_the_environment_and_is_never_shown(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+):
+    with redis_server(tmp_path / "redis", password=SECRET) as url:
+        monkeypatch.setenv("TOKENLEAN_REDIS_PASSWORD", SECRET)
+        store = RedisOriginalStore(url)
+        original = _original(LOG)
+        store.put("", original)
+        assert store.get("", original.handle) == original
+        with_secret = url.replace("redis://", f"redis://:{SECRET}@")
+        monkeypatch.delenv("TOKENLEAN_REDIS_PASSWORD")
+        in_url = RedisOriginalStore(with_secret)
+        assert in_url.get("", original.handle) == original
+        settings = RawSettings(originals_url=with_secret, retrieval="mcp")
+        proxy_settings = ProxySettings(originals_url=with_secret)
+        assert main(["originals", "prune", "--originals", with_secret, "--dry-run"]) == 0
+        printed = capsys.readouterr().out
+        wrong = RedisOriginalStore(url.replace("redis://", f"redis://:{SECRET}-typo@"))
+        with caplog.at_level(logging.WARNING), pytest.raises(StoreUnavailable) as raised:
+            wrong.put("", original)
+    shown = [repr(in_url), str(in_url), in_url.url, repr(settings), repr(wrong), str(raised.value)]
+    shown += [repr(proxy_settings), printed]
+    shown += [r.getMessage() for r in caplog.records]
+    assert "cannot be reached" in caplog.text
+    assert not [s for s in shown if SECRET in s]
+    assert "redis://:***@127.0.0.1" in repr(in_url)
+    assert printed.startswith("would remove 0 originals (0 bytes) from redis://:***@127.0.0.1")
+    assert "1 kept" in printed
+
+
+def test_an_unreachable_server_fails_open_and_is_logged_once(caplog: pytest.LogCaptureFixture):
+    store = RedisOriginalStore(f"redis://127.0.0.1:{free_port()}/0")
+    original = _original(LOG)
+    with caplog.at_level(logging.WARNING, logger="tokenlean.store"):
+        with pytest.raises(StoreUnavailable):
+            store.put("", original)
+        with pytest.raises(StoreUnavailable):
+            store.put("", original)
+        assert store.get("", original.handle) is None
+        assert not store.evicted("", original.handle)
+    assert not store.reachable
+    assert len([r for r in caplog.records if "cannot be reached" in r.getMessage()]) == 1
+
+
+def test_the_server_back_is_used_again_and_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+):
+    monkeypatch.setattr(redis_store, "RETRY_AFTER", 0.0)  # try again at once
+    port = free_port()
+    store = RedisOriginalStore(f"redis://127.0.0.1:{port}/0")
+    original = _original(LOG)
+    with pytest.raises(StoreUnavailable):
+        store.put("", original)
+    with redis_server(tmp_path / "redis", port=port), caplog.at_level(logging.WARNING):
+        store.put("", original)
+        assert store.get("", original.handle) == original
+    assert store.reachable
+    assert "is reachable again" in caplog.text
+
+
+def _body(*, served: bool) -> dict[str, Any]:
+    script = "\n".join(f"echo step {i}" for i in range(300))
+    call = {"id": "c1", "type": "function"}
+    call["function"] = {"name": "bash", "arguments": f'{{"script": "{script}"}}'}  # type: ignore[assignment]  # a JSON object in a string
+    tools = [{"type": "function", "function": {"name": "mcp__tokenlean__read_original"}}]
+    return {
+        "model": "m",
+        "messages": [
+            {"role": "user", "content": "run the tests"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1", "content": LOG},
+            {"role": "user", "content": "fix it"},
+        ],
+        **({"tools": tools} if served else {}),
+    }
+
+
+def test_a_request_goes_as_it_came_when_the_server_is_unreachable(
+    caplog: pytest.LogCaptureFixture,
+):
+    settings = RawSettings(originals_url=f"redis://127.0.0.1:{free_port()}/0", retrieval="mcp")
+    with caplog.at_level(logging.WARNING):
+        assert rewrite_request("openai_chat", _body(served=True), settings=settings) is None
+    assert "cannot be reached" in caplog.text
+
+
+def test_markers_name_only_originals_the_server_keeps(url: str):
+    settings = RawSettings(originals_url=url, retrieval="mcp")
+    done = rewrite_request("openai_chat", _body(served=True), settings=settings)
+    assert done is not None and done.results_shortened == 1
+    shortened = done.body["messages"][2]["content"]
+    handle = make_handle("o", LOG)
+    assert f'read_original("{handle}"' in shortened
+    assert settings.store.get("", handle) == Original(handle, LOG)
+
+
+def test_settings_take_a_url_only_with_a_way_back(tmp_path: Path, url: str):
+    with pytest.raises(ValueError, match='need retrieval="mcp"'):
+        RawSettings(originals_url=url)
+    with pytest.raises(ValueError, match="not both"):
+        RawSettings(originals_url=url, originals_dir=tmp_path, retrieval="mcp")
+    with pytest.raises(ValueError, match="redis:// or rediss://") as raised:
+        RawSettings(originals_url=f"http://:{SECRET}@host/0", retrieval="mcp")
+    assert SECRET not in str(raised.value)
+    settings = RawSettings(originals_url=url, retrieval="mcp")
+    assert keeping(settings, None, "tool").tool_store is settings.store  # shared, not memory
+    with pytest.raises(ValueError, match='read_back="file" needs a FolderOriginalStore'):
+        keeping(settings, None, "file")
+
+
+def test_the_proxy_command_refuses_file_markers_for_a_redis_store(
+    capsys: pytest.CaptureFixture[str],
+):
+    command = ["proxy", "--originals", f"redis://:{SECRET}@127.0.0.1:1/0", "--retrieval", "file"]
+    assert main(command) == 2
+    err = capsys.readouterr().err
+    assert 'originals on Redis need retrieval="mcp"' in err and SECRET not in err
+
+
+def test_tokenlean_mcp_says_when_the_server_cannot_be_reached():
+    pytest.importorskip("mcp", reason="the mcp package is missing: pip install 'tokenlean[mcp]'")
+    from tokenlean.mcp import read_original
+
+    store = RedisOriginalStore(f"redis://127.0.0.1:{free_port()}/0")
+    answer = read_original(store, make_handle("o", LOG))
+    assert answer.startswith(f"The originals store {store.url} cannot be reached now")
