@@ -24,19 +24,21 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tokenlean.cli import add_output_price
 from tokenlean.cli._command import add_command
 from tokenlean.cli._priced import chosen_pricing, priced_lines
 from tokenlean.replay import (
-    ReplayReport,
     Trajectory,
     TrajectoryFormatError,
     load_trajectories,
     message_sequence_problem,
     session_name,
 )
+
+if TYPE_CHECKING:  # the runner imports LangChain: the command must load without the extra
+    from tokenlean.replay import ReplayReport
 
 NOT_A_TRACE = "not a trajectory, nor a Claude Code, Codex, gemini-cli or OpenCode session"
 ESTIMATED = (

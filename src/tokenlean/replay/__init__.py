@@ -23,7 +23,7 @@ if TYPE_CHECKING:
         parse_trajectory,
         session_name,
     )
-    from tokenlean.replay._parts import CallParts, billed_parts, part_of, split_billed
+    from tokenlean.replay._parts import FIXED, CallParts, billed_parts, part_of, split_billed
     from tokenlean.replay._progress import EtaProgress
     from tokenlean.replay._raw import CallPrompt
     from tokenlean.replay._report import (
@@ -56,7 +56,7 @@ if TYPE_CHECKING:
 _WHERE: dict[str, tuple[str, str]] = {
     **{n: ("_bill", n) for n in ("AgentBill", "Session", "agent_bill", "session_of")},
     "default_strategies": ("_choice", "default_strategies"),
-    **{n: ("_parts", n) for n in ("CallParts", "billed_parts", "part_of", "split_billed")},
+    **{n: ("_parts", n) for n in ("FIXED", "CallParts", "billed_parts", "part_of", "split_billed")},
     "EtaProgress": ("_progress", "EtaProgress"),
     **{n: ("_verdict", n) for n in ("WIDTH", "agent_report", "money_lines", "verdict")},
     **{n: ("_where", n) for n in ("none_parts", "parts_by_trajectory")},
@@ -108,6 +108,7 @@ _WHERE: dict[str, tuple[str, str]] = {
 
 __all__ = [
     "BASELINE",
+    "FIXED",
     "WIDTH",
     "AgentBill",
     "CallParts",
