@@ -33,30 +33,21 @@ from benchmarks import _common as common
 from benchmarks._common import measurer
 from benchmarks.room import oracle_trajectory
 from tokenlean.cost import ANTHROPIC
+from tokenlean.replay import FIXED, part_of, split_billed
 from tokenlean.replay._formats import load_trajectory
 from tokenlean.replay._metrics import _common_prefix as common_prefix
 from tokenlean.tokens import default_counter
-from tokenlean.transcript import Message
 
 HERE = Path(__file__).parent
 ROWS = ("none", "oracle", "recommended")
-#: Parts that are not tool output; every other part is ``results of `name```.
-SCHEMAS, SYSTEM, USER, OWN = "tool schemas", "system prompt", "user messages", "the agent's turns"
-FIXED = (SCHEMAS, SYSTEM, USER, OWN)
+#: Parts that are not tool output (tokenlean.replay's); every other part is ``results of `name```.
+SCHEMAS, SYSTEM, USER, OWN = FIXED
 #: Tools shown by name in a source's table (the dearest under no middleware); the rest are summed.
 TOP_TOOLS = 6
 
 #: ``{part: billed}``, and ``{row: {part: billed}}`` for one run or a source's runs.
 Bill = defaultdict[str, float]
 Parts = dict[str, Bill]
-
-
-def part_of(message: Message, names: Mapping[str, str]) -> str:
-    """The part ``message`` belongs to; a result is named after its call's tool."""
-    if message.role == "tool":
-        name = names.get(message.tool_call_id or "") or message.name or "?"
-        return f"results of `{name}`"
-    return {"system": SYSTEM, "user": USER, "assistant": OWN}.get(message.role, USER)
 
 
 def billed_parts(
@@ -67,10 +58,9 @@ def billed_parts(
     out: Bill = defaultdict(float)
     previous: Sequence[str] = ()
     for blocks, tokens, parts in prompts:
-        same = common_prefix(previous, blocks)
-        for i, (count, part) in enumerate(zip(tokens, parts, strict=True)):
-            price = ANTHROPIC.cached_read if i < same else ANTHROPIC.uncached
-            out[part] += price * count
+        cached = sum(tokens[: common_prefix(previous, blocks)])
+        for part, billed in zip(parts, split_billed(ANTHROPIC, tokens, cached), strict=True):
+            out[part] += billed
         previous = blocks
     return out
 

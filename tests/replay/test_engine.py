@@ -249,7 +249,7 @@ def test_cli_errors_are_clear(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     [
         (["--json", "/no/such/folder/r.json"], "--json /no/such/folder/r.json: no folder"),
         (["--chart", "/no/such/folder/c.svg"], "--chart /no/such/folder/c.svg: no folder"),
-        (["--chart", "{tmp}/chart.png"], "the chart is written as .svg or .html"),
+        (["--chart", "{tmp}/chart.pdf"], "the chart is written as .svg, .png, .html"),
         (["--json", "{tmp}"], "cannot write there"),
         (["--plugin", "no_such_module_here"], "--plugin no_such_module_here: ModuleNotFoundError"),
     ],

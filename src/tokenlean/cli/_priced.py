@@ -3,9 +3,14 @@ preset columns: the pricing used, said in one line, then each strategy's bills a
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from tokenlean.cost import PRICING, CachePricing
 from tokenlean.prices import CacheTtl, describe, pricing_for
-from tokenlean.replay import BASELINE, ReplayReport
+from tokenlean.replay import BASELINE
+
+if TYPE_CHECKING:  # the runner imports LangChain: the command must load without the extra
+    from tokenlean.replay import ReplayReport
 
 __all__ = ["chosen_pricing", "priced_lines"]
 

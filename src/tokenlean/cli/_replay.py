@@ -5,8 +5,14 @@ or coding agents' own sessions: Claude Code transcripts (``~/.claude/projects/<p
 rollouts (``~/.codex/sessions``), gemini-cli sessions (``~/.gemini/tmp``) and OpenCode exports
 (``opencode export <session> > session.json``), found in folders by their content. Sessions get a
 table per session; a session the agent compacted is replayed one context window at a time, its
-windows summed in its row. Every available strategy is replayed unless some are named with
-``-s``.
+windows summed in its row.
+
+By default each kind of agent's sessions are replayed with no middleware, the recommended stack
+for the provider of their models and that provider's own clearing, each session priced by its
+own model (``--model`` prices all as one): a table per session and in total, in dollars where
+the model's prices are known, one sentence saying what tokenlean would have saved, and where the
+money went. ``-s`` names the strategies instead, ``--all`` replays every default one; these,
+and ``--markdown``, print the full grid of figures.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tokenlean.cli import add_output_price
 from tokenlean.cli._command import add_command
@@ -30,6 +36,9 @@ from tokenlean.replay import (
     message_sequence_problem,
     session_name,
 )
+
+if TYPE_CHECKING:  # the runner imports LangChain: the command must load without the extra
+    from tokenlean.replay import ReplayReport
 
 NOT_A_TRACE = "not a trajectory, nor a Claude Code, Codex, gemini-cli or OpenCode session"
 ESTIMATED = (
@@ -49,14 +58,20 @@ def add_subcommand(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         action="append",
         dest="strategies",
         metavar="NAME",
-        help="strategy to replay (repeatable; default: all available)",
+        help="strategy to replay (repeatable; default: none, the recommended stack for the "
+        "sessions' provider and its own clearing), printed as the full grid",
+    )
+    p.add_argument(
+        "--all",
+        action="store_true",
+        help="replay every default strategy (every registered one that is available)",
     )
     p.add_argument("--list", action="store_true", help="list the strategies and exit")
     p.add_argument(
         "-j", "--jobs", type=_positive, default=None, help="parallel processes (default: cores)"
     )
     p.add_argument("--json", type=Path, metavar="FILE", help="write full results as JSON")
-    p.add_argument("--chart", type=Path, metavar="FILE", help="write a chart (.svg or .html)")
+    p.add_argument("--chart", type=Path, metavar="FILE", help="write a chart (.svg, .png or .html)")
     p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     p.add_argument(
         "--by-source", action="store_true", help="also print a table per source (trace folder)"
@@ -67,9 +82,10 @@ def add_subcommand(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         "--pricing",
         dest="model",
         metavar="NAME",
-        help="also price every strategy as this model (its prices from the genai-prices "
-        "catalogue, the prices extra) or preset (anthropic, anthropic-read-0.05, anthropic-1h, "
-        "openai, openai-paid-writes, none); an unknown model takes its provider's preset",
+        help="price every session as this model (default: each as its own; its prices from "
+        "the genai-prices catalogue, the prices extra) or preset (anthropic, "
+        "anthropic-read-0.05, anthropic-1h, openai, openai-paid-writes, none); an unknown "
+        "model takes its provider's preset",
     )
     p.add_argument(
         "--cache-ttl",
@@ -105,7 +121,7 @@ def _positive(text: str) -> int:
 
 
 #: What ``--chart`` writes, by the file's extension.
-CHARTS = (".svg", ".html")
+CHARTS = (".svg", ".png", ".html")
 
 
 def _output_problem(args: argparse.Namespace) -> str | None:
@@ -119,7 +135,12 @@ def _output_problem(args: argparse.Namespace) -> str | None:
         if path.is_dir() or not os.access(folder, os.W_OK):
             return f"{option} {path}: cannot write there"
     if args.chart is not None and args.chart.suffix.lower() not in CHARTS:
-        return f"--chart {args.chart}: the chart is written as {' or '.join(CHARTS)}"
+        return f"--chart {args.chart}: the chart is written as {', '.join(CHARTS)}"
+    if args.chart is not None and args.chart.suffix.lower() == ".png":
+        from tokenlean.replay._png import png_problem
+
+        problem = png_problem()
+        return f"--chart {args.chart}: {problem}" if problem else None
     return None
 
 
@@ -213,7 +234,7 @@ def _run_replay(args: argparse.Namespace) -> int:
 
     from tokenlean import replay
 
-    problem = _plugins_problem(args.plugin) or _output_problem(args)
+    problem = _plugins_problem(args.plugin) or _output_problem(args) or _price_problem(args)
     if problem:
         print(f"tokenlean: {problem}", file=sys.stderr)
         return 2
@@ -224,40 +245,98 @@ def _run_replay(args: argparse.Namespace) -> int:
         return 0
     try:
         trajectories = _load(args.paths)
+        for name in args.strategies or ():
+            replay.get_strategy(name)
     except TrajectoryFormatError as exc:
         print(f"tokenlean: {exc}", file=sys.stderr)
+        return 2
+    except KeyError as exc:
+        print(f"tokenlean: {exc.args[0]}", file=sys.stderr)
         return 2
     if not trajectories:
         print("tokenlean: no traces found", file=sys.stderr)
         return 2
+    if args.strategies:
+        return _run_grid(trajectories, args)
+    return _run_default(trajectories, args)
+
+
+def _price_problem(args: argparse.Namespace) -> str | None:
     if args.output_price is not None and not args.output_price >= 0:
-        print("tokenlean: --output-price must be a number >= 0", file=sys.stderr)
-        return 2
-    names = args.strategies or replay.default_names()
+        return "--output-price must be a number >= 0"
+    return None
+
+
+def _run_default(trajectories: list[Trajectory], args: argparse.Namespace) -> int:
+    """Per kind of agent, its own strategies, priced by session (see the module's doc)."""
+    from tokenlean.cli._replay_report import plan, print_agent, replay_agents, write_outputs
+
+    runs = plan(trajectories, args)
+    start = time.perf_counter()
+    replay_agents(runs, args)
+    elapsed = time.perf_counter() - start
+    kinds = ", ".join(f"{_count(len(r.trajectories), 'trace')} of {r.agent}" for r in runs)
+    print(f"{kinds} in {elapsed:.1f}s\n")
+    for run in runs:
+        print_agent(run, args, heading=len(runs) > 1)
+    reports = [r.report for r in runs if r.report is not None]
+    _notes(reports)
+    failed = write_outputs(runs, args)
+    return 1 if failed or any(r.errors() for r in reports) else 0
+
+
+def _notes(reports: Sequence[Any]) -> None:
+    from tokenlean import replay
+
+    for report in reports:
+        for line in replay.summary_lines(report)[2:]:  # failures: the counter is said once
+            print(line)
+    if reports:
+        print(replay.summary_lines(reports[0])[0])
+        if reports[0].counter.startswith("estimate"):
+            print(f"tokenlean: {ESTIMATED}", file=sys.stderr)
+
+
+def _count(n: int, noun: str) -> str:
+    plural = "trajectories" if noun == "trajectory" else f"{noun}s"
+    return f"{n:,} {noun if n == 1 else plural}"
+
+
+def _run_grid(trajectories: list[Trajectory], args: argparse.Namespace) -> int:
+    """The named strategies on every trace, as the full grid."""
+    from tokenlean import replay
+
+    names = args.strategies
     if replay.BASELINE not in names:
         names = [replay.BASELINE, *names]
-    try:
-        for name in names:
-            replay.get_strategy(name)
-    except KeyError as exc:
-        print(f"tokenlean: {exc.args[0]}", file=sys.stderr)
-        return 2
-    by_session = args.by_session or all("native_format" in t.meta for t in trajectories)
+    native = all("native_format" in t.meta for t in trajectories)
+    by_session = args.by_session or (native and not args.by_source)
     if by_session:
         trajectories = [replace(t, source_name=session_name(t)) for t in trajectories]
+    progress = replay.EtaProgress(len(trajectories) * len(names))
     start = time.perf_counter()
     result = replay.run_replay(
-        trajectories, names, jobs=args.jobs, plugins=args.plugin, progress=replay.stderr_progress
-    )
+        trajectories, names, jobs=args.jobs, plugins=args.plugin,
+        progress=lambda _d, _t, run: progress.step(1, run.strategy),
+    )  # fmt: skip
+    progress.finish(f"replayed {_count(len(trajectories) * len(names), 'run')}")
     elapsed = time.perf_counter() - start
     result.output_price = args.output_price
-    print(f"{len(trajectories)} trajectories x {len(names)} strategies in {elapsed:.1f}s\n")
+    traces, strategies = _count(len(trajectories), "trajectory"), _count(len(names), "strategy")
+    print(f"{traces} x {strategies} in {elapsed:.1f}s\n")
+    _print_grid(result, args, by_session=by_session)
+    return 1 if result.errors() or _write_files(result, args) else 0
+
+
+def _print_grid(result: ReplayReport, args: argparse.Namespace, *, by_session: bool) -> None:
+    from tokenlean import replay
+
     print(replay.markdown_table(result) if args.markdown else replay.text_table(result))
     print()
-    if by_session:
-        print(replay.source_table(result, markdown=args.markdown, label="session") + "\n")
-    elif args.by_source:
+    if args.by_source:
         print(replay.by_source_section(result, markdown=args.markdown) + "\n")
+    elif by_session:
+        print(replay.source_table(result, markdown=args.markdown, label="session") + "\n")
     for line in replay.summary_lines(result):
         print(line)
     if args.model:
@@ -266,10 +345,24 @@ def _run_replay(args: argparse.Namespace) -> int:
             print(line)
     if result.counter.startswith("estimate"):
         print(f"tokenlean: {ESTIMATED}", file=sys.stderr)
-    if args.json:
-        replay.write_json(result, args.json)
-        print(f"results written to {args.json}")
-    if args.chart:
-        replay.write_chart(result, args.chart)
-        print(f"chart written to {args.chart}")
-    return 1 if result.errors() else 0
+
+
+def _write_files(result: ReplayReport, args: argparse.Namespace) -> int:
+    """Write the JSON, then the chart; one that fails is a one-line error, not a traceback."""
+    from tokenlean import replay
+
+    failed = 0
+    for option, path, write in (
+        ("results", args.json, replay.write_json),
+        ("chart", args.chart, replay.write_chart),
+    ):
+        if path is None:
+            continue
+        try:
+            write(result, path)
+        except (OSError, ImportError) as exc:
+            print(f"tokenlean: could not write the {option} to {path}: {exc}", file=sys.stderr)
+            failed += 1
+            continue
+        print(f"{option} written to {path}")
+    return failed

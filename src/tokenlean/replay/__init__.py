@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING
 from tokenlean._lazy import lazy_names
 
 if TYPE_CHECKING:
+    from tokenlean.replay._bill import AgentBill, Session, agent_bill, session_of
     from tokenlean.replay._bundled import bundled_paths
+    from tokenlean.replay._choice import default_strategies
     from tokenlean.replay._formats import (
         Trajectory,
         TrajectoryFormatError,
@@ -21,6 +23,8 @@ if TYPE_CHECKING:
         parse_trajectory,
         session_name,
     )
+    from tokenlean.replay._parts import FIXED, CallParts, billed_parts, part_of, split_billed
+    from tokenlean.replay._progress import EtaProgress
     from tokenlean.replay._raw import CallPrompt
     from tokenlean.replay._report import (
         by_source_section,
@@ -28,6 +32,7 @@ if TYPE_CHECKING:
         source_table,
         summary_lines,
         text_table,
+        to_json,
         write_chart,
         write_json,
     )
@@ -44,9 +49,17 @@ if TYPE_CHECKING:
         register_way_in,
     )
     from tokenlean.replay._strategies import get as get_strategy
+    from tokenlean.replay._verdict import WIDTH, agent_report, money_lines, verdict
+    from tokenlean.replay._where import none_parts, parts_by_trajectory
 
 #: Each public name -> the module that holds it (and its name there, where that differs).
 _WHERE: dict[str, tuple[str, str]] = {
+    **{n: ("_bill", n) for n in ("AgentBill", "Session", "agent_bill", "session_of")},
+    "default_strategies": ("_choice", "default_strategies"),
+    **{n: ("_parts", n) for n in ("FIXED", "CallParts", "billed_parts", "part_of", "split_billed")},
+    "EtaProgress": ("_progress", "EtaProgress"),
+    **{n: ("_verdict", n) for n in ("WIDTH", "agent_report", "money_lines", "verdict")},
+    **{n: ("_where", n) for n in ("none_parts", "parts_by_trajectory")},
     **{n: ("_bundled", n) for n in ("bundled_paths",)},
     **{
         n: ("_formats", n)
@@ -68,6 +81,7 @@ _WHERE: dict[str, tuple[str, str]] = {
             "source_table",
             "summary_lines",
             "text_table",
+            "to_json",
             "write_chart",
             "write_json",
         )
@@ -94,35 +108,53 @@ _WHERE: dict[str, tuple[str, str]] = {
 
 __all__ = [
     "BASELINE",
+    "FIXED",
+    "WIDTH",
+    "AgentBill",
+    "CallParts",
     "CallPrompt",
+    "EtaProgress",
     "RecordedCall",
     "ReplayReport",
     "ScriptedChatModel",
     "Segment",
+    "Session",
     "Strategy",
     "Trajectory",
     "TrajectoryFormatError",
+    "agent_bill",
+    "agent_report",
     "all_strategies",
     "arg_types",
+    "billed_parts",
     "bundled_paths",
     "by_source_section",
     "default_names",
+    "default_strategies",
     "get_strategy",
     "load_plugins",
     "load_trajectories",
     "load_trajectory",
     "markdown_table",
     "message_sequence_problem",
+    "money_lines",
+    "none_parts",
     "parse_trajectory",
+    "part_of",
+    "parts_by_trajectory",
     "register",
     "register_way_in",
     "run_replay",
     "session_name",
+    "session_of",
     "source_table",
+    "split_billed",
     "split_segments",
     "stderr_progress",
     "summary_lines",
     "text_table",
+    "to_json",
+    "verdict",
     "write_chart",
     "write_json",
 ]

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tokenlean.replay._metrics import RunMetrics, relative
+from tokenlean.replay._png import png
 from tokenlean.replay._runner import ReplayReport
 from tokenlean.replay._strategies import BASELINE
 
@@ -386,10 +387,14 @@ def _all_failed(report: ReplayReport, name: str) -> bool:
 
 
 def write_chart(report: ReplayReport, path: Path) -> None:
-    """Write the chart as ``.svg`` or, for any other suffix, as an HTML page holding the SVG."""
+    """Write the chart as ``.svg``, ``.png`` (the ``chart`` extra draws it) or, for any other
+    suffix, as an HTML page holding the SVG."""
     svg = chart_svg(report)
     if path.suffix.lower() == ".svg":
         path.write_text(svg + "\n", encoding="utf-8")
+        return
+    if path.suffix.lower() == ".png":
+        path.write_bytes(png(svg))
         return
     page = (
         "<!doctype html><html><head><meta charset='utf-8'><title>tokenlean replay</title></head>"
