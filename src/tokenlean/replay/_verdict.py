@@ -98,7 +98,8 @@ def _cell(value: float, base: float, dollars: bool) -> str:
 
 
 def _usd(value: float) -> str:
-    return f"${value:,.2f}"
+    # cents, except under a dollar, where cents would round a small saving away
+    return f"${value:,.2f}" if abs(value) >= 1 or value == 0 else f"${value:.3g}"
 
 
 def _line(cells: tuple[str, ...]) -> str:
