@@ -171,10 +171,14 @@ def _sentence(difference: Interval, base: float, needed: int | None, fewest: int
     if not base:
         return "the control arm cost nothing: no relative difference to tell"
     rel = Interval(difference.estimate / base, difference.low / base, difference.high / base)
-    shown = f"{rel.estimate:+.1%} per session (95% interval {rel.low:+.1%} to {rel.high:+.1%})"
+    interval = f"95% interval {rel.low:+.1%} to {rel.high:+.1%}"
+    shown = f"{rel.estimate:+.1%} per session ({interval})"
     if not rel.contains(0.0):
         way = "less" if rel.estimate < 0 else "more"
-        return f"the tokenlean arm costs {abs(rel.estimate):.1%} {way} per session: {shown}"
+        return (
+            f"the tokenlean arm costs {abs(rel.estimate):.1%} {way} per session than control "
+            f"({interval})"
+        )
     more = 0 if needed is None else max(needed - fewest, 0)
     if more:
         return (
@@ -221,4 +225,6 @@ def _arm_line(a: ArmSummary, unit: str) -> str:
 
 
 def _money(value: float, unit: str) -> str:
-    return f"${value:,.4f}" if unit == "$" else f"{value:,.0f}"
+    if unit != "$":
+        return f"{value:,.0f}"
+    return f"-${-value:,.4f}" if value < 0 else f"${value:,.4f}"
