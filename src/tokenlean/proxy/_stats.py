@@ -46,7 +46,7 @@ from tokenlean.proxy._sessions import (
 )
 from tokenlean.proxy._settings import MAX_SESSIONS
 from tokenlean.proxy._totals import RequestRecord, Totals, log_line
-from tokenlean.proxy._usage import AnswerReader
+from tokenlean.proxy._usage import AnswerReader, Usage
 from tokenlean.raw import Api, list_key
 
 __all__ = ["CountingThread", "StatsBook"]
@@ -157,11 +157,8 @@ class StatsBook:
         usage = None if answer is None else answer.usage()
         model = model_named(api, path, received.values)
         pricing = self._pricing_of(api, model)
-        if self.arms is not None:
-            one_arm = priced_request(
-                usage, pricing, status, newest_turn(api, received.values), seconds
-            )
-            self.arms.observe(label, api, model or "", one_arm)
+        if self.arms is not None:  # an A/B test: the arm's own sums, from the usage
+            self._count_arm(label, api, model, received.values, usage, pricing, status, seconds)
         with self._lock:
             session = self._session(label, api, source)
             one = Totals(
@@ -199,6 +196,21 @@ class StatsBook:
             self._dropped.add(dropped.totals)
             self._dropped_sessions += 1
         return session
+
+    def _count_arm(
+        self,
+        label: str,
+        api: Api,
+        model: str | None,
+        values: Mapping[str, Any],
+        usage: Usage | None,
+        pricing: CachePricing,
+        status: int,
+        seconds: float,
+    ) -> None:
+        assert self.arms is not None, "called in an A/B test only"
+        one = priced_request(usage, pricing, status, newest_turn(api, values), seconds)
+        self.arms.observe(label, api, model or "", one)
 
     def tick(self) -> None:
         """Finish the A/B sessions idle long enough, when no request comes to do it."""
