@@ -27,6 +27,8 @@ EVENTS = {
 }
 SSE = {"content-type": "text/event-stream"}
 EXPECTED = Usage(OUTPUT, PROMPT, CACHED)
+#: Anthropic's answer also says how many prompt tokens it wrote to the cache.
+WRITTEN = {"anthropic": Usage(OUTPUT, PROMPT, CACHED, 20)}
 
 
 def _read(api: str, chunks: list[bytes], headers: dict[str, str]) -> Usage | None:
@@ -59,7 +61,8 @@ def test_any_cut_of_a_stream_reads_the_same_usage(
         data = gzip.compress(data)
     elif coding == "deflate":
         data = zlib.compress(data)
-    assert _read(api, _cut(data, cuts), {**SSE, "content-encoding": coding}) == EXPECTED
+    expected = WRITTEN.get(api, EXPECTED)
+    assert _read(api, _cut(data, cuts), {**SSE, "content-encoding": coding}) == expected
 
 
 def test_a_gemini_stream_without_sse_is_one_json_array():

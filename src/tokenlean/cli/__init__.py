@@ -5,7 +5,8 @@
 ``tokenlean proxy`` serves the same savings to any agent over HTTP (:mod:`tokenlean.cli._proxy`);
 ``tokenlean wrap claude|codex|gemini`` runs a coding agent through it (:mod:`tokenlean.cli._wrap`);
 ``tokenlean mcp`` serves its originals to agents as an MCP tool (:mod:`tokenlean.cli._mcp`);
-``tokenlean originals prune`` bounds the folder they are kept in (:mod:`tokenlean.cli._originals`).
+``tokenlean originals prune`` bounds the folder they are kept in (:mod:`tokenlean.cli._originals`);
+``tokenlean ab report`` reads the A/B logs of ``tokenlean proxy --ab`` (:mod:`tokenlean.cli._ab`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ SUBCOMMAND_MODULES: list[str] = [
     "tokenlean.cli._wrap",
     "tokenlean.cli._mcp",
     "tokenlean.cli._originals",
+    "tokenlean.cli._ab",
 ]
 
 

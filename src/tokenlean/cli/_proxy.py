@@ -23,12 +23,14 @@ import argparse
 import json
 import logging
 import os
+import secrets
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
 from tokenlean.cli import add_output_price
+from tokenlean.cli._ab import ab_settings, add_ab_options
 from tokenlean.cli._command import add_command
 from tokenlean.cli._originals import add_limit_options, parse_originals
 
@@ -104,6 +106,7 @@ def add_subcommand(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         metavar="N",
         help="serve N processes on the port, for a team (default 1)",
     )
+    add_ab_options(p)
     p.set_defaults(func=run)
 
 
@@ -136,6 +139,7 @@ def build_app(args: argparse.Namespace, command: str, host: str = DEFAULT_HOST) 
             token=args.token,
             allowed_hosts=_allowed_hosts(args),
             output_price=args.output_price,
+            **ab_settings(args),
         )
         proxy.check_listen(host, settings)
         # Also opens the originals folder: one another user owns is refused here, at start.
@@ -231,6 +235,11 @@ def run(args: argparse.Namespace) -> int:
     banner = _banner(url, args.token is not None)
     if args.workers > 1:
         banner = banner.replace(url, f"{url} ({args.workers} processes)", 1)
+        # Every worker labels sessions (and draws their A/B arm) with the same secret.
+        args.salt = args.salt or secrets.token_hex(16)
+    if app.state.settings.ab_share is not None:
+        s = app.state.settings
+        banner += f"\n  A/B: {s.ab_share:g} of sessions in control; finished ones go to {s.ab_log}"
     print(banner, file=sys.stderr)
     try:
         _serve(app, args)

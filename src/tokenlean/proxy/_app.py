@@ -12,6 +12,7 @@ spends nothing more.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from functools import partial
@@ -28,6 +29,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from tokenlean.proxy._ab import arm_rewriter
+from tokenlean.proxy._arms import ArmBook
 from tokenlean.proxy._errors import error_response
 from tokenlean.proxy._guard import Guard, authorized
 from tokenlean.proxy._metrics import metrics_route
@@ -55,6 +58,7 @@ _CLIENT_DEFAULTS = ("accept", "accept-encoding", "user-agent")
 _OWN_HEADERS = frozenset({"x-tokenlean-session"})
 
 OnDone = Callable[[int], None]
+Headers = Mapping[str, str]
 T = TypeVar("T")
 
 
@@ -183,10 +187,11 @@ class Proxy:
         return _Gone() if answer is None else answer
 
     async def _forward(self, request: Request, raw: bytes) -> Response:
+        started = time.perf_counter()
         path = request.url.path
         api = api_for(request.method, path)
         encoding = request.headers.get("content-encoding")
-        prepared = None if api is None else await self._prepare(api, raw, encoding)
+        prepared = None if api is None else await self._prepare(api, raw, encoding, request.headers)
         content = raw if prepared is None else prepared.content
         base = upstream_base(self.settings, vendor_for(path, request.headers))
         raw_path = request.scope.get("raw_path", path.encode()).decode("latin-1")
@@ -200,17 +205,28 @@ class Proxy:
             return self._unreachable(base, exc)
         headers = dict(request.headers)
         reader = None if api is None else answer_reader(api, upstream.status_code, upstream.headers)
-        on_done = self._recorder(request.method, path, api, headers, prepared, reader)
+        on_done = self._recorder(request.method, path, api, headers, prepared, reader, started)
         return UpstreamResponse(upstream, on_done, reader)
 
-    async def _prepare(self, api: Api, raw: bytes, encoding: str | None) -> Prepared:
-        if self.rewriter is None:  # nothing to do on the request's path
+    def _rewriter_for(self, headers: Headers) -> Rewriter | None:
+        """The rewriter of one request: in an A/B test, none for a control session's."""
+        arms, s = self.stats.arms, self.settings
+        if self.rewriter is None or arms is None:
+            return self.rewriter
+        salt = s.session_salt.encode()
+        return arm_rewriter(self.rewriter, headers, share=arms.share, salt=salt)
+
+    async def _prepare(
+        self, api: Api, raw: bytes, encoding: str | None, headers: Headers
+    ) -> Prepared:
+        rewriter = self._rewriter_for(headers)
+        if rewriter is None:  # nothing to do on the request's path
             return prepare(None, api, raw)
         # Off the event loop, so parsing and rewriting a long history stalls no other stream;
         # several at once, so a small request never waits for a large one's rewrite to end.
         # A rewritten body stays within the size the client's body was accepted at.
         work = partial(
-            prepare, self.rewriter, api, raw, encoding=encoding, limit=self.settings.max_body_bytes
+            prepare, rewriter, api, raw, encoding=encoding, limit=self.settings.max_body_bytes
         )
         return await anyio.to_thread.run_sync(work, limiter=self.rewrites)
 
@@ -244,12 +260,14 @@ class Proxy:
         headers: Mapping[str, str],
         prepared: Prepared | None,
         reader: AnswerReader | None,
+        started: float,
     ) -> OnDone:
         def on_done(status: int) -> None:
             if api is None or prepared is None:
                 log.debug("%s %s %d passed through", method, path, status)
             elif self.counting is not None:
-                self.counting.submit(method, path, api, headers, prepared, status, reader)
+                seconds = time.perf_counter() - started
+                self.counting.submit(method, path, api, headers, prepared, status, reader, seconds)
 
         return on_done
 
@@ -265,6 +283,17 @@ class Proxy:
             )
             return error_response(403, "permission_error", message)
         return JSONResponse(self.stats.snapshot(named))
+
+
+def _arm_book(settings: ProxySettings) -> ArmBook | None:
+    if settings.ab_share is None:
+        return None
+    return ArmBook(
+        settings.ab_share,
+        settings.ab_log,
+        idle=settings.ab_idle,
+        max_sessions=settings.max_sessions,
+    )
 
 
 def create_app(
@@ -292,6 +321,7 @@ def create_app(
         salt=settings.session_salt.encode(),
         by_model=settings.price_by_model,
         output_price=settings.output_price,
+        arms=_arm_book(settings),
     )
     proxy = Proxy(settings, rewriter, stats)
 
@@ -303,11 +333,13 @@ def create_app(
                 yield
         finally:  # every answered request is counted before the summary is read
             proxy.counting.close()
+            if stats.arms is not None:  # the sessions still open are finished: logged
+                stats.arms.close()
 
     app = Starlette(
         routes=[
             Route("/tokenlean/stats", proxy.stats_endpoint, methods=["GET"]),
-            metrics_route(stats.metrics),
+            metrics_route(stats.metrics, *([] if stats.arms is None else [stats.arms])),
             Route("/{path:path}", proxy.handle, methods=_METHODS),
         ],
         middleware=[Middleware(Guard, settings=settings)],  # in front of every route

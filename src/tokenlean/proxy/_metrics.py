@@ -24,7 +24,7 @@ import threading
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -33,7 +33,7 @@ from starlette.routing import Route
 if TYPE_CHECKING:
     from tokenlean.proxy._totals import Totals
 
-__all__ = ["CONTENT_TYPE", "REWRITE_BUCKETS", "Metrics", "metrics_route"]
+__all__ = ["CONTENT_TYPE", "REWRITE_BUCKETS", "Exposition", "Metrics", "metrics_route"]
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 #: Upper bounds (seconds) of the rewrite-time histogram: a small request takes about a
@@ -162,10 +162,16 @@ def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
-def metrics_route(metrics: Metrics) -> Route:
-    """``GET /metrics``, from ``metrics`` (the statistics book's, which it feeds)."""
+class Exposition(Protocol):
+    def exposition(self) -> str: ...
+
+
+def metrics_route(metrics: Metrics, *more: Exposition) -> Route:
+    """``GET /metrics``, from ``metrics`` (the statistics book's, which it feeds) and any
+    ``more`` (the A/B arms' books)."""
 
     async def endpoint(request: Request) -> Response:
-        return Response(metrics.exposition(), media_type=CONTENT_TYPE)
+        text = "".join([metrics.exposition(), *(m.exposition() for m in more)])
+        return Response(text, media_type=CONTENT_TYPE)
 
     return Route("/metrics", endpoint, methods=["GET"])

@@ -25,6 +25,8 @@ MAX_BODY_BYTES = 32 * 1024 * 1024
 #: Sessions whose statistics are kept; the least recently seen goes first (its counts stay in
 #: the total). Each keeps the block fingerprints of its last few prompts.
 MAX_SESSIONS = 1_000
+#: A/B arms: a session idle this many seconds is finished (its line written to the A/B log).
+AB_IDLE = 1800.0
 #: A token must be long enough not to be guessed, and fit in a URL path as it is.
 _TOKEN = re.compile(r"[A-Za-z0-9._~-]{16,}")
 
@@ -98,6 +100,12 @@ class ProxySettings:
     besides loopback ones (``"*"``: any), which is what stops DNS rebinding. ``session_salt``
     keys the session labels (random per process unless given, so several workers agree when
     they share it); ``max_sessions`` bounds the statistics' session table.
+
+    ``ab_share``, when given, runs an A/B test on live traffic (:mod:`tokenlean.proxy._ab`):
+    that share of sessions, chosen by a hash of their salted label, are forwarded as sent
+    (*control*), the others rewritten (*tokenlean*); each arm's usage is in ``/metrics`` with an
+    ``arm`` label, and each finished session (idle ``ab_idle`` seconds, dropped from a table of
+    ``max_sessions``, or open when the proxy stops) is one JSON line appended to ``ab_log``.
     """
 
     upstream: str | None = None
@@ -122,6 +130,9 @@ class ProxySettings:
     allowed_hosts: tuple[str, ...] = ()
     session_salt: str = field(default_factory=lambda: secrets.token_hex(16), repr=False)
     max_sessions: int = MAX_SESSIONS
+    ab_share: float | None = None
+    ab_log: Path | None = None
+    ab_idle: float = AB_IDLE
 
     def __post_init__(self) -> None:
         _check_url("upstream", self.upstream)
@@ -145,6 +156,9 @@ class ProxySettings:
         if self.output_price is not None:
             checks.number(self.output_price, "output_price", at_least=0)
         checks.flag(self.price_by_model, "price_by_model")
+        if self.ab_share is not None:
+            checks.number(self.ab_share, "ab_share", at_least=0, at_most=1)
+        checks.number(self.ab_idle, "ab_idle", above=0, wanted="a positive number of seconds")
 
     def pricing(self) -> Mapping[Api, CachePricing]:
         """The pricing of each API's statistics, with ``output_price`` applied."""

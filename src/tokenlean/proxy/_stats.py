@@ -32,6 +32,8 @@ from typing import Any
 
 from tokenlean.cost import CachePricing
 from tokenlean.prices import pricing_for
+from tokenlean.proxy._ab import newest_turn
+from tokenlean.proxy._arms import ArmBook, priced_request
 from tokenlean.proxy._metrics import Metrics
 from tokenlean.proxy._rewrite import Prepared
 from tokenlean.proxy._scan import ScannedBody, scan_body
@@ -44,7 +46,7 @@ from tokenlean.proxy._sessions import (
 )
 from tokenlean.proxy._settings import MAX_SESSIONS
 from tokenlean.proxy._totals import RequestRecord, Totals, log_line
-from tokenlean.proxy._usage import AnswerReader
+from tokenlean.proxy._usage import AnswerReader, Usage
 from tokenlean.raw import Api, list_key
 
 __all__ = ["CountingThread", "StatsBook"]
@@ -59,6 +61,8 @@ _PROVIDERS: Mapping[Api, str] = {
     "gemini": "google",
 }
 _GEMINI_MODEL = re.compile(r"/models/([^/:]+)")
+#: Seconds the counting thread waits for a request before it sweeps idle A/B sessions.
+_TICK = 60.0
 
 
 @dataclass(slots=True)
@@ -105,7 +109,9 @@ class StatsBook:
         salt: bytes | None = None,
         by_model: bool = False,
         output_price: float | None = None,
+        arms: ArmBook | None = None,
     ) -> None:
+        self.arms = arms  # the A/B arms' books, when the proxy runs an A/B test
         self._pricing = pricing
         self._by_model = by_model
         self._output_price = output_price
@@ -127,9 +133,11 @@ class StatsBook:
         status: int,
         answer: AnswerReader | None = None,
         path: str = "",
+        seconds: float = 0.0,
     ) -> RequestRecord | None:
-        """Count one request (sent to ``path``), with the usage its ``answer`` reported (none
-        read: output unknown); None when its body was not a JSON object (nothing to count)."""
+        """Count one request (sent to ``path``, answered in ``seconds``), with the usage its
+        ``answer`` reported (none read: output unknown); None when its body was not a JSON
+        object (nothing to count)."""
         start = time.thread_time()  # CPU time: what counting costs, however busy the machine
         received = _received(api, prepared)
         if received is None:
@@ -147,7 +155,10 @@ class StatsBook:
         )
         counted = sum(t for _, t in blocks_in)
         usage = None if answer is None else answer.usage()
-        pricing = self._pricing_of(api, model_named(api, path, received.values))
+        model = model_named(api, path, received.values)
+        pricing = self._pricing_of(api, model)
+        if self.arms is not None:  # an A/B test: the arm's own sums, from the usage
+            self._count_arm(label, api, model, received.values, usage, pricing, status, seconds)
         with self._lock:
             session = self._session(label, api, source)
             one = Totals(
@@ -185,6 +196,26 @@ class StatsBook:
             self._dropped.add(dropped.totals)
             self._dropped_sessions += 1
         return session
+
+    def _count_arm(
+        self,
+        label: str,
+        api: Api,
+        model: str | None,
+        values: Mapping[str, Any],
+        usage: Usage | None,
+        pricing: CachePricing,
+        status: int,
+        seconds: float,
+    ) -> None:
+        assert self.arms is not None, "called in an A/B test only"
+        one = priced_request(usage, pricing, status, newest_turn(api, values), seconds)
+        self.arms.observe(label, api, model or "", one)
+
+    def tick(self) -> None:
+        """Finish the A/B sessions idle long enough, when no request comes to do it."""
+        if self.arms is not None:
+            self.arms.sweep()
 
     def _pricing_of(self, api: Api, model: str | None) -> CachePricing:
         """The pricing of one request to ``api`` naming ``model``."""
@@ -258,8 +289,16 @@ class CountingThread:
         prepared: Prepared,
         status: int,
         answer: AnswerReader | None = None,
+        seconds: float = 0.0,
     ) -> None:
-        self._jobs.put((method, path, api, headers, prepared, status, answer))
+        self._jobs.put((method, path, api, headers, prepared, status, answer, seconds))
+
+    def _next(self) -> tuple[Any, ...] | None:
+        """The next job; an empty one after a minute without any (time to sweep idle ones)."""
+        try:
+            return self._jobs.get(timeout=_TICK)
+        except queue.Empty:
+            return ()
 
     def close(self, timeout: float = 30.0) -> None:
         """Count what is queued, then stop."""
@@ -267,10 +306,13 @@ class CountingThread:
         self._thread.join(timeout)
 
     def _run(self) -> None:
-        while (job := self._jobs.get()) is not None:
-            method, path, api, headers, prepared, status, answer = job
+        while (job := self._next()) is not None:
+            if job == ():
+                self._book.tick()
+                continue
+            method, path, api, headers, prepared, status, answer, seconds = job
             try:
-                record = self._book.record(api, headers, prepared, status, answer, path)
+                record = self._book.record(api, headers, prepared, status, answer, path, seconds)
             except Exception as exc:  # counting must never take the proxy down
                 log.warning("tokenlean proxy: could not count a request: %r", exc)
                 continue

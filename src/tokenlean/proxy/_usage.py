@@ -14,7 +14,8 @@ Where each API reports them:
 - Gemini: ``usageMetadata.candidatesTokenCount`` plus ``thoughtsTokenCount``; every streamed
   chunk carries the usage so far.
 
-The provider's count of the prompt and of its cached part are kept too when reported.
+The provider's count of the prompt, of its part read from the cache and (Anthropic) of its part
+written to the cache are kept too when reported.
 
 What runs beside the stream is small and bounded, because it runs on the event loop between two
 chunks: undoing a gzip / deflate / zstd ``content-encoding`` in pieces, finding line ends, and a
@@ -53,15 +54,17 @@ _PIECE = 256 * 1024
 @dataclass(frozen=True, slots=True)
 class Usage:
     """What the upstream reported for one answer: its output tokens and, when it said, the
-    prompt's tokens (cached part included) and the cached part."""
+    prompt's tokens (cached and written parts included), the part read from the cache and the
+    part written to it (Anthropic's ``cache_creation_input_tokens``; the others bill no write)."""
 
     output_tokens: int
     input_tokens: int | None = None
     cached_tokens: int | None = None
+    written_tokens: int | None = None
 
 
 Decoder = Callable[[bytes], Iterator[bytes]]
-Fields = tuple[int | None, int | None, int | None]  # output, input, cached
+Fields = tuple[int | None, int | None, int | None, int | None]  # output, input, cached, written
 
 
 def _inflater(wbits: int) -> Decoder:
@@ -221,19 +224,30 @@ def _anthropic(obj: Any) -> Fields:
     read = _count(_at(usage, "cache_read_input_tokens")) or 0
     written = _count(_at(usage, "cache_creation_input_tokens")) or 0
     prompt = None if plain is None else plain + read + written
-    return _count(_at(usage, "output_tokens")), prompt, None if plain is None else read
+    known = plain is not None
+    return (
+        _count(_at(usage, "output_tokens")),
+        prompt,
+        read if known else None,
+        written if known else None,
+    )
 
 
 def _openai_chat(obj: Any) -> Fields:
     usage = _at(obj, "usage")
     cached = _count(_at(usage, "prompt_tokens_details", "cached_tokens"))
-    return _count(_at(usage, "completion_tokens")), _count(_at(usage, "prompt_tokens")), cached
+    return (
+        _count(_at(usage, "completion_tokens")),
+        _count(_at(usage, "prompt_tokens")),
+        cached,
+        None,
+    )
 
 
 def _openai_responses(obj: Any) -> Fields:
     usage = _at(obj, "usage") or _at(obj, "response", "usage")  # events: under response
     cached = _count(_at(usage, "input_tokens_details", "cached_tokens"))
-    return _count(_at(usage, "output_tokens")), _count(_at(usage, "input_tokens")), cached
+    return _count(_at(usage, "output_tokens")), _count(_at(usage, "input_tokens")), cached, None
 
 
 def _gemini(obj: Any) -> Fields:
@@ -242,7 +256,7 @@ def _gemini(obj: Any) -> Fields:
     thoughts = _count(_at(usage, "thoughtsTokenCount")) or 0
     output = None if answer is None else answer + thoughts
     prompt = _count(_at(usage, "promptTokenCount"))
-    return output, prompt, _count(_at(usage, "cachedContentTokenCount"))
+    return output, prompt, _count(_at(usage, "cachedContentTokenCount")), None
 
 
 _FIELDS: Mapping[Api, Callable[[Any], Fields]] = {
@@ -256,10 +270,8 @@ _FIELDS: Mapping[Api, Callable[[Any], Fields]] = {
 def _usage(api: Api, objects: Iterable[Any]) -> Usage | None:
     """The usage of an answer's objects in order, a later figure replacing an earlier one (the
     streamed counts are cumulative)."""
-    output = prompt = cached = None
+    found: list[int | None] = [None, None, None, None]
     for obj in objects:
-        new = _FIELDS[api](obj)
-        output = new[0] if new[0] is not None else output
-        prompt = new[1] if new[1] is not None else prompt
-        cached = new[2] if new[2] is not None else cached
-    return None if output is None else Usage(output, prompt, cached)
+        found = [b if b is not None else a for a, b in zip(found, _FIELDS[api](obj), strict=True)]
+    output, prompt, cached, written = found
+    return None if output is None else Usage(output, prompt, cached, written)
