@@ -19,7 +19,7 @@ summary first (a ``user`` line marked ``isCompactSummary``). Each window is read
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,7 +44,7 @@ class _Turn:
         )
 
 
-def read_claude_code(objects: Sequence[Any]) -> Windows:
+def read_claude_code(objects: Iterable[Any]) -> Windows:
     """Neutral messages of each context window of one Claude Code transcript, and counts of
     what was skipped."""
     return read_lines(_Reader(), objects)
