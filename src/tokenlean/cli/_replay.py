@@ -191,8 +191,16 @@ def _note(path: Path, meta: Mapping[str, Any]) -> None:
     file holds once, with its first context window, and each window's repairs."""
     notes = []
     if meta.get("window", 1) == 1:
-        sidechain = meta.get("skipped", {}).get("sidechain", 0)
+        skipped = meta.get("skipped", {})
+        sidechain = skipped.get("sidechain", 0)
         notes += [f"{sidechain} sub-agent (sidechain) lines skipped"] if sidechain else []
+        if subagent := meta.get("subagent"):
+            agent = f" {subagent}" if isinstance(subagent, str) else ""
+            notes.append(f"a sub-agent's transcript (agent{agent}), replayed as its own session")
+        unknown = {k.split(":", 1)[1]: n for k, n in skipped.items() if k.startswith("unknown_")}
+        if unknown:
+            kinds = ", ".join(f"{kind!r} x{n}" for kind, n in sorted(unknown.items()))
+            notes.append(f"{sum(unknown.values())} line(s) of a type not known skipped: {kinds}")
         bad = meta.get("bad_lines", [])
         if bad:
             shown = ", ".join(f"line {n} ({problem})" for n, problem in bad[:3])

@@ -150,9 +150,11 @@ def _native_trajectories(
 
 
 def session_name(trajectory: Trajectory) -> str:
-    """The session a run belongs to: its id, without the ``#wN`` of a context window."""
+    """The session a run belongs to: its id, without the ``#wN`` of a context window (a
+    sub-agent's transcript is labelled so)."""
     window = trajectory.meta.get("window")
-    return trajectory.id.removesuffix(f"#w{window}") if window is not None else trajectory.id
+    name = trajectory.id.removesuffix(f"#w{window}") if window is not None else trajectory.id
+    return f"{name} (sub-agent)" if trajectory.meta.get("subagent") else name
 
 
 def parse_trajectory(
