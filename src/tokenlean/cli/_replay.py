@@ -210,22 +210,34 @@ def _window_name(path: Path, meta: Mapping[str, Any]) -> str:
 def _note(path: Path, meta: Mapping[str, Any]) -> None:
     """Say what reading a session left out or repaired, when it matters to the figures: what the
     file holds once, with its first context window, and each window's repairs."""
-    notes = []
-    if meta.get("window", 1) == 1:
-        sidechain = meta.get("skipped", {}).get("sidechain", 0)
-        notes += [f"{sidechain} sub-agent (sidechain) lines skipped"] if sidechain else []
-        bad = meta.get("bad_lines", [])
-        if bad:
-            shown = ", ".join(f"line {n} ({problem})" for n, problem in bad[:3])
-            more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
-            notes.append(f"{len(bad)} line(s) that are not JSON skipped: {shown}{more}")
-        if "windows" in meta:
-            notes.append(f"compacted: {meta['windows']} context windows, each replayed")
+    notes = _file_notes(meta) if meta.get("window", 1) == 1 else []
     if notes:
         print(f"tokenlean: {path.name}: {'; '.join(notes)}", file=sys.stderr)
     repairs = [f"{k.replace('_', ' ')}: {n}" for k, n in meta.get("repaired", {}).items()]
     if repairs:
         print(f"tokenlean: {_window_name(path, meta)}: {'; '.join(repairs)}", file=sys.stderr)
+
+
+def _file_notes(meta: Mapping[str, Any]) -> list[str]:
+    """What a session file held that is not replayed as a part of it, or is read apart."""
+    notes = []
+    skipped = meta.get("skipped", {})
+    if sidechain := skipped.get("sidechain", 0):
+        notes.append(f"{sidechain} sub-agent (sidechain) lines skipped")
+    if subagent := meta.get("subagent"):
+        agent = f" {subagent}" if isinstance(subagent, str) else ""
+        notes.append(f"a sub-agent's transcript (agent{agent}), replayed as its own session")
+    unknown = {k.split(":", 1)[1]: n for k, n in skipped.items() if k.startswith("unknown_type:")}
+    if unknown:
+        kinds = ", ".join(f"{kind!r} x{n}" for kind, n in sorted(unknown.items()))
+        notes.append(f"{sum(unknown.values())} line(s) of a type not known skipped: {kinds}")
+    if bad := meta.get("bad_lines", []):
+        shown = ", ".join(f"line {n} ({problem})" for n, problem in bad[:3])
+        more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
+        notes.append(f"{len(bad)} line(s) that are not JSON skipped: {shown}{more}")
+    if "windows" in meta:
+        notes.append(f"compacted: {meta['windows']} context windows, each replayed")
+    return notes
 
 
 def _run_replay(args: argparse.Namespace) -> int:

@@ -5,10 +5,16 @@ Claude Code writes one line per content block: an assistant API message is split
 them), so lines are merged back into one turn by that id. Tool results are ``user`` lines with
 ``tool_result`` blocks. A prompt queued while the agent worked reached the model as the user's:
 an ``attachment`` line of type ``queued_command`` is a user message; other attachments are
-skipped. Sub-agent lines (``isSidechain``) are another conversation and skipped, as are thinking
-blocks (empty signed ones included: the neutral view has no place for them), ``<synthetic>``
-assistant lines Claude Code writes itself, and every other line type (summary, progress, system,
-snapshots, ``ai-title``, ``mode`` ...).
+skipped. Sub-agent lines (``isSidechain``) in a session's file are another conversation and
+skipped, as are thinking blocks (empty signed ones included: the neutral view has no place for
+them), ``<synthetic>`` assistant lines Claude Code writes itself, and every other line type
+(summary, progress, system, snapshots, ``ai-title``, ``mode`` ...); a type this reader has never
+seen is counted apart (``unknown_type:<type>``), so that a report can say so.
+
+A sub-agent's own transcript (newer Claude Code versions write one per Task call, in
+``<session>/subagents/agent-<id>.jsonl``) is a file whose first conversation line is a sidechain
+line: it is the sub-agent's conversation, read as a session of its own (``meta["subagent"]``
+holds its ``agentId``), never merged into its parent's.
 
 A ``system`` line of subtype ``compact_boundary`` (``/compact``, or the automatic compaction of a
 full context) ends a context window: the model is sent from then on only what follows it, the
@@ -19,12 +25,21 @@ summary first (a ``user`` line marked ``isCompactSummary``). Each window is read
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from tokenlean.replay._native import Windows, read_lines
 from tokenlean.transcript import Message, ToolCall
+
+#: The line types Claude Code writes (2.0 to 2.1.2xx) that hold nothing the model was sent.
+_OTHER_TYPES = frozenset(
+    {
+        "summary", "progress", "system", "file-history-snapshot", "file-history-delta",
+        "queue-operation", "last-prompt", "custom-title", "ai-title", "mode",
+        "permission-mode", "pr-link",
+    }
+)  # fmt: skip
 
 
 @dataclass
@@ -44,7 +59,7 @@ class _Turn:
         )
 
 
-def read_claude_code(objects: Sequence[Any]) -> Windows:
+def read_claude_code(objects: Iterable[Any]) -> Windows:
     """Neutral messages of each context window of one Claude Code transcript, and counts of
     what was skipped."""
     return read_lines(_Reader(), objects)
@@ -57,6 +72,7 @@ class _Reader:
         self.skipped: Counter[str] = Counter()
         self.session: dict[str, Any] = {}
         self.windows: list[list[Message]] = []
+        self.sidechain: bool | None = None  # a sub-agent's transcript: told by its first turn
 
     def line(self, obj: Any) -> None:
         if not isinstance(obj, Mapping):
@@ -64,20 +80,33 @@ class _Reader:
             return
         kind = str(obj.get("type"))
         message = obj.get("message")
-        if kind == "attachment" and not obj.get("isSidechain"):
+        if kind == "attachment" and self._read(obj):
             self._attachment(obj.get("attachment"))
         elif kind == "system" and obj.get("subtype") == "compact_boundary":
             self._boundary(obj)
         elif kind not in ("user", "assistant") or not isinstance(message, Mapping):
-            self.skipped[f"line:{kind}"] += 1
-        elif obj.get("isSidechain"):
-            self.skipped["sidechain"] += 1
+            known = kind in _OTHER_TYPES or kind in ("user", "assistant", "attachment")
+            self.skipped[f"line:{kind}" if known else f"unknown_type:{kind}"] += 1
+        elif not self._read(obj):
+            self.skipped["main_chain" if self.sidechain else "sidechain"] += 1
         elif kind == "assistant":
             self._remember(obj)
             self._assistant(message)
         else:
             self._remember(obj)
             self._user(message.get("content"))
+
+    def _read(self, obj: Mapping[str, Any]) -> bool:
+        """Whether a line is of the conversation read: the main one, or a sub-agent's in its own
+        transcript (whose first turn is a sidechain line)."""
+        side = bool(obj.get("isSidechain"))
+        if self.sidechain is None and obj.get("type") in ("user", "assistant"):
+            self.sidechain = side
+            if side and isinstance(obj.get("agentId"), str):
+                self.session["subagent"] = obj["agentId"]
+            elif side:
+                self.session["subagent"] = True
+        return side == bool(self.sidechain)
 
     def _attachment(self, attachment: Any) -> None:
         """What Claude Code attached to the conversation: a queued prompt (typed, or a
@@ -93,8 +122,8 @@ class _Reader:
     def _boundary(self, obj: Mapping[str, Any]) -> None:
         """A compaction: what came before is another context window (a sub-agent's compaction
         is another conversation's)."""
-        if obj.get("isSidechain"):
-            self.skipped["sidechain"] += 1
+        if not self._read(obj):
+            self.skipped["main_chain" if self.sidechain else "sidechain"] += 1
             return
         self.windows.append(self.messages())
         self.items, self.turns = [], {}

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from tokenlean.raw import patch_arguments
@@ -56,7 +56,7 @@ _SESSION_KEYS = {
 }
 
 
-def read_codex(objects: Sequence[Any]) -> Windows:
+def read_codex(objects: Iterable[Any]) -> Windows:
     """Neutral messages of each context window of one Codex rollout, and counts of what was
     skipped."""
     return read_lines(_Reader(), objects)

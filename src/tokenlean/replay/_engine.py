@@ -2,26 +2,28 @@
 
 The scripted model replays the recorded assistant turns (same ids, same tool calls) and records
 what it was sent; replay tools return the recorded outputs; each new user turn is a new
-``invoke`` on the same checkpointed thread. The recorded prompts are then measured.
+``invoke`` on the same checkpointed thread. Each prompt is measured as the model receives it
+(:func:`replay_measured`), so a run holds its calls' figures, not a copy of every prompt: memory
+grows with a session's length, not with its square.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
-from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import Field, create_model
 
 from tokenlean.langchain import ViewCache, from_view, to_view
 from tokenlean.replay._formats import Trajectory
-from tokenlean.replay._metrics import PromptMeasurer, RunMetrics, measure_calls
+from tokenlean.replay._metrics import CallMeter, CallMetrics, PromptMeasurer, RunMetrics
 from tokenlean.replay._refs import learned_references
+from tokenlean.replay._saver import LatestSaver
 from tokenlean.replay._script import arg_types, split_segments
 from tokenlean.replay._scripted import RecordedCall, ScriptedChatModel
 from tokenlean.replay._timing import Stopwatch, timed
@@ -88,17 +90,25 @@ def _replay_tool(
     )
 
 
-def replay(trajectory: Trajectory, middleware: Sequence[Any] = ()) -> Replay:
-    """Run ``trajectory`` through a real agent with ``middleware``; raises what the agent raises."""
+def replay(
+    trajectory: Trajectory,
+    middleware: Sequence[Any] = (),
+    *,
+    on_call: Callable[[RecordedCall], None] | None = None,
+) -> Replay:
+    """Run ``trajectory`` through a real agent with ``middleware``; raises what the agent raises.
+
+    With ``on_call``, each call is handed to it as the model answers it and the calls are kept
+    without their messages (``on_call`` measured them)."""
     system, segments = split_segments(trajectory.messages)
-    model = ScriptedChatModel()
+    model = ScriptedChatModel(on_call=on_call, keep_messages=on_call is None)
     watch = Stopwatch()
     agent: Any = create_agent(
         model,
         tools=build_replay_tools(trajectory.messages),
         system_prompt=system,
         middleware=[timed(m, watch) for m in middleware],
-        checkpointer=InMemorySaver(),
+        checkpointer=LatestSaver(),
     )
     config: Any = {
         "configurable": {"thread_id": trajectory.id},
@@ -110,10 +120,24 @@ def replay(trajectory: Trajectory, middleware: Sequence[Any] = ()) -> Replay:
     for segment in segments:
         model.push(*(next(turns) for _ in segment.turns))
         inputs = from_view(segment.inputs)
-        state = agent.invoke({"messages": inputs}, config)
+        # saved once per user turn: the next one resumes from there, nothing reads the steps
+        state = agent.invoke({"messages": inputs}, config, durability="exit")
         model.clear_pending()  # turns left when middleware ended this user turn early
     wall = time.perf_counter() - start
     return Replay(model.calls, watch.seconds, wall, list(state.get("messages", [])))
+
+
+def replay_measured(
+    trajectory: Trajectory,
+    middleware: Sequence[Any],
+    measurer: PromptMeasurer,
+    *,
+    strategy: str,
+) -> RunMetrics:
+    """:func:`replay` then :func:`measure_replay` in one pass, each call measured as it comes
+    (the same figures, without holding every prompt)."""
+    meter = _ReplayMeter(trajectory, measurer)
+    return meter.run(replay(trajectory, middleware, on_call=meter.call), strategy)
 
 
 def measure_replay(
@@ -124,22 +148,40 @@ def measure_replay(
     strategy: str,
 ) -> RunMetrics:
     """The metrics of one replay (scripted calls only; synthetic extra calls are left out)."""
-    scripted = [c for c in result.calls if c.scripted]
-    views = ViewCache()  # the calls share most of their messages: each is converted once
-    prompts = [
-        measurer.measure(tool_schema_text(c.tools), to_view(c.messages, cache=views))
-        for c in scripted
-    ]
-    learned = learned_references(trajectory.messages)  # one per assistant turn, in order
-    ids = [ai.id for ai in turn_messages(trajectory.messages)]
-    refs_by_id = {i: turn.refs for i, turn in zip(ids, learned, strict=True)}
-    out_by_id = dict(zip(ids, measurer.outputs(trajectory.messages), strict=True))
-    answered = [c.response.id if c.response else None for c in scripted]
-    turn_refs = [refs_by_id.get(i, frozenset()) for i in answered]
-    outputs = [out_by_id.get(i, 0) for i in answered]
-    run = RunMetrics(strategy=strategy, trajectory=trajectory.id, source=trajectory.source_name)
-    run.add_calls(measure_calls(prompts, turn_refs, outputs))
-    run.middleware_seconds = result.middleware_seconds
-    run.wall_seconds = result.wall_seconds
-    run.extra_calls = len(result.calls) - len(scripted)
-    return run
+    meter = _ReplayMeter(trajectory, measurer)
+    for call in result.calls:
+        meter.call(call)
+    return meter.run(result, strategy)
+
+
+class _ReplayMeter:
+    """Measures a replay's scripted calls one by one, keeping only their figures."""
+
+    def __init__(self, trajectory: Trajectory, measurer: PromptMeasurer) -> None:
+        self.trajectory = trajectory
+        self.measurer = measurer
+        self.views = ViewCache()  # the calls share most of their messages: each converted once
+        self.meter = CallMeter()
+        self.calls: list[CallMetrics] = []
+        learned = learned_references(trajectory.messages)  # one per assistant turn, in order
+        ids = [ai.id for ai in turn_messages(trajectory.messages)]
+        self.refs = {i: turn.refs for i, turn in zip(ids, learned, strict=True)}
+        self.outputs = dict(zip(ids, measurer.outputs(trajectory.messages), strict=True))
+
+    def call(self, call: RecordedCall) -> None:
+        if not call.scripted:
+            return
+        views = to_view(call.messages, cache=self.views)
+        prompt = self.measurer.measure(tool_schema_text(call.tools), views)
+        answered = call.response.id if call.response else None
+        refs = self.refs.get(answered, frozenset())
+        self.calls.append(self.meter.add(prompt, refs, self.outputs.get(answered, 0)))
+
+    def run(self, result: Replay, strategy: str) -> RunMetrics:
+        trajectory = self.trajectory
+        run = RunMetrics(strategy=strategy, trajectory=trajectory.id, source=trajectory.source_name)
+        run.add_calls(self.calls)
+        run.middleware_seconds = result.middleware_seconds
+        run.wall_seconds = result.wall_seconds
+        run.extra_calls = sum(not c.scripted for c in result.calls)
+        return run

@@ -12,12 +12,18 @@ Anything malformed raises :class:`TrajectoryFormatError` naming the file and the
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from tokenlean.replay._native import NativeFormat, native_format, read_jsonl, read_native
+from tokenlean.replay._native import (
+    NativeFormat,
+    native_format,
+    read_jsonl,
+    read_native,
+    stream_session,
+)
 from tokenlean.transcript import Message, ToolCall
 
 Json = Any
@@ -69,11 +75,14 @@ def load_trajectories(path: str | Path, *, source_name: str | None = None) -> li
     """
     path = Path(path)
     name = str(path)
+    group = path.resolve().parent.name if source_name is None else source_name
     try:
-        raw = path.read_text(encoding="utf-8")
+        streamed = _streamed(path, group)
+        raw = path.read_text(encoding="utf-8") if streamed is None else ""
     except (OSError, UnicodeDecodeError) as exc:
         raise TrajectoryFormatError(name, "file", str(exc)) from None
-    group = path.resolve().parent.name if source_name is None else source_name
+    if streamed is not None:
+        return streamed
     bad: list[tuple[int, str]] = []
     try:
         data = json.loads(raw)
@@ -84,6 +93,19 @@ def load_trajectories(path: str | Path, *, source_name: str | None = None) -> li
         found = _native_trajectories(lines, fmt, source=name, default_id=path.stem, group=group)
         return [replace(t, meta={**t.meta, "bad_lines": bad}) if bad else t for t in found]
     return [parse_trajectory(data, source=name, default_id=path.stem, source_name=group)]
+
+
+def _streamed(path: Path, group: str) -> list[Trajectory] | None:
+    """The runs of an agent's JSON Lines session, read line by line; None for other files."""
+    with path.open(encoding="utf-8") as file:
+        session = stream_session(file)
+        if session is None:
+            return None
+        fmt, lines, stream = session
+        name = str(path)
+        found = _native_trajectories(lines, fmt, source=name, default_id=path.stem, group=group)
+    bad = stream.bad
+    return [replace(t, meta={**t.meta, "bad_lines": bad}) if bad else t for t in found]
 
 
 NOT_A_SESSION = "JSON lines, but not a Claude Code, Codex or gemini-cli session"
@@ -110,7 +132,7 @@ def _json_lines(
 
 
 def _native_trajectories(
-    lines: list[Json], fmt: NativeFormat, *, source: str, default_id: str, group: str
+    lines: Iterable[Json], fmt: NativeFormat, *, source: str, default_id: str, group: str
 ) -> list[Trajectory]:
     windows = [(m, meta) for m, meta in read_native(lines, fmt) if m]
     if not windows:
@@ -128,9 +150,11 @@ def _native_trajectories(
 
 
 def session_name(trajectory: Trajectory) -> str:
-    """The session a run belongs to: its id, without the ``#wN`` of a context window."""
+    """The session a run belongs to: its id, without the ``#wN`` of a context window (a
+    sub-agent's transcript is labelled so)."""
     window = trajectory.meta.get("window")
-    return trajectory.id.removesuffix(f"#w{window}") if window is not None else trajectory.id
+    name = trajectory.id.removesuffix(f"#w{window}") if window is not None else trajectory.id
+    return f"{name} (sub-agent)" if trajectory.meta.get("subagent") else name
 
 
 def parse_trajectory(

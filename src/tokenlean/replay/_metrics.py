@@ -80,6 +80,35 @@ class CallMetrics:
     output_tokens: int = 0  # of the reply (the recorded turn), the same whatever the strategy
 
 
+class CallMeter:
+    """Measures a run's calls one at a time, as they come: it keeps only the previous prompt,
+    which the next call's cache-prefix comparison needs (a run's prompts all held at once grow
+    with the square of its length)."""
+
+    def __init__(self) -> None:
+        self._previous: Prompt | None = None
+
+    def add(
+        self, prompt: Prompt, refs: frozenset[str] = frozenset(), output: int = 0
+    ) -> CallMetrics:
+        """The next call's figures: ``refs`` are the learned references of its reply, ``output``
+        the reply's tokens."""
+        previous, self._previous = self._previous, prompt
+        same = _common_prefix(previous.blocks, prompt.blocks) if previous else 0
+        cached = sum(prompt.tokens[:same])
+        broke = previous is not None and same < len(previous.blocks)
+        return CallMetrics(
+            prompt_tokens=prompt.total,
+            cached_tokens=cached,
+            billed_anthropic=ANTHROPIC.billed(prompt.total, cached),
+            billed_openai=OPENAI.billed(prompt.total, cached),
+            break_at=(same - 1) if broke else None,  # block 0 is the tool schemas
+            refs_total=len(refs),
+            refs_retained=len(refs & prompt.refs),
+            output_tokens=output,
+        )
+
+
 def measure_calls(
     prompts: Sequence[Prompt],
     turn_refs: Sequence[frozenset[str]],
@@ -87,27 +116,15 @@ def measure_calls(
 ) -> list[CallMetrics]:
     """Per-call metrics; ``turn_refs[i]`` holds the learned references of call ``i``'s reply
     and ``outputs[i]`` its tokens (none given: 0, and the whole bill is the input bill)."""
-    out: list[CallMetrics] = []
-    previous: Prompt | None = None
-    for i, prompt in enumerate(prompts):
-        same = _common_prefix(previous.blocks, prompt.blocks) if previous else 0
-        cached = sum(prompt.tokens[:same])
-        broke = previous is not None and same < len(previous.blocks)
-        refs = turn_refs[i] if i < len(turn_refs) else frozenset()
-        out.append(
-            CallMetrics(
-                prompt_tokens=prompt.total,
-                cached_tokens=cached,
-                billed_anthropic=ANTHROPIC.billed(prompt.total, cached),
-                billed_openai=OPENAI.billed(prompt.total, cached),
-                break_at=(same - 1) if broke else None,  # block 0 is the tool schemas
-                refs_total=len(refs),
-                refs_retained=len(refs & prompt.refs),
-                output_tokens=outputs[i] if i < len(outputs) else 0,
-            )
+    meter = CallMeter()
+    return [
+        meter.add(
+            prompt,
+            turn_refs[i] if i < len(turn_refs) else frozenset(),
+            outputs[i] if i < len(outputs) else 0,
         )
-        previous = prompt
-    return out
+        for i, prompt in enumerate(prompts)
+    ]
 
 
 def _common_prefix(a: Sequence[str], b: Sequence[str]) -> int:

@@ -17,17 +17,20 @@ session is measured, not only what the model was sent after its last compaction.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import IO, Any, Literal, Protocol
 
 from tokenlean.transcript import Message
 
 NativeFormat = Literal["claude_code", "codex", "gemini_cli", "opencode"]
 #: A reader's answer: the messages of each context window, and what it skipped on the way.
 Windows = tuple[list[list[Message]], dict[str, Any]]
+#: Why the last line of a file is not JSON when it has no newline yet.
+CUT_SHORT = "cut short (still being written?)"
 
 
 class LineReader(Protocol):
@@ -43,7 +46,7 @@ class LineReader(Protocol):
     def meta(self) -> dict[str, Any]: ...
 
 
-def read_lines(reader: LineReader, objects: Sequence[Any]) -> Windows:
+def read_lines(reader: LineReader, objects: Iterable[Any]) -> Windows:
     """The windows ``reader`` reads in ``objects``: those it closed, then the last one."""
     for obj in objects:
         reader.line(obj)
@@ -78,8 +81,44 @@ def read_jsonl(raw: str) -> JsonLines:
             out.append(json.loads(line))
         except json.JSONDecodeError as exc:
             last = number == len(lines) and not raw.endswith("\n")
-            bad.append((number, "cut short (still being written?)" if last else exc.msg))
+            bad.append((number, CUT_SHORT if last else exc.msg))
     return JsonLines(out, bad)
+
+
+class LineStream:
+    """The objects of a JSON Lines file read one line at a time, so that its text and its
+    parsed lines are never held whole (an 84 MB session parses to gigabytes), and the lines
+    that are not JSON, filled in as they are met (``(line number, what is wrong)``, 1-based).
+
+    Only the last line read lacks its newline: cut short when it is no JSON, a file still being
+    written; what is appended while it is read is read too, up to its last whole line.
+    """
+
+    def __init__(self, lines: Iterable[str]) -> None:
+        self._lines = enumerate(lines, 1)
+        self.bad: list[tuple[int, str]] = []
+
+    def __iter__(self) -> Iterator[Any]:
+        for number, line in self._lines:
+            if not line.strip():
+                continue
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError as exc:
+                self.bad.append((number, exc.msg if line.endswith("\n") else CUT_SHORT))
+
+
+def stream_session(file: IO[str]) -> tuple[NativeFormat, Iterator[Any], LineStream] | None:
+    """An agent's JSON Lines session in ``file``, its format told by its first lines, and its
+    objects streamed; None when ``file`` is something else (one JSON document, a first line
+    that is no JSON, lines of no agent): the caller reads it whole."""
+    stream = LineStream(file)
+    objects = iter(stream)
+    head = list(itertools.islice(objects, 200))
+    if (stream.bad[:1] and stream.bad[0][0] == 1) or len(head) < 2:
+        return None
+    fmt = native_format(head)
+    return (fmt, itertools.chain(head, objects), stream) if fmt is not None else None
 
 
 def native_format(objects: Sequence[Any]) -> NativeFormat | None:
@@ -112,7 +151,7 @@ def is_opencode_export(obj: Mapping[str, Any]) -> bool:
 
 
 def read_native(
-    objects: Sequence[Any], fmt: NativeFormat
+    objects: Iterable[Any], fmt: NativeFormat
 ) -> list[tuple[list[Message], dict[str, Any]]]:
     """The neutral messages of each context window of a session (one window unless the agent
     compacted it), each with what was skipped or repaired on the way.
@@ -131,7 +170,9 @@ def read_native(
     return out
 
 
-def _reader(fmt: NativeFormat) -> Callable[[Sequence[Any]], Windows]:
+def _reader(fmt: NativeFormat) -> Callable[[Iterable[Any]], Windows]:
+    """The reader of ``fmt`` (Claude Code's and Codex's take the lines one at a time; the
+    others read their few records together)."""
     if fmt == "codex":
         from tokenlean.replay._codex import read_codex
 
@@ -139,11 +180,11 @@ def _reader(fmt: NativeFormat) -> Callable[[Sequence[Any]], Windows]:
     if fmt == "gemini_cli":
         from tokenlean.replay._gemini_cli import read_gemini_cli
 
-        return read_gemini_cli
+        return lambda objects: read_gemini_cli(list(objects))
     if fmt == "opencode":
         from tokenlean.replay._opencode import read_opencode
 
-        return read_opencode
+        return lambda objects: read_opencode(list(objects))
     from tokenlean.replay._claude_code import read_claude_code
 
     return read_claude_code

@@ -14,7 +14,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
 from tokenlean.replay import _strategies as strategies
-from tokenlean.replay._engine import measure_replay, replay
+from tokenlean.replay._engine import replay_measured
 from tokenlean.replay._formats import Trajectory
 from tokenlean.replay._metrics import PromptMeasurer, RunMetrics, pool
 from tokenlean.replay._raw import measure_prompts
@@ -50,8 +50,8 @@ def run_one(trajectory: Trajectory, strategy: str, plugins: Sequence[str] = ()) 
             prompts = chosen.way_in(trajectory)
             measurer = shared_measurer()
             return measure_prompts(trajectory, prompts, measurer, strategy=strategy, api=None)
-        result = replay(trajectory, chosen.factory())
-        return measure_replay(trajectory, result, shared_measurer(), strategy=strategy)
+        measurer = shared_measurer()
+        return replay_measured(trajectory, chosen.factory(), measurer, strategy=strategy)
     except Exception as exc:  # a broken strategy must not take the others down
         detail = f"{type(exc).__name__}: {exc}"
         return RunMetrics(

@@ -44,6 +44,11 @@ class ScriptedChatModel(BaseChatModel):
     """
 
     responses: list[Any] = Field(default_factory=list)
+    #: Called with each call once it is answered (a replay measures it there, as it comes).
+    on_call: Callable[[RecordedCall], None] | None = None
+    #: False: a recorded call keeps its reply, tools and options but not its messages (which
+    #: ``on_call`` has seen), so a long run holds no copy of every prompt.
+    keep_messages: bool = True
     _queue: list[AIMessage | Callable[[list[BaseMessage]], AIMessage]] = PrivateAttr(
         default_factory=list
     )
@@ -104,6 +109,10 @@ class ScriptedChatModel(BaseChatModel):
             call.scripted = False
             reply = AIMessage(content="", id=f"scripted-extra-{self._extra}")
         call.response = reply
+        if self.on_call is not None:
+            self.on_call(call)
+        if not self.keep_messages:
+            call.messages = []
         self._calls.append(call)
         return ChatResult(generations=[ChatGeneration(message=reply)])
 
