@@ -102,10 +102,14 @@ def secure_folder(directory: Path) -> None:
 
 
 def freshen(path: Path, now: float | None = None) -> bool:
-    """Whether ``path`` exists; if so, mark it used (mtime) when stale and make it ``0600``."""
+    """Whether ``path`` is a file (not a link to one); if so, mark it used (mtime) when stale
+    and make it ``0600``. A link placed in the folder counts as absent, so a put writes over it
+    and nothing touches the file it points at."""
     try:
-        info = path.stat()
-    except FileNotFoundError:
+        info = path.lstat()
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    if not stat.S_ISREG(info.st_mode):
         return False
     _private(path, info.st_mode)
     if (now if now is not None else time.time()) - info.st_mtime > TOUCH_AFTER:
