@@ -66,9 +66,10 @@ class ProxySettings:
 
     ``upstream`` replaces the base URL for every path; without it, Anthropic paths go to
     ``anthropic_upstream``, Gemini paths (``/v1beta/...``, ``/v1/models/{model}:method``, or any
-    request with an ``x-goog-api-key``) to ``gemini_upstream`` and everything else to
-    ``openai_upstream``. The request path and query are appended to the base, so a base with a
-    path prefix (a gateway) works too.
+    request with a Google key: ``x-goog-api-key`` or ``?key=``) to ``gemini_upstream`` and
+    everything else to ``openai_upstream``. The request path and query are appended to the base,
+    so a base with a path prefix (a gateway) works too; a path with a ``.`` or ``..`` segment is
+    refused (400).
 
     ``gemini_pricing`` prices the statistics of Gemini requests: no cache discount by default,
     since Gemini's implicit-cache discount and minimum differ by model (give your own).
