@@ -16,9 +16,10 @@ import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from tokenlean._caches import held_bytes
 from tokenlean.transcript import Message
 
 #: The planner memo's bound in bytes (:class:`Memo`): a shortened 100 KB tool output charges
@@ -133,20 +134,6 @@ def checkpoint_bytes(node: Checkpoint[Any, Any]) -> int:
 def chain_bytes(node: Checkpoint[Any, Any]) -> int:
     """Bytes of a checkpoint's whole chain (what keeping it keeps alive)."""
     return sum(checkpoint_bytes(n) for n in node.chain())
-
-
-def held_bytes(value: object) -> int:
-    """What ``value`` takes in memory with everything it holds, through containers and
-    dataclasses (``sys.getsizeof`` of each object: a text counts its real width, one to four
-    bytes a character). An object held twice counts twice: the bound errs on the safe side."""
-    size = sys.getsizeof(value)
-    if isinstance(value, Mapping):
-        return size + sum(held_bytes(k) + held_bytes(v) for k, v in value.items())
-    if isinstance(value, list | tuple | set | frozenset):
-        return size + sum(held_bytes(v) for v in value)
-    if is_dataclass(value) and not isinstance(value, type):
-        return size + sum(held_bytes(getattr(value, f.name)) for f in fields(value))
-    return size
 
 
 def _hashable(policy: object) -> bool:
