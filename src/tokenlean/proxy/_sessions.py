@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import sys
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Mapping, Sequence
@@ -197,3 +198,9 @@ class PrefixHistory:
 
     def add(self, blocks: Sequence[Block]) -> None:
         self._recent.append(blocks)
+
+    @property
+    def size(self) -> int:
+        """Bytes of the prompts kept (their lists: the blocks are shared with the counter's
+        memo and with the other prompts of the session)."""
+        return sum(sys.getsizeof(blocks) for blocks in self._recent)
