@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from tokenlean._caches import CACHE_MAX_BYTES, BoundedMemo, byte_bounded, held_bytes
 from tokenlean.loop_guard._canonical import canonical_text
+from tokenlean.prices import _resolved
 from tokenlean.shorten._calls import _compound
 from tokenlean.shorten._cells import cell_calls
 from tokenlean.shorten._detect import view_content
@@ -64,7 +65,7 @@ def test_what_a_memo_charges_is_what_it_keeps_alive() -> None:
 
 def test_every_memo_keyed_by_a_text_is_bounded_in_bytes() -> None:
     memos = [_lines_of, _view_lines_of, view_content, canonical_text, _text_digest]
-    memos += [_compound, cell_calls, _judge, MemoCounter(DEFAULT_COUNTER)._memo]
+    memos += [_compound, cell_calls, _judge, _resolved, MemoCounter(DEFAULT_COUNTER)._memo]
     assert [type(m) for m in memos] == [BoundedMemo] * len(memos)
     assert {m.max_bytes for m in memos} == {CACHE_MAX_BYTES}
 
