@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any
 
@@ -38,6 +39,27 @@ def test_a_folder_store_keeps_files_named_by_handle(tmp_path: Any) -> None:
     assert store.get("", original.handle) == Original(original.handle, TEXT)
     assert store.get("", make_handle("o", "never kept")) is None
     assert store.get("", "../../etc/passwd") is None  # only handles name files
+
+
+def test_a_folder_store_never_reads_through_a_symlink(tmp_path: Any) -> None:
+    """A link planted in the folder under an original's name used to be followed, so
+    ``read_original`` (the MCP tool reads through ``get``) served any file the user can read."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the key is 42\n")
+    folder = tmp_path / "originals"
+    store = FolderOriginalStore(folder)
+    handle = make_handle("o", "planted")
+    folder.mkdir(mode=0o700)
+    store.path(handle).symlink_to(secret)
+    assert store.get("", handle) is None
+    assert not store.evicted("", handle)  # read_original (the MCP tool) says "no original"
+    fifo = make_handle("o", "a fifo")
+    os.mkfifo(store.path(fifo))
+    assert store.get("", fifo) is None  # answered at once: no wait for a writer
+    before = secret.stat().st_mtime
+    store.put("", Original(handle, TEXT))  # written over the link, not through it
+    assert not store.path(handle).is_symlink() and store.get("", handle) == Original(handle, TEXT)
+    assert secret.read_text() == "the key is 42\n" and secret.stat().st_mtime == before
 
 
 @pytest.mark.parametrize("store", _stores(), ids=["memory", "langgraph"])

@@ -12,13 +12,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
+from tokenlean._caches import held_bytes
 from tokenlean.transcript import Message
+
+#: The planner memo's bound in bytes (:class:`Memo`): a shortened 100 KB tool output charges
+#: about 200 KB (its original and the lines it shows), so this holds about 650 of them where
+#: 256 entries of full histories held 345 MB; a small share of a machine.
+MEMO_MAX_BYTES = 128 * 2**20
 
 P = TypeVar("P", bound=Hashable)
 E = TypeVar("E")
@@ -48,12 +55,27 @@ class Checkpoint(Generic[E, C]):
 
 
 class Memo(Generic[P, E, C]):
-    """A bounded, thread-safe LRU of checkpoints keyed by (policy, history digest)."""
+    """A bounded, thread-safe LRU of checkpoints keyed by (policy, history digest).
 
-    def __init__(self, entries: int) -> None:
+    Bounded in entries and in bytes: an entry is charged the estimated size of its whole chain
+    (:func:`chain_bytes`: a checkpoint keeps its parents alive, and the originals its edits
+    hold are whole tool outputs), so the memo never holds more than ``max_bytes`` of them
+    however large the histories; a chain larger than that alone is not kept (that history is
+    planned from scratch each time). Evicting only costs time: a cold plan equals a warm one.
+    """
+
+    def __init__(self, entries: int, max_bytes: int = MEMO_MAX_BYTES) -> None:
         self.entries = entries
+        self.max_bytes = max_bytes
         self._items: OrderedDict[tuple[P, bytes], Checkpoint[E, C]] = OrderedDict()
+        self._charges: dict[int, int] = {}  # id of a kept checkpoint -> its chain's bytes
+        self._bytes = 0
         self._lock = threading.Lock()
+
+    @property
+    def size(self) -> int:
+        """The estimated bytes of the chains kept (shared parents counted in each)."""
+        return self._bytes
 
     def resume(self, policy: P, digests: Sequence[bytes]) -> tuple[int, Checkpoint[E, C] | None]:
         """The longest memoised prefix: where to start planning, and its checkpoint."""
@@ -71,14 +93,47 @@ class Memo(Generic[P, E, C]):
         if not _hashable(policy):
             return
         with self._lock:
+            self._drop((policy, digest))
+            charge = self._charge(node)
+            if charge > self.max_bytes:
+                return
             self._items[(policy, digest)] = node
-            self._items.move_to_end((policy, digest))
-            while len(self._items) > self.entries:
-                self._items.popitem(last=False)
+            self._charges[id(node)] = charge
+            self._bytes += charge
+            while len(self._items) > self.entries or self._bytes > self.max_bytes:
+                self._drop(next(iter(self._items)))
+
+    def _charge(self, node: Checkpoint[E, C]) -> int:
+        """``node``'s chain's bytes: its own, plus its nearest kept ancestor's charge."""
+        own = 0
+        walk: Checkpoint[E, C] | None = node
+        while walk is not None and id(walk) not in self._charges:
+            own += checkpoint_bytes(walk)
+            walk = walk.parent
+        return own + (0 if walk is None else self._charges[id(walk)])
+
+    def _drop(self, key: tuple[P, bytes]) -> None:
+        node = self._items.pop(key, None)
+        if node is not None:
+            self._bytes -= self._charges.pop(id(node))
 
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
+            self._charges.clear()
+            self._bytes = 0
+
+
+def checkpoint_bytes(node: Checkpoint[Any, Any]) -> int:
+    """Bytes of what one checkpoint holds beyond its parent: the lines and results it shows,
+    its edits with the originals they keep (see :func:`held_bytes`)."""
+    lines = sys.getsizeof(node.lines) + sum(map(sys.getsizeof, node.lines))
+    return sys.getsizeof(node) + lines + held_bytes(node.results) + held_bytes(node.edits)
+
+
+def chain_bytes(node: Checkpoint[Any, Any]) -> int:
+    """Bytes of a checkpoint's whole chain (what keeping it keeps alive)."""
+    return sum(checkpoint_bytes(n) for n in node.chain())
 
 
 def _hashable(policy: object) -> bool:

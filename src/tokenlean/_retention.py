@@ -8,10 +8,11 @@ file, so a history of hundreds of originals does not cost hundreds of syscalls p
 
 Why a marker still resolves for everything a live conversation can point at: the proxy puts every
 original of a history on each request, before the body goes upstream, so an original a sweep
-deleted is written again before any marker the model sees names it; and a sweep never deletes a
-file used in the last :data:`GRACE` seconds, which covers the time between a request and the agent
+deleted is written again before any marker the model sees names it; and a sweep keeps a file
+used in the last :data:`GRACE` seconds, which covers the time between a request and the agent
 opening the file its answer names. So the cap may be exceeded by what was used in the last
-minutes, never by what lies idle.
+minutes, never by what lies idle, and by at most :data:`GRACE_MAX_SHARE` of it: a flood of new
+originals is cut too, the least recently used first.
 
 Several processes (``--workers N``, or proxies sharing one folder) sweep the same folder without
 coordinating: every step tolerates a file another process deleted first, and a file is deleted
@@ -35,6 +36,7 @@ from tokenlean.checks import integer, number
 
 __all__ = [
     "GRACE",
+    "GRACE_MAX_SHARE",
     "ORIGINALS_MAX_AGE",
     "ORIGINALS_MAX_BYTES",
     "Pruned",
@@ -53,8 +55,12 @@ ORIGINALS_MAX_BYTES = 2**30
 #: Originals unused this long (seconds) are deleted: 7 days outlasts a paused conversation
 #: (a week-end), and a conversation resumed later re-writes what its history points at.
 ORIGINALS_MAX_AGE = 7 * 24 * 3600.0
-#: A file used this recently (seconds) is never deleted: a marker sent upstream may name it.
+#: A file used this recently (seconds) is kept over the cap: a marker sent upstream may name it.
 GRACE = 600.0
+#: ... but only up to this share of the cap: past it, the least recently used go even inside
+#: the grace, so a flood of new bodies cannot fill the disk (200 distinct 1 MB bodies in a
+#: minute left 200 MB under a 10 MiB cap). The newest, which live requests name, go last.
+GRACE_MAX_SHARE = 0.5
 #: A used file's mtime is refreshed only once it is this old (seconds).
 TOUCH_AFTER = 60.0
 #: Without reaching the byte trigger, a store that writes sweeps at least this often (seconds),
@@ -102,10 +108,14 @@ def secure_folder(directory: Path) -> None:
 
 
 def freshen(path: Path, now: float | None = None) -> bool:
-    """Whether ``path`` exists; if so, mark it used (mtime) when stale and make it ``0600``."""
+    """Whether ``path`` is a file (not a link to one); if so, mark it used (mtime) when stale
+    and make it ``0600``. A link placed in the folder counts as absent, so a put writes over it
+    and nothing touches the file it points at."""
     try:
-        info = path.stat()
-    except FileNotFoundError:
+        info = path.lstat()
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    if not stat.S_ISREG(info.st_mode):
         return False
     _private(path, info.st_mode)
     if (now if now is not None else time.time()) - info.st_mtime > TOUCH_AFTER:
@@ -198,8 +208,9 @@ class Retention:
         doomed = [e for e in entries if now - e.mtime > self.max_age]
         live = sorted((e for e in entries if now - e.mtime <= self.max_age), key=_by_use)
         total = sum(e.size for e in live)
+        hard = self.max_bytes + int(self.max_bytes * GRACE_MAX_SHARE)
         for entry in live:  # least recently used first
-            if total <= self.max_bytes or now - entry.mtime < GRACE:
+            if total <= self.max_bytes or (now - entry.mtime < GRACE and total <= hard):
                 break
             doomed.append(entry)
             total -= entry.size

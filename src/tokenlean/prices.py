@@ -16,7 +16,6 @@ the preset of the model's provider (:data:`tokenlean.cost.PRICING`) and logs so 
 
 from __future__ import annotations
 
-import functools
 import importlib
 import logging
 from collections.abc import Mapping
@@ -24,6 +23,7 @@ from decimal import Decimal
 from typing import Any, Literal
 
 from tokenlean import checks
+from tokenlean._caches import byte_bounded
 from tokenlean.cost import ANTHROPIC, ANTHROPIC_1H, NO_CACHE, OPENAI, CachePricing, PriceTier
 
 __all__ = [
@@ -126,7 +126,7 @@ def pricing_for(
     return _resolved(model, provider, fallback, cache_ttl)
 
 
-@functools.lru_cache(maxsize=512)  # bounded: a proxy sees whatever names its clients send
+@byte_bounded(max_entries=512)  # bounded: a proxy sees whatever names its clients send
 def _resolved(
     model: str, provider: str | None, fallback: CachePricing | None, cache_ttl: CacheTtl
 ) -> CachePricing:

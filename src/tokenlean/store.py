@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 import tempfile
 import threading
 from collections import OrderedDict
@@ -78,6 +79,10 @@ MAX_EXCERPT_CHARS = 24_000
 HANDLE_DIGITS = 12
 _HANDLE = re.compile(rf"[a-z]\d{{{HANDLE_DIGITS}}}")
 
+#: Opening a file refuses a link (where the platform can: not Windows, which checks apart),
+#: and never waits for a writer (a fifo planted in the folder).
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_OPEN_FLAGS = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0)
 #: Where originals go in a LangGraph store (the agent's own, unless another namespace is given).
 STORE_NAMESPACE: tuple[str, ...] = ("tokenlean", "originals")
 #: The in-memory store's bounds, in UTF-8 bytes of original text: per conversation thread (so
@@ -338,9 +343,8 @@ class FolderOriginalStore:
         if not looks_like_handle(handle):
             return None
         path = self.path(handle)
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except FileNotFoundError:
+        text = _read_file(path)
+        if text is None:
             return None
         freshen(path)  # read: used
         return Original(handle, text)
@@ -363,6 +367,20 @@ class FolderOriginalStore:
 
     async def aget(self, scope: str, handle: str) -> Original | None:
         return self.get(scope, handle)
+
+
+def _read_file(path: Path) -> str | None:
+    """The text of the regular file at ``path``; None when there is none, or when ``path`` is a
+    link or anything but a file: an agent must not read through the folder what lies outside
+    it (a link planted under an original's name)."""
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError:  # absent, a link (ELOOP), a folder...
+        return None
+    with os.fdopen(fd, encoding="utf-8", errors="replace") as file:
+        if not stat.S_ISREG(os.fstat(fd).st_mode) or (not _NOFOLLOW and path.is_symlink()):
+            return None
+        return file.read()
 
 
 def _is_file(name: str) -> bool:

@@ -7,7 +7,6 @@ The exact counter never downloads: it loads a vocabulary file from a path you gi
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from tokenlean import checks
+from tokenlean._caches import CACHE_MAX_BYTES, BoundedMemo
 from tokenlean.transcript import Message
 
 if TYPE_CHECKING:
@@ -400,9 +400,11 @@ class MemoCounter:
     Texts shorter than 64 characters are counted directly (cheaper than remembering them).
     """
 
-    def __init__(self, counter: TokenCounter, *, max_entries: int = 8192) -> None:
+    def __init__(
+        self, counter: TokenCounter, *, max_entries: int = 8192, max_bytes: int = CACHE_MAX_BYTES
+    ) -> None:
         self.counter = checks.token_counter(counter, "counter")
-        self._memo = functools.lru_cache(maxsize=max_entries)(counter.count)
+        self._memo = BoundedMemo(counter.count, max_bytes=max_bytes, max_entries=max_entries)
 
     def count(self, text: str) -> int:
         if len(text) < 64:

@@ -5,9 +5,11 @@ encoded again, and a rewritten body keeps the client's bytes wherever the rewrit
 
 from __future__ import annotations
 
+import copy
 import gzip
 import importlib.util
 import json
+import pickle
 import zlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -19,7 +21,7 @@ import pytest
 
 from tokenlean.proxy import BackgroundProxy
 from tokenlean.proxy._rewrite import default_rewriter, prepare
-from tokenlean.proxy._scan import ScannedBody, read_body
+from tokenlean.proxy._scan import ScannedBody, compact, read_body
 from tokenlean.testing.upstream import FakeUpstream, json_reply
 
 from .proxy_support import MARKER, Outcome, ProxyFactory, marker_rewriter, wait_for
@@ -266,3 +268,59 @@ def test_a_rewritten_body_never_exceeds_the_size_the_clients_body_was_accepted_a
     body = _marked("y" * 1_000)
     assert _post(proxy.url, body).status_code == 200
     assert upstream.requests[-1].body == body
+
+
+# --- numbers ------------------------------------------------------------------------------------
+
+#: Numbers whose text Python's floats and ints do not keep: out of range, exponents, a negative
+#: zero, more digits than a double holds.
+NUMBERS = (
+    b'{"huge":1e400,"tiny":-1e-400,"exp":1E+2,"zero":-0,"fzero":-0.0,"long":0.10000000000000000555'
+    b'11151231257827,"big":123456789012345678901234567890,"plain":1.5,"int":42}'
+)
+
+
+def _with_numbers(extra: bytes = b"") -> bytes:
+    call = b'{"type":"tool_use","id":"t1","name":"f","input":' + NUMBERS + b"}"
+    text = b'{"type":"text","text":"' + MARKER.encode() + b'"}'
+    message = b'{"role":"assistant","content":[' + call + b"," + text + b"]}"
+    return b'{"model":"m",' + extra + b'"messages":[' + message + b"]}"
+
+
+def _refuse_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _added_key(api: Any, body: Mapping[str, Any]) -> Any:
+    outcome = marker_rewriter()(api, body)
+    assert outcome is not None
+    return Outcome({**outcome.body, "metadata": {"n": body["max_tokens"]}}, 10, 10, 1)
+
+
+def test_numbers_in_a_rewritten_value_keep_the_clients_text():
+    """``1e400`` was sent on as ``Infinity`` (which no provider reads as JSON), and ``1E+2``,
+    ``-0``, long decimals were written in other words."""
+    raw = _with_numbers()
+    prepared = prepare(marker_rewriter(), "anthropic", raw)
+    assert prepared.outcome is not None
+    assert prepared.content == raw.replace(MARKER.encode(), MARKER.upper().encode())
+    assert prepared.body is not None  # a rewriter that copies or pickles keeps the texts too
+    for copied in (
+        copy.deepcopy(prepared.body.values),
+        pickle.loads(pickle.dumps(prepared.body.values)),
+    ):
+        assert compact(copied).encode() == raw
+
+
+def test_numbers_keep_their_text_when_the_whole_body_is_written_again():
+    raw = _with_numbers(b'"max_tokens":1E+3,')
+    prepared = prepare(_added_key, "anthropic", raw)
+    assert prepared.outcome is not None
+    assert prepared.content.startswith(
+        _with_numbers(b'"max_tokens":1E+3,')
+        .replace(MARKER.encode(), MARKER.upper().encode())
+        .removesuffix(b"}")
+    )
+    assert prepared.content.endswith(b',"metadata":{"n":1E+3}}')
+    sent = json.loads(prepared.content, parse_constant=_refuse_constants)  # valid JSON
+    assert sent["metadata"] == {"n": 1000}

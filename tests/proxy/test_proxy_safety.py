@@ -228,6 +228,23 @@ def test_a_client_sees_only_its_own_sessions_stats(
     assert stats(**{"x-tokenlean-session": "nobody"}).json()["sessions"] == {}
 
 
+def test_naming_a_guessed_first_message_shows_no_session(
+    make_proxy: ProxyFactory, upstream: FakeUpstream
+):
+    """A session keyed by its first user message used to answer to that message's JSON as its
+    name: without the token, any local program could confirm a guessed prompt."""
+    proxy = make_proxy()
+    assert _post(proxy.url, _with_session("secret project")).status_code == 200
+    book: StatsBook = proxy.app.state.stats
+    assert wait_for(lambda: book.snapshot()["total"]["requests"] == 1)
+    (counted,) = book.snapshot()["sessions"].values()
+    assert counted["key"] == "first user message"
+    guess = json.dumps("task secret project")  # the first message's canonical JSON
+    url = proxy.url + "/tokenlean/stats"
+    named = httpx.get(url, headers={"x-tokenlean-session": guess}, timeout=GENEROUS).json()
+    assert named["sessions"] == {} and named["total"]["requests"] == 0
+
+
 def test_the_token_shows_every_session(make_proxy: ProxyFactory, upstream: FakeUpstream):
     url = with_token(make_proxy(token=TOKEN))
     for session in ("alpha", "beta"):

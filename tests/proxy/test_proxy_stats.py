@@ -193,3 +193,17 @@ def test_a_body_is_parsed_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     parses.clear()
     assert _book().record("anthropic", {}, Prepared(prepared.raw, prepared.raw), 200)
     assert parses == [prepared.raw]
+
+
+def test_the_session_table_is_bounded_in_bytes():
+    """Each session keeps the block fingerprints of its last prompts: a thousand sessions of
+    long histories held hundreds of megabytes however few bytes the cap allowed."""
+    book = StatsBook({"anthropic": ANTHROPIC}, max_bytes=256 * 1024)
+    body = _unchanged(_body(_turns(300, "ok")))
+    for k in range(12):
+        for _ in range(8):  # the recent prompts a session keeps
+            assert book.record("anthropic", {"x-tokenlean-session": f"s{k}"}, body, 200)
+    assert book.history_bytes <= 256 * 1024  # before: about 900 KiB for the 12 sessions
+    snapshot = book.snapshot()
+    assert 1 <= len(snapshot["sessions"]) < 12 and snapshot["sessions_dropped"] >= 1
+    assert snapshot["total"]["requests"] == 96  # a dropped session's counts stay in the total

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -286,6 +287,26 @@ UNREADABLE: list[Any] = [
 @pytest.mark.parametrize("request_body", UNREADABLE)
 def test_what_the_view_cannot_read_passes_through(request_body: Any, settings: RawSettings) -> None:
     assert rewrite_request("gemini", request_body, settings=settings) is None
+
+
+@pytest.mark.parametrize("role", [["user"], {"name": "user"}, 7])
+def test_a_content_whose_role_is_not_a_string_passes_through_without_a_traceback(
+    role: Any, settings: RawSettings, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A role the reader cannot use (a list or an object is not even hashable) used to raise
+    inside the reader: the whole request went unchanged with a traceback in the log."""
+    request = gemini_body()
+    odd = {"role": role, "parts": [{"text": "a content of a role no API defines"}]}
+    request["contents"].insert(0, odd)
+    with caplog.at_level(logging.DEBUG, logger="tokenlean"):
+        sent = _rewrite(request, settings)
+    assert sent["contents"][0] is odd
+    assert NEEDLE in _at(sent, _shifted(RESULT)) and len(_at(sent, _shifted(RESULT))) < len(LONG)
+    assert [r.getMessage() for r in caplog.records if r.exc_info] == []
+
+
+def _shifted(path: tuple[Any, ...]) -> tuple[Any, ...]:
+    return (path[0], path[1] + 1, *path[2:])
 
 
 def test_testing_bodies_round_trip() -> None:

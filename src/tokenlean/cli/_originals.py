@@ -5,7 +5,8 @@ The proxy, the SDK wrappers and the LiteLLM callback keep originals in a folder 
 they write: originals unused for the age limit are deleted, then the least recently used until
 the store is under its size cap. This runs the same sweep by hand (a store no proxy writes to
 any more, or other limits); ``--dry-run`` only counts. Originals used in the last ten minutes
-are kept whatever the limits: a conversation under way may still point at them.
+are kept past the size cap (in a folder, up to half the cap again): a conversation under way
+may still point at them.
 """
 
 from __future__ import annotations

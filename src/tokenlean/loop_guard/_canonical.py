@@ -7,7 +7,8 @@ import functools
 import hashlib
 import re
 from collections.abc import Callable
-from functools import lru_cache
+
+from tokenlean._caches import byte_bounded
 
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
 _PYTEST_OF = "pytest-of-"
@@ -191,7 +192,7 @@ _VOLATILE: tuple[tuple[Guard | None, Callable[[str], str]], ...] = (
 CANONICAL_SPAN = 64_000
 
 
-@lru_cache(maxsize=2048)
+@byte_bounded(max_entries=2048)
 def canonical_text(text: str) -> str:
     """``text`` with volatile parts replaced by placeholders and whitespace collapsed.
 

@@ -38,6 +38,7 @@ from tokenlean.proxy._rewrite import Prepared, Rewriter, default_rewriter, prepa
 from tokenlean.proxy._routing import (
     api_for,
     forward_headers,
+    has_dot_segment,
     mask_key,
     response_headers,
     upstream_base,
@@ -179,6 +180,10 @@ class Proxy:
 
     async def handle(self, request: Request) -> Response:
         s = self.settings
+        raw_path = request.scope.get("raw_path") or request.url.path.encode()
+        if has_dot_segment(raw_path.decode("latin-1")):
+            message = "a path with a '.' or '..' segment (written or percent-encoded) is refused"
+            return error_response(400, "invalid_request_error", message)
         raw = await _read_body(request, s.max_body_bytes, s.body_timeout)
         if isinstance(raw, Response):
             return raw
@@ -193,7 +198,8 @@ class Proxy:
         encoding = request.headers.get("content-encoding")
         prepared = None if api is None else await self._prepare(api, raw, encoding, request.headers)
         content = raw if prepared is None else prepared.content
-        base = upstream_base(self.settings, vendor_for(path, request.headers))
+        vendor = vendor_for(path, request.headers, request.url.query)
+        base = upstream_base(self.settings, vendor)
         raw_path = request.scope.get("raw_path", path.encode()).decode("latin-1")
         url = upstream_url(base, raw_path, request.url.query)
         # A rewrite is never cut short (it holds one of the bounded threads until it ends): a

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from typing import Literal
+from urllib.parse import parse_qsl, unquote
 
 from tokenlean.proxy._settings import ProxySettings
 from tokenlean.raw import Api
@@ -21,8 +22,13 @@ REWRITTEN_PATHS: Mapping[str, Api] = {
 #: Gemini names the model in the path: ``/v1beta/models/{model}:generateContent`` (or
 #: ``:streamGenerateContent``, or under ``/v1``).
 _GEMINI_PATH = re.compile(r"/v1(?:beta)?/models/[^/:]+:(?:generateContent|streamGenerateContent)")
-#: Any Gemini API path (``/v1beta/...``; under ``/v1``, a model method such as ``:countTokens``).
-_GOOGLE_PATH = re.compile(r"/v1beta/|/v1/models/[^/]+:")
+#: Any Gemini API path (``/v1beta/...``, uploads under ``/upload/v1beta/...``; under ``/v1``, a
+#: model method such as ``:countTokens``).
+_GOOGLE_PATH = re.compile(r"(?:/upload)?/v1beta/|/v1/models/[^/]+:")
+#: What separates path segments, for any server behind a gateway (some take ``\`` too).
+_SEGMENTS = re.compile(r"[/\\]")
+#: Percent-decodings tried on a path: a server may decode once more than the one before it.
+_DECODINGS = 3
 #: A Google API key in a query string (``?key=...``), masked wherever the proxy shows a URL.
 _KEY_QUERY = re.compile(r"((?:^|[?&\s])key=)[^&\s'\"]+")
 #: Credentials in a URL (``http://user:secret@gateway``), masked the same way.
@@ -57,18 +63,38 @@ def api_for(method: str, path: str) -> Api | None:
     return REWRITTEN_PATHS.get(path)
 
 
-def vendor_for(path: str, headers: Mapping[str, str]) -> Vendor:
-    """Anthropic for its paths or when the client speaks its protocol; Google for Gemini paths
-    or an ``x-goog-api-key``; OpenAI otherwise.
+def vendor_for(path: str, headers: Mapping[str, str], query: str = "") -> Vendor:
+    """Google for a request carrying a Google API key (``x-goog-api-key``, or ``key=`` in the
+    ``query``) or on a Gemini path; Anthropic for its paths or when the client speaks its
+    protocol; OpenAI otherwise.
 
-    Paths such as ``/v1/models`` exist at both providers, so the ``anthropic-version`` header,
-    which every Anthropic client sends, decides for them.
+    A Google key goes to Google whatever the path: ``/v1/models`` or ``/v1/files`` exist at
+    every provider, and a key must never reach another's. For the other paths both have, the
+    ``anthropic-version`` header, which every Anthropic client sends, decides.
     """
+    if "x-goog-api-key" in headers or _google_key(query):
+        return "google"
     if path.startswith(("/v1/messages", "/v1/complete")) or "anthropic-version" in headers:
         return "anthropic"
-    if _GOOGLE_PATH.match(path) or "x-goog-api-key" in headers:
-        return "google"
-    return "openai"
+    return "google" if _GOOGLE_PATH.match(path) else "openai"
+
+
+def _google_key(query: str) -> bool:
+    return any(name == "key" for name, _ in parse_qsl(query, keep_blank_values=True))
+
+
+def has_dot_segment(raw_path: str) -> bool:
+    """Whether ``raw_path`` has a ``.`` or ``..`` segment, as written or once percent-decoded
+    (up to :data:`_DECODINGS` times): appended to a base with a path prefix (a gateway), it
+    would climb out of the prefix on a server that resolves it. No API path has one."""
+    text = raw_path
+    for _ in range(_DECODINGS + 1):
+        if any(segment in (".", "..") for segment in _SEGMENTS.split(text)):
+            return True
+        text, before = unquote(text), text
+        if text == before:
+            return False
+    return True  # still decoding to something new after that many: refused too
 
 
 def upstream_base(settings: ProxySettings, vendor: Vendor) -> str:

@@ -7,7 +7,8 @@ message is the cheap thing to hash (re-serialising a 200k-token history costs te
 milliseconds, and holds the interpreter while it runs). ``json``'s C scanner does the parsing,
 one value at a time, so a long history is also no single step that holds the interpreter.
 The values are the ones ``json.loads`` gives for the same bytes, so the rewrite reads what it
-always read.
+always read, except that a number whose text a float or an int would lose is read as a
+:class:`~tokenlean.proxy._numbers.Number` that writes that text again.
 """
 
 from __future__ import annotations
@@ -18,9 +19,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tokenlean.proxy._numbers import dumps, parse_float, parse_int
+
 Span = tuple[int, int]
 
-_DECODER = json.JSONDecoder()
+#: Numbers keep the client's text where a float or an int would lose it (``1e400``, ``-0``).
+_DECODER = json.JSONDecoder(parse_float=parse_float, parse_int=parse_int)
 _SPACE = re.compile(r"[ \t\n\r]*")
 
 
@@ -126,7 +130,7 @@ def read_body(data: bytes, list_key: str) -> ScannedBody | str:
 def _loaded(data: bytes, list_key: str) -> ScannedBody | str:
     """What ``json.loads`` also reads and the scanner does not (a byte-order mark, UTF-16 or 32,
     encoded surrogates), with texts rebuilt: they only name the values to the statistics."""
-    body = json.loads(data)
+    body = json.loads(data, parse_float=parse_float, parse_int=parse_int)
     if not isinstance(body, dict):
         return "not a JSON object"
     texts = {key: compact(value) for key, value in body.items()}
@@ -137,8 +141,8 @@ def _loaded(data: bytes, list_key: str) -> ScannedBody | str:
 
 def compact(value: Any) -> str:
     """A value's JSON text as the proxy sends it in a rewritten body (characters as they are:
-    "—" stays one character, not ``\\u2014``)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    "—" stays one character, not ``\\u2014``; a number as the client wrote it)."""
+    return dumps(value, ensure_ascii=False)
 
 
 def rewritten_body(original: ScannedBody, body: Mapping[str, Any], list_key: str) -> ScannedBody:

@@ -9,7 +9,9 @@ A session is one conversation as the client runs it. The key, first that applies
    for every request of one conversation.
 
 Keys are shown hashed with a secret salt (an HMAC), so account ids in ``metadata.user_id`` never
-reach a log, and a label cannot be used to confirm a guessed first message.
+reach a log, and a label cannot be used to confirm a guessed first message; nor can a name
+(``GET /tokenlean/stats`` with ``x-tokenlean-session``, which needs no token): a label made from
+content is hashed apart from every name's.
 
 The cost estimate follows the replay engine's rule: a request's cached tokens are those of the
 longest run of leading blocks (tools and system first, then each message) identical to an earlier
@@ -23,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import sys
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Mapping, Sequence
@@ -35,6 +38,10 @@ from tokenlean.tokens import DEFAULT_COUNTER
 #: Values that cost no prompt tokens as text (opaque signatures, base64 payloads).
 _OPAQUE_KEYS = frozenset({"signature", "data", "encrypted_content", "image_url", "file_data"})
 RECENT_PROMPTS = 8
+#: Where the label of a session named by no one comes from. Its label is made apart from the
+#: labels of names (:func:`labels_named`): a client that names a session sees its statistics
+#: without the token, and naming a guessed first message must not confirm it.
+_FROM_CONTENT = "first user message"
 
 Block = tuple[str, int]  # (fingerprint, estimated tokens)
 
@@ -55,7 +62,7 @@ def session_key(
             if isinstance(body.get(field), str) and body[field]:
                 return _short(api, body[field], salt), field
     first = _canonical(_first_user_message(api, body))
-    return _short(api, first, salt), "first user message"
+    return _short(f"{api} {_FROM_CONTENT}", first, salt), _FROM_CONTENT
 
 
 def labels_named(name: str, *, salt: bytes) -> frozenset[str]:
@@ -75,8 +82,9 @@ def _first_user_message(api: Api, body: Mapping[str, Any]) -> Any:
     return None
 
 
-def _short(api: Api, text: str, salt: bytes) -> str:
-    """Sessions of different APIs never share a cache, so the API is part of the key."""
+def _short(api: str, text: str, salt: bytes) -> str:
+    """Sessions of different APIs never share a cache, so the API is part of the key; a label
+    made from content has its own (``"{api} first user message"``), which no name reaches."""
     data = f"{api}\n{text}".encode("utf-8", "surrogatepass")
     return hmac.new(salt, data, hashlib.sha256).hexdigest()[:12]
 
@@ -190,3 +198,9 @@ class PrefixHistory:
 
     def add(self, blocks: Sequence[Block]) -> None:
         self._recent.append(blocks)
+
+    @property
+    def size(self) -> int:
+        """Bytes of the prompts kept (their lists: the blocks are shared with the counter's
+        memo and with the other prompts of the session)."""
+        return sum(sys.getsizeof(blocks) for blocks in self._recent)

@@ -27,6 +27,9 @@ MAX_BODY_BYTES = 32 * 1024 * 1024
 MAX_SESSIONS = 1_000
 #: A/B arms: a session idle this many seconds is finished (its line written to the A/B log).
 AB_IDLE = 1800.0
+#: ... and within this many bytes of those fingerprints, however long their histories (a
+#: 2,000-message history keeps about 256 KB; 1,000 of them would keep 256 MB).
+MAX_STATS_BYTES = 64 * 2**20
 #: A token must be long enough not to be guessed, and fit in a URL path as it is.
 _TOKEN = re.compile(r"[A-Za-z0-9._~-]{16,}")
 
@@ -66,9 +69,10 @@ class ProxySettings:
 
     ``upstream`` replaces the base URL for every path; without it, Anthropic paths go to
     ``anthropic_upstream``, Gemini paths (``/v1beta/...``, ``/v1/models/{model}:method``, or any
-    request with an ``x-goog-api-key``) to ``gemini_upstream`` and everything else to
-    ``openai_upstream``. The request path and query are appended to the base, so a base with a
-    path prefix (a gateway) works too.
+    request with a Google key: ``x-goog-api-key`` or ``?key=``) to ``gemini_upstream`` and
+    everything else to ``openai_upstream``. The request path and query are appended to the base,
+    so a base with a path prefix (a gateway) works too; a path with a ``.`` or ``..`` segment is
+    refused (400).
 
     ``gemini_pricing`` prices the statistics of Gemini requests: no cache discount by default,
     since Gemini's implicit-cache discount and minimum differ by model (give your own).

@@ -9,10 +9,10 @@ are (a CJK text keeps its size on the wire instead of doubling as ``\\uXXXX`` es
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from tokenlean.proxy._numbers import dumps
 from tokenlean.proxy._scan import ScannedBody, Span, compact
 
 __all__ = ["serialise"]
@@ -42,7 +42,7 @@ def _encoded(write: Callable[[Text], str]) -> bytes:
 
 
 def _escaped(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"))
+    return dumps(value, ensure_ascii=True)
 
 
 def _spliced(source: str, edits: list[Edit], text: Text) -> str:

@@ -44,7 +44,7 @@ from tokenlean.proxy._sessions import (
     labels_named,
     session_key,
 )
-from tokenlean.proxy._settings import MAX_SESSIONS
+from tokenlean.proxy._settings import MAX_SESSIONS, MAX_STATS_BYTES
 from tokenlean.proxy._totals import RequestRecord, Totals, log_line
 from tokenlean.proxy._usage import AnswerReader, Usage
 from tokenlean.raw import Api, list_key
@@ -86,6 +86,10 @@ def model_named(api: Api, path: str, values: Mapping[str, Any]) -> str | None:
     return found.group(1) if found else None
 
 
+def _history_bytes(session: Session) -> int:
+    return session.history_in.size + session.history_sent.size
+
+
 def _received(api: Api, prepared: Prepared) -> ScannedBody | None:
     """The client's body as the rewrite parsed it; parsed here, once, when no rewrite ran (so
     forwarding alone parses nothing on the request's path)."""
@@ -95,8 +99,9 @@ def _received(api: Api, prepared: Prepared) -> ScannedBody | None:
 class StatsBook:
     """Per-session sums; thread-safe, since requests are counted off the event loop.
 
-    At most ``max_sessions`` sessions are kept, the least recently seen dropped first (what it
-    counted stays in the total); ``salt`` keys the session labels (random when not given).
+    At most ``max_sessions`` sessions are kept, within ``max_bytes`` of the prompts they keep
+    to estimate caching; the least recently seen is dropped first (what it counted stays in the
+    total); ``salt`` keys the session labels (random when not given).
     ``pricing`` prices each API's requests; with ``by_model``, a request naming a model the
     catalogue knows is priced as that model, with ``output_price`` (when given) as its output.
     """
@@ -106,6 +111,7 @@ class StatsBook:
         pricing: Mapping[Api, CachePricing],
         *,
         max_sessions: int = MAX_SESSIONS,
+        max_bytes: int = MAX_STATS_BYTES,
         salt: bytes | None = None,
         by_model: bool = False,
         output_price: float | None = None,
@@ -120,6 +126,8 @@ class StatsBook:
         self._lock = threading.Lock()
         self._counter = BlockCounter()
         self._max_sessions = max_sessions
+        self._max_bytes = max_bytes
+        self.history_bytes = 0  # what the sessions' prompt histories hold (PrefixHistory.size)
         self._salt = salt or secrets.token_bytes(16)
         self._dropped = Totals()  # the sums of the sessions dropped from the table
         self._dropped_sessions = 0
@@ -174,14 +182,17 @@ class StatsBook:
             )
             one.billed_in = _billed(pricing, one.tokens_in, blocks_in, session.history_in)
             one.billed_sent = _billed(pricing, one.tokens_sent, blocks_sent, session.history_sent)
+            self.history_bytes -= _history_bytes(session)
             session.history_in.add(blocks_in)
             session.history_sent.add(blocks_sent)
+            self.history_bytes += _history_bytes(session)
             session.pricing = pricing.name
             one.answered(usage, pricing.for_prompt(one.tokens_in).output)
             one.count_seconds = time.thread_time() - start
             session.totals.add(one)
             self.metrics.observe(api, status, one)
             session.last_seen = time.time()
+            self._trim()
         return RequestRecord(label, status, one)
 
     def _session(self, label: str, api: Api, source: str) -> Session:
@@ -191,11 +202,17 @@ class StatsBook:
             self._sessions.move_to_end(label)
             return session
         session = self._sessions[label] = Session(api, source)
-        while len(self._sessions) > self._max_sessions:
+        return session
+
+    def _trim(self) -> None:
+        """Drop the least recently seen sessions past the bounds (never the one just seen)."""
+        while len(self._sessions) > 1 and (
+            len(self._sessions) > self._max_sessions or self.history_bytes > self._max_bytes
+        ):
             _, dropped = self._sessions.popitem(last=False)
+            self.history_bytes -= _history_bytes(dropped)
             self._dropped.add(dropped.totals)
             self._dropped_sessions += 1
-        return session
 
     def _count_arm(
         self,

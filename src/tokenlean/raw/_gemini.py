@@ -81,7 +81,9 @@ def read(body: Mapping[str, Any]) -> RawView | None:
     for i, content in enumerate(contents):
         parts = content.get("parts") if isinstance(content, Mapping) else None
         role = content.get("role", "user") if isinstance(content, Mapping) else None
-        if not isinstance(parts, list) or not (role == "model" or role in _USER_ROLES):
+        # A role that is no string (a list is not even hashable) is a content it cannot read.
+        known = isinstance(role, str) and (role == "model" or role in _USER_ROLES)
+        if not isinstance(parts, list) or not known:
             turn.close(out)  # what the view cannot read stays as sent, and ends the turn
             continue
         if role == "model":

@@ -13,11 +13,11 @@ import json
 import re
 import shlex
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
 from itertools import compress, count, repeat
 from operator import itemgetter
 from typing import Any, Literal
 
+from tokenlean._caches import byte_bounded
 from tokenlean.shorten._cells import cell_calls
 from tokenlean.shorten._parts import CompoundRead, compound_read, line_count, sed_span
 
@@ -331,7 +331,7 @@ def shell_text(query: str | Mapping[str, Any] | None) -> str:
     return command_of(query)
 
 
-@lru_cache(maxsize=256)
+@byte_bounded(max_entries=256)
 def _compound(command: str) -> CompoundRead | None:
     """:func:`~tokenlean.shorten._parts.compound_read`, memoized: a call is judged by several
     questions, each splitting its command."""

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 from types import MappingProxyType
+
+from tokenlean._caches import byte_bounded
 
 __all__ = ["MAX_CHARS", "CellCall", "cell_calls"]
 
@@ -41,7 +42,7 @@ class CellCall:
     complete: bool = True
 
 
-@lru_cache(maxsize=256)
+@byte_bounded(max_entries=256)
 def cell_calls(code: str) -> tuple[CellCall, ...] | None:
     """The tool calls in a cell, in order; ``None`` when ``code`` is longer than
     :data:`MAX_CHARS` or is not tokenized as JavaScript (a string left open). Memoized: a

@@ -16,11 +16,11 @@ import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import lru_cache
 from itertools import compress, count, repeat
 from operator import not_
 from typing import Any
 
+from tokenlean._caches import byte_bounded
 from tokenlean.shorten._code import number_prefix
 from tokenlean.shorten._text import is_sentence
 
@@ -142,7 +142,7 @@ def strip_view(items: Sequence[str], prefixes: Sequence[int]) -> list[str]:
     return [line[cut:] for line, cut in zip(items, prefixes, strict=True)]
 
 
-@lru_cache(maxsize=1024)
+@byte_bounded(max_entries=1024)
 def view_content(text: str) -> str | None:
     """What a numbered file view shows of the file, its numbers left out (``None``: ``text`` is
     no such view). Memoized: a transcript's messages are read again on every call."""

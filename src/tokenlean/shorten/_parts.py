@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Literal
 
+from tokenlean._caches import byte_bounded
 from tokenlean.shorten._shell import Statement, statements
 
 __all__ = [
@@ -124,7 +124,7 @@ def searches(command: str) -> bool:
     return len(parts) == 1 and parts[0].part == "search"
 
 
-@lru_cache(maxsize=256)
+@byte_bounded(max_entries=256)
 def _judge(command: str) -> tuple[_Judged, ...] | None:
     """Each statement of ``command`` judged (memoized: a call is asked several questions)."""
     found = _unwrapped(statements(command))

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from functools import lru_cache
 from itertools import compress
 
+from tokenlean._caches import byte_bounded
 
-@lru_cache(maxsize=4096)
+
+@byte_bounded()
 def _lines_of(text: str, min_chars: int) -> frozenset[str]:
     """The stripped lines of ``text`` worth matching (memoized: a transcript is re-read on
     every model call, and its messages rarely change)."""
@@ -27,7 +28,7 @@ def _lines_of(text: str, min_chars: int) -> frozenset[str]:
 _VIEW = "\x00"
 
 
-@lru_cache(maxsize=1024)
+@byte_bounded(max_entries=1024)
 def _view_lines_of(text: str, min_chars: int) -> frozenset[str]:
     lines = text.split("\n")
     long_enough = map(min_chars.__le__, map(len, map(str.strip, lines)))

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 
 from tokenlean import checks
+from tokenlean._caches import byte_bounded
 from tokenlean.token_saving._policy import CompressionSettings
 from tokenlean.transcript import Content
 
@@ -45,7 +45,7 @@ def content_digest(content: object) -> str:
     return _text_digest(data)
 
 
-@functools.lru_cache(maxsize=4096)  # str caches its hash, so a repeat costs one lookup
+@byte_bounded()  # str caches its hash, so a repeat costs one lookup
 def _text_digest(text: str) -> str:
     data = text.encode("utf-8", "surrogatepass")
     return hashlib.sha256(data).hexdigest()[:20]

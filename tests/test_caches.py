@@ -1,0 +1,108 @@
+"""Memos keyed by texts are bounded in bytes, measured with real sizes (issue 45, item 3): an
+``lru_cache`` of 4,096 entries held 4,096 whole tool outputs and what was computed from them."""
+
+from __future__ import annotations
+
+import copy
+import gc
+import pickle
+import tracemalloc
+from collections.abc import Callable
+
+from tokenlean._caches import CACHE_MAX_BYTES, BoundedMemo, byte_bounded, held_bytes
+from tokenlean.loop_guard._canonical import canonical_text
+from tokenlean.prices import _resolved
+from tokenlean.shorten._calls import _compound
+from tokenlean.shorten._cells import cell_calls
+from tokenlean.shorten._detect import view_content
+from tokenlean.shorten._parts import _judge
+from tokenlean.shorten._seen import _lines_of, _view_lines_of
+from tokenlean.token_saving._head_tail import _text_digest
+from tokenlean.tokens import DEFAULT_COUNTER, MemoCounter
+
+MiB = 2**20
+
+
+def _output(k: int, size: int = MiB) -> str:
+    """``size`` characters of a distinct test log (line numbers vary, as in a real one)."""
+    lines = (
+        f"run {k} line {i}: tests/test_mod.py::test_{i % 97} PASSED [ 42%]"
+        for i in range(size // 40)
+    )
+    return "\n".join(lines)[:size]
+
+
+def _held_after(calls: Callable[[], None]) -> int:
+    """Bytes still allocated after ``calls`` ran (what the memos it filled keep alive)."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        calls()
+        gc.collect()
+        return tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+
+
+def test_the_seen_lines_memo_holds_at_most_its_bytes_however_many_outputs() -> None:
+    """Before: 16 distinct 1 MB outputs left about 56 MB in the memo of their lines (and its
+    4,096 entries could hold 4,096 of them)."""
+    _lines_of.cache_clear()
+    for k in range(16):
+        _lines_of(_output(k), 8)
+    assert _lines_of.size <= CACHE_MAX_BYTES
+    assert _lines_of(_output(15), 8) is _lines_of(_output(15), 8)  # the newest is kept
+    _lines_of.cache_clear()
+
+
+def test_what_a_memo_charges_is_what_it_keeps_alive() -> None:
+    _lines_of.cache_clear()
+    held = _held_after(lambda: [_lines_of(_output(k), 8) for k in range(3)] and None)
+    assert 0.9 * held <= _lines_of.size <= 1.1 * held
+    _lines_of.cache_clear()
+
+
+def test_every_memo_keyed_by_a_text_is_bounded_in_bytes() -> None:
+    memos = [_lines_of, _view_lines_of, view_content, canonical_text, _text_digest]
+    memos += [_compound, cell_calls, _judge, _resolved, MemoCounter(DEFAULT_COUNTER)._memo]
+    assert [type(m) for m in memos] == [BoundedMemo] * len(memos)
+    assert {m.max_bytes for m in memos} == {CACHE_MAX_BYTES}
+
+
+def test_a_token_counters_memo_holds_at_most_its_bytes() -> None:
+    counter = MemoCounter(DEFAULT_COUNTER, max_bytes=2 * MiB)
+    counts = [counter.count(_output(k, 512 * 1024)) for k in range(12)]
+    assert counter._memo.size <= 2 * MiB
+    assert counts == [DEFAULT_COUNTER.count(_output(k, 512 * 1024)) for k in range(12)]
+
+
+def test_a_memo_is_only_a_cache() -> None:
+    calls: list[str] = []
+
+    @byte_bounded(max_bytes=3 * MiB, max_entries=100)
+    def lines(text: str) -> int:
+        calls.append(text[:12])
+        return text.count("\n")
+
+    texts = [_output(k) for k in range(5)]
+    assert [lines(t) for t in texts] == [t.count("\n") for t in texts]
+    assert lines(texts[-1]) == texts[-1].count("\n") and len(calls) == 5  # the newest stayed
+    assert lines(texts[0]) == texts[0].count("\n") and len(calls) == 6  # the oldest went
+    assert lines.size <= 3 * MiB
+    huge = _output(9, 4 * MiB)  # larger than the whole bound: computed, never kept
+    assert lines(huge) == lines(huge) and len(calls) == 8
+
+
+def test_a_memo_copies_as_itself_and_pickles_empty() -> None:
+    memo: BoundedMemo[[str], int] = BoundedMemo(len, max_bytes=MiB, max_entries=8)
+    memo("some text")
+    assert copy.deepcopy(memo) is memo and copy.copy(memo) is memo
+    thawed = pickle.loads(pickle.dumps(memo))
+    assert thawed.size == 0 and thawed("some text") == 9 and thawed.max_bytes == MiB
+
+
+def test_held_bytes_counts_what_a_value_holds() -> None:
+    text = "€" * 1000  # two bytes a character in memory
+    assert held_bytes(text) > 2000
+    assert held_bytes({"k": [text, (text,)]}) > 4000

@@ -1,0 +1,154 @@
+"""The planner's memo is bounded in bytes, measured with real sizes, and only ever a cache
+(issue 45, item 3: 100 KB outputs levelled off near 345 MB, 30 MB bodies added 32 MB each)."""
+
+from __future__ import annotations
+
+import gc
+import tracemalloc
+from collections.abc import Iterator
+from pathlib import Path
+
+from tokenlean._checkpoints import MEMO_MAX_BYTES, Checkpoint, Memo, chain_bytes
+from tokenlean.raw import RawSettings, rewrite_request
+from tokenlean.store import Original, make_handle
+
+MiB = 2**20
+POLICY = "policy"
+
+
+def _log(k: int, size: int) -> str:
+    """``size`` characters of a test log, distinct for each ``k``."""
+    line = f"run {k}: tests/test_mod.py::test_case PASSED in 0.01s [ 42%]\n"
+    return line * (size // len(line))
+
+
+def _checkpoint(k: int, size: int, parent: Checkpoint[Original, str] | None = None) -> Checkpoint:
+    """What planning one long result holds: its original and its lines shown."""
+    text = _log(k, size)
+    original = Original(make_handle("o", text), text, "bash", f"call-{k}")
+    lines = frozenset(f"{line} #{i}" for i, line in enumerate(text.splitlines()[:200]))
+    end = 1 if parent is None else parent.end + 1
+    return Checkpoint(parent, end, (original,), lines, {}, 0, 0)
+
+
+def _digest(k: int) -> bytes:
+    return k.to_bytes(8, "big")
+
+
+def _traced(make: Iterator[None]) -> int:
+    """Bytes still allocated after running ``make`` through (what it keeps alive)."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in make:
+            pass
+        gc.collect()
+        return tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+
+
+def test_distinct_one_megabyte_bodies_never_hold_more_than_the_cap() -> None:
+    memo: Memo[str, Original, str] = Memo(256, max_bytes=10 * MiB)
+
+    def fill() -> Iterator[None]:
+        for k in range(60):
+            memo.put(POLICY, _digest(k), _checkpoint(k, MiB))
+            yield None
+
+    held = _traced(fill())
+    assert memo.size <= 10 * MiB
+    assert held <= 10.5 * MiB  # what the estimate misses is small (before: 60 MiB held)
+    assert 6 <= len(memo._items) < 60
+    assert memo.resume(POLICY, [b"", _digest(59)])[0] == 1  # the newest is kept
+    assert memo.resume(POLICY, [b"", _digest(0)]) == (0, None)  # the oldest went
+
+
+def test_a_growing_conversation_is_charged_its_whole_chain() -> None:
+    """A checkpoint keeps its parents alive: the memo counts them, so evicting the old entries
+    of a conversation whose newest entry stays does not pretend to free them."""
+    memo: Memo[str, Original, str] = Memo(256, max_bytes=8 * MiB)
+    chain: list[int] = []
+
+    def grow() -> Iterator[None]:
+        node = None
+        for k in range(30):
+            node = _checkpoint(k, 512 * 1024, node)
+            memo.put(POLICY, _digest(k), node)
+            yield None
+        assert node is not None
+        chain.append(chain_bytes(node))
+
+    held = _traced(grow())
+    assert memo.size <= 8 * MiB and held <= 8.5 * MiB  # before: the 15 MiB chain
+    assert chain[0] > 8 * MiB  # so its newest entry is not kept
+    assert memo.resume(POLICY, [b"", _digest(29)]) == (0, None)
+
+
+def test_a_chain_larger_than_the_cap_is_not_kept() -> None:
+    memo: Memo[str, Original, str] = Memo(256, max_bytes=MiB)
+    memo.put(POLICY, _digest(1), _checkpoint(1, 100_000))
+    memo.put(POLICY, _digest(2), _checkpoint(2, 2 * MiB))
+    assert [memo.resume(POLICY, [b"", _digest(k)])[0] for k in (1, 2)] == [1, 0]
+    memo.clear()
+    assert memo.size == 0
+
+
+def test_the_default_cap_holds_what_a_planner_keeps(tmp_path: Path) -> None:
+    """The memo's charge tracks what the planner really keeps (real 100 KB results)."""
+    settings = RawSettings(originals_dir=tmp_path)
+    memo = settings.planner._memo
+    assert memo.max_bytes == MEMO_MAX_BYTES == 128 * MiB
+
+    def plan() -> Iterator[None]:
+        for k in range(12):
+            rewrite_request("anthropic", _body(k), settings=settings)
+            yield None
+
+    _traced(plan())
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    charged = memo.size
+    memo.clear()
+    gc.collect()
+    freed = before - tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    assert charged > 12 * 100_000 and freed <= charged * 1.1
+
+
+def _body(k: int) -> dict[str, object]:
+    call = {"type": "tool_use", "id": f"t{k}", "name": "bash", "input": {"command": "pytest"}}
+    result = {"type": "tool_result", "tool_use_id": f"t{k}", "content": _log(k, 100_000)}
+    messages = [
+        {"role": "user", "content": f"task {k}"},
+        {"role": "assistant", "content": [call]},
+        {"role": "user", "content": [result]},
+    ]
+    return {"model": "m", "max_tokens": 10, "messages": messages}
+
+
+def _conversation(turns: int) -> dict[str, object]:
+    messages: list[object] = [{"role": "user", "content": "fix the tests"}]
+    for k in range(turns):
+        call = {"type": "tool_use", "id": f"t{k}", "name": "bash", "input": {"command": "pytest"}}
+        result = {"type": "tool_result", "tool_use_id": f"t{k}", "content": _log(k, 100_000)}
+        messages += [
+            {"role": "assistant", "content": [call]},
+            {"role": "user", "content": [result]},
+        ]
+    return {"model": "m", "max_tokens": 10, "messages": messages}
+
+
+def test_a_memo_that_evicts_plans_what_a_cold_planner_does(tmp_path: Path) -> None:
+    """Eviction only costs time: under a cap of about one turn's chain, every request of a
+    growing conversation is rewritten to the bytes a planner with no memo writes."""
+    tight = RawSettings(originals_dir=tmp_path)
+    tight.planner._memo = Memo(256, max_bytes=300_000)
+    for turns in range(1, 6):
+        body = _conversation(turns)
+        cold = rewrite_request("anthropic", body, settings=RawSettings(originals_dir=tmp_path))
+        warm = rewrite_request("anthropic", body, settings=tight)
+        assert warm is not None and cold is not None and warm.body == cold.body
+        assert tight.planner._memo.size <= 300_000
