@@ -137,7 +137,7 @@ def _output_problem(args: argparse.Namespace) -> str | None:
     if args.chart is not None and args.chart.suffix.lower() not in CHARTS:
         return f"--chart {args.chart}: the chart is written as {', '.join(CHARTS)}"
     if args.chart is not None and args.chart.suffix.lower() == ".png":
-        from tokenlean.replay._png import png_problem
+        from tokenlean.replay import png_problem
 
         problem = png_problem()
         return f"--chart {args.chart}: {problem}" if problem else None

@@ -26,7 +26,7 @@ import secrets
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -182,10 +182,7 @@ class StatsBook:
             )
             one.billed_in = _billed(pricing, one.tokens_in, blocks_in, session.history_in)
             one.billed_sent = _billed(pricing, one.tokens_sent, blocks_sent, session.history_sent)
-            self.history_bytes -= _history_bytes(session)
-            session.history_in.add(blocks_in)
-            session.history_sent.add(blocks_sent)
-            self.history_bytes += _history_bytes(session)
+            self._add_history(session, blocks_in, blocks_sent)
             session.pricing = pricing.name
             one.answered(usage, pricing.for_prompt(one.tokens_in).output)
             one.count_seconds = time.thread_time() - start
@@ -194,6 +191,15 @@ class StatsBook:
             session.last_seen = time.time()
             self._trim()
         return RequestRecord(label, status, one)
+
+    def _add_history(
+        self, session: Session, blocks_in: Sequence[Block], blocks_sent: Sequence[Block]
+    ) -> None:
+        """Extend the session's prompt histories, keeping the table's byte count (locked)."""
+        self.history_bytes -= _history_bytes(session)
+        session.history_in.add(blocks_in)
+        session.history_sent.add(blocks_sent)
+        self.history_bytes += _history_bytes(session)
 
     def _session(self, label: str, api: Api, source: str) -> Session:
         """The session named ``label``, made the most recent; a new one may drop the oldest."""

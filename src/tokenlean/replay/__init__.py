@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         session_name,
     )
     from tokenlean.replay._parts import FIXED, CallParts, billed_parts, part_of, split_billed
+    from tokenlean.replay._png import png_problem
     from tokenlean.replay._progress import EtaProgress
     from tokenlean.replay._raw import CallPrompt
     from tokenlean.replay._report import (
@@ -87,6 +88,7 @@ _WHERE: dict[str, tuple[str, str]] = {
         )
     },
     "CallPrompt": ("_raw", "CallPrompt"),
+    "png_problem": ("_png", "png_problem"),
     **{n: ("_runner", n) for n in ("ReplayReport", "run_replay", "stderr_progress")},
     **{n: ("_script", n) for n in ("Segment", "arg_types", "split_segments")},
     **{n: ("_scripted", n) for n in ("RecordedCall", "ScriptedChatModel")},
@@ -99,7 +101,6 @@ _WHERE: dict[str, tuple[str, str]] = {
             "default_names",
             "load_plugins",
             "register",
-            "register_way_in",
             "register_way_in",
         )
     },
@@ -142,6 +143,7 @@ __all__ = [
     "parse_trajectory",
     "part_of",
     "parts_by_trajectory",
+    "png_problem",
     "register",
     "register_way_in",
     "run_replay",
