@@ -53,13 +53,6 @@ __all__ = ["CountingThread", "StatsBook"]
 
 log = logging.getLogger("tokenlean.proxy")
 
-#: The catalogue's provider of each API, so a model name is looked up where it is served.
-_PROVIDERS: Mapping[Api, str] = {
-    "anthropic": "anthropic",
-    "openai_chat": "openai",
-    "openai_responses": "openai",
-    "gemini": "google",
-}
 _GEMINI_MODEL = re.compile(r"/models/([^/:]+)")
 #: Seconds the counting thread waits for a request before it sweeps idle A/B sessions.
 _TICK = 60.0
@@ -245,7 +238,7 @@ class StatsBook:
         preset = self._pricing[api]
         if not self._by_model or model is None:
             return preset
-        priced = pricing_for(model, provider=_PROVIDERS[api], fallback=preset)
+        priced = pricing_for(model, provider=_provider(api), fallback=preset)
         if priced is preset or self._output_price is None:
             return priced
         tiers = tuple(replace(t, output=self._output_price) for t in priced.tiers)
@@ -341,3 +334,8 @@ class CountingThread:
                 continue
             if record is not None:
                 log.info("%s", log_line(method, path, record))
+
+
+def _provider(api: Api) -> str:
+    """The catalogue's provider of an API, so a model name is looked up where it is served."""
+    return "google" if api == "gemini" else api.split("_")[0]

@@ -53,57 +53,52 @@ if TYPE_CHECKING:
     from tokenlean.replay._verdict import WIDTH, agent_report, money_lines, verdict
     from tokenlean.replay._where import none_parts, parts_by_trajectory
 
+#: Each module and the public names it holds.
+_HELD: dict[str, tuple[str, ...]] = {
+    "_bill": ("AgentBill", "Session", "agent_bill", "session_of"),
+    "_bundled": ("bundled_paths",),
+    "_choice": ("default_strategies",),
+    "_formats": (
+        "Trajectory",
+        "TrajectoryFormatError",
+        "load_trajectories",
+        "load_trajectory",
+        "message_sequence_problem",
+        "parse_trajectory",
+        "session_name",
+    ),
+    "_parts": ("FIXED", "CallParts", "billed_parts", "part_of", "split_billed"),
+    "_png": ("png_problem",),
+    "_progress": ("EtaProgress",),
+    "_raw": ("CallPrompt",),
+    "_report": (
+        "by_source_section",
+        "markdown_table",
+        "source_table",
+        "summary_lines",
+        "text_table",
+        "to_json",
+        "write_chart",
+        "write_json",
+    ),
+    "_runner": ("ReplayReport", "run_replay", "stderr_progress"),
+    "_script": ("Segment", "arg_types", "split_segments"),
+    "_scripted": ("RecordedCall", "ScriptedChatModel"),
+    "_strategies": (
+        "BASELINE",
+        "Strategy",
+        "all_strategies",
+        "default_names",
+        "load_plugins",
+        "register",
+        "register_way_in",
+    ),
+    "_verdict": ("WIDTH", "agent_report", "money_lines", "verdict"),
+    "_where": ("none_parts", "parts_by_trajectory"),
+}
 #: Each public name -> the module that holds it (and its name there, where that differs).
 _WHERE: dict[str, tuple[str, str]] = {
-    **{n: ("_bill", n) for n in ("AgentBill", "Session", "agent_bill", "session_of")},
-    "default_strategies": ("_choice", "default_strategies"),
-    **{n: ("_parts", n) for n in ("FIXED", "CallParts", "billed_parts", "part_of", "split_billed")},
-    "EtaProgress": ("_progress", "EtaProgress"),
-    **{n: ("_verdict", n) for n in ("WIDTH", "agent_report", "money_lines", "verdict")},
-    **{n: ("_where", n) for n in ("none_parts", "parts_by_trajectory")},
-    **{n: ("_bundled", n) for n in ("bundled_paths",)},
-    **{
-        n: ("_formats", n)
-        for n in (
-            "Trajectory",
-            "TrajectoryFormatError",
-            "load_trajectories",
-            "load_trajectory",
-            "message_sequence_problem",
-            "parse_trajectory",
-            "session_name",
-        )
-    },
-    **{
-        n: ("_report", n)
-        for n in (
-            "by_source_section",
-            "markdown_table",
-            "source_table",
-            "summary_lines",
-            "text_table",
-            "to_json",
-            "write_chart",
-            "write_json",
-        )
-    },
-    "CallPrompt": ("_raw", "CallPrompt"),
-    "png_problem": ("_png", "png_problem"),
-    **{n: ("_runner", n) for n in ("ReplayReport", "run_replay", "stderr_progress")},
-    **{n: ("_script", n) for n in ("Segment", "arg_types", "split_segments")},
-    **{n: ("_scripted", n) for n in ("RecordedCall", "ScriptedChatModel")},
-    **{
-        n: ("_strategies", n)
-        for n in (
-            "BASELINE",
-            "Strategy",
-            "all_strategies",
-            "default_names",
-            "load_plugins",
-            "register",
-            "register_way_in",
-        )
-    },
+    **{name: (module, name) for module, names in _HELD.items() for name in names},
     "get_strategy": ("_strategies", "get"),
 }
 

@@ -8,12 +8,38 @@ cuts a run the same way, so their calls line up one for one.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import MutableSequence, Sequence
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 from tokenlean.transcript import Message
 
-__all__ = ["Segment", "arg_types", "split_segments"]
+__all__ = ["Queued", "Segment", "arg_types", "split_segments"]
+
+Reply = TypeVar("Reply")
+
+
+class Queued(Generic[Reply]):
+    """What every scripted model shares: the replies it will give, in order, fed one user
+    turn's worth at a time by the replay driver (the model keeps them in :meth:`_replies`)."""
+
+    def _replies(self) -> MutableSequence[Reply]:
+        raise NotImplementedError
+
+    def push(self, *replies: Reply) -> None:
+        """Queue more replies."""
+        self._replies().extend(replies)
+
+    @property
+    def pending(self) -> int:
+        return len(self._replies())
+
+    def clear_pending(self) -> int:
+        """Drop the replies left (returns how many were dropped)."""
+        queued = self._replies()
+        dropped = len(queued)
+        queued.clear()
+        return dropped
 
 
 @dataclass

@@ -19,6 +19,8 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field, PrivateAttr
 
+from tokenlean.replay._script import Queued
+
 __all__ = ["RecordedCall", "ScriptedChatModel"]
 
 
@@ -35,7 +37,11 @@ class RecordedCall:
     response: AIMessage | None = field(default=None, repr=False)
 
 
-class ScriptedChatModel(BaseChatModel):
+#: A scripted reply: the message, or a function of the messages received that builds it.
+Reply = AIMessage | Callable[[list[BaseMessage]], AIMessage]
+
+
+class ScriptedChatModel(Queued[Reply], BaseChatModel):
     """Returns the queued responses in order; when the queue is empty, an empty final answer.
 
     Calls answered from the queue are ``scripted``; the others are marked so that measurements
@@ -49,9 +55,7 @@ class ScriptedChatModel(BaseChatModel):
     #: False: a recorded call keeps its reply, tools and options but not its messages (which
     #: ``on_call`` has seen), so a long run holds no copy of every prompt.
     keep_messages: bool = True
-    _queue: list[AIMessage | Callable[[list[BaseMessage]], AIMessage]] = PrivateAttr(
-        default_factory=list
-    )
+    _queue: list[Reply] = PrivateAttr(default_factory=list)
     _calls: list[RecordedCall] = PrivateAttr(default_factory=list)
     _extra: int = PrivateAttr(default=0)
 
@@ -62,19 +66,8 @@ class ScriptedChatModel(BaseChatModel):
     def calls(self) -> list[RecordedCall]:
         return self._calls
 
-    def push(self, *responses: AIMessage | Callable[[list[BaseMessage]], AIMessage]) -> None:
-        """Queue more responses (the replay engine queues one user turn's worth at a time)."""
-        self._queue.extend(responses)
-
-    @property
-    def pending(self) -> int:
-        return len(self._queue)
-
-    def clear_pending(self) -> int:
-        """Drop queued responses (returns how many were dropped)."""
-        dropped = len(self._queue)
-        self._queue.clear()
-        return dropped
+    def _replies(self) -> list[Reply]:
+        return self._queue
 
     @property
     def _llm_type(self) -> str:

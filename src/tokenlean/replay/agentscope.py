@@ -41,7 +41,7 @@ from pydantic import BaseModel
 
 from tokenlean.replay._formats import Trajectory
 from tokenlean.replay._raw import CallPrompt
-from tokenlean.replay._script import arg_types, split_segments
+from tokenlean.replay._script import Queued, arg_types, split_segments
 from tokenlean.transcript import Message
 
 __all__ = [
@@ -125,7 +125,7 @@ class _Offline(CredentialBase):
         return ScriptedChatModel
 
 
-class ScriptedChatModel(ChatModelBase):
+class ScriptedChatModel(Queued[Turn], ChatModelBase):
     """A chat model that answers with the scripted turns, in order, recording every request;
     with none left, an empty final answer (a call marked not ``scripted``)."""
 
@@ -151,18 +151,8 @@ class ScriptedChatModel(ChatModelBase):
         self._turns: deque[Turn] = deque(turns)
         self.calls: list[AgentScopeCall] = []
 
-    def push(self, *turns: Turn) -> None:
-        self._turns.extend(turns)
-
-    @property
-    def pending(self) -> int:
-        return len(self._turns)
-
-    def clear_pending(self) -> int:
-        """Drop the turns left (how many were dropped)."""
-        dropped = len(self._turns)
-        self._turns.clear()
-        return dropped
+    def _replies(self) -> deque[Turn]:
+        return self._turns
 
     async def _call_api(
         self,
