@@ -9,10 +9,13 @@ aside, every step is a constant number of passes over the lines.
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import reduce
 from itertools import compress, filterfalse, repeat
-from operator import add, eq, itemgetter, mul, not_, sub
+from operator import add, eq, gt, itemgetter, mul, not_, sub
 
 from tokenlean.shorten._markers import Retrieval, inline_marker, line_marker, note, trace_marker
 from tokenlean.shorten._report import Omission, Reason
@@ -71,7 +74,12 @@ def _choose(costs: list[float], sel: Selection, budget: float, marker_cost: floa
     fill = _Fill(sel, costs, budget, marker_cost)
     # by tier, then rank; the sort is stable, so equal keys stay in line order
     key = list(map(add, map(mul, sel.tiers, repeat(n + 1)), sel.ranks))
-    fill.run(sorted(open_, key=key.__getitem__))
+    order = sorted(open_, key=key.__getitem__)
+    musts = bisect_left(order, n + 1, key=key.__getitem__)  # MUST lines come first
+    if sel.ties.keys().isdisjoint(order[:musts]):
+        fill.keep_all(order[:musts])
+        order = order[musts:]
+    fill.run(order)
     return fill.keep
 
 
@@ -101,6 +109,18 @@ class _Fill:
         self.spent += added
         self.gaps += delta
         return True
+
+    def keep_all(self, lines: list[int]) -> None:
+        """Keep ``lines``, MUST lines tied to no other, as :meth:`add` would one by one (the
+        costs summed in the same order), in C-level passes: a log can be all errors."""
+        keep = self.keep
+        if not lines or any(map(keep.__getitem__, lines)):
+            deque(map(self.add, lines), maxlen=0)
+            return
+        self.spent = reduce(add, map(self.costs.__getitem__, lines), self.spent)
+        deque(map(keep.__setitem__, lines, repeat(True)), maxlen=0)
+        # each stretch left out is a gap: one starts at each line left out after a kept one
+        self.gaps = (not keep[0]) + sum(map(gt, keep, keep[1:]))
 
     def run(self, order: Iterable[int]) -> None:
         misses = 0

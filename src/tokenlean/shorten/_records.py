@@ -24,6 +24,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import groupby, repeat
+from operator import contains, itemgetter, le, or_
 
 from tokenlean.shorten._jsonc import MOST_ROWS
 from tokenlean.shorten._markers import Retrieval, item_marker
@@ -34,6 +35,7 @@ __all__ = [
     "Tables",
     "find_tables",
     "is_record",
+    "may_be_records",
     "mostly_records",
     "printed_items",
     "shorten_printed",
@@ -230,6 +232,19 @@ def is_record(line: str) -> bool:
 
 
 _ALIGNED = re.compile(r" {2,}|\t")
+
+
+def may_be_records(lines: Sequence[str]) -> list[bool]:
+    """Whether each of ``lines`` may be a record (:func:`is_record` says which are), in C-level
+    passes: a record has a delimiter, starts with a digit, or is split by at least two runs of
+    blanks (a pytest ``E`` line's one run is no table: a log of them costs no regex per line)."""
+    stripped = list(map(str.strip, lines))
+    found = list(map(str.isdigit, map(itemgetter(slice(0, 1)), stripped)))
+    for delimiter in _DELIMITERS:
+        found = list(map(or_, found, map(contains, lines, repeat(delimiter))))
+    return list(map(or_, found, map(le, repeat(2), map(str.count, stripped, repeat("  ")))))
+
+
 #: A text is a table of data when at least this share of its non-blank lines are records.
 _TABLE_SHARE = 0.5
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bisect import bisect_right
-from itertools import accumulate, repeat
+from itertools import accumulate, chain, repeat
 from operator import add
 from string import ascii_letters
 
@@ -14,6 +14,8 @@ TOKENS_PER_LINE = 0.7
 #: "İ", the one character whose ``lower()`` is longer (two characters) in current Unicode.
 _LONGER_LOWER = "\u0130"
 _ASCII_LETTERS = ascii_letters.encode("ascii")
+#: Hits of one needle found one by one before the rest are found in bulk.
+_FEW_HITS = 64
 
 
 def is_sentence(line: str, scan: int = 300) -> bool:
@@ -124,5 +126,22 @@ class Lines:
             out.append(index)
             if limit is not None and len(out) >= limit:
                 break
+            if len(out) >= _FEW_HITS and limit is None and "\n" not in needle[1:]:
+                return out + self._lines_holding(hay, needle, index + 1)
             start = hay.find(needle, self.end_of(index) + 1)
         return out
+
+    def _lines_holding(self, hay: str, needle: str, index: int) -> list[int]:
+        """Indices of the lines from ``index`` on that hold ``needle``, in C-level passes (for a
+        needle found on most lines: a Python step per hit costs more). ``needle`` has no
+        newline but maybe its first character, so the line of each occurrence holds no other
+        one that starts before it ends."""
+        pieces = hay[self.starts[index] :].split(needle) if index < self.count else [""]
+        pieces.pop()  # what follows the last occurrence
+        # each occurrence's line: the newlines before it, counted piece by piece
+        steps = map(
+            add, map(str.count, pieces, repeat("\n")), chain((0,), repeat(needle.count("\n")))
+        )
+        found = accumulate(steps, initial=index)
+        next(found)  # ``index`` itself
+        return list(dict.fromkeys(found))
