@@ -8,7 +8,10 @@ confirms each candidate on at most its first :data:`SCAN_CHARS` characters.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import compress, repeat
+from operator import contains, itemgetter, or_
 
 from tokenlean import checks
 from tokenlean.shorten._text import Lines
@@ -38,6 +41,11 @@ _SUMMARY_START = re.compile(r"Ran \d+ tests?|OK\b|FAILED\b|All \w+ passed|Found 
 _SUMMARY_KEYS = (" passed",)
 _TAIL_LINES = 40
 _SUMMARY_CHARS = 300  # a summary line is short
+_FEW_SUMMARIES = 256  # more candidates than this are narrowed in C-level passes first
+#: How a summary may start (``_SUMMARY_START``, and a ``=== title ===``).
+_SUMMARY_HEADS = ("Ran ", "OK", "FAILED", "All ", "Found ", "<returncode>", "===")
+#: Digits as "0", and the first letters of the words a count names (``_SUMMARY_COUNT``) as "a".
+_COUNT_SHAPE = bytes.maketrans(b"0123456789pfesxwdtiv", b"0" * 10 + b"a" * 10)
 #: A traceback frame: Python's (``File "a.py", line 3, in f``) or pytest's short one
 #: (``src/a.py:42: in RiskParameters``, as a conftest that fails to import is reported).
 _FRAME = re.compile(
@@ -126,6 +134,24 @@ def is_summary(line: str) -> bool:
     return _SUMMARY_COUNT.search(head) is not None
 
 
+def _summaries(items: list[str], candidates: set[int]) -> set[int]:
+    """The ``candidates`` that are summaries. Many of them (a log of errors: every line is
+    one) are first narrowed in C-level passes to those that may be: those starting as a
+    summary does, or holding "Successfully", or a number then a word a count may name."""
+    chosen = sorted(candidates)
+    heads = list(map(itemgetter(slice(0, _SUMMARY_CHARS)), map(items.__getitem__, chosen)))
+    joined = "\n".join(heads)
+    if len(chosen) > _FEW_SUMMARIES and joined.isascii():  # else ``\d`` is Unicode's digits
+        shaped = joined.encode("ascii").translate(_COUNT_SHAPE).decode("ascii").split("\n")
+        maybe = map(or_, map(str.startswith, heads, repeat(_SUMMARY_HEADS)), _has("0 a", shaped))
+        chosen = list(compress(chosen, map(or_, maybe, _has("Successfully", heads))))
+    return {i for i in chosen if is_summary(items[i])}
+
+
+def _has(needle: str, texts: list[str]) -> Iterator[bool]:
+    return map(contains, texts, repeat(needle))
+
+
 def is_caret(line: str) -> bool:
     """Python 3.11+ position markers (``^^^^``/``~~~``) under a traceback's code line."""
     stripped = line.strip()
@@ -140,7 +166,7 @@ def classify(lines: Lines) -> LogMarks:
     marks.warnings = _confirm(lines, warnings, _WARNING) - marks.errors
     tail = set(range(max(0, lines.count - _TAIL_LINES), lines.count))
     summaries = marks.errors | marks.warnings | tail | _candidates(lines, _SUMMARY_KEYS)
-    marks.summaries = {i for i in summaries if is_summary(lines.items[i])}
+    marks.summaries = _summaries(lines.items, summaries)
     shown: set[str] = set()
     for index in sorted({i for key in _FRAME_KEYS for i in lines.find_all(key)}):
         _frame(lines, index, marks, shown)

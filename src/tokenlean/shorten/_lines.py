@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import reduce
 from itertools import compress, filterfalse, repeat
-from operator import add, eq, gt, itemgetter, mul, not_, sub
+from operator import add, eq, gt, itemgetter, lt, mul, not_, sub
 
 from tokenlean.shorten._markers import Retrieval, inline_marker, line_marker, note, trace_marker
 from tokenlean.shorten._report import Omission, Reason
@@ -162,6 +162,14 @@ def _next_kept(keep: list[bool], start: int) -> int:
         return len(keep)
 
 
+def _next_left_out(keep: list[bool], start: int) -> int:
+    """The first line left out from ``start`` on (``len(keep)`` when there is none)."""
+    try:
+        return keep.index(False, start)
+    except ValueError:
+        return len(keep)
+
+
 def _emit(
     lines: Lines,
     keep: list[bool],
@@ -180,14 +188,12 @@ def _emit(
     hinted = False  # whether a marker above already says how to read the original back
     i, n = 0, lines.count
     while i < n:
-        if keep[i]:
-            line = lines.items[i]
-            if len(line) > long_line_chars:
-                line, cut = _long_line(lines, i, terms, long_line_chars, offset, retrieval, hinted)
-                hinted = True
-                omissions.append(cut)
-            out.append(line)
-            i += 1
+        if keep[i]:  # a stretch of kept lines at once: a log can be all errors
+            j = _next_left_out(keep, i)
+            cuts = _add_kept(out, lines, i, j, terms, long_line_chars, offset, retrieval, hinted)
+            hinted = hinted or bool(cuts)
+            omissions.extend(cuts)
+            i = j
             continue
         j = _next_kept(keep, i)
         unforced: Reason = "budget"
@@ -205,6 +211,30 @@ def _emit(
         out.insert(at, note("caret", carets, retrieval))
         omissions.append(Omission("caret", carets, 0, 0))
     return "\n".join(out), omissions
+
+
+def _add_kept(
+    out: list[str],
+    lines: Lines,
+    i: int,
+    j: int,
+    terms: Sequence[str],
+    limit: int,
+    offset: int,
+    retrieval: Retrieval,
+    hinted: bool,
+) -> list[Omission]:
+    """Add kept lines ``i``..``j-1`` to ``out``, those longer than ``limit`` cut; the cuts."""
+    cuts: list[Omission] = []
+    longer = compress(range(i, j), map(lt, repeat(limit), map(len, lines.items[i:j])))
+    for k in longer:
+        out.extend(lines.items[i:k])
+        line, cut = _long_line(lines, k, terms, limit, offset, retrieval, hinted or bool(cuts))
+        out.append(line)
+        cuts.append(cut)
+        i = k + 1
+    out.extend(lines.items[i:j])
+    return cuts
 
 
 def _long_line(

@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import groupby, repeat
-from operator import contains, itemgetter, le, or_
+from operator import and_, contains, itemgetter, le, or_
 
 from tokenlean.shorten._jsonc import MOST_ROWS
 from tokenlean.shorten._markers import Retrieval, item_marker
@@ -236,13 +236,23 @@ _ALIGNED = re.compile(r" {2,}|\t")
 
 def may_be_records(lines: Sequence[str]) -> list[bool]:
     """Whether each of ``lines`` may be a record (:func:`is_record` says which are), in C-level
-    passes: a record has a delimiter, starts with a digit, or is split by at least two runs of
-    blanks (a pytest ``E`` line's one run is no table: a log of them costs no regex per line)."""
+    passes: a record has a delimiter or starts with a digit, or its columns are split by two
+    runs of blanks at least, one of them before a number (a log of pytest ``E`` lines, each
+    with a run of blanks after the ``E``, then costs no regex per line)."""
     stripped = list(map(str.strip, lines))
     found = list(map(str.isdigit, map(itemgetter(slice(0, 1)), stripped)))
     for delimiter in _DELIMITERS:
         found = list(map(or_, found, map(contains, lines, repeat(delimiter))))
-    return list(map(or_, found, map(le, repeat(2), map(str.count, stripped, repeat("  ")))))
+    aligned = map(le, repeat(2), map(str.count, stripped, repeat("  ")))
+    joined = "\n".join(stripped)
+    if joined.isascii():  # else a digit may be any of Unicode's, which ``\d`` matches
+        signed = joined.encode("ascii").translate(_SIGNED).decode("ascii").split("\n")
+        aligned = map(and_, aligned, map(contains, signed, repeat("  0")))
+    return list(map(or_, found, aligned))
+
+
+#: ASCII digits and signs as "0": where a bare number may start.
+_SIGNED = bytes.maketrans(b"+-123456789", b"0" * 11)
 
 
 #: A text is a table of data when at least this share of its non-blank lines are records.
