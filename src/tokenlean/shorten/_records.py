@@ -262,7 +262,7 @@ _TABLE_SHARE = 0.5
 def mostly_records(items: Sequence[str]) -> bool:
     """Whether most non-blank lines of ``items`` (the first 400) are rows of data: a table a
     script printed, whose rows are its result, not a log's lines."""
-    sample = [line for line in items[:400] if line.strip()]
+    sample = list(filter(str.strip, items[:400]))
     return bool(sample) and sum(map(is_record, sample)) >= _TABLE_SHARE * len(sample)
 
 
