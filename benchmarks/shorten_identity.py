@@ -25,7 +25,7 @@ from pathlib import Path
 
 from tokenlean import shorten
 from tokenlean.replay import load_trajectory
-from tokenlean.shorten import OutputShorteningSettings, ShortenReport, SeenLog, plan_first_sight
+from tokenlean.shorten import OutputShorteningSettings, ShortenReport, plan_first_sight
 from tokenlean.transcript import Message
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -91,7 +91,9 @@ def main() -> None:
         print(f"wrote {len(outputs)} digests to {args.write}")
         return
     expected = json.loads(args.check.read_text())
-    differ = sorted(k for k in expected.keys() | outputs.keys() if expected.get(k) != outputs.get(k))
+    differ = sorted(
+        k for k in expected.keys() | outputs.keys() if expected.get(k) != outputs.get(k)
+    )
     print(f"outputs compared: {len(expected)}; differences: {len(differ)}")
     for key in differ[:20]:
         print(f"  {key}")

@@ -41,7 +41,7 @@ _SUMMARY_START = re.compile(r"Ran \d+ tests?|OK\b|FAILED\b|All \w+ passed|Found 
 _SUMMARY_KEYS = (" passed",)
 _TAIL_LINES = 40
 _SUMMARY_CHARS = 300  # a summary line is short
-_FEW_SUMMARIES = 256  # more candidates than this are narrowed in C-level passes first
+_FEW_SUMMARIES = 16  # more candidates than this are narrowed in C-level passes first
 #: How a summary may start (``_SUMMARY_START``, and a ``=== title ===``).
 _SUMMARY_HEADS = ("Ran ", "OK", "FAILED", "All ", "Found ", "<returncode>", "===")
 #: Digits as "0", and the first letters of the words a count names (``_SUMMARY_COUNT``) as "a".

@@ -143,15 +143,12 @@ def _group_delta(keep: list[bool], lo: int, hi: int) -> int:
 def _fill_cheap_gaps(
     costs: list[float], keep: list[bool], forced: Mapping[int, Reason], marker_cost: float
 ) -> None:
-    i, n = 0, len(costs)
+    i, n = _next_left_out(keep, 0), len(costs)
     while i < n:
-        if keep[i]:
-            i += 1
-            continue
         j = _next_kept(keep, i)
         if forced.keys().isdisjoint(range(i, j)) and sum(costs[i:j]) <= marker_cost:
             keep[i:j] = [True] * (j - i)
-        i = j
+        i = _next_left_out(keep, j)
 
 
 def _next_kept(keep: list[bool], start: int) -> int:

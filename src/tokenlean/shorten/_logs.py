@@ -204,6 +204,9 @@ def _around(indices: Iterable[int], width: int, n: int) -> set[int]:
 def _assign(tiers: list[int], indices: Iterable[int], tier: int) -> None:
     """Lower each of ``indices`` to ``tier`` (C-level: every line of a log can be one)."""
     chosen = list(indices)
+    if tiers and min(tiers) >= tier:  # the usual case: tiers are assigned lowest last
+        deque(map(tiers.__setitem__, chosen, repeat(tier)), maxlen=0)
+        return
     lowered = list(map(min, map(tiers.__getitem__, chosen), repeat(tier)))
     deque(map(tiers.__setitem__, chosen, lowered), maxlen=0)
 
