@@ -15,6 +15,7 @@ from operator import and_, eq, gt, not_, or_, sub
 
 from tokenlean.shorten._records import is_record, may_be_records
 from tokenlean.shorten._seen import Seen, key_length
+from tokenlean.shorten._text import index_from
 
 _DIGITS = b"0123456789"
 
@@ -64,21 +65,13 @@ def similar_runs(
     alike = [*map(and_, map(eq, shaped, shaped[1:]), map(not_, guarded[1:])), False]
     single = list(map(not_, map(or_, map(and_, guarded, repeats), map(gt, alike, guarded))))
     runs: list[Run] = []
-    start = _next(single, False, 0)
+    start = index_from(single, False, 0)
     while start < n:
-        end = _next(repeats if guarded[start] else alike, False, start)
+        end = index_from(repeats if guarded[start] else alike, False, start)
         if end - start + 1 >= min_run and items[start].strip():
             runs.append(Run(start, end, tuple(range(start + 1, end))))
-        start = _next(single, False, end + 1)
+        start = index_from(single, False, end + 1)
     return runs
-
-
-def _next(flags: list[bool], value: bool, start: int) -> int:
-    """The first index from ``start`` on whose flag is ``value`` (``len(flags)`` if none)."""
-    try:
-        return flags.index(value, start)
-    except ValueError:
-        return len(flags)
 
 
 def seen_runs(

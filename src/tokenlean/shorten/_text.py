@@ -18,6 +18,15 @@ _ASCII_LETTERS = ascii_letters.encode("ascii")
 _FEW_HITS = 64
 
 
+def index_from(flags: list[bool], value: bool, start: int) -> int:
+    """The first index from ``start`` on whose flag is ``value`` (``len(flags)`` when none),
+    found at C speed: a stretch of kept lines or of a run can be most of a long output."""
+    try:
+        return flags.index(value, start)
+    except ValueError:
+        return len(flags)
+
+
 def is_sentence(line: str, scan: int = 300) -> bool:
     """A line of prose: seven or more words, mostly letters, in lower case somewhere early."""
     head = line.strip()[:scan]
