@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import compress, repeat
-from operator import contains, itemgetter, or_
+from operator import contains, itemgetter, not_, or_
 
 from tokenlean import checks
 from tokenlean.shorten._text import Lines
@@ -139,13 +139,19 @@ def _summaries(items: list[str], candidates: set[int]) -> set[int]:
     one) are first narrowed in C-level passes to those that may be: those starting as a
     summary does, or holding "Successfully", or a number then a word a count may name."""
     chosen = sorted(candidates)
-    heads = list(map(itemgetter(slice(0, _SUMMARY_CHARS)), map(items.__getitem__, chosen)))
-    joined = "\n".join(heads)
-    if len(chosen) > _FEW_SUMMARIES and joined.isascii():  # else ``\d`` is Unicode's digits
-        shaped = joined.encode("ascii").translate(_COUNT_SHAPE).decode("ascii").split("\n")
-        maybe = map(or_, map(str.startswith, heads, repeat(_SUMMARY_HEADS)), _has("0 a", shaped))
+    if len(chosen) > _FEW_SUMMARIES:
+        heads = list(map(itemgetter(slice(0, _SUMMARY_CHARS)), map(items.__getitem__, chosen)))
+        maybe = map(or_, map(str.startswith, heads, repeat(_SUMMARY_HEADS)), _counted(heads))
         chosen = list(compress(chosen, map(or_, maybe, _has("Successfully", heads))))
     return {i for i in chosen if is_summary(items[i])}
+
+
+def _counted(heads: list[str]) -> Iterator[bool]:
+    r"""Whether each line (no newline in any) may hold a count: a digit, a blank and a word a
+    count names, or a character outside ASCII (``\d`` matches any of Unicode's digits)."""
+    marked = "\n".join(heads).encode("ascii", "replace")  # one "?" per other character
+    shaped = marked.translate(_COUNT_SHAPE).decode("ascii").split("\n")
+    return map(or_, _has("0 a", shaped), map(not_, map(str.isascii, heads)))
 
 
 def _has(needle: str, texts: list[str]) -> Iterator[bool]:
