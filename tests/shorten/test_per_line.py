@@ -17,7 +17,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokenlean import shorten
-from tokenlean.shorten._classify import _summaries, is_summary
+from tokenlean.shorten._classify import (
+    _FRAME,
+    KEY_LAST_FRAMES,
+    _frame_within,
+    _Frames,
+    _frames_below,
+    _summaries,
+    is_summary,
+)
 from tokenlean.shorten._lines import MUST, REST, Selection, _Fill
 from tokenlean.shorten._logs import _around, distances
 from tokenlean.shorten._records import is_record, may_be_records
@@ -152,3 +160,24 @@ def test_keeping_must_lines_at_once_is_adding_them_one_by_one(
         one_by_one.spent,
         one_by_one.gaps,
     )
+
+
+def _frames_below_matching_each_time(items: list[str], index: int) -> int:
+    def within(i: int) -> bool:
+        return any(0 <= j < len(items) and _FRAME.match(items[j], 0, 2000) for j in (i + 1, i + 2))
+
+    count, j = 0, index
+    while count < KEY_LAST_FRAMES and within(j):
+        j = j + 1 if _FRAME.match(items[j + 1], 0, 2000) else j + 2
+        count += 1
+    return count
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(['  File "a.py", line 3', "    x = 1", "", "E"]), max_size=30))
+def test_frames_matched_once_are_the_frames_matched_each_time(items: list[str]) -> None:
+    frames = _Frames(items)
+    for i in range(len(items)):
+        above = any(0 <= j < len(items) and _FRAME.match(items[j], 0, 2000) for j in (i - 1, i - 2))
+        assert _frame_within(frames, i, -1) == above
+        assert _frames_below(frames, i) == _frames_below_matching_each_time(items, i)

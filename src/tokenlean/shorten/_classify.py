@@ -174,8 +174,9 @@ def classify(lines: Lines) -> LogMarks:
     summaries = marks.errors | marks.warnings | tail | _candidates(lines, _SUMMARY_KEYS)
     marks.summaries = _summaries(lines.items, summaries)
     shown: set[str] = set()
+    frames = _Frames(lines.items)
     for index in sorted({i for key in _FRAME_KEYS for i in lines.find_all(key)}):
-        _frame(lines, index, marks, shown)
+        _frame(lines, index, marks, shown, frames)
     for index in marks.key_frames | marks.project_frames | marks.other_frames:
         for below in (index + 1, index + 2, index + 3):  # under the frame's code line
             if below < lines.count and is_caret(lines.items[below]):
@@ -222,7 +223,7 @@ def _is_minus_plus(items: list[str], i: int) -> bool:
     return line.startswith("+++ ") and i > 0 and items[i - 1].startswith("--- ")
 
 
-def _frame(lines: Lines, index: int, marks: LogMarks, shown: set[str]) -> None:
+def _frame(lines: Lines, index: int, marks: LogMarks, shown: set[str], frames: _Frames) -> None:
     """Mark the frame at ``index``: key (a traceback's first, or near its exception) unless an
     earlier frame of this output is the same line (``importlib/__init__.py:126: in
     import_module`` over each of 17 test modules that failed to import); else project or library.
@@ -234,8 +235,8 @@ def _frame(lines: Lines, index: int, marks: LogMarks, shown: set[str]) -> None:
     nxt = index + 1
     if nxt < lines.count and _is_frame_code(line, lines.items[nxt]):
         marks.ties[index] = nxt
-    first = not _frame_within(lines, index, -1)
-    near_end = _frames_below(lines, index) < KEY_LAST_FRAMES
+    first = not _frame_within(frames, index, -1)
+    near_end = _frames_below(frames, index) < KEY_LAST_FRAMES
     path = match.group(1) or match.group(2)
     library = any(part in path for part in _LIBRARY)
     again = line[:SCAN_CHARS] in shown
@@ -246,19 +247,35 @@ def _frame(lines: Lines, index: int, marks: LogMarks, shown: set[str]) -> None:
         (marks.other_frames if library else marks.project_frames).add(index)
 
 
-def _frame_within(lines: Lines, index: int, step: int) -> bool:
+class _Frames:
+    """Which lines are traceback frames, each line matched once: every frame asks about the
+    two lines on each side of it (a log of 60,000 frames matched each line eight times)."""
+
+    __slots__ = ("items", "known")
+
+    def __init__(self, items: list[str]) -> None:
+        self.items = items
+        self.known: dict[int, bool] = {}
+
+    def at(self, j: int) -> bool:
+        found = self.known.get(j)
+        if found is None:
+            inside = 0 <= j < len(self.items)
+            found = inside and _FRAME.match(self.items[j], 0, SCAN_CHARS) is not None
+            self.known[j] = found
+        return found
+
+
+def _frame_within(frames: _Frames, index: int, step: int) -> bool:
     """Whether another frame sits within two lines of ``index`` in direction ``step``."""
-    for j in (index + step, index + 2 * step):
-        if 0 <= j < lines.count and _FRAME.match(lines.items[j], 0, SCAN_CHARS):
-            return True
-    return False
+    return frames.at(index + step) or frames.at(index + 2 * step)
 
 
-def _frames_below(lines: Lines, index: int) -> int:
+def _frames_below(frames: _Frames, index: int) -> int:
     """How many frames follow ``index`` in the same traceback (stops at KEY_LAST_FRAMES)."""
     count, j = 0, index
-    while count < KEY_LAST_FRAMES and _frame_within(lines, j, 1):
-        j = j + 1 if _FRAME.match(lines.items[j + 1], 0, SCAN_CHARS) else j + 2
+    while count < KEY_LAST_FRAMES and _frame_within(frames, j, 1):
+        j = j + 1 if frames.at(j + 1) else j + 2
         count += 1
     return count
 
