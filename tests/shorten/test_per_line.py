@@ -26,6 +26,8 @@ from tokenlean.shorten._classify import (
     _summaries,
     is_summary,
 )
+from tokenlean.shorten._detect import is_heading, is_label
+from tokenlean.shorten._docs import _BACK_MATTER, _back_matter, _headings
 from tokenlean.shorten._lines import MUST, REST, Selection, _Fill
 from tokenlean.shorten._logs import _around, distances
 from tokenlean.shorten._records import is_record, may_be_records
@@ -181,3 +183,37 @@ def test_frames_matched_once_are_the_frames_matched_each_time(items: list[str]) 
         above = any(0 <= j < len(items) and _FRAME.match(items[j], 0, 2000) for j in (i - 1, i - 2))
         assert _frame_within(frames, i, -1) == above
         assert _frames_below(frames, i) == _frames_below_matching_each_time(items, i)
+
+
+_DOC_LINES = [
+    "# Notes",
+    "## a",
+    "#x",
+    "Title",
+    "===",
+    "--",
+    "  - x",
+    "Section:",
+    "    body",
+    "",
+    "a",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_DOC_LINES), max_size=30))
+def test_headings_and_back_matter_match_the_per_line_forms(items: list[str]) -> None:
+    below = [*items[1:], ""]
+    headings = {
+        i
+        for i in range(len(items))
+        if is_heading(items[i], below[i]) or is_label(items[i], below[i])
+    }
+    assert _headings(items) == headings
+    back, inside = set(), False
+    for i, line in enumerate(items):
+        if i in headings:
+            inside = line.strip().strip("#").strip().lower() in _BACK_MATTER
+        elif inside:
+            back.add(i)
+    assert _back_matter(items, headings) == back
