@@ -120,8 +120,12 @@ def _error_candidates(lines: Lines) -> set[int]:
 
 def error_lines(text: str) -> list[int]:
     """0-based indices of the lines of ``text`` that look like errors (exported for tests)."""
-    lines = Lines(checks.text(text, "text"))
-    return sorted(_confirm(lines, _error_candidates(lines), _ERROR))
+    return sorted(errors_in(Lines(checks.text(text, "text"))))
+
+
+def errors_in(lines: Lines) -> set[int]:
+    """The lines that look like errors (those of :func:`classify` too)."""
+    return _confirm(lines, _error_candidates(lines), _ERROR)
 
 
 def is_summary(line: str) -> bool:
@@ -166,9 +170,8 @@ def is_caret(line: str) -> bool:
 
 def classify(lines: Lines) -> LogMarks:
     marks = LogMarks()
-    errors = _error_candidates(lines)
     warnings = _candidates(lines, _WARNING_KEYS)
-    marks.errors = _confirm(lines, errors, _ERROR)
+    marks.errors = errors_in(lines)
     marks.warnings = _confirm(lines, warnings, _WARNING) - marks.errors
     tail = set(range(max(0, lines.count - _TAIL_LINES), lines.count))
     summaries = marks.errors | marks.warnings | tail | _candidates(lines, _SUMMARY_KEYS)

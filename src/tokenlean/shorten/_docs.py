@@ -14,7 +14,7 @@ from collections.abc import Container, Sequence
 from itertools import compress, count, pairwise, repeat
 from operator import and_, le, not_, or_
 
-from tokenlean.shorten._classify import error_lines
+from tokenlean.shorten._classify import errors_in
 from tokenlean.shorten._detect import is_heading, is_label, is_table_row
 from tokenlean.shorten._lines import MUST, NEAR, PROSE, REST, Selection
 from tokenlean.shorten._logs import _around, _assign, _ends, distances, dropped_lines
@@ -66,7 +66,7 @@ def doc_selection(
     table_heads = {i for i in markdown if i - 1 not in markdown} | {
         i + 1 for i in markdown if i - 1 not in markdown and i + 1 in markdown
     }
-    errors = set(error_lines(lines.text)) - back
+    errors = errors_in(lines) - back
     must = headings | table_heads | rare | errors | (tables.rare - back)
     must |= _conclusions(lines, back)
     must |= _ends(items)
