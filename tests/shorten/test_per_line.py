@@ -23,8 +23,6 @@ from tokenlean.shorten._classify import (
     _frame_within,
     _Frames,
     _frames_below,
-    _summaries,
-    is_summary,
 )
 from tokenlean.shorten._detect import is_heading, is_label
 from tokenlean.shorten._docs import _BACK_MATTER, _back_matter, _headings
@@ -32,6 +30,7 @@ from tokenlean.shorten._lines import MUST, REST, Selection, _Fill
 from tokenlean.shorten._logs import _around, distances
 from tokenlean.shorten._records import is_record, may_be_records
 from tokenlean.shorten._similar import Run, similar_runs
+from tokenlean.shorten._summaries import is_summary, summaries_among
 from tokenlean.shorten._text import Lines
 
 _LINES = st.lists(st.sampled_from(["a", "a 1", "a 2", "b", "", "E   x", "1 passed"]), max_size=60)
@@ -127,7 +126,7 @@ def test_every_record_may_be_one(items: list[str]) -> None:
 )
 def test_narrowed_summaries_are_the_summaries(items: list[str]) -> None:
     candidates = set(range(len(items)))
-    assert _summaries(items, candidates) == {i for i in candidates if is_summary(items[i])}
+    assert summaries_among(items, candidates) == {i for i in candidates if is_summary(items[i])}
 
 
 @settings(max_examples=300, deadline=None)

@@ -8,12 +8,10 @@ confirms each candidate on at most its first :data:`SCAN_CHARS` characters.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from itertools import compress, repeat
-from operator import contains, itemgetter, not_, or_
 
 from tokenlean import checks
+from tokenlean.shorten._summaries import summaries_among
 from tokenlean.shorten._text import Lines
 
 SCAN_CHARS = 2000
@@ -32,20 +30,9 @@ _ERROR_KEYS = (
 )  # fmt: skip
 _WARNING = re.compile(r"\b(?:[A-Z]\w*)?Warning\b|\b(?:warning|WARNING|WARN|Warn)\b")
 _WARNING_KEYS = ("warn",)
-_SUMMARY_COUNT = re.compile(  # (?<!\d): try each digit run once, not from each of its digits
-    r"(?<!\d)\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|warnings?|deselected|tests?"
-    r"|problems?|issues?|violations?|files? (?:changed|checked|reformatted|left))\b"
-)
-_SUMMARY_START = re.compile(r"Ran \d+ tests?|OK\b|FAILED\b|All \w+ passed|Found \d+|<returncode>")
 #: Summaries are looked for among error and warning lines, the last lines, and these.
 _SUMMARY_KEYS = (" passed",)
 _TAIL_LINES = 40
-_SUMMARY_CHARS = 300  # a summary line is short
-_FEW_SUMMARIES = 16  # more candidates than this are narrowed in C-level passes first
-#: How a summary may start (``_SUMMARY_START``, and a ``=== title ===``).
-_SUMMARY_HEADS = ("Ran ", "OK", "FAILED", "All ", "Found ", "<returncode>", "===")
-#: Digits as "0", and the first letters of the words a count names (``_SUMMARY_COUNT``) as "a".
-_COUNT_SHAPE = bytes.maketrans(b"0123456789pfesxwdtiv", b"0" * 10 + b"a" * 10)
 #: A traceback frame: Python's (``File "a.py", line 3, in f``) or pytest's short one
 #: (``src/a.py:42: in RiskParameters``, as a conftest that fails to import is reported).
 _FRAME = re.compile(
@@ -128,38 +115,12 @@ def errors_in(lines: Lines) -> set[int]:
     return _confirm(lines, _error_candidates(lines), _ERROR)
 
 
-def is_summary(line: str) -> bool:
-    """Counts of passed/failed/..., ``Ran N tests``, ``OK``/``FAILED``, ``=== title ===``."""
-    head = line[:_SUMMARY_CHARS]
-    if _SUMMARY_START.match(head) or "Successfully" in head:
-        return True
-    if head.startswith("===") and " " in head and head.rstrip().endswith("==="):
-        return True
-    return _SUMMARY_COUNT.search(head) is not None
-
-
-def _summaries(items: list[str], candidates: set[int]) -> set[int]:
-    """The ``candidates`` that are summaries. Many of them (a log of errors: every line is
-    one) are first narrowed in C-level passes to those that may be: those starting as a
-    summary does, or holding "Successfully", or a number then a word a count may name."""
-    chosen = sorted(candidates)
-    if len(chosen) > _FEW_SUMMARIES:
-        heads = list(map(itemgetter(slice(0, _SUMMARY_CHARS)), map(items.__getitem__, chosen)))
-        maybe = map(or_, map(str.startswith, heads, repeat(_SUMMARY_HEADS)), _counted(heads))
-        chosen = list(compress(chosen, map(or_, maybe, _has("Successfully", heads))))
-    return {i for i in chosen if is_summary(items[i])}
-
-
-def _counted(heads: list[str]) -> Iterator[bool]:
-    r"""Whether each line (no newline in any) may hold a count: a digit, a blank and a word a
-    count names, or a character outside ASCII (``\d`` matches any of Unicode's digits)."""
-    marked = "\n".join(heads).encode("ascii", "replace")  # one "?" per other character
-    shaped = marked.translate(_COUNT_SHAPE).decode("ascii").split("\n")
-    return map(or_, _has("0 a", shaped), map(not_, map(str.isascii, heads)))
-
-
-def _has(needle: str, texts: list[str]) -> Iterator[bool]:
-    return map(contains, texts, repeat(needle))
+def _carets(lines: Lines, frames: set[int]) -> set[int]:
+    """Caret lines within three lines under a frame (under its code line); only lines holding
+    a ``^`` or ``~`` are asked, so a long traceback costs no call per frame here."""
+    marked = set(lines.find_all("^")).union(lines.find_all("~")) if frames else set()
+    below = {i + k for i in frames for k in (1, 2, 3)} if marked else set()
+    return {i for i in below & marked if is_caret(lines.items[i])}
 
 
 def is_caret(line: str) -> bool:
@@ -175,15 +136,12 @@ def classify(lines: Lines) -> LogMarks:
     marks.warnings = _confirm(lines, warnings, _WARNING) - marks.errors
     tail = set(range(max(0, lines.count - _TAIL_LINES), lines.count))
     summaries = marks.errors | marks.warnings | tail | _candidates(lines, _SUMMARY_KEYS)
-    marks.summaries = _summaries(lines.items, summaries)
+    marks.summaries = summaries_among(lines.items, summaries)
     shown: set[str] = set()
     frames = _Frames(lines.items)
     for index in sorted({i for key in _FRAME_KEYS for i in lines.find_all(key)}):
         _frame(lines, index, marks, shown, frames)
-    for index in marks.key_frames | marks.project_frames | marks.other_frames:
-        for below in (index + 1, index + 2, index + 3):  # under the frame's code line
-            if below < lines.count and is_caret(lines.items[below]):
-                marks.carets.add(below)
+    marks.carets = _carets(lines, marks.key_frames | marks.project_frames | marks.other_frames)
     marks.flags = _confirm(lines, set(lines.find_all("{")), _FLAG)
     marks.repeats = repeated_frames(lines)
     hunks = lines.find_all("\n@@ ")
