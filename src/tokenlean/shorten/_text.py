@@ -14,8 +14,11 @@ TOKENS_PER_LINE = 0.7
 #: "İ", the one character whose ``lower()`` is longer (two characters) in current Unicode.
 _LONGER_LOWER = "\u0130"
 _ASCII_LETTERS = ascii_letters.encode("ascii")
-#: Hits of one needle found one by one before the rest are found in bulk.
+#: Hits of one needle found one by one before the rest are found in bulk, when they came at
+#: least once every ``_DENSE_CHARS`` characters (copying the rest of the text to split it
+#: costs more than finding sparse hits one by one).
 _FEW_HITS = 64
+_DENSE_CHARS = 1000
 
 
 def index_from(flags: list[bool], value: bool, start: int) -> int:
@@ -130,13 +133,14 @@ class Lines:
         """Indices of lines containing ``needle`` (each line once), by ``str.find``."""
         hay = self.lower() if lower else self.text
         out: list[int] = []
-        start = hay.find(needle)
+        start = first = hay.find(needle)
         while start >= 0:
             index = self.index_at(start)
             out.append(index)
             if limit is not None and len(out) >= limit:
                 break
-            if len(out) >= _FEW_HITS and limit is None and "\n" not in needle[1:]:
+            dense = start - first < _FEW_HITS * _DENSE_CHARS and "\n" not in needle[1:]
+            if len(out) == _FEW_HITS and limit is None and dense:
                 return out + self._lines_holding(hay, needle, index + 1)
             start = hay.find(needle, self.end_of(index) + 1)
         return out
@@ -154,4 +158,6 @@ class Lines:
         )
         found = accumulate(steps, initial=index)
         next(found)  # ``index`` itself
+        if needle[:1] == "\n":  # each occurrence ends another line
+            return list(found)
         return list(dict.fromkeys(found))
