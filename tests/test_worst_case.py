@@ -41,12 +41,12 @@ from tokenlean.loop_guard._signals import _PHRASES, thought_hedge
 from tokenlean.loop_guard._steps import Step, canonical_text, is_failure, step_key
 from tokenlean.replay._refs import extract_refs
 from tokenlean.shorten import error_lines, query_terms, shorten
-from tokenlean.shorten._classify import _SUMMARY_COUNT, is_summary
 from tokenlean.shorten._firstsight import OutputShorteningSettings, plan_first_sight
 from tokenlean.shorten._inputs import InputShorteningSettings, shorten_arguments
 from tokenlean.shorten._options import DEFAULT_OPTIONS, ShortenSettings
 from tokenlean.shorten._seen import Seen
 from tokenlean.shorten._similar import shapes
+from tokenlean.shorten._summaries import SUMMARY_COUNT, is_summary
 from tokenlean.shorten._text import Lines, estimate_tokens
 from tokenlean.store import excerpt
 from tokenlean.token_saving._anthropic_classifier import parse_keep_indices
@@ -416,7 +416,7 @@ _OLD_SUMMARY_COUNT = re.compile(
     ).map("".join)
 )
 def test_summary_counts_match_the_original_pattern(line: str) -> None:
-    assert (_SUMMARY_COUNT.search(line) is None) == (_OLD_SUMMARY_COUNT.search(line) is None)
+    assert (SUMMARY_COUNT.search(line) is None) == (_OLD_SUMMARY_COUNT.search(line) is None)
 
 
 _LINE_BREAKERS = ["\n", "\r", "\r\n", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x1f", "\x85", "\u2028"]

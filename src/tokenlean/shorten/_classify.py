@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from tokenlean import checks
+from tokenlean.shorten._summaries import summaries_among
 from tokenlean.shorten._text import Lines
 
 SCAN_CHARS = 2000
@@ -29,15 +30,9 @@ _ERROR_KEYS = (
 )  # fmt: skip
 _WARNING = re.compile(r"\b(?:[A-Z]\w*)?Warning\b|\b(?:warning|WARNING|WARN|Warn)\b")
 _WARNING_KEYS = ("warn",)
-_SUMMARY_COUNT = re.compile(  # (?<!\d): try each digit run once, not from each of its digits
-    r"(?<!\d)\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|warnings?|deselected|tests?"
-    r"|problems?|issues?|violations?|files? (?:changed|checked|reformatted|left))\b"
-)
-_SUMMARY_START = re.compile(r"Ran \d+ tests?|OK\b|FAILED\b|All \w+ passed|Found \d+|<returncode>")
 #: Summaries are looked for among error and warning lines, the last lines, and these.
 _SUMMARY_KEYS = (" passed",)
 _TAIL_LINES = 40
-_SUMMARY_CHARS = 300  # a summary line is short
 #: A traceback frame: Python's (``File "a.py", line 3, in f``) or pytest's short one
 #: (``src/a.py:42: in RiskParameters``, as a conftest that fails to import is reported).
 _FRAME = re.compile(
@@ -112,18 +107,20 @@ def _error_candidates(lines: Lines) -> set[int]:
 
 def error_lines(text: str) -> list[int]:
     """0-based indices of the lines of ``text`` that look like errors (exported for tests)."""
-    lines = Lines(checks.text(text, "text"))
-    return sorted(_confirm(lines, _error_candidates(lines), _ERROR))
+    return sorted(errors_in(Lines(checks.text(text, "text"))))
 
 
-def is_summary(line: str) -> bool:
-    """Counts of passed/failed/..., ``Ran N tests``, ``OK``/``FAILED``, ``=== title ===``."""
-    head = line[:_SUMMARY_CHARS]
-    if _SUMMARY_START.match(head) or "Successfully" in head:
-        return True
-    if head.startswith("===") and " " in head and head.rstrip().endswith("==="):
-        return True
-    return _SUMMARY_COUNT.search(head) is not None
+def errors_in(lines: Lines) -> set[int]:
+    """The lines that look like errors (those of :func:`classify` too)."""
+    return _confirm(lines, _error_candidates(lines), _ERROR)
+
+
+def _carets(lines: Lines, frames: set[int]) -> set[int]:
+    """Caret lines within three lines under a frame (under its code line); only lines holding
+    a ``^`` or ``~`` are asked, so a long traceback costs no call per frame here."""
+    marked = set(lines.find_all("^")).union(lines.find_all("~")) if frames else set()
+    below = {i + k for i in frames for k in (1, 2, 3)} if marked else set()
+    return {i for i in below & marked if is_caret(lines.items[i])}
 
 
 def is_caret(line: str) -> bool:
@@ -134,20 +131,17 @@ def is_caret(line: str) -> bool:
 
 def classify(lines: Lines) -> LogMarks:
     marks = LogMarks()
-    errors = _error_candidates(lines)
     warnings = _candidates(lines, _WARNING_KEYS)
-    marks.errors = _confirm(lines, errors, _ERROR)
+    marks.errors = errors_in(lines)
     marks.warnings = _confirm(lines, warnings, _WARNING) - marks.errors
     tail = set(range(max(0, lines.count - _TAIL_LINES), lines.count))
     summaries = marks.errors | marks.warnings | tail | _candidates(lines, _SUMMARY_KEYS)
-    marks.summaries = {i for i in summaries if is_summary(lines.items[i])}
+    marks.summaries = summaries_among(lines.items, summaries)
     shown: set[str] = set()
+    frames = _Frames(lines.items)
     for index in sorted({i for key in _FRAME_KEYS for i in lines.find_all(key)}):
-        _frame(lines, index, marks, shown)
-    for index in marks.key_frames | marks.project_frames | marks.other_frames:
-        for below in (index + 1, index + 2, index + 3):  # under the frame's code line
-            if below < lines.count and is_caret(lines.items[below]):
-                marks.carets.add(below)
+        _frame(lines, index, marks, shown, frames)
+    marks.carets = _carets(lines, marks.key_frames | marks.project_frames | marks.other_frames)
     marks.flags = _confirm(lines, set(lines.find_all("{")), _FLAG)
     marks.repeats = repeated_frames(lines)
     hunks = lines.find_all("\n@@ ")
@@ -190,7 +184,7 @@ def _is_minus_plus(items: list[str], i: int) -> bool:
     return line.startswith("+++ ") and i > 0 and items[i - 1].startswith("--- ")
 
 
-def _frame(lines: Lines, index: int, marks: LogMarks, shown: set[str]) -> None:
+def _frame(lines: Lines, index: int, marks: LogMarks, shown: set[str], frames: _Frames) -> None:
     """Mark the frame at ``index``: key (a traceback's first, or near its exception) unless an
     earlier frame of this output is the same line (``importlib/__init__.py:126: in
     import_module`` over each of 17 test modules that failed to import); else project or library.
@@ -202,8 +196,8 @@ def _frame(lines: Lines, index: int, marks: LogMarks, shown: set[str]) -> None:
     nxt = index + 1
     if nxt < lines.count and _is_frame_code(line, lines.items[nxt]):
         marks.ties[index] = nxt
-    first = not _frame_within(lines, index, -1)
-    near_end = _frames_below(lines, index) < KEY_LAST_FRAMES
+    first = not _frame_within(frames, index, -1)
+    near_end = _frames_below(frames, index) < KEY_LAST_FRAMES
     path = match.group(1) or match.group(2)
     library = any(part in path for part in _LIBRARY)
     again = line[:SCAN_CHARS] in shown
@@ -214,19 +208,35 @@ def _frame(lines: Lines, index: int, marks: LogMarks, shown: set[str]) -> None:
         (marks.other_frames if library else marks.project_frames).add(index)
 
 
-def _frame_within(lines: Lines, index: int, step: int) -> bool:
+class _Frames:
+    """Which lines are traceback frames, each line matched once: every frame asks about the
+    two lines on each side of it (a log of 60,000 frames matched each line eight times)."""
+
+    __slots__ = ("items", "known")
+
+    def __init__(self, items: list[str]) -> None:
+        self.items = items
+        self.known: dict[int, bool] = {}
+
+    def at(self, j: int) -> bool:
+        found = self.known.get(j)
+        if found is None:
+            inside = 0 <= j < len(self.items)
+            found = inside and _FRAME.match(self.items[j], 0, SCAN_CHARS) is not None
+            self.known[j] = found
+        return found
+
+
+def _frame_within(frames: _Frames, index: int, step: int) -> bool:
     """Whether another frame sits within two lines of ``index`` in direction ``step``."""
-    for j in (index + step, index + 2 * step):
-        if 0 <= j < lines.count and _FRAME.match(lines.items[j], 0, SCAN_CHARS):
-            return True
-    return False
+    return frames.at(index + step) or frames.at(index + 2 * step)
 
 
-def _frames_below(lines: Lines, index: int) -> int:
+def _frames_below(frames: _Frames, index: int) -> int:
     """How many frames follow ``index`` in the same traceback (stops at KEY_LAST_FRAMES)."""
     count, j = 0, index
-    while count < KEY_LAST_FRAMES and _frame_within(lines, j, 1):
-        j = j + 1 if _FRAME.match(lines.items[j + 1], 0, SCAN_CHARS) else j + 2
+    while count < KEY_LAST_FRAMES and _frame_within(frames, j, 1):
+        j = j + 1 if frames.at(j + 1) else j + 2
         count += 1
     return count
 

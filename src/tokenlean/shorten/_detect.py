@@ -13,11 +13,11 @@ from __future__ import annotations
 import gc
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import compress, count, repeat
-from operator import not_
+from operator import contains, itemgetter, not_, or_
 from typing import Any
 
 from tokenlean._caches import byte_bounded
@@ -117,7 +117,7 @@ def numbered_view(items: Sequence[str]) -> list[int] | None:
     Most non-blank lines must carry a number, and the numbers must mostly go up: a log whose
     lines start with counts does not qualify.
     """
-    filled = [line for line in items[:SAMPLE_LINES] if line.strip()]
+    filled = list(filter(str.strip, items[:SAMPLE_LINES]))
     numbered = rising = other = 0
     previous = -1
     for line in filled:
@@ -190,7 +190,7 @@ def is_table_row(line: str) -> bool:
 
 def looks_like_document(items: Sequence[str]) -> bool:
     """Markdown (headings, tables or bullets on many lines) or prose."""
-    sample = [line for line in items[:SAMPLE_LINES] if line.strip()]
+    sample = list(filter(str.strip, items[:SAMPLE_LINES]))
     if len(sample) < 3:
         return is_prose(sample)
     return _marked(sample) >= 0.15 * len(sample) or is_prose(sample)
@@ -218,8 +218,8 @@ def _is_marked(sample: Sequence[str], i: int) -> bool:
 def is_prose(items: Sequence[str]) -> bool:
     """Mostly sentences in paragraphs (a search snippet, an article), whatever error words it
     holds. Many short sentence-like lines are more likely a log (``worker 3: fetched ...``)."""
-    sample = [line for line in items[:SAMPLE_LINES] if line.strip()]
-    if not sample or sum(map(is_sentence, sample)) < 0.6 * len(sample):
+    sample = list(filter(str.strip, items[:SAMPLE_LINES]))
+    if not sample or not _mostly(is_sentence, sample, 0.6):
         return False
     return len(sample) <= _PROSE_LINES or sum(map(len, sample)) >= _PARAGRAPH * len(sample)
 
@@ -228,11 +228,26 @@ def is_listing(items: Sequence[str]) -> bool:
     """A listing of distinct paths (``find``, ``ls -R``, ``git ls-files``, a glob), or of
     entries one per line with a path last (``ls -l``, ``git status --short``, PowerShell's
     ``Get-ChildItem``)."""
-    sample = [line.rstrip() for line in items[:SAMPLE_LINES] if line.strip()]
+    sample = list(map(str.rstrip, filter(str.strip, items[:SAMPLE_LINES])))
     if len(sample) < 5:
         return False
-    paths = sum(1 for line in sample if _is_path(line.lstrip()) or _is_entry(line))
-    return paths >= 0.8 * len(sample)
+    return _mostly(_is_listed, sample, 0.8)
+
+
+def _is_listed(line: str) -> bool:
+    return _is_path(line.lstrip()) or _is_entry(line)
+
+
+def _mostly(test: Callable[[str], bool], sample: Sequence[str], share: float) -> bool:
+    """Whether at least ``share`` of ``sample`` passes ``test``; it stops at the line that
+    leaves too few to pass (most outputs are not what is asked after a few lines)."""
+    need, left = share * len(sample), len(sample)
+    for line in sample:
+        if not test(line):
+            left -= 1
+            if left < need:
+                return False
+    return True
 
 
 #: A long listing's entry: ``ls -l``'s mode and link count, or PowerShell's mode column and a
@@ -311,9 +326,12 @@ def is_interactive(line: str) -> bool:
 
 def looks_like_page(items: Sequence[str]) -> bool:
     """An accessibility tree with element ids, or an HTML page."""
-    sample = [line for line in items[:SAMPLE_LINES] if line.strip()]
+    sample = list(filter(str.strip, items[:SAMPLE_LINES]))
     if len(sample) < 10:
         return False
-    ids = sum(1 for line in sample if "BID:" in line[:120] or "[ref=" in line)
-    tags = sum(1 for line in sample if line.lstrip().startswith("<"))
+    heads = map(itemgetter(slice(0, 120)), sample)
+    ids = sum(
+        map(or_, map(contains, heads, repeat("BID:")), map(contains, sample, repeat("[ref=")))
+    )
+    tags = sum(map(str.startswith, map(str.lstrip, sample), repeat("<")))
     return ids >= 0.1 * len(sample) or tags >= 0.4 * len(sample)

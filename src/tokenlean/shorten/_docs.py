@@ -11,8 +11,10 @@ query matches by the line engine.
 from __future__ import annotations
 
 from collections.abc import Container, Sequence
+from itertools import compress, count, pairwise, repeat
+from operator import and_, le, not_, or_
 
-from tokenlean.shorten._classify import error_lines
+from tokenlean.shorten._classify import errors_in
 from tokenlean.shorten._detect import is_heading, is_label, is_table_row
 from tokenlean.shorten._lines import MUST, NEAR, PROSE, REST, Selection
 from tokenlean.shorten._logs import _around, _assign, _ends, distances, dropped_lines
@@ -54,19 +56,17 @@ def doc_selection(
     value."""
     n = lines.count
     tables = tables or Tables()
-    below = [*items[1:], ""]
-    headings = {
-        i for i in range(n) if is_heading(items[i], below[i]) or is_label(items[i], below[i])
-    }
+    headings = _headings(items)
     back = _back_matter(items, headings)
     query = matching_lines(lines, terms) - back
     rare = matching_lines(lines, terms, max_share=_RARE_SHARE) - back
     headings |= {i + 1 for i in headings if i + 1 < n and _is_underline(items[i + 1])}
-    markdown = {i for i in range(n) if is_table_row(items[i])} - back
+    piped = compress(count(), map(str.startswith, map(str.lstrip, items), repeat("|")))
+    markdown = {i for i in piped if is_table_row(items[i])} - back
     table_heads = {i for i in markdown if i - 1 not in markdown} | {
         i + 1 for i in markdown if i - 1 not in markdown and i + 1 in markdown
     }
-    errors = set(error_lines(lines.text)) - back
+    errors = errors_in(lines) - back
     must = headings | table_heads | rare | errors | (tables.rare - back)
     must |= _conclusions(lines, back)
     must |= _ends(items)
@@ -84,16 +84,28 @@ def doc_selection(
     return Selection(tiers, ranks, forced, {})
 
 
+def _headings(items: Sequence[str]) -> set[int]:
+    """The headings and labels (:func:`is_heading`, :func:`is_label`). C-level passes pick the
+    few lines that can be one (starting with ``#``, ending in a colon, or above a rule of ``=``
+    or ``-``), and only those are checked: a long log has no Python step per line here."""
+    below = [*items[1:], ""]
+    under = list(map(str.strip, below))
+    hashes = map(str.startswith, map(str.strip, items), repeat("#"))
+    colons = map(str.endswith, map(str.rstrip, items), repeat(":"))
+    rules = map(
+        and_, map(not_, map(str.strip, under, repeat("=-"))), map(le, repeat(3), map(len, under))
+    )
+    maybe = compress(count(), map(or_, map(or_, hashes, colons), rules))
+    return {i for i in maybe if is_heading(items[i], below[i]) or is_label(items[i], below[i])}
+
+
 def _back_matter(items: Sequence[str], headings: set[int]) -> set[int]:
     """Lines of reference, note and link sections (up to the next heading)."""
     out: set[int] = set()
-    inside = False
-    for i, line in enumerate(items):
-        if i in headings:
-            title = line.strip().strip("#").strip().lower()
-            inside = title in _BACK_MATTER
-        elif inside:
-            out.add(i)
+    for start, end in pairwise([*sorted(headings), len(items)]):
+        title = items[start].strip().strip("#").strip().lower()
+        if title in _BACK_MATTER:
+            out.update(range(start + 1, end))
     return out
 
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from collections import deque
 from collections.abc import Collection, Container, Iterable, Sequence
-from itertools import chain, compress, filterfalse, pairwise
+from itertools import chain, compress, filterfalse, pairwise, repeat
+from operator import add, lt, sub
 
 from tokenlean.shorten._classify import LogMarks, value_lines
 from tokenlean.shorten._lines import EDGE, MUST, NEAR, REST, Selection
@@ -186,28 +189,43 @@ def _ends(items: Sequence[str]) -> set[int]:
 
 
 def _around(indices: Iterable[int], width: int, n: int) -> set[int]:
+    """The lines within ``width`` of any of ``indices`` (among ``0..n-1``)."""
+    anchors = list(indices)
+    # one C-level pass per offset, not a Python step per anchor (every line of a log of
+    # pytest ``E`` lines is one)
     out: set[int] = set()
-    for i in indices:
-        out.update(range(max(0, i - width), min(n, i + width + 1)))
+    for offset in range(-width, width + 1):
+        out.update(map(add, anchors, repeat(offset)))
+    if out and (min(out) < 0 or max(out) >= n):
+        out.difference_update(filterfalse(range(n).__contains__, list(out)))
     return out
 
 
 def _assign(tiers: list[int], indices: Iterable[int], tier: int) -> None:
-    for i in indices:
-        tiers[i] = min(tiers[i], tier)
+    """Lower each of ``indices`` to ``tier`` (C-level: every line of a log can be one)."""
+    chosen = list(indices)
+    if tiers and min(tiers) >= tier:  # the usual case: tiers are assigned lowest last
+        deque(map(tiers.__setitem__, chosen, repeat(tier)), maxlen=0)
+        return
+    lowered = list(map(min, map(tiers.__getitem__, chosen), repeat(tier)))
+    deque(map(tiers.__setitem__, chosen, lowered), maxlen=0)
 
 
 def distances(anchors: Collection[int], n: int) -> list[int]:
     """Each line's distance to the nearest anchor line (``n`` when there is none).
 
-    Filled stretch by stretch with slice assignments: one Python step per anchor, not per line.
+    Filled stretch by stretch with slice assignments: one Python step per stretch between two
+    anchors, not per line.
     """
-    points = sorted(a for a in anchors if 0 <= a < n)
+    points = sorted(anchors)
+    points = points[bisect_left(points, 0) : bisect_left(points, n)]
     if not points:
         return [n] * n
     dist = [0] * n
     dist[: points[0]] = range(points[0], 0, -1)
-    for left, right in pairwise(points):
+    # adjacent anchors leave nothing between them to fill: only the others take a step
+    apart = map(lt, repeat(1), map(sub, points[1:], points))
+    for left, right in compress(pairwise(points), apart):
         middle = (left + right) // 2  # up to here the left anchor is nearer (or as near)
         dist[left : middle + 1] = range(middle - left + 1)
         dist[middle + 1 : right] = range(right - middle - 1, 0, -1)

@@ -24,6 +24,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import groupby, repeat
+from operator import and_, contains, itemgetter, le, not_, or_
 
 from tokenlean.shorten._jsonc import MOST_ROWS
 from tokenlean.shorten._markers import Retrieval, item_marker
@@ -34,6 +35,7 @@ __all__ = [
     "Tables",
     "find_tables",
     "is_record",
+    "may_be_records",
     "mostly_records",
     "printed_items",
     "shorten_printed",
@@ -230,6 +232,29 @@ def is_record(line: str) -> bool:
 
 
 _ALIGNED = re.compile(r" {2,}|\t")
+
+
+def may_be_records(lines: Sequence[str]) -> list[bool]:
+    """Whether each of ``lines`` may be a record (:func:`is_record` says which are), in C-level
+    passes: a record has a delimiter or starts with a digit, or its columns are split by two
+    runs of blanks at least, one of them before a number (a log of pytest ``E`` lines, each
+    with a run of blanks after the ``E``, then costs no regex per line). No newline in any."""
+    stripped = list(map(str.strip, lines))
+    found = list(map(str.isdigit, map(itemgetter(slice(0, 1)), stripped)))
+    for delimiter in _DELIMITERS:
+        found = list(map(or_, found, map(contains, lines, repeat(delimiter))))
+    aligned = map(le, repeat(2), map(str.count, stripped, repeat("  ")))
+    # one "?" per character outside ASCII: such a line may hold one of Unicode's digits
+    marked = "\n".join(stripped).encode("ascii", "replace").translate(_SIGNED)
+    signed = map(contains, marked.decode("ascii").split("\n"), repeat("  0"))
+    numbered = map(or_, signed, map(not_, map(str.isascii, stripped)))
+    return list(map(or_, found, map(and_, aligned, numbered)))
+
+
+#: ASCII digits and signs as "0": where a bare number may start.
+_SIGNED = bytes.maketrans(b"+-123456789", b"0" * 11)
+
+
 #: A text is a table of data when at least this share of its non-blank lines are records.
 _TABLE_SHARE = 0.5
 
@@ -237,7 +262,7 @@ _TABLE_SHARE = 0.5
 def mostly_records(items: Sequence[str]) -> bool:
     """Whether most non-blank lines of ``items`` (the first 400) are rows of data: a table a
     script printed, whose rows are its result, not a log's lines."""
-    sample = [line for line in items[:400] if line.strip()]
+    sample = list(filter(str.strip, items[:400]))
     return bool(sample) and sum(map(is_record, sample)) >= _TABLE_SHARE * len(sample)
 
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Container
 from dataclasses import dataclass
-from itertools import compress, count
-from operator import eq
+from itertools import compress, count, repeat
+from operator import and_, eq, gt, not_, or_, sub
 
-from tokenlean.shorten._records import is_record
+from tokenlean.shorten._records import is_record, may_be_records
 from tokenlean.shorten._seen import Seen, key_length
+from tokenlean.shorten._text import index_from
 
 _DIGITS = b"0123456789"
 
@@ -33,13 +34,14 @@ def shapes(text: str) -> list[str]:
     but a record's (:func:`~tokenlean.shorten._records.is_record`: a table's row, whose
     numbers are what it says) that has the shape of a line next to it keeps its digits."""
     raw = text.encode("utf-8", "surrogatepass").translate(None, _DIGITS)
-    shaped = [line.strip() for line in raw.decode("utf-8", "surrogatepass").split("\n")]
+    shaped = list(map(str.strip, raw.decode("utf-8", "surrogatepass").split("\n")))
     # only lines shaped like a neighbour are looked at (C-level passes find them)
-    alike = set(compress(count(1), map(eq, shaped, shaped[1:])))
-    alike |= {i - 1 for i in alike}
+    alike = list(compress(count(1), map(eq, shaped, shaped[1:])))
+    alike = sorted(set(alike).union(map(sub, alike, repeat(1))))
     if alike:
         items = text.split("\n")
-        for i in alike:
+        maybe = may_be_records(list(map(items.__getitem__, alike)))
+        for i in compress(alike, maybe):
             if is_record(items[i]):
                 shaped[i] = items[i].strip()
     return shaped
@@ -54,26 +56,22 @@ def similar_runs(
     A protected line (an error, a query match) is never dropped and ends a run, except that
     exact repeats of a protected line collapse too: the line itself still shows.
     """
-    runs: list[Run] = []
-    start = 0
     n = len(items)
+    guarded = list(map(protected.__contains__, range(n)))
+    # whether line i + 1 extends a run that line i is in: an exact repeat (a run from a
+    # protected line), or a line of the same shape that is not protected (any other run);
+    # C-level passes, so a log whose every line is a run of one costs no Python step per line
+    repeats = [*map(eq, items, items[1:]), False]
+    alike = [*map(and_, map(eq, shaped, shaped[1:]), map(not_, guarded[1:])), False]
+    single = list(map(not_, map(or_, map(and_, guarded, repeats), map(gt, alike, guarded))))
+    runs: list[Run] = []
+    start = index_from(single, False, 0)
     while start < n:
-        end = _run_end(items, shaped, start, protected)
+        end = index_from(repeats if guarded[start] else alike, False, start)
         if end - start + 1 >= min_run and items[start].strip():
             runs.append(Run(start, end, tuple(range(start + 1, end))))
-        start = end + 1
+        start = index_from(single, False, end + 1)
     return runs
-
-
-def _run_end(items: list[str], shaped: list[str], start: int, protected: Collection[int]) -> int:
-    end = start
-    if start in protected:
-        while end + 1 < len(items) and items[end + 1] == items[start]:
-            end += 1
-        return end
-    while end + 1 < len(items) and end + 1 not in protected and shaped[end + 1] == shaped[start]:
-        end += 1
-    return end
 
 
 def seen_runs(

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from bisect import bisect_right
-from itertools import accumulate, repeat
-from operator import add
+from itertools import accumulate, chain, repeat
+from operator import add, mul
 from string import ascii_letters
 
 #: Tokens per character (outside indentation) and per line, fitted on shared/data against
@@ -14,6 +14,20 @@ TOKENS_PER_LINE = 0.7
 #: "İ", the one character whose ``lower()`` is longer (two characters) in current Unicode.
 _LONGER_LOWER = "\u0130"
 _ASCII_LETTERS = ascii_letters.encode("ascii")
+#: Hits of one needle found one by one before the rest are found in bulk, when they came at
+#: least once every ``_DENSE_CHARS`` characters (copying the rest of the text to split it
+#: costs more than finding sparse hits one by one).
+_FEW_HITS = 64
+_DENSE_CHARS = 1000
+
+
+def index_from(flags: list[bool], value: bool, start: int) -> int:
+    """The first index from ``start`` on whose flag is ``value`` (``len(flags)`` when none),
+    found at C speed: a stretch of kept lines or of a run can be most of a long output."""
+    try:
+        return flags.index(value, start)
+    except ValueError:
+        return len(flags)
 
 
 def is_sentence(line: str, scan: int = 300) -> bool:
@@ -39,7 +53,8 @@ def line_cost(line: str) -> float:
 
 def line_costs(items: list[str]) -> list[float]:
     """:func:`line_cost` of every line (C-level iteration: cheap on a million lines)."""
-    return [TOKENS_PER_CHAR * n + TOKENS_PER_LINE for n in map(len, map(str.lstrip, items))]
+    chars = map(mul, repeat(TOKENS_PER_CHAR), map(len, map(str.lstrip, items)))
+    return list(map(add, chars, repeat(TOKENS_PER_LINE)))
 
 
 def estimate_tokens(text: str) -> int:
@@ -118,11 +133,31 @@ class Lines:
         """Indices of lines containing ``needle`` (each line once), by ``str.find``."""
         hay = self.lower() if lower else self.text
         out: list[int] = []
-        start = hay.find(needle)
+        start = first = hay.find(needle)
         while start >= 0:
             index = self.index_at(start)
             out.append(index)
             if limit is not None and len(out) >= limit:
                 break
+            dense = start - first < _FEW_HITS * _DENSE_CHARS and "\n" not in needle[1:]
+            if len(out) == _FEW_HITS and limit is None and dense:
+                return out + self._lines_holding(hay, needle, index + 1)
             start = hay.find(needle, self.end_of(index) + 1)
         return out
+
+    def _lines_holding(self, hay: str, needle: str, index: int) -> list[int]:
+        """Indices of the lines from ``index`` on that hold ``needle``, in C-level passes (for a
+        needle found on most lines: a Python step per hit costs more). ``needle`` has no
+        newline but maybe its first character, so the line of each occurrence holds no other
+        one that starts before it ends."""
+        pieces = hay[self.starts[index] :].split(needle) if index < self.count else [""]
+        pieces.pop()  # what follows the last occurrence
+        # each occurrence's line: the newlines before it, counted piece by piece
+        steps = map(
+            add, map(str.count, pieces, repeat("\n")), chain((0,), repeat(needle.count("\n")))
+        )
+        found = accumulate(steps, initial=index)
+        next(found)  # ``index`` itself
+        if needle[:1] == "\n":  # each occurrence ends another line
+            return list(found)
+        return list(dict.fromkeys(found))
