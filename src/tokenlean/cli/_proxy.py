@@ -27,7 +27,7 @@ import secrets
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tokenlean.cli import add_output_price
 from tokenlean.cli._ab import ab_settings, add_ab_options
@@ -106,8 +106,38 @@ def add_subcommand(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         metavar="N",
         help="serve N processes on the port, for a team (default 1)",
     )
+    _add_client_limits(p)
     add_ab_options(p)
     p.set_defaults(func=run)
+
+
+def _add_client_limits(p: argparse.ArgumentParser) -> None:
+    """How long a client may take to send a request, and how many connections it may hold."""
+    p.add_argument(
+        "--head-timeout",
+        type=float,
+        metavar="S",
+        help="close a connection whose request head is not whole within S seconds",
+    )
+    p.add_argument(
+        "--body-timeout",
+        type=float,
+        metavar="S",
+        help="answer 408 to a request whose body is not whole within S seconds",
+    )
+    p.add_argument(
+        "--max-connections",
+        type=int,
+        metavar="N",
+        help="client connections per process; past N, the oldest still sending its head is "
+        "closed (default: a quarter of the open-file limit, ulimit -n)",
+    )
+
+
+def _client_limits(args: argparse.Namespace) -> dict[str, Any]:
+    """The client limits given on the command line (the others keep ProxySettings' defaults)."""
+    names = ("head_timeout", "body_timeout", "max_connections")
+    return {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
 
 
 def _allowed_hosts(args: argparse.Namespace) -> tuple[str, ...]:
@@ -139,6 +169,7 @@ def build_app(args: argparse.Namespace, command: str, host: str = DEFAULT_HOST) 
             token=args.token,
             allowed_hosts=_allowed_hosts(args),
             output_price=args.output_price,
+            **_client_limits(args),
             **ab_settings(args),
         )
         proxy.check_listen(host, settings)
@@ -217,7 +248,8 @@ def _serve(app: Starlette, args: argparse.Namespace) -> None:
         return
     options = {k: v for k, v in vars(args).items() if k != "func"}
     os.environ[WORKER_OPTIONS] = json.dumps(options, default=str)
-    serve_workers(f"{__name__}:worker_app", args.host, args.port, args.workers)
+    settings = app.state.settings
+    serve_workers(f"{__name__}:worker_app", args.host, args.port, args.workers, settings=settings)
 
 
 def run(args: argparse.Namespace) -> int:

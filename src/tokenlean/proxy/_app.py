@@ -2,7 +2,8 @@
 
 Responses (JSON, server-sent events, errors) go back byte for byte as they arrive, with the
 upstream's status and headers. What the proxy adds is bounded: it reads at most
-``max_body_bytes`` (413 above) and waits at most ``body_timeout`` for the next body bytes (408),
+``max_body_bytes`` (413 above) and waits at most ``body_timeout`` for the whole body (408; the
+deadline of the request head is the connection's, :mod:`tokenlean.proxy._connections`),
 gives a 502 naming the upstream when it cannot connect within ``connect_timeout``, and drops the
 upstream request as soon as the client goes away, whatever it was doing then (reading the body,
 rewriting it, waiting for the upstream's headers, streaming the answer): a client that gave up
@@ -133,8 +134,8 @@ class _Gone(Response):
 
 async def _read_body(request: Request, limit: int, timeout: float) -> bytes | Response:
     """The request body, or the answer when it cannot be read: 413 when it is larger than
-    ``limit`` bytes, 408 when no bytes came for ``timeout`` seconds, nothing when the client
-    left."""
+    ``limit`` bytes, 408 when it did not all come within ``timeout`` seconds, nothing when the
+    client left."""
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
         return error_response(413, "request_too_large", f"body over {limit:,} bytes")
@@ -142,17 +143,17 @@ async def _read_body(request: Request, limit: int, timeout: float) -> bytes | Re
     size = 0
     stream = request.stream()
     try:
-        while True:
-            with anyio.fail_after(timeout):
-                chunk = await anext(stream, None)
-            if chunk is None:
-                return b"".join(chunks)
-            size += len(chunk)
-            if size > limit:
-                return error_response(413, "request_too_large", f"body over {limit:,} bytes")
-            chunks.append(chunk)
+        # One deadline for the whole body: restarted by each chunk, it would let a client
+        # dripping a byte at a time hold the connection for good.
+        with anyio.fail_after(timeout):
+            while (chunk := await anext(stream, None)) is not None:
+                size += len(chunk)
+                if size > limit:
+                    return error_response(413, "request_too_large", f"body over {limit:,} bytes")
+                chunks.append(chunk)
+        return b"".join(chunks)
     except TimeoutError:
-        message = f"no request body bytes for {timeout:g} s"
+        message = f"the request body did not all come within {timeout:g} s"
         # The rest of the body may still come: only a new connection starts a clean request.
         return error_response(408, "request_timeout", message, {"connection": "close"})
     except ClientDisconnect:
