@@ -12,9 +12,9 @@ stops (Ctrl-C).
 It listens on loopback only unless --host says otherwise, which needs a shared secret (--token
 or TOKENLEAN_PROXY_TOKEN): clients send it as the header x-tokenlean-token, or put it in the
 base URL (http://HOST:PORT/t/TOKEN). Requests from browsers and for other host names (DNS
-rebinding) are refused. ``--workers N`` serves N processes on the port (each its own
-statistics and summary); the same history gets the same bytes upstream whichever process
-forwards it.
+rebinding) are refused. ``--workers N`` serves N processes on the port: ``/metrics`` and
+``/tokenlean/stats`` sum them all, each prints its own summary; the same history gets the same
+bytes upstream whichever process forwards it.
 """
 
 from __future__ import annotations
@@ -25,8 +25,10 @@ import logging
 import os
 import secrets
 import sys
+import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tokenlean.cli import add_output_price
@@ -170,6 +172,7 @@ def build_app(args: argparse.Namespace, command: str, host: str = DEFAULT_HOST) 
             allowed_hosts=_allowed_hosts(args),
             output_price=args.output_price,
             **_client_limits(args),
+            workers_dir=getattr(args, "workers_dir", None),
             **ab_settings(args),
         )
         proxy.check_listen(host, settings)
@@ -223,6 +226,8 @@ def worker_app() -> Starlette:
     options = json.loads(os.environ[WORKER_OPTIONS])
     args = argparse.Namespace(**options)
     args.originals = parse_originals(args.originals) if args.originals else None
+    args.workers_dir = Path(args.workers_dir)
+    args.ab_log = Path(args.ab_log) if args.ab_log else None  # a string once through JSON
     _log_requests(args.quiet)
     app = build_app(args, "proxy", args.host)
     if app is None:
@@ -246,10 +251,15 @@ def _serve(app: Starlette, args: argparse.Namespace) -> None:
         serve(app, args.host, args.port)
         print_summary(app)
         return
-    options = {k: v for k, v in vars(args).items() if k != "func"}
-    os.environ[WORKER_OPTIONS] = json.dumps(options, default=str)
-    settings = app.state.settings
-    serve_workers(f"{__name__}:worker_app", args.host, args.port, args.workers, settings=settings)
+    # The workers share their figures in a folder of this run, so that /metrics and
+    # /tokenlean/stats sum them all; it goes with the run.
+    with tempfile.TemporaryDirectory(prefix="tokenlean-workers-") as shared:
+        options = {k: v for k, v in vars(args).items() if k != "func"}
+        options["workers_dir"] = shared
+        os.environ[WORKER_OPTIONS] = json.dumps(options, default=str)
+        settings = app.state.settings
+        factory = f"{__name__}:worker_app"
+        serve_workers(factory, args.host, args.port, args.workers, settings=settings)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -49,6 +49,7 @@ from tokenlean.proxy._routing import (
 from tokenlean.proxy._settings import ProxySettings
 from tokenlean.proxy._stats import CountingThread, StatsBook
 from tokenlean.proxy._usage import AnswerReader, answer_reader
+from tokenlean.proxy._workers import SharedFigures
 from tokenlean.raw import Api
 
 log = logging.getLogger("tokenlean.proxy")
@@ -169,6 +170,7 @@ class Proxy:
         self.stats = stats
         self.client: httpx.AsyncClient | None = None
         self.counting: CountingThread | None = None
+        self.figures = SharedFigures(stats, settings.workers_dir)  # summed over --workers
         self.rewrites: anyio.CapacityLimiter | None = None
 
     def open(self) -> httpx.AsyncClient:
@@ -281,7 +283,7 @@ class Proxy:
     async def stats_endpoint(self, request: Request) -> Response:
         """Every session for a request with the token; otherwise only the session it names."""
         if authorized(request.scope):
-            return JSONResponse(self.stats.snapshot())
+            return JSONResponse(self.figures.snapshot())
         named = request.headers.get("x-tokenlean-session")
         if not named:
             message = (
@@ -289,7 +291,7 @@ class Proxy:
                 "its own session's with the header x-tokenlean-session: <its session id>"
             )
             return error_response(403, "permission_error", message)
-        return JSONResponse(self.stats.snapshot(named))
+        return JSONResponse(self.figures.snapshot(named))
 
 
 def _arm_book(settings: ProxySettings) -> ArmBook | None:
@@ -334,7 +336,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        proxy.counting = CountingThread(stats)
+        proxy.counting = CountingThread(stats, after=proxy.figures.write)
         try:
             async with proxy.open():
                 yield
@@ -346,7 +348,7 @@ def create_app(
     app = Starlette(
         routes=[
             Route("/tokenlean/stats", proxy.stats_endpoint, methods=["GET"]),
-            metrics_route(stats.metrics, *([] if stats.arms is None else [stats.arms])),
+            metrics_route(proxy.figures.exposition),
             Route("/{path:path}", proxy.handle, methods=_METHODS),
         ],
         middleware=[Middleware(Guard, settings=settings)],  # in front of every route

@@ -131,6 +131,10 @@ class ProxySettings:
     (*control*), the others rewritten (*tokenlean*); each arm's usage is in ``/metrics`` with an
     ``arm`` label, and each finished session (idle ``ab_idle`` seconds, dropped from a table of
     ``max_sessions``, or open when the proxy stops) is one JSON line appended to ``ab_log``.
+
+    ``workers_dir`` is a folder the processes of one ``--workers`` proxy share: each writes its
+    figures there, and ``/metrics`` and ``/tokenlean/stats`` sum them all
+    (:mod:`tokenlean.proxy._workers`); None in one process.
     """
 
     upstream: str | None = None
@@ -160,6 +164,7 @@ class ProxySettings:
     ab_share: float | None = None
     ab_log: Path | None = None
     ab_idle: float = AB_IDLE
+    workers_dir: Path | None = None
 
     def __post_init__(self) -> None:
         _check_url("upstream", self.upstream)

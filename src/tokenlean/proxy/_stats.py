@@ -26,8 +26,8 @@ import secrets
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from tokenlean.cost import CachePricing
@@ -47,6 +47,7 @@ from tokenlean.proxy._sessions import (
 from tokenlean.proxy._settings import MAX_SESSIONS, MAX_STATS_BYTES
 from tokenlean.proxy._totals import RequestRecord, Totals, log_line
 from tokenlean.proxy._usage import AnswerReader, Usage
+from tokenlean.proxy._workers import merged_snapshot, session_state
 from tokenlean.raw import Api, list_key
 
 __all__ = ["CountingThread", "StatsBook"]
@@ -245,35 +246,35 @@ class StatsBook:
         tiers = tuple(replace(t, output=self._output_price) for t in priced.tiers)
         return replace(priced, output=self._output_price, tiers=tiers)
 
-    def snapshot(self, named: str | None = None) -> dict[str, Any]:
+    def snapshot(
+        self, named: str | None = None, others: Iterable[Mapping[str, Any]] = ()
+    ) -> dict[str, Any]:
         """The JSON served at ``GET /tokenlean/stats``: every session, or only the one a client
-        names (its ``x-tokenlean-session``, or its own id such as ``metadata.user_id``)."""
+        names (its ``x-tokenlean-session``, or its own id such as ``metadata.user_id``); with
+        the ``others`` books' :meth:`state` (other ``--workers`` processes) added."""
         only = None if named is None else labels_named(named, salt=self._salt)
+        return merged_snapshot([self.state(), *others], only)
+
+    def state(self) -> dict[str, Any]:
+        """Every session's sums and what was dropped, as JSON (for :meth:`snapshot`)."""
         with self._lock:
-            total = Totals()
-            sessions: dict[str, Any] = {}
-            if only is None:
-                total.add(self._dropped)
-            for label, s in self._sessions.items():
-                if only is not None and label not in only:
-                    continue
-                total.add(s.totals)
-                sessions[label] = {
-                    "api": s.api,
-                    "key": s.key_source,
-                    "first_seen": round(s.first_seen, 3),
-                    "last_seen": round(s.last_seen, 3),
-                    "pricing": s.pricing,
-                    **s.totals.to_dict(),
-                }
-            dropped = self._dropped_sessions if only is None else 0
-            unread = dict(self._unread)
-        return {
-            "total": total.to_dict(),
-            "sessions": sessions,
-            "sessions_dropped": dropped,
-            "forwarded_unread": unread,
-        }
+            sessions = {
+                label: session_state(
+                    s.totals,
+                    api=s.api,
+                    key=s.key_source,
+                    first_seen=s.first_seen,
+                    last_seen=s.last_seen,
+                    pricing=s.pricing,
+                )
+                for label, s in self._sessions.items()
+            }
+            return {
+                "sessions": sessions,
+                "dropped": asdict(self._dropped),
+                "sessions_dropped": self._dropped_sessions,
+                "forwarded_unread": dict(self._unread),
+            }
 
 
 def _billed(
@@ -291,8 +292,9 @@ class CountingThread:
     request's path: a long history takes milliseconds to count, and neither the client's
     connection nor the next request should wait for it."""
 
-    def __init__(self, book: StatsBook) -> None:
+    def __init__(self, book: StatsBook, after: Callable[..., None] | None = None) -> None:
         self._book = book
+        self._after = after  # told after counting (``soon=True``: more may come right away)
         self._jobs: queue.SimpleQueue[tuple[Any, ...] | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="tokenlean-stats", daemon=True)
         self._thread.start()
@@ -321,17 +323,30 @@ class CountingThread:
         """Count what is queued, then stop."""
         self._jobs.put(None)
         self._thread.join(timeout)
+        self._told(soon=False)
+
+    def _told(self, *, soon: bool) -> None:
+        if self._after is not None:
+            try:
+                self._after(soon=soon)
+            except Exception as exc:  # as counting: never takes the proxy down
+                log.warning("tokenlean proxy: after counting: %r", exc)
 
     def _run(self) -> None:
         while (job := self._next()) is not None:
             if job == ():
                 self._book.tick()
+                self._told(soon=False)
                 continue
-            method, path, api, headers, prepared, status, answer, seconds = job
-            try:
-                record = self._book.record(api, headers, prepared, status, answer, path, seconds)
-            except Exception as exc:  # counting must never take the proxy down
-                log.warning("tokenlean proxy: could not count a request: %r", exc)
-                continue
-            if record is not None:
-                log.info("%s", log_line(method, path, record))
+            self._count(job)
+            self._told(soon=not self._jobs.empty())
+
+    def _count(self, job: tuple[Any, ...]) -> None:
+        method, path, api, headers, prepared, status, answer, seconds = job
+        try:
+            record = self._book.record(api, headers, prepared, status, answer, path, seconds)
+        except Exception as exc:  # counting must never take the proxy down
+            log.warning("tokenlean proxy: could not count a request: %r", exc)
+            return
+        if record is not None:
+            log.info("%s", log_line(method, path, record))
