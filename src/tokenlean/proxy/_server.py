@@ -93,8 +93,9 @@ def serve_workers(
 
     ``factory`` names a function (``module:function``) each worker calls to build its app: an
     app cannot travel to a new process, the instructions to build one can. The kernel spreads
-    connections over the workers; each has its own statistics and rewrite threads, and all of
-    them write the same bytes for the same history (the rewrite is a pure function of it).
+    connections over the workers; each has its own statistics and rewrite threads (summed in
+    their scrapes when their settings share a ``workers_dir``), and all of them write the same
+    bytes for the same history (the rewrite is a pure function of it).
     """
     checks.integer(workers, "workers", at_least=2, wanted="at least 2 to run several processes")
     sock = bind(host, port)
