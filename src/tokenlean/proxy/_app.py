@@ -282,8 +282,9 @@ class Proxy:
 
     async def stats_endpoint(self, request: Request) -> Response:
         """Every session for a request with the token; otherwise only the session it names."""
+        # Off the event loop: with --workers, it reads and writes the workers' files.
         if authorized(request.scope):
-            return JSONResponse(self.figures.snapshot())
+            return JSONResponse(await anyio.to_thread.run_sync(self.figures.snapshot))
         named = request.headers.get("x-tokenlean-session")
         if not named:
             message = (
@@ -291,7 +292,7 @@ class Proxy:
                 "its own session's with the header x-tokenlean-session: <its session id>"
             )
             return error_response(403, "permission_error", message)
-        return JSONResponse(self.figures.snapshot(named))
+        return JSONResponse(await anyio.to_thread.run_sync(self.figures.snapshot, named))
 
 
 def _arm_book(settings: ProxySettings) -> ArmBook | None:

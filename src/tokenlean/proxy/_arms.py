@@ -206,11 +206,11 @@ class ArmBook:
             arms = {arm: asdict(sums) for arm, sums in self._arms.items()}
             return {"sessions": dict(self._sessions), "arms": arms}
 
-    def exposition(self, others: Iterable[Mapping[str, Any]] = ()) -> str:
-        """The arms' counters in the Prometheus text format, with those of ``others`` (other
-        processes' :meth:`state`) added."""
+    def exposition(self, states: Iterable[Mapping[str, Any]] | None = None) -> str:
+        """The arms' counters in the Prometheus text format; with ``states``, the sum of those
+        books' :meth:`state` instead (every ``--workers`` process's, this one's included)."""
         sessions, arms = dict.fromkeys(ARMS, 0), {arm: ArmSums() for arm in ARMS}
-        for state in [self.state(), *others]:
+        for state in [self.state()] if states is None else states:
             for arm in ARMS:
                 sessions[arm] += state["sessions"].get(arm, 0)
                 arms[arm].add(ArmSums(**state["arms"].get(arm, {})))

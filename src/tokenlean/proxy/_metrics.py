@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -197,6 +198,7 @@ def metrics_route(exposition: Callable[[], str]) -> Route:
     the A/B arms', summed over the ``--workers`` processes: :mod:`tokenlean.proxy._workers`)."""
 
     async def endpoint(request: Request) -> Response:
-        return Response(exposition(), media_type=CONTENT_TYPE)
+        # Off the event loop: with --workers, it reads and writes the workers' files.
+        return Response(await anyio.to_thread.run_sync(exposition), media_type=CONTENT_TYPE)
 
     return Route("/metrics", endpoint, methods=["GET"])

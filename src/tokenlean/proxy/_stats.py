@@ -47,7 +47,7 @@ from tokenlean.proxy._sessions import (
 from tokenlean.proxy._settings import MAX_SESSIONS, MAX_STATS_BYTES
 from tokenlean.proxy._totals import RequestRecord, Totals, log_line
 from tokenlean.proxy._usage import AnswerReader, Usage
-from tokenlean.proxy._workers import merged_snapshot, session_state
+from tokenlean.proxy._workers import WRITE_EVERY, merged_snapshot, session_state
 from tokenlean.raw import Api, list_key
 
 __all__ = ["CountingThread", "StatsBook"]
@@ -247,13 +247,13 @@ class StatsBook:
         return replace(priced, output=self._output_price, tiers=tiers)
 
     def snapshot(
-        self, named: str | None = None, others: Iterable[Mapping[str, Any]] = ()
+        self, named: str | None = None, states: Iterable[Mapping[str, Any]] | None = None
     ) -> dict[str, Any]:
         """The JSON served at ``GET /tokenlean/stats``: every session, or only the one a client
         names (its ``x-tokenlean-session``, or its own id such as ``metadata.user_id``); with
-        the ``others`` books' :meth:`state` (other ``--workers`` processes) added."""
+        ``states``, over those books' :meth:`state` instead (every ``--workers`` process's)."""
         only = None if named is None else labels_named(named, salt=self._salt)
-        return merged_snapshot([self.state(), *others], only)
+        return merged_snapshot([self.state()] if states is None else states, only)
 
     def state(self) -> dict[str, Any]:
         """Every session's sums and what was dropped, as JSON (for :meth:`snapshot`)."""
@@ -292,9 +292,13 @@ class CountingThread:
     request's path: a long history takes milliseconds to count, and neither the client's
     connection nor the next request should wait for it."""
 
-    def __init__(self, book: StatsBook, after: Callable[..., None] | None = None) -> None:
+    def __init__(self, book: StatsBook, after: Callable[[], None] | None = None) -> None:
         self._book = book
-        self._after = after  # told after counting (``soon=True``: more may come right away)
+        # Told after counting, at most once a second while requests keep coming, and within a
+        # second of the last one (the --workers processes share their figures then).
+        self._after = after
+        self._unsaid = False  # counted since ``after`` was last told
+        self._told_at = 0.0
         self._jobs: queue.SimpleQueue[tuple[Any, ...] | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="tokenlean-stats", daemon=True)
         self._thread.start()
@@ -313,9 +317,10 @@ class CountingThread:
         self._jobs.put((method, path, api, headers, prepared, status, answer, seconds))
 
     def _next(self) -> tuple[Any, ...] | None:
-        """The next job; an empty one after a minute without any (time to sweep idle ones)."""
+        """The next job; an empty one after a minute without any (time to sweep idle ones), or
+        after a second when ``after`` has not been told of the latest counts."""
         try:
-            return self._jobs.get(timeout=_TICK)
+            return self._jobs.get(timeout=WRITE_EVERY if self._unsaid else _TICK)
         except queue.Empty:
             return ()
 
@@ -323,12 +328,13 @@ class CountingThread:
         """Count what is queued, then stop."""
         self._jobs.put(None)
         self._thread.join(timeout)
-        self._told(soon=False)
+        self._tell()
 
-    def _told(self, *, soon: bool) -> None:
+    def _tell(self) -> None:
+        self._unsaid, self._told_at = False, time.monotonic()
         if self._after is not None:
             try:
-                self._after(soon=soon)
+                self._after()
             except Exception as exc:  # as counting: never takes the proxy down
                 log.warning("tokenlean proxy: after counting: %r", exc)
 
@@ -336,10 +342,11 @@ class CountingThread:
         while (job := self._next()) is not None:
             if job == ():
                 self._book.tick()
-                self._told(soon=False)
-                continue
-            self._count(job)
-            self._told(soon=not self._jobs.empty())
+            else:
+                self._count(job)
+                self._unsaid = True
+            if self._unsaid and (job == () or time.monotonic() - self._told_at >= WRITE_EVERY):
+                self._tell()
 
     def _count(self, job: tuple[Any, ...]) -> None:
         method, path, api, headers, prepared, status, answer, seconds = job

@@ -3,10 +3,12 @@ sum every worker's figures, whichever worker answers the scrape.
 
 Each worker writes its figures (its counters, its A/B arms', its statistics book's sessions) to
 its own file in a folder they share (``workers_dir``), replaced whole (write, then rename) after
-the requests it has counted, at most once a second while requests keep coming. A scrape adds
-its own figures, live, to every other worker's file. The sums only grow: a worker's file only
-ever grows, and one whose worker died stays in the folder (a replacement starts its own file),
-so a dashboard sees no reset; another worker's latest requests show up within about a second.
+the requests it has counted: at most once a second while requests keep coming, and within a
+second of the last (:class:`~tokenlean.proxy._stats.CountingThread` tells it when). A scrape
+writes its own file, then sums every file. The sums only grow: a worker's file only ever grows,
+each scrape reads every file at least as new as the one before it did, and the file of a worker
+that died stays in the folder (a replacement starts its own), so a dashboard sees no reset;
+another worker's latest requests show up within about a second.
 The summary printed when the proxy stops stays each worker's own.
 """
 
@@ -16,7 +18,6 @@ import json
 import logging
 import os
 import threading
-import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import asdict, fields
 from pathlib import Path
@@ -28,7 +29,7 @@ from tokenlean.proxy._totals import Totals
 if TYPE_CHECKING:
     from tokenlean.proxy._stats import StatsBook
 
-__all__ = ["SharedFigures", "WorkerFiles", "merged_snapshot", "session_state"]
+__all__ = ["WRITE_EVERY", "SharedFigures", "WorkerFiles", "merged_snapshot", "session_state"]
 
 log = logging.getLogger("tokenlean.proxy")
 
@@ -45,21 +46,20 @@ class WorkerFiles:
         self._figures = figures
         self._name = f"{os.getpid()}{_SUFFIX}"
         self._lock = threading.Lock()
-        self._written = 0.0
 
-    def write(self, *, soon: bool = False) -> None:
-        """Write this worker's figures; with ``soon``, only if the last write is a second old."""
-        if soon and time.monotonic() - self._written < WRITE_EVERY:
-            return
+    def write(self) -> Mapping[str, Any]:
+        """Write this worker's figures (replacing what it wrote before); returns them."""
+        # Taken and written under one lock, so that the file never goes back to older figures.
         with self._lock:
-            self._written = time.monotonic()
+            figures = self._figures()
             path = self._folder / self._name
             partial = path.with_suffix(".tmp")
             try:
-                partial.write_text(json.dumps(self._figures()))
+                partial.write_text(json.dumps(figures))
                 partial.replace(path)  # a reader sees the old file or the new, never half
             except OSError as exc:  # the other workers' scrapes miss it; traffic goes on
                 log.warning("tokenlean proxy: could not share this worker's figures: %s", exc)
+            return figures
 
     def others(self) -> list[dict[str, Any]]:
         """The figures every other worker wrote last (an unreadable file is left out)."""
@@ -146,27 +146,36 @@ class SharedFigures:
         arms = None if self.book.arms is None else self.book.arms.state()
         return {"metrics": self.book.metrics.state(), "arms": arms, "stats": self.book.state()}
 
-    def _others(self) -> list[dict[str, Any]]:
-        return [] if self.files is None else self.files.others()
-
-    def write(self, *, soon: bool = False) -> None:
+    def write(self) -> None:
         """Share this worker's figures with the others (nothing to do in one process)."""
         if self.files is not None:
-            self.files.write(soon=soon)
+            self.files.write()
+
+    def _every(self) -> list[Mapping[str, Any]] | None:
+        """Every worker's figures as the files hold them, this one's written first (None in
+        one process). Files only, not this worker's live figures beside the others' files:
+        two workers answering in turn would each add its fresher self to the other's older
+        file, and the second sum could be the smaller."""
+        if self.files is None:
+            return None
+        return [self.files.write(), *self.files.others()]
 
     def exposition(self) -> str:
         """The Prometheus text of every worker's counters, summed."""
-        others = self._others()
-        metrics = self.book.metrics
-        if others:
+        every = self._every()
+        if every is None:
+            metrics = self.book.metrics
+        else:
             metrics = Metrics()
-            for state in [self.book.metrics.state(), *(o["metrics"] for o in others)]:
-                metrics.add_state(state)
+            for figures in every:
+                metrics.add_state(figures["metrics"])
         text = metrics.exposition()
         if self.book.arms is not None:
-            text += self.book.arms.exposition(o["arms"] for o in others if o.get("arms"))
+            arms = None if every is None else [f["arms"] for f in every if f.get("arms")]
+            text += self.book.arms.exposition(arms)
         return text
 
     def snapshot(self, named: str | None = None) -> dict[str, Any]:
         """The statistics of every worker, summed (see :meth:`StatsBook.snapshot`)."""
-        return self.book.snapshot(named, [o["stats"] for o in self._others()])
+        every = self._every()
+        return self.book.snapshot(named, None if every is None else [f["stats"] for f in every])
