@@ -52,6 +52,15 @@ def _drip(sock: socket.socket, data: bytes, every: float = 0.25) -> bytes:
     raise AssertionError(f"the connection was still open after {TIMES} deadlines")
 
 
+def _closed_by_proxy(sock: socket.socket) -> bool:
+    sock.settimeout(GENEROUS)
+    with sock:
+        try:
+            return sock.recv(1) == b""
+        except ConnectionResetError:  # closed with the half request unread
+            return True
+
+
 def test_a_request_head_dripped_past_its_deadline_is_closed(make_proxy: ProxyFactory):
     proxy = make_proxy(head_timeout=DEADLINE)
     head = b"POST /v1/messages HTTP/1.1\r\nhost: 127.0.0.1\r\n" + b"x-drip: " + b"a" * 400
@@ -81,6 +90,21 @@ def test_a_client_keeping_to_the_deadlines_is_served(make_proxy: ProxyFactory):
     proxy = make_proxy(head_timeout=DEADLINE, body_timeout=DEADLINE)
     reply = httpx.post(proxy.url + "/v1/messages", json=log_turn(), timeout=GENEROUS)
     assert reply.status_code == 200
+
+
+def test_past_max_connections_the_oldest_waiting_for_a_head_are_shed(make_proxy: ProxyFactory):
+    proxy = make_proxy(max_connections=4, head_timeout=GENEROUS)
+    waiting = []
+    for _ in range(10):
+        sock = _connect(proxy.url)
+        sock.sendall(b"POST /v1/mess")
+        waiting.append(sock)
+    reply = httpx.post(proxy.url + "/v1/messages", json=log_turn(), timeout=GENEROUS)
+    assert reply.status_code == 200
+    for sock in waiting[:6]:  # the six oldest made room for the newer ones
+        assert _closed_by_proxy(sock)
+    for sock in waiting[6:]:
+        sock.close()
 
 
 @pytest.mark.parametrize("name", ["head_timeout", "body_timeout"])

@@ -32,6 +32,7 @@ from starlette.types import Receive, Scope, Send
 
 from tokenlean.proxy._ab import arm_rewriter
 from tokenlean.proxy._arms import ArmBook
+from tokenlean.proxy._counting import CountingThread
 from tokenlean.proxy._errors import error_response
 from tokenlean.proxy._guard import Guard, authorized
 from tokenlean.proxy._metrics import metrics_route
@@ -47,7 +48,7 @@ from tokenlean.proxy._routing import (
     vendor_for,
 )
 from tokenlean.proxy._settings import ProxySettings
-from tokenlean.proxy._stats import CountingThread, StatsBook
+from tokenlean.proxy._stats import StatsBook
 from tokenlean.proxy._usage import AnswerReader, answer_reader
 from tokenlean.proxy._workers import SharedFigures
 from tokenlean.raw import Api

@@ -4,7 +4,7 @@ sum every worker's figures, whichever worker answers the scrape.
 Each worker writes its figures (its counters, its A/B arms', its statistics book's sessions) to
 its own file in a folder they share (``workers_dir``), replaced whole (write, then rename) after
 the requests it has counted: at most once a second while requests keep coming, and within a
-second of the last (:class:`~tokenlean.proxy._stats.CountingThread` tells it when). A scrape
+second of the last (:class:`~tokenlean.proxy._counting.CountingThread` tells it when). A scrape
 writes its own file, then sums every file. The sums only grow: a worker's file only ever grows,
 each scrape reads every file at least as new as the one before it did, and the file of a worker
 that died stays in the folder (a replacement starts its own), so a dashboard sees no reset;
