@@ -40,6 +40,8 @@ _OPENED = itertools.count()
 _BACKLOG = 2048
 #: Shedding is logged the first time, then once in this many (a flood would fill the log).
 _LOG_EVERY = 1000
+#: How many connections this process has shed.
+_SHED = itertools.count()
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +122,7 @@ class LimitedH11Protocol(H11Protocol):
             c for c in live if isinstance(c, LimitedH11Protocol) and c is not self and c.waiting()
         ]
         victim = min(waiting, key=lambda c: c._order, default=self)
-        shed = _shed_count()
+        shed = next(_SHED)
         if shed % _LOG_EVERY == 0:
             log.warning(
                 "tokenlean proxy: %d client connections open (max_connections); closing the "
@@ -131,14 +133,6 @@ class LimitedH11Protocol(H11Protocol):
         victim.transport.close()
 
 
-_SHED = itertools.count()
-
-
 def _default_limits() -> ClientLimits:
     """The defaults, for a server started with uvicorn's own configuration."""
     return ClientLimits.of(ProxySettings())
-
-
-def _shed_count() -> int:
-    """How many connections this process shed before this one."""
-    return next(_SHED)
