@@ -12,9 +12,9 @@ stops (Ctrl-C).
 It listens on loopback only unless --host says otherwise, which needs a shared secret (--token
 or TOKENLEAN_PROXY_TOKEN): clients send it as the header x-tokenlean-token, or put it in the
 base URL (http://HOST:PORT/t/TOKEN). Requests from browsers and for other host names (DNS
-rebinding) are refused. ``--workers N`` serves N processes on the port (each its own
-statistics and summary); the same history gets the same bytes upstream whichever process
-forwards it.
+rebinding) are refused. ``--workers N`` serves N processes on the port: ``/metrics`` and
+``/tokenlean/stats`` sum them all, each prints its own summary; the same history gets the same
+bytes upstream whichever process forwards it.
 """
 
 from __future__ import annotations
@@ -25,9 +25,11 @@ import logging
 import os
 import secrets
 import sys
+import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from tokenlean.cli import add_output_price
 from tokenlean.cli._ab import ab_settings, add_ab_options
@@ -106,8 +108,38 @@ def add_subcommand(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         metavar="N",
         help="serve N processes on the port, for a team (default 1)",
     )
+    _add_client_limits(p)
     add_ab_options(p)
     p.set_defaults(func=run)
+
+
+def _add_client_limits(p: argparse.ArgumentParser) -> None:
+    """How long a client may take to send a request, and how many connections it may hold."""
+    p.add_argument(
+        "--head-timeout",
+        type=float,
+        metavar="S",
+        help="close a connection whose request head is not whole within S seconds",
+    )
+    p.add_argument(
+        "--body-timeout",
+        type=float,
+        metavar="S",
+        help="answer 408 to a request whose body is not whole within S seconds",
+    )
+    p.add_argument(
+        "--max-connections",
+        type=int,
+        metavar="N",
+        help="client connections per process; past N, the oldest still sending its head is "
+        "closed (default: a quarter of the open-file limit, ulimit -n)",
+    )
+
+
+def _client_limits(args: argparse.Namespace) -> dict[str, Any]:
+    """The client limits given on the command line (the others keep ProxySettings' defaults)."""
+    names = ("head_timeout", "body_timeout", "max_connections")
+    return {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
 
 
 def _allowed_hosts(args: argparse.Namespace) -> tuple[str, ...]:
@@ -139,6 +171,8 @@ def build_app(args: argparse.Namespace, command: str, host: str = DEFAULT_HOST) 
             token=args.token,
             allowed_hosts=_allowed_hosts(args),
             output_price=args.output_price,
+            **_client_limits(args),
+            workers_dir=getattr(args, "workers_dir", None),
             **ab_settings(args),
         )
         proxy.check_listen(host, settings)
@@ -192,6 +226,8 @@ def worker_app() -> Starlette:
     options = json.loads(os.environ[WORKER_OPTIONS])
     args = argparse.Namespace(**options)
     args.originals = parse_originals(args.originals) if args.originals else None
+    args.workers_dir = Path(args.workers_dir)
+    args.ab_log = Path(args.ab_log) if args.ab_log else None  # a string once through JSON
     _log_requests(args.quiet)
     app = build_app(args, "proxy", args.host)
     if app is None:
@@ -215,9 +251,15 @@ def _serve(app: Starlette, args: argparse.Namespace) -> None:
         serve(app, args.host, args.port)
         print_summary(app)
         return
-    options = {k: v for k, v in vars(args).items() if k != "func"}
-    os.environ[WORKER_OPTIONS] = json.dumps(options, default=str)
-    serve_workers(f"{__name__}:worker_app", args.host, args.port, args.workers)
+    # The workers share their figures in a folder of this run, so that /metrics and
+    # /tokenlean/stats sum them all; it goes with the run.
+    with tempfile.TemporaryDirectory(prefix="tokenlean-workers-") as shared:
+        options = {k: v for k, v in vars(args).items() if k != "func"}
+        options["workers_dir"] = shared
+        os.environ[WORKER_OPTIONS] = json.dumps(options, default=str)
+        settings = app.state.settings
+        factory = f"{__name__}:worker_app"
+        serve_workers(factory, args.host, args.port, args.workers, settings=settings)
 
 
 def run(args: argparse.Namespace) -> int:

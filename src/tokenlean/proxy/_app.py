@@ -2,7 +2,8 @@
 
 Responses (JSON, server-sent events, errors) go back byte for byte as they arrive, with the
 upstream's status and headers. What the proxy adds is bounded: it reads at most
-``max_body_bytes`` (413 above) and waits at most ``body_timeout`` for the next body bytes (408),
+``max_body_bytes`` (413 above) and waits at most ``body_timeout`` for the whole body (408; the
+deadline of the request head is the connection's, :mod:`tokenlean.proxy._connections`),
 gives a 502 naming the upstream when it cannot connect within ``connect_timeout``, and drops the
 upstream request as soon as the client goes away, whatever it was doing then (reading the body,
 rewriting it, waiting for the upstream's headers, streaming the answer): a client that gave up
@@ -31,6 +32,7 @@ from starlette.types import Receive, Scope, Send
 
 from tokenlean.proxy._ab import arm_rewriter
 from tokenlean.proxy._arms import ArmBook
+from tokenlean.proxy._counting import CountingThread
 from tokenlean.proxy._errors import error_response
 from tokenlean.proxy._guard import Guard, authorized
 from tokenlean.proxy._metrics import metrics_route
@@ -46,8 +48,9 @@ from tokenlean.proxy._routing import (
     vendor_for,
 )
 from tokenlean.proxy._settings import ProxySettings
-from tokenlean.proxy._stats import CountingThread, StatsBook
+from tokenlean.proxy._stats import StatsBook
 from tokenlean.proxy._usage import AnswerReader, answer_reader
+from tokenlean.proxy._workers import SharedFigures
 from tokenlean.raw import Api
 
 log = logging.getLogger("tokenlean.proxy")
@@ -133,8 +136,8 @@ class _Gone(Response):
 
 async def _read_body(request: Request, limit: int, timeout: float) -> bytes | Response:
     """The request body, or the answer when it cannot be read: 413 when it is larger than
-    ``limit`` bytes, 408 when no bytes came for ``timeout`` seconds, nothing when the client
-    left."""
+    ``limit`` bytes, 408 when it did not all come within ``timeout`` seconds, nothing when the
+    client left."""
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
         return error_response(413, "request_too_large", f"body over {limit:,} bytes")
@@ -142,17 +145,17 @@ async def _read_body(request: Request, limit: int, timeout: float) -> bytes | Re
     size = 0
     stream = request.stream()
     try:
-        while True:
-            with anyio.fail_after(timeout):
-                chunk = await anext(stream, None)
-            if chunk is None:
-                return b"".join(chunks)
-            size += len(chunk)
-            if size > limit:
-                return error_response(413, "request_too_large", f"body over {limit:,} bytes")
-            chunks.append(chunk)
+        # One deadline for the whole body: restarted by each chunk, it would let a client
+        # dripping a byte at a time hold the connection for good.
+        with anyio.fail_after(timeout):
+            while (chunk := await anext(stream, None)) is not None:
+                size += len(chunk)
+                if size > limit:
+                    return error_response(413, "request_too_large", f"body over {limit:,} bytes")
+                chunks.append(chunk)
+        return b"".join(chunks)
     except TimeoutError:
-        message = f"no request body bytes for {timeout:g} s"
+        message = f"the request body did not all come within {timeout:g} s"
         # The rest of the body may still come: only a new connection starts a clean request.
         return error_response(408, "request_timeout", message, {"connection": "close"})
     except ClientDisconnect:
@@ -168,6 +171,7 @@ class Proxy:
         self.stats = stats
         self.client: httpx.AsyncClient | None = None
         self.counting: CountingThread | None = None
+        self.figures = SharedFigures(stats, settings.workers_dir)  # summed over --workers
         self.rewrites: anyio.CapacityLimiter | None = None
 
     def open(self) -> httpx.AsyncClient:
@@ -279,8 +283,9 @@ class Proxy:
 
     async def stats_endpoint(self, request: Request) -> Response:
         """Every session for a request with the token; otherwise only the session it names."""
+        # Off the event loop: with --workers, it reads and writes the workers' files.
         if authorized(request.scope):
-            return JSONResponse(self.stats.snapshot())
+            return JSONResponse(await anyio.to_thread.run_sync(self.figures.snapshot))
         named = request.headers.get("x-tokenlean-session")
         if not named:
             message = (
@@ -288,7 +293,7 @@ class Proxy:
                 "its own session's with the header x-tokenlean-session: <its session id>"
             )
             return error_response(403, "permission_error", message)
-        return JSONResponse(self.stats.snapshot(named))
+        return JSONResponse(await anyio.to_thread.run_sync(self.figures.snapshot, named))
 
 
 def _arm_book(settings: ProxySettings) -> ArmBook | None:
@@ -333,7 +338,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        proxy.counting = CountingThread(stats)
+        proxy.counting = CountingThread(stats, after=proxy.figures.write)
         try:
             async with proxy.open():
                 yield
@@ -345,7 +350,7 @@ def create_app(
     app = Starlette(
         routes=[
             Route("/tokenlean/stats", proxy.stats_endpoint, methods=["GET"]),
-            metrics_route(stats.metrics, *([] if stats.arms is None else [stats.arms])),
+            metrics_route(proxy.figures.exposition),
             Route("/{path:path}", proxy.handle, methods=_METHODS),
         ],
         middleware=[Middleware(Guard, settings=settings)],  # in front of every route

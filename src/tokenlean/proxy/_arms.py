@@ -25,7 +25,7 @@ import secrets
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -200,22 +200,34 @@ class ArmBook:
         except OSError as exc:  # a log that cannot be written never stops the traffic
             log.warning("tokenlean proxy: could not write the A/B session log: %s", exc)
 
-    def exposition(self) -> str:
-        """The arms' counters in the Prometheus text format."""
+    def state(self) -> dict[str, Any]:
+        """The arms' counters as JSON, summed by :meth:`exposition` in another process."""
         with self._lock:
-            return "".join(f"{line}\n" for line in self._lines())
+            arms = {arm: asdict(sums) for arm, sums in self._arms.items()}
+            return {"sessions": dict(self._sessions), "arms": arms}
 
-    def _lines(self) -> Iterator[str]:
-        yield "# HELP tokenlean_ab_sessions_total Sessions started in each A/B arm."
-        yield "# TYPE tokenlean_ab_sessions_total counter"
-        for arm in ARMS:
-            yield f'tokenlean_ab_sessions_total{{arm="{arm}"}} {self._sessions[arm]}'
-        for name, text in _HELP.items():
-            yield f"# HELP tokenlean_ab_{name}_total {text}"
-            yield f"# TYPE tokenlean_ab_{name}_total counter"
+    def exposition(self, states: Iterable[Mapping[str, Any]] | None = None) -> str:
+        """The arms' counters in the Prometheus text format; with ``states``, the sum of those
+        books' :meth:`state` instead (every ``--workers`` process's, this one's included)."""
+        sessions, arms = dict.fromkeys(ARMS, 0), {arm: ArmSums() for arm in ARMS}
+        for state in [self.state()] if states is None else states:
             for arm in ARMS:
-                value = getattr(self._arms[arm], name)
-                yield f'tokenlean_ab_{name}_total{{arm="{arm}"}} {_number(value)}'
+                sessions[arm] += state["sessions"].get(arm, 0)
+                arms[arm].add(ArmSums(**state["arms"].get(arm, {})))
+        return "".join(f"{line}\n" for line in _lines(sessions, arms))
+
+
+def _lines(sessions: Mapping[Arm, int], arms: Mapping[Arm, ArmSums]) -> Iterator[str]:
+    yield "# HELP tokenlean_ab_sessions_total Sessions started in each A/B arm."
+    yield "# TYPE tokenlean_ab_sessions_total counter"
+    for arm in ARMS:
+        yield f'tokenlean_ab_sessions_total{{arm="{arm}"}} {sessions[arm]}'
+    for name, text in _HELP.items():
+        yield f"# HELP tokenlean_ab_{name}_total {text}"
+        yield f"# TYPE tokenlean_ab_{name}_total counter"
+        for arm in ARMS:
+            value = getattr(arms[arm], name)
+            yield f'tokenlean_ab_{name}_total{{arm="{arm}"}} {_number(value)}'
 
 
 _HELP: Mapping[str, str] = {

@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any
 
+import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -33,7 +34,7 @@ from starlette.routing import Route
 if TYPE_CHECKING:
     from tokenlean.proxy._totals import Totals
 
-__all__ = ["CONTENT_TYPE", "REWRITE_BUCKETS", "Exposition", "Metrics", "metrics_route"]
+__all__ = ["CONTENT_TYPE", "REWRITE_BUCKETS", "Metrics", "metrics_route"]
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 #: Upper bounds (seconds) of the rewrite-time histogram: a small request takes about a
@@ -112,6 +113,36 @@ class Metrics:
             series.seconds += one.rewrite_seconds
             series.count += 1
 
+    def state(self) -> dict[str, Any]:
+        """The counters as JSON, for :meth:`add_state` in another process (``--workers``)."""
+        with self._lock:
+            series = {
+                api: {
+                    "sums": dict(s.sums),
+                    "buckets": list(s.buckets),
+                    "s": s.seconds,
+                    "n": s.count,
+                }
+                for api, s in self._series.items()
+            }
+            requests = [[api, status, n] for (api, status), n in self._requests.items()]
+            return {"requests": requests, "series": series}
+
+    def add_state(self, state: Mapping[str, Any]) -> None:
+        """Add the counters of another process's :meth:`state` to these."""
+        with self._lock:
+            for api, status, n in state["requests"]:
+                self._requests[api, int(status)] += int(n)
+            for api, data in state["series"].items():
+                series = self._series[api]
+                for name, value in data["sums"].items():
+                    series.sums[name] += value
+                series.buckets = [
+                    a + b for a, b in zip(series.buckets, data["buckets"], strict=True)
+                ]
+                series.seconds += data["s"]
+                series.count += data["n"]
+
     def exposition(self) -> str:
         """Every metric in the Prometheus text format (version 0.0.4)."""
         with self._lock:
@@ -162,16 +193,12 @@ def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
-class Exposition(Protocol):
-    def exposition(self) -> str: ...
-
-
-def metrics_route(metrics: Metrics, *more: Exposition) -> Route:
-    """``GET /metrics``, from ``metrics`` (the statistics book's, which it feeds) and any
-    ``more`` (the A/B arms' books)."""
+def metrics_route(exposition: Callable[[], str]) -> Route:
+    """``GET /metrics``, serving what ``exposition`` writes (the statistics book's metrics and
+    the A/B arms', summed over the ``--workers`` processes: :mod:`tokenlean.proxy._workers`)."""
 
     async def endpoint(request: Request) -> Response:
-        text = "".join([metrics.exposition(), *(m.exposition() for m in more)])
-        return Response(text, media_type=CONTENT_TYPE)
+        # Off the event loop: with --workers, it reads and writes the workers' files.
+        return Response(await anyio.to_thread.run_sync(exposition), media_type=CONTENT_TYPE)
 
     return Route("/metrics", endpoint, methods=["GET"])

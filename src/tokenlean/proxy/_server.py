@@ -15,16 +15,21 @@ from starlette.applications import Starlette
 from uvicorn.supervisors import Multiprocess
 
 from tokenlean import checks
+from tokenlean.proxy._connections import ClientLimits, LimitedConfig
 from tokenlean.proxy._guard import check_listen
+from tokenlean.proxy._settings import ProxySettings
 
 #: How long to wait for the server thread to come up or go down before giving up.
 START_TIMEOUT = 10.0
 
 
-def _config(app: Starlette | str, *, access_log: bool, workers: int = 1) -> uvicorn.Config:
+def _config(
+    app: Starlette | str, *, access_log: bool, workers: int = 1, settings: ProxySettings | None
+) -> uvicorn.Config:
     # The upstream's own Date and Server headers pass through; uvicorn's would duplicate them.
-    return uvicorn.Config(
+    return LimitedConfig(
         app,
+        limits=ClientLimits.of(settings or ProxySettings()),
         factory=isinstance(app, str),
         workers=workers,
         log_config=None,
@@ -36,9 +41,15 @@ def _config(app: Starlette | str, *, access_log: bool, workers: int = 1) -> uvic
     )
 
 
+def _settings(app: Starlette) -> ProxySettings | None:
+    """The settings of an app of :func:`create_app` (another app: None, the defaults apply)."""
+    settings = getattr(app.state, "settings", None)
+    return settings if isinstance(settings, ProxySettings) else None
+
+
 def _check(app: Starlette, host: str) -> None:
     """An app of :func:`create_app` listens beyond loopback only with a token (ValueError)."""
-    settings = getattr(app.state, "settings", None)
+    settings = _settings(app)
     if settings is not None:
         check_listen(host, settings)
 
@@ -66,7 +77,7 @@ def serve(app: Starlette, host: str, port: int) -> None:
     sock = bind(host, port)
     previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
-        uvicorn.Server(_config(app, access_log=False)).run(sockets=[sock])
+        uvicorn.Server(_config(app, access_log=False, settings=_settings(app))).run(sockets=[sock])
     except KeyboardInterrupt:
         pass
     finally:
@@ -74,17 +85,21 @@ def serve(app: Starlette, host: str, port: int) -> None:
         sock.close()
 
 
-def serve_workers(factory: str, host: str, port: int, workers: int) -> None:
-    """Serve ``workers`` processes on one listening socket until SIGINT or SIGTERM.
+def serve_workers(
+    factory: str, host: str, port: int, workers: int, *, settings: ProxySettings | None = None
+) -> None:
+    """Serve ``workers`` processes on one listening socket until SIGINT or SIGTERM; each holds
+    its client connections to the limits of ``settings`` (the defaults when None).
 
     ``factory`` names a function (``module:function``) each worker calls to build its app: an
     app cannot travel to a new process, the instructions to build one can. The kernel spreads
-    connections over the workers; each has its own statistics and rewrite threads, and all of
-    them write the same bytes for the same history (the rewrite is a pure function of it).
+    connections over the workers; each has its own statistics and rewrite threads (summed in
+    their scrapes when their settings share a ``workers_dir``), and all of them write the same
+    bytes for the same history (the rewrite is a pure function of it).
     """
     checks.integer(workers, "workers", at_least=2, wanted="at least 2 to run several processes")
     sock = bind(host, port)
-    config = _config(factory, access_log=False, workers=workers)
+    config = _config(factory, access_log=False, workers=workers, settings=settings)
     try:
         _supervisor(config, sock).run()
     finally:
@@ -109,7 +124,7 @@ class BackgroundProxy:
         self.app = app
         _check(app, host)
         self._sock = bind(host, port)
-        self._server = uvicorn.Server(_config(app, access_log=False))
+        self._server = uvicorn.Server(_config(app, access_log=False, settings=_settings(app)))
         self._thread = threading.Thread(target=self._run, name="tokenlean-proxy", daemon=True)
         bound: Any = self._sock.getsockname()
         shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]

@@ -30,6 +30,8 @@ AB_IDLE = 1800.0
 #: ... and within this many bytes of those fingerprints, however long their histories (a
 #: 2,000-message history keeps about 256 KB; 1,000 of them would keep 256 MB).
 MAX_STATS_BYTES = 64 * 2**20
+#: The open-file limit assumed where the system does not say (or says "unlimited").
+_UNKNOWN_FILE_LIMIT = 4096
 #: A token must be long enough not to be guessed, and fit in a URL path as it is.
 _TOKEN = re.compile(r"[A-Za-z0-9._~-]{16,}")
 
@@ -42,6 +44,19 @@ def default_rewrite_threads() -> int:
     except AttributeError:  # not on every platform
         cpus = os.cpu_count() or 1
     return max(2, cpus)
+
+
+def default_max_connections() -> int:
+    """How many client connections one process holds at once by default: a quarter of its
+    open-file limit (often 1,024), since a forwarded request holds two files (the client's
+    socket and the upstream's) and the rest leave room for originals, logs and upstream pools."""
+    try:
+        import resource  # Unix only
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (ImportError, OSError):
+        soft = -1
+    return max(8, (soft if soft > 0 else _UNKNOWN_FILE_LIMIT) // 4)
 
 
 def _check_url(name: str, url: str | None) -> None:
@@ -91,8 +106,14 @@ class ProxySettings:
     ``connect_timeout`` bounds how long an unreachable upstream can hold a request before the
     client gets a 502; ``read_timeout`` is the longest silence allowed while waiting for upstream
     bytes (a long non-streamed answer can take minutes, so it matches the SDKs' 10 minutes).
-    ``body_timeout`` is the longest silence allowed while the client sends its body: a client
-    that declares more bytes than it sends gets a 408 instead of holding the connection.
+    ``head_timeout`` is how long a client may take to send a request's whole head (request line
+    and headers) from when its connection opens or its previous answer ends: past it, the
+    connection is closed. ``body_timeout`` is how long it may take to send the whole body
+    after its head: past it, a 408. Both are deadlines for the whole, not for each byte, so a
+    client dripping a byte at a time cannot hold a connection. ``max_connections`` bounds the
+    client connections one process holds (see :mod:`tokenlean.proxy._connections`): at the
+    bound, a new one sheds the oldest connection that has not yet sent a whole head (its token
+    is unread), so a flood of half-open connections never locks out a client with the token.
 
     ``rewrite_threads`` bounds how many request bodies are parsed and rewritten at once (each on
     a worker thread, off the event loop); it bounds the memory and CPU that rewrites take, and
@@ -110,6 +131,10 @@ class ProxySettings:
     (*control*), the others rewritten (*tokenlean*); each arm's usage is in ``/metrics`` with an
     ``arm`` label, and each finished session (idle ``ab_idle`` seconds, dropped from a table of
     ``max_sessions``, or open when the proxy stops) is one JSON line appended to ``ab_log``.
+
+    ``workers_dir`` is a folder the processes of one ``--workers`` proxy share: each writes its
+    figures there, and ``/metrics`` and ``/tokenlean/stats`` sum them all
+    (:mod:`tokenlean.proxy._workers`); None in one process.
     """
 
     upstream: str | None = None
@@ -123,7 +148,9 @@ class ProxySettings:
     max_body_bytes: int = MAX_BODY_BYTES
     connect_timeout: float = 5.0
     read_timeout: float = 600.0
-    body_timeout: float = 30.0
+    head_timeout: float = 10.0
+    body_timeout: float = 60.0
+    max_connections: int = field(default_factory=default_max_connections)
     rewrite_threads: int = field(default_factory=default_rewrite_threads)
     anthropic_pricing: CachePricing = ANTHROPIC
     openai_pricing: CachePricing = OPENAI
@@ -137,6 +164,7 @@ class ProxySettings:
     ab_share: float | None = None
     ab_log: Path | None = None
     ab_idle: float = AB_IDLE
+    workers_dir: Path | None = None
 
     def __post_init__(self) -> None:
         _check_url("upstream", self.upstream)
@@ -147,9 +175,10 @@ class ProxySettings:
         if self.originals_url is not None:
             check_url(self.originals_url)
         checks.integer(self.max_body_bytes, "max_body_bytes", at_least=1)
-        for name in ("connect_timeout", "read_timeout", "body_timeout"):
+        for name in ("connect_timeout", "read_timeout", "head_timeout", "body_timeout"):
             seconds = "a positive number of seconds"
             checks.number(getattr(self, name), name, above=0, wanted=seconds)
+        checks.integer(self.max_connections, "max_connections", at_least=1)
         checks.integer(self.rewrite_threads, "rewrite_threads", at_least=1, wanted="a positive int")
         _check_token(self.token)
         if isinstance(self.allowed_hosts, str):

@@ -20,14 +20,13 @@ travels with :class:`~tokenlean.proxy._rewrite.Prepared`, and the rewritten body
 from __future__ import annotations
 
 import logging
-import queue
 import re
 import secrets
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from tokenlean.cost import CachePricing
@@ -45,17 +44,16 @@ from tokenlean.proxy._sessions import (
     session_key,
 )
 from tokenlean.proxy._settings import MAX_SESSIONS, MAX_STATS_BYTES
-from tokenlean.proxy._totals import RequestRecord, Totals, log_line
+from tokenlean.proxy._totals import RequestRecord, Totals
 from tokenlean.proxy._usage import AnswerReader, Usage
+from tokenlean.proxy._workers import merged_snapshot, session_state
 from tokenlean.raw import Api, list_key
 
-__all__ = ["CountingThread", "StatsBook"]
+__all__ = ["StatsBook"]
 
 log = logging.getLogger("tokenlean.proxy")
 
 _GEMINI_MODEL = re.compile(r"/models/([^/:]+)")
-#: Seconds the counting thread waits for a request before it sweeps idle A/B sessions.
-_TICK = 60.0
 
 
 @dataclass(slots=True)
@@ -244,35 +242,35 @@ class StatsBook:
         tiers = tuple(replace(t, output=self._output_price) for t in priced.tiers)
         return replace(priced, output=self._output_price, tiers=tiers)
 
-    def snapshot(self, named: str | None = None) -> dict[str, Any]:
+    def snapshot(
+        self, named: str | None = None, states: Iterable[Mapping[str, Any]] | None = None
+    ) -> dict[str, Any]:
         """The JSON served at ``GET /tokenlean/stats``: every session, or only the one a client
-        names (its ``x-tokenlean-session``, or its own id such as ``metadata.user_id``)."""
+        names (its ``x-tokenlean-session``, or its own id such as ``metadata.user_id``); with
+        ``states``, over those books' :meth:`state` instead (every ``--workers`` process's)."""
         only = None if named is None else labels_named(named, salt=self._salt)
+        return merged_snapshot([self.state()] if states is None else states, only)
+
+    def state(self) -> dict[str, Any]:
+        """Every session's sums and what was dropped, as JSON (for :meth:`snapshot`)."""
         with self._lock:
-            total = Totals()
-            sessions: dict[str, Any] = {}
-            if only is None:
-                total.add(self._dropped)
-            for label, s in self._sessions.items():
-                if only is not None and label not in only:
-                    continue
-                total.add(s.totals)
-                sessions[label] = {
-                    "api": s.api,
-                    "key": s.key_source,
-                    "first_seen": round(s.first_seen, 3),
-                    "last_seen": round(s.last_seen, 3),
-                    "pricing": s.pricing,
-                    **s.totals.to_dict(),
-                }
-            dropped = self._dropped_sessions if only is None else 0
-            unread = dict(self._unread)
-        return {
-            "total": total.to_dict(),
-            "sessions": sessions,
-            "sessions_dropped": dropped,
-            "forwarded_unread": unread,
-        }
+            sessions = {
+                label: session_state(
+                    s.totals,
+                    api=s.api,
+                    key=s.key_source,
+                    first_seen=s.first_seen,
+                    last_seen=s.last_seen,
+                    pricing=s.pricing,
+                )
+                for label, s in self._sessions.items()
+            }
+            return {
+                "sessions": sessions,
+                "dropped": asdict(self._dropped),
+                "sessions_dropped": self._dropped_sessions,
+                "forwarded_unread": dict(self._unread),
+            }
 
 
 def _billed(
@@ -283,57 +281,6 @@ def _billed(
     share = history.cached_tokens(blocks) / counted if counted else 0.0
     cached = round(tokens * share)
     return pricing.billed(tokens, cached)
-
-
-class CountingThread:
-    """Counts answered requests one at a time, in the order they were answered, off the
-    request's path: a long history takes milliseconds to count, and neither the client's
-    connection nor the next request should wait for it."""
-
-    def __init__(self, book: StatsBook) -> None:
-        self._book = book
-        self._jobs: queue.SimpleQueue[tuple[Any, ...] | None] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._run, name="tokenlean-stats", daemon=True)
-        self._thread.start()
-
-    def submit(
-        self,
-        method: str,
-        path: str,
-        api: Api,
-        headers: Mapping[str, str],
-        prepared: Prepared,
-        status: int,
-        answer: AnswerReader | None = None,
-        seconds: float = 0.0,
-    ) -> None:
-        self._jobs.put((method, path, api, headers, prepared, status, answer, seconds))
-
-    def _next(self) -> tuple[Any, ...] | None:
-        """The next job; an empty one after a minute without any (time to sweep idle ones)."""
-        try:
-            return self._jobs.get(timeout=_TICK)
-        except queue.Empty:
-            return ()
-
-    def close(self, timeout: float = 30.0) -> None:
-        """Count what is queued, then stop."""
-        self._jobs.put(None)
-        self._thread.join(timeout)
-
-    def _run(self) -> None:
-        while (job := self._next()) is not None:
-            if job == ():
-                self._book.tick()
-                continue
-            method, path, api, headers, prepared, status, answer, seconds = job
-            try:
-                record = self._book.record(api, headers, prepared, status, answer, path, seconds)
-            except Exception as exc:  # counting must never take the proxy down
-                log.warning("tokenlean proxy: could not count a request: %r", exc)
-                continue
-            if record is not None:
-                log.info("%s", log_line(method, path, record))
 
 
 def _provider(api: Api) -> str:

@@ -1,0 +1,181 @@
+"""One picture across the ``--workers`` processes: ``GET /metrics`` and ``GET /tokenlean/stats``
+sum every worker's figures, whichever worker answers the scrape.
+
+Each worker writes its figures (its counters, its A/B arms', its statistics book's sessions) to
+its own file in a folder they share (``workers_dir``), replaced whole (write, then rename) after
+the requests it has counted: at most once a second while requests keep coming, and within a
+second of the last (:class:`~tokenlean.proxy._counting.CountingThread` tells it when). A scrape
+writes its own file, then sums every file. The sums only grow: a worker's file only ever grows,
+each scrape reads every file at least as new as the one before it did, and the file of a worker
+that died stays in the folder (a replacement starts its own), so a dashboard sees no reset;
+another worker's latest requests show up within about a second.
+The summary printed when the proxy stops stays each worker's own.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import asdict, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tokenlean.proxy._metrics import Metrics
+from tokenlean.proxy._totals import Totals
+
+if TYPE_CHECKING:
+    from tokenlean.proxy._stats import StatsBook
+
+__all__ = ["WRITE_EVERY", "SharedFigures", "WorkerFiles", "merged_snapshot", "session_state"]
+
+log = logging.getLogger("tokenlean.proxy")
+
+#: While requests keep coming, a worker writes its file at most this often (seconds).
+WRITE_EVERY = 1.0
+_SUFFIX = ".json"
+
+
+class WorkerFiles:
+    """This worker's file in ``folder`` (written from ``figures``), and the other workers'."""
+
+    def __init__(self, folder: Path, figures: Callable[[], Mapping[str, Any]]) -> None:
+        self._folder = folder
+        self._figures = figures
+        self._name = f"{os.getpid()}{_SUFFIX}"
+        self._lock = threading.Lock()
+
+    def write(self) -> Mapping[str, Any]:
+        """Write this worker's figures (replacing what it wrote before); returns them."""
+        # Taken and written under one lock, so that the file never goes back to older figures.
+        with self._lock:
+            figures = self._figures()
+            path = self._folder / self._name
+            partial = path.with_suffix(".tmp")
+            try:
+                partial.write_text(json.dumps(figures))
+                partial.replace(path)  # a reader sees the old file or the new, never half
+            except OSError as exc:  # the other workers' scrapes miss it; traffic goes on
+                log.warning("tokenlean proxy: could not share this worker's figures: %s", exc)
+            return figures
+
+    def others(self) -> list[dict[str, Any]]:
+        """The figures every other worker wrote last (an unreadable file is left out)."""
+        found = []
+        try:
+            paths = sorted(p for p in self._folder.iterdir() if p.name.endswith(_SUFFIX))
+        except OSError as exc:
+            log.warning("tokenlean proxy: cannot read the workers' figures: %s", exc)
+            return []
+        for path in paths:
+            if path.name == self._name:
+                continue
+            try:
+                found.append(json.loads(path.read_text()))
+            except (OSError, ValueError) as exc:
+                log.warning("tokenlean proxy: skipped the figures in %s: %s", path.name, exc)
+        return found
+
+
+def _totals(data: Mapping[str, Any]) -> Totals:
+    return Totals(**{f.name: data.get(f.name, 0) for f in fields(Totals)})
+
+
+def _add_session(into: dict[str, Any], label: str, session: Mapping[str, Any]) -> None:
+    """Add one worker's view of a session to the others' (the same label in several)."""
+    seen = into.get(label)
+    if seen is None:
+        into[label] = {**session, "totals": _totals(session["totals"])}
+        return
+    seen["totals"].add(_totals(session["totals"]))
+    seen["first_seen"] = min(seen["first_seen"], session["first_seen"])
+    if session["last_seen"] > seen["last_seen"]:  # its latest request names the pricing
+        seen.update({k: session[k] for k in ("last_seen", "pricing", "api", "key")})
+
+
+def merged_snapshot(
+    states: Iterable[Mapping[str, Any]], only: Collection[str] | None = None
+) -> dict[str, Any]:
+    """The JSON of ``GET /tokenlean/stats`` over the statistics books' states (``StatsBook
+    .state``): every session, or only those labelled as in ``only``."""
+    total, sessions, dropped, unread = Totals(), dict[str, Any](), 0, dict[str, int]()
+    for state in states:
+        for label, session in state["sessions"].items():
+            if only is None or label in only:
+                _add_session(sessions, label, session)
+        if only is None:
+            total.add(_totals(state["dropped"]))
+            dropped += state["sessions_dropped"]
+        for reason, n in state["forwarded_unread"].items():
+            unread[reason] = unread.get(reason, 0) + n
+    for session in sessions.values():
+        total.add(session["totals"])
+    return {
+        "total": total.to_dict(),
+        "sessions": {label: _shown(s) for label, s in sessions.items()},
+        "sessions_dropped": dropped,
+        "forwarded_unread": unread,
+    }
+
+
+def _shown(session: Mapping[str, Any]) -> dict[str, Any]:
+    shown = {k: v for k, v in session.items() if k != "totals"}
+    shown["first_seen"], shown["last_seen"] = (
+        round(session["first_seen"], 3),
+        round(session["last_seen"], 3),
+    )
+    return {**shown, **session["totals"].to_dict()}
+
+
+def session_state(totals: Totals, **meta: Any) -> dict[str, Any]:
+    """One session's entry in ``StatsBook.state``: its labels' values and its sums as JSON."""
+    return {**meta, "totals": asdict(totals)}
+
+
+class SharedFigures:
+    """What ``GET /metrics`` and ``GET /tokenlean/stats`` show: this worker's statistics book,
+    plus the other workers' figures when they share a ``folder`` (None: one process)."""
+
+    def __init__(self, book: StatsBook, folder: Path | None) -> None:
+        self.book = book
+        self.files = None if folder is None else WorkerFiles(folder, self._own)
+
+    def _own(self) -> dict[str, Any]:
+        arms = None if self.book.arms is None else self.book.arms.state()
+        return {"metrics": self.book.metrics.state(), "arms": arms, "stats": self.book.state()}
+
+    def write(self) -> None:
+        """Share this worker's figures with the others (nothing to do in one process)."""
+        if self.files is not None:
+            self.files.write()
+
+    def _every(self) -> list[Mapping[str, Any]] | None:
+        """Every worker's figures as the files hold them, this one's written first (None in
+        one process). Files only, not this worker's live figures beside the others' files:
+        two workers answering in turn would each add its fresher self to the other's older
+        file, and the second sum could be the smaller."""
+        if self.files is None:
+            return None
+        return [self.files.write(), *self.files.others()]
+
+    def exposition(self) -> str:
+        """The Prometheus text of every worker's counters, summed."""
+        every = self._every()
+        if every is None:
+            metrics = self.book.metrics
+        else:
+            metrics = Metrics()
+            for figures in every:
+                metrics.add_state(figures["metrics"])
+        text = metrics.exposition()
+        if self.book.arms is not None:
+            arms = None if every is None else [f["arms"] for f in every if f.get("arms")]
+            text += self.book.arms.exposition(arms)
+        return text
+
+    def snapshot(self, named: str | None = None) -> dict[str, Any]:
+        """The statistics of every worker, summed (see :meth:`StatsBook.snapshot`)."""
+        every = self._every()
+        return self.book.snapshot(named, None if every is None else [f["stats"] for f in every])

@@ -1,0 +1,186 @@
+"""Slow clients are held to deadlines, and a flood of half-open connections cannot lock a
+client with the token out: each on real sockets against a real proxy (issue 45, item 4).
+
+Timing is asserted only loosely: "closed before many times the deadline", never how soon.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tokenlean.proxy import ProxySettings
+from tokenlean.testing.upstream import FakeUpstream
+
+from .proxy_support import TOKEN, ProxyFactory, free_port, log_turn
+
+DEADLINE = 1.0
+#: A connection still open after this many deadlines is taken as held for good.
+TIMES = 10
+GENEROUS = 60.0
+
+
+def _connect(url: str) -> socket.socket:
+    host, port = url.removeprefix("http://").split(":")
+    return socket.create_connection((host, int(port)), timeout=GENEROUS)
+
+
+def _drip(sock: socket.socket, data: bytes, every: float = 0.25) -> bytes:
+    """Send ``data`` a byte at a time until the proxy answers or closes; what it answered."""
+    sock.settimeout(every)
+    stop = time.monotonic() + TIMES * DEADLINE
+    for byte in data:
+        if time.monotonic() > stop:
+            break
+        try:
+            sock.sendall(bytes([byte]))
+            answer = sock.recv(65536)
+        except TimeoutError:
+            continue  # the proxy is still waiting for more
+        except (ConnectionResetError, BrokenPipeError):
+            return b""
+        return answer  # closed (b"") or answered
+    raise AssertionError(f"the connection was still open after {TIMES} deadlines")
+
+
+def _closed_by_proxy(sock: socket.socket) -> bool:
+    sock.settimeout(GENEROUS)
+    with sock:
+        try:
+            return sock.recv(1) == b""
+        except ConnectionResetError:  # closed with the half request unread
+            return True
+
+
+def test_a_request_head_dripped_past_its_deadline_is_closed(make_proxy: ProxyFactory):
+    proxy = make_proxy(head_timeout=DEADLINE)
+    head = b"POST /v1/messages HTTP/1.1\r\nhost: 127.0.0.1\r\n" + b"x-drip: " + b"a" * 400
+    with _connect(proxy.url) as sock:
+        assert _drip(sock, head) == b""
+
+
+def test_half_a_request_line_is_closed_too(make_proxy: ProxyFactory):
+    proxy = make_proxy(head_timeout=DEADLINE)
+    with _connect(proxy.url) as sock:
+        assert _drip(sock, b"POST /v1/messages" + b"a" * 400) == b""
+
+
+def test_a_body_dripped_past_its_deadline_gets_a_408(
+    make_proxy: ProxyFactory, upstream: FakeUpstream
+):
+    proxy = make_proxy(body_timeout=DEADLINE)
+    head = b"POST /v1/messages HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: 1000\r\n\r\n"
+    with _connect(proxy.url) as sock:
+        sock.sendall(head)
+        answer = _drip(sock, b"{" + b" " * 998 + b"}")
+    assert answer == b"" or answer.startswith(b"HTTP/1.1 408")
+    assert upstream.requests == []
+
+
+def test_a_client_keeping_to_the_deadlines_is_served(make_proxy: ProxyFactory):
+    proxy = make_proxy(head_timeout=DEADLINE, body_timeout=DEADLINE)
+    reply = httpx.post(proxy.url + "/v1/messages", json=log_turn(), timeout=GENEROUS)
+    assert reply.status_code == 200
+
+
+def test_past_max_connections_the_oldest_waiting_for_a_head_are_shed(make_proxy: ProxyFactory):
+    proxy = make_proxy(max_connections=4, head_timeout=GENEROUS)
+    waiting = []
+    for _ in range(10):
+        sock = _connect(proxy.url)
+        sock.sendall(b"POST /v1/mess")
+        waiting.append(sock)
+    reply = httpx.post(proxy.url + "/v1/messages", json=log_turn(), timeout=GENEROUS)
+    assert reply.status_code == 200
+    for sock in waiting[:6]:  # the six oldest made room for the newer ones
+        assert _closed_by_proxy(sock)
+    for sock in waiting[6:]:
+        sock.close()
+
+
+@pytest.mark.parametrize("name", ["head_timeout", "body_timeout"])
+def test_deadlines_must_be_positive(name: str):
+    with pytest.raises(ValueError, match=name):
+        ProxySettings(**{name: 0})
+
+
+def test_max_connections_must_be_positive():
+    with pytest.raises(ValueError, match="max_connections"):
+        ProxySettings(max_connections=0)
+
+
+@pytest.mark.parametrize("option", ["--head-timeout", "--body-timeout", "--max-connections"])
+def test_the_limits_are_checked_on_the_command_line(option: str):
+    command = [sys.executable, "-m", "tokenlean.cli", "proxy", option, "0"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=GENEROUS)
+    assert done.returncode == 2 and option[2:].replace("-", "_") in done.stderr
+
+
+#: The proxy's open-file limit in the flood test, and how many half-open connections it gets.
+FILE_LIMIT = 128
+FLOOD = 200
+
+
+def _limit_files() -> None:  # in the proxy's process, before it starts
+    resource.setrlimit(resource.RLIMIT_NOFILE, (FILE_LIMIT, FILE_LIMIT))
+
+
+@pytest.fixture
+def limited_proxy(tmp_path: Path) -> Iterator[tuple[FakeUpstream, str]]:
+    """``tokenlean proxy --token`` in a process that may open only :data:`FILE_LIMIT` files."""
+    with FakeUpstream() as upstream:
+        port = free_port()
+        command = [sys.executable, "-m", "tokenlean.cli", "proxy", "--port", str(port), "-q"]
+        command += ["--upstream", upstream.url, "--originals", str(tmp_path), "--token", TOKEN]
+        log = tmp_path / "proxy.log"  # not a pipe: one nobody reads would stall the proxy
+        with log.open("wb") as err:
+            process = subprocess.Popen(command, stderr=err, preexec_fn=_limit_files)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            _wait_until_up(url, process, log)
+            yield upstream, url
+        finally:
+            process.terminate()
+            process.wait(GENEROUS)
+
+
+def _wait_until_up(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + GENEROUS
+    while True:
+        try:
+            httpx.get(url + "/metrics", timeout=GENEROUS)
+            return
+        except httpx.TransportError:
+            assert process.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, "the proxy did not start"
+            time.sleep(0.1)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="sets the proxy's file limit (Linux rlimit)")
+def test_a_half_open_flood_does_not_lock_out_a_client_with_the_token(
+    limited_proxy: tuple[FakeUpstream, str],
+):
+    upstream, url = limited_proxy
+    flood = []
+    try:
+        for _ in range(FLOOD):  # each one sends half a request line, then nothing
+            sock = _connect(url)
+            sock.sendall(b"POST /v1/mess")
+            flood.append(sock)
+        headers = {"x-tokenlean-token": TOKEN}
+        content = json.dumps(log_turn()).encode()
+        reply = httpx.post(url + "/v1/messages", content=content, headers=headers, timeout=20.0)
+        assert reply.status_code == 200
+        assert len(upstream.requests) == 1
+    finally:
+        for sock in flood:
+            sock.close()
