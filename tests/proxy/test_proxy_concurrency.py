@@ -7,6 +7,7 @@ is entered and left; they assert the order of those events, never how long anyth
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -16,6 +17,7 @@ import httpx
 import pytest
 
 from tokenlean.proxy import ProxySettings, default_rewriter
+from tokenlean.proxy._app import LARGE_BODY_BYTES
 from tokenlean.raw import RawSettings, rewrite_request
 from tokenlean.testing.upstream import FakeUpstream
 
@@ -180,3 +182,70 @@ def test_concurrent_rewrites_send_what_one_at_a_time_sends(
             sent[body["messages"][0]["content"]]
             == json.dumps(expected.body, separators=(",", ":")).encode()
         )
+
+
+def test_large_bodies_are_rewritten_one_at_a_time_beside_the_small_ones(
+    make_proxy: ProxyFactory, upstream: FakeUpstream
+):
+    """Two large bodies cannot take both rewrite threads: the second waits for the large lane,
+    and a small request sent meanwhile is rewritten and answered before either large one ends
+    (with one pool, both large rewrites held its two threads and the small one waited)."""
+    events: Events = []
+    small_answered = threading.Event()
+
+    def inside(name: str) -> None:
+        if name.startswith("large"):
+            small_answered.wait(PATIENCE)
+
+    proxy = make_proxy(rewriter=_recording(events, inside), rewrite_threads=2)
+    replies: list[int] = []
+    size = LARGE_BODY_BYTES + 1000
+    first = _in_background(proxy.url, _body("large-a", size), replies)
+    assert wait_for(lambda: ("enter", "large-a") in events, PATIENCE)
+    second = _in_background(proxy.url, _body("large-b", size), replies)
+    assert not wait_for(lambda: ("enter", "large-b") in events, 1.0)  # queued for the lane
+    assert _post(proxy.url, _body("small")).status_code == 200
+    events.append(("answered", "small"))
+    small_answered.set()
+    for thread in (first, second):
+        thread.join()
+    assert replies == [200, 200]
+    small = [("enter", "small"), ("exit", "small"), ("answered", "small")]
+    assert events[:4] == [("enter", "large-a"), *small]
+    assert events.index(("enter", "large-b")) > events.index(("exit", "large-a"))
+    assert all(_rewritten(upstream, name) for name in ("small", "large-a", "large-b"))
+
+
+def test_a_large_body_waiting_for_the_lane_is_dropped_when_its_client_leaves(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, caplog: pytest.LogCaptureFixture
+):
+    """The client of the second large body gives up while the first holds the lane: the proxy
+    drops the request then, not when the lane frees; it is never rewritten nor sent upstream."""
+    caplog.set_level(logging.DEBUG, logger="tokenlean.proxy")
+    events: Events = []
+    release = threading.Event()
+
+    def inside(name: str) -> None:
+        if name == "large-a":
+            release.wait(PATIENCE)
+
+    def dropped() -> bool:
+        return any("client left" in record.getMessage() for record in caplog.records)
+
+    proxy = make_proxy(rewriter=_recording(events, inside))
+    replies: list[int] = []
+    size = LARGE_BODY_BYTES + 1000
+    first = _in_background(proxy.url, _body("large-a", size), replies)
+    assert wait_for(lambda: ("enter", "large-a") in events, PATIENCE)
+    impatient = httpx.Timeout(PATIENCE, read=1.0)  # gives up while its body waits
+    try:
+        with pytest.raises(httpx.ReadTimeout):
+            httpx.post(proxy.url + "/v1/messages", json=_body("large-b", size), timeout=impatient)
+        assert wait_for(dropped, PATIENCE)  # while the first still holds the lane
+    finally:
+        release.set()
+    first.join()
+    assert replies == [200]
+    assert ("enter", "large-b") not in events
+    names = [b["messages"][0]["content"] for b in upstream.bodies("/v1/messages")]
+    assert names == ["large-a"]

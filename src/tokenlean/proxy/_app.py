@@ -60,6 +60,9 @@ _METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 _CLIENT_DEFAULTS = ("accept", "accept-encoding", "user-agent")
 #: The proxy's own header: it names the session, the upstream has no use for it.
 _OWN_HEADERS = frozenset({"x-tokenlean-session"})
+#: A body this large (about half a million tokens; a cold rewrite takes seconds) is rewritten in
+#: the large lane, one at a time, so large bodies never hold the threads small requests use.
+LARGE_BODY_BYTES = 2 * 2**20
 
 OnDone = Callable[[int], None]
 Headers = Mapping[str, str]
@@ -173,13 +176,15 @@ class Proxy:
         self.counting: CountingThread | None = None
         self.figures = SharedFigures(stats, settings.workers_dir)  # summed over --workers
         self.rewrites: anyio.CapacityLimiter | None = None
+        self.large_rewrites: anyio.CapacityLimiter | None = None
 
     def open(self) -> httpx.AsyncClient:
-        """The upstream client and the rewrite threads' limiter (made on the app's event loop)."""
+        """The upstream client and the rewrite threads' limiters (made on the app's event loop)."""
         s = self.settings
         timeout = httpx.Timeout(s.read_timeout, connect=s.connect_timeout, pool=s.connect_timeout)
         self.client = httpx.AsyncClient(timeout=timeout, follow_redirects=False)
         self.rewrites = anyio.CapacityLimiter(s.rewrite_threads)
+        self.large_rewrites = anyio.CapacityLimiter(1)
         return self.client
 
     async def handle(self, request: Request) -> Response:
@@ -233,12 +238,17 @@ class Proxy:
         if rewriter is None:  # nothing to do on the request's path
             return prepare(None, api, raw)
         # Off the event loop, so parsing and rewriting a long history stalls no other stream;
-        # several at once, so a small request never waits for a large one's rewrite to end.
+        # several at once, so a small request never waits for a large one's rewrite to end, and
+        # large bodies in a lane of their own, so two of them cannot take every thread. One
+        # waiting for its lane is dropped when its client leaves (``_unless_gone``).
         # A rewritten body stays within the size the client's body was accepted at.
         work = partial(
             prepare, rewriter, api, raw, encoding=encoding, limit=self.settings.max_body_bytes
         )
-        return await anyio.to_thread.run_sync(work, limiter=self.rewrites)
+        large = len(raw) >= LARGE_BODY_BYTES
+        return await anyio.to_thread.run_sync(
+            work, limiter=self.large_rewrites if large else self.rewrites
+        )
 
     async def _send(self, request: Request, url: str, content: bytes) -> httpx.Response:
         assert self.client is not None, "the app's lifespan opens the client"

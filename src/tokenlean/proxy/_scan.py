@@ -20,12 +20,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tokenlean.proxy._numbers import dumps, parse_float, parse_int
+from tokenlean.proxy._recent import RecentLists
 
 Span = tuple[int, int]
 
 #: Numbers keep the client's text where a float or an int would lose it (``1e400``, ``-0``).
 _DECODER = json.JSONDecoder(parse_float=parse_float, parse_int=parse_int)
 _SPACE = re.compile(r"[ \t\n\r]*")
+#: The message lists of recent bodies: a re-sent history is compared, not parsed again.
+RECENT = RecentLists()
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,22 +53,41 @@ def _skip(text: str, at: int) -> int:
 
 def _list_items(text: str, at: int, spans: list[Span]) -> tuple[list[tuple[Any, str]], int]:
     """The elements of the array starting at ``at`` (its ``[``), and the index after it; the
-    span of each element is added to ``spans``."""
+    span of each element is added to ``spans``. Elements the last list with the same first
+    element held are taken from it where their text is here again (:mod:`._recent`)."""
     items: list[tuple[Any, str]] = []
     at = _skip(text, at + 1)
     if text[at] == "]":
         return items, at + 1
+    known: list[tuple[Any, str]] = []
     while True:
         start = at
-        value, at = _DECODER.raw_decode(text, at)
-        items.append((value, text[start:at]))
+        item = _known(known, len(items), text, at)
+        if item is None:
+            value, at = _DECODER.raw_decode(text, at)
+            item = (value, text[start:at])
+        else:
+            at += len(item[1])
+        if not items:
+            known = RECENT.get(item[1])
+        items.append(item)
         spans.append((start, at))
         at = _skip(text, at)
         if text[at] == "]":
+            RECENT.put(items)
             return items, at + 1
         if text[at] != ",":
             raise ValueError(f"expected ',' at {at}")
         at = _skip(text, at + 1)
+
+
+def _known(known: list[tuple[Any, str]], k: int, text: str, at: int) -> tuple[Any, str] | None:
+    """The kept element ``k`` when ``text`` holds its very text at ``at`` and the element ends
+    there (a kept ``1`` is no match for a ``12``)."""
+    if k >= len(known) or not text.startswith(known[k][1], at):
+        return None
+    end = _skip(text, at + len(known[k][1]))
+    return known[k] if end < len(text) and text[end] in ",]" else None
 
 
 def _pairs(text: str, list_key: str) -> ScannedBody:
