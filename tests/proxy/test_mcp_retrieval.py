@@ -133,11 +133,11 @@ def test_an_original_the_sweeps_pruned_reads_as_pruned_not_unknown(tmp_path: Pat
     from tokenlean.mcp import read_original
     from tokenlean.store import FolderOriginalStore, Original, make_handle
 
-    store = FolderOriginalStore(tmp_path, max_bytes=1)
     gone = Original(make_handle("o", LOG), LOG)
-    store.put("", gone)
+    FolderOriginalStore(tmp_path).put("", gone)  # kept by a store with room for it
+    store = FolderOriginalStore(tmp_path, max_bytes=1)
     os.utime(store.path(gone.handle), (time.time() - 3600, time.time() - 3600))
-    store.prune()  # over the cap, and unused for an hour
+    store.prune()  # over this store's cap, and unused for an hour
 
     assert read_original(store, gone.handle).startswith(
         f"The original {gone.handle!r} was pruned from {tmp_path}"
