@@ -461,4 +461,4 @@ def test_a_named_file_that_is_no_trace_is_skipped_among_others(
     run.write_text(json.dumps({"id": "run", "messages": turns}), encoding="utf-8")
     assert main(["replay", "-j", "1", "-s", "none", str(readme), str(run)]) == 0
     captured = capsys.readouterr()
-    assert f"skipped {readme}" in captured.err and "1 trajectories" in captured.out
+    assert f"skipped {readme}" in captured.err and "1 trajectory x 1 strategy" in captured.out

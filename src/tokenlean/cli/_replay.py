@@ -281,13 +281,19 @@ def _price_problem(args: argparse.Namespace) -> str | None:
 
 def _run_default(trajectories: list[Trajectory], args: argparse.Namespace) -> int:
     """Per kind of agent, its own strategies, priced by session (see the module's doc)."""
-    from tokenlean.cli._replay_report import plan, print_agent, replay_agents, write_outputs
+    from tokenlean.cli._replay_report import (
+        count,
+        plan,
+        print_agent,
+        replay_agents,
+        write_outputs,
+    )
 
     runs = plan(trajectories, args)
     start = time.perf_counter()
     replay_agents(runs, args)
     elapsed = time.perf_counter() - start
-    kinds = ", ".join(f"{_count(len(r.trajectories), 'trace')} of {r.agent}" for r in runs)
+    kinds = ", ".join(f"{count(len(r.trajectories), 'trace')} of {r.agent}" for r in runs)
     print(f"{kinds} in {elapsed:.1f}s\n")
     for run in runs:
         print_agent(run, args, heading=len(runs) > 1)
@@ -309,14 +315,10 @@ def _notes(reports: Sequence[Any]) -> None:
             print(f"tokenlean: {ESTIMATED}", file=sys.stderr)
 
 
-def _count(n: int, noun: str) -> str:
-    plural = "trajectories" if noun == "trajectory" else f"{noun}s"
-    return f"{n:,} {noun if n == 1 else plural}"
-
-
 def _run_grid(trajectories: list[Trajectory], args: argparse.Namespace) -> int:
     """The named strategies on every trace, as the full grid."""
     from tokenlean import replay
+    from tokenlean.cli._replay_report import count
 
     names = args.strategies
     if replay.BASELINE not in names:
@@ -331,10 +333,10 @@ def _run_grid(trajectories: list[Trajectory], args: argparse.Namespace) -> int:
         trajectories, names, jobs=args.jobs, plugins=args.plugin,
         progress=lambda _d, _t, run: progress.step(1, run.strategy),
     )  # fmt: skip
-    progress.finish(f"replayed {_count(len(trajectories) * len(names), 'run')}")
+    progress.finish(f"replayed {count(len(trajectories) * len(names), 'run')}")
     elapsed = time.perf_counter() - start
     result.output_price = args.output_price
-    traces, strategies = _count(len(trajectories), "trajectory"), _count(len(names), "strategy")
+    traces, strategies = count(len(trajectories), "trajectory"), count(len(names), "strategy")
     print(f"{traces} x {strategies} in {elapsed:.1f}s\n")
     _print_grid(result, args, by_session=by_session)
     return 1 if result.errors() or _write_files(result, args) else 0

@@ -91,7 +91,7 @@ def replay_agents(runs: Sequence[AgentRun], args: argparse.Namespace) -> None:
         found = parts_by_trajectory(traces, jobs=args.jobs or 2, done=parted) if parts else {}
         run.bill = agent_bill(run.agent, run.strategies, run.sessions, run.report.runs, found)
     runs_done = sum(len(r.trajectories) * len(r.strategies) for r in runs)
-    progress.finish(f"replayed {_count(runs_done, 'run')}")
+    progress.finish(f"replayed {count(runs_done, 'run')}")
 
 
 def _size(trajectory: Trajectory) -> float:
@@ -158,5 +158,9 @@ def _wrap(note: str) -> str:
     return "\n".join(textwrap.wrap(note, WIDTH, subsequent_indent="  "))
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+def count(n: int, noun: str) -> str:
+    """``n`` and ``noun``, plural unless one ("1 session", "2 strategies")."""
+    if n == 1:
+        return f"{n:,} {noun}"
+    plural = f"{noun[:-1]}ies" if noun.endswith("y") and noun[-2:-1] not in "aeiou" else f"{noun}s"
+    return f"{n:,} {plural}"
