@@ -17,6 +17,11 @@ __all__ = ["RECOMMENDED", "default_strategies"]
 RECOMMENDED = {"anthropic": "recommended-anthropic", "openai": "recommended-openai"}
 #: Each provider's server-side clearing, replayed beside the stack.
 CLEARING = {"anthropic": "anthropic-clear-tool-uses"}
+#: Why a provider's own tool has no row: what it does cannot be replayed offline.
+NO_OFFLINE_MODEL = {
+    "openai": "OpenAI's own context tool (Responses compaction) has no row: a model writes "
+    "its summary, which no offline replay can reproduce",
+}
 
 
 def default_strategies(agent: str, sessions: Sequence[Session]) -> tuple[list[str], list[str]]:
@@ -39,4 +44,6 @@ def default_strategies(agent: str, sessions: Sequence[Session]) -> tuple[list[st
         names.append(clearing)
     elif clearing:
         notes.append(f"the provider's own clearing ({clearing}) is not in this version: no row")
+    if provider in NO_OFFLINE_MODEL:
+        notes.append(NO_OFFLINE_MODEL[provider])
     return names, notes
