@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from tokenlean.cost import ANTHROPIC, OPENAI, OPENAI_PAID_WRITES, CachePricing, floor_pays
 from tokenlean.pipeline import Planner, PlannerSettings, plan_turn
 from tokenlean.readback import TOOL_READ_BACK, FileReadBack, ToolReadBack, point_to_file
 from tokenlean.shorten import InputShorteningSettings, OutputShorteningSettings
@@ -128,3 +129,67 @@ def test_a_cold_planner_plans_what_a_warm_one_did(tmp_path: Path) -> None:
     assert warm.plan(history) == cold.plan(history)
     warm.forget()
     assert warm.plan(history) == cold.plan(history)
+
+
+# -- the minimum cacheable prompt -------------------------------------------------------------
+# A prompt under the provider's minimum is cached by nobody: a cut that takes one under it costs
+# the next call its cache hit (tapeagents_gaia billed 1.006 of none at OpenAI's paid writes).
+
+
+def _log(lines: int) -> str:
+    return "\n".join(
+        [*(f"PASSED tests/test_mod_{i}.py::test_case_{i}" for i in range(lines)), "FAILED t.py"]
+    )
+
+
+def _short_turn(lines: int) -> list[Message]:
+    call = ToolCall("c1", "bash", {"command": "pytest"})
+    return [
+        Message(role="user", content="Why does it fail?"),
+        Message(role="assistant", content="Running it.", tool_calls=(call,), id="a1"),
+        Message(role="tool", content=_log(lines), tool_call_id="c1", name="bash", id="t1"),
+    ]
+
+
+def _priced(pricing: CachePricing) -> OutputShorteningSettings:
+    return OutputShorteningSettings(min_tokens=50, pricing=pricing)
+
+
+def test_a_cut_that_may_take_the_prompt_under_the_minimum_is_made_only_when_it_pays() -> None:
+    small, large = _short_turn(80), _short_turn(160)  # about 1,400 and 2,700 tokens
+    under_openai = plan_turn(small, outputs=_priced(OPENAI), read_back=TOOL_READ_BACK)
+    assert not under_openai.outputs.edits  # ~1,300 saved, ~100 left: not worth the next hit
+    assert plan_turn(small, outputs=_priced(ANTHROPIC), read_back=TOOL_READ_BACK).outputs.edits
+    ahead = plan_turn(small, outputs=_priced(OPENAI), read_back=TOOL_READ_BACK, before=1024)
+    assert ahead.outputs.edits  # the prompt stays over the minimum whatever the cut
+    assert plan_turn(large, outputs=_priced(OPENAI), read_back=TOOL_READ_BACK).outputs.edits
+
+
+def test_floor_pays_weighs_the_worst_prompt_under_the_minimum() -> None:
+    assert floor_pays(ANTHROPIC, saved=10, after=0)  # no minimum
+    assert floor_pays(OPENAI, saved=10, after=1024)  # stays cacheable
+    need = 1024 * (1 - 0.1 + 1.0 - 0.1) / (1.0 + 0.1)
+    assert floor_pays(OPENAI, saved=int(need) + 1, after=0)
+    assert not floor_pays(OPENAI, saved=int(need) - 1, after=0)
+    paid = 1024 * (1 - 0.1 + 1.25 - 0.1) / (1.25 + 0.1)  # the uncut prompt pays its write too
+    assert floor_pays(OPENAI_PAID_WRITES, saved=int(paid) + 1, after=0)
+    assert not floor_pays(OPENAI_PAID_WRITES, saved=int(paid) - 1, after=0)
+
+
+def test_the_planner_counts_the_history_ahead_of_each_turn(tmp_path: Path) -> None:
+    settings = PlannerSettings(
+        outputs=_priced(OPENAI),
+        inputs=None,
+        read_back=FileReadBack(FolderOriginalStore(tmp_path)),
+        counter=None,
+    )
+    brief = Message(role="user", content="The task, in full: " + "keep every line. " * 400)
+    alone, behind = (
+        _short_turn(80),
+        [brief, Message(role="assistant", content="ok"), *_short_turn(80)],
+    )
+    assert not Planner(settings).plan(alone).edits
+    assert Planner(settings).plan(behind).edits
+    warm = Planner(settings)  # resumed from a checkpoint, the history ahead is still counted
+    warm.plan(behind[:3])
+    assert warm.plan(behind).edits == Planner(settings).plan(behind).edits

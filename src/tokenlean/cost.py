@@ -39,6 +39,7 @@ __all__ = [
     "PriceTier",
     "PricingName",
     "expected_net_saving",
+    "floor_pays",
     "joining_pays",
     "negligible",
     "offering_pays",
@@ -211,6 +212,24 @@ def expected_net_saving(
     without = pricing.billed(prompt, max(0, prompt - new))
     with_edit = pricing.billed(prompt - saved, min(prefix, prompt - saved))
     return without - with_edit + remaining * pricing.cached_read * saved
+
+
+def floor_pays(pricing: CachePricing, *, saved: int, after: int) -> bool:
+    """Whether a first-sight cut of ``saved`` tokens pays when the prompt left holds at least
+    ``after`` tokens (what is counted of it: a way in may not see its system or tool schemas).
+
+    A prompt shorter than the provider's minimum cacheable length is written to no cache, so a
+    cut that takes a prompt under it costs the next call its cache hit. With ``A`` the prompt
+    after the cut (under ``min_cached``), ``C`` the part the previous call cached (at most
+    ``A``), ``u``/``r`` the uncached/read prices (1 the plain price the short prompt pays), the
+    cut call and the next one cost ``A(1 - r) + C(u - r) - S(u + r)`` more than without it: a
+    cut that may cross the minimum is made only when it saves enough for the worst such prompt.
+    """
+    floor = pricing.min_cached
+    if floor <= 0 or after >= floor or saved <= 0:
+        return True
+    u, r = pricing.uncached, pricing.cached_read
+    return saved * (u + r) >= floor * (1 - r) + floor * max(0.0, u - r)
 
 
 # -- when the retrieval tool joins a thread ---------------------------------------------------

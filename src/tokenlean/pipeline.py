@@ -33,6 +33,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tokenlean._checkpoints import Checkpoint, Memo, prefix_digests
+from tokenlean.cost import floor_pays
 from tokenlean.readback import ReadBack, has_way_back
 from tokenlean.shorten import (
     FirstSightPlan,
@@ -84,6 +85,7 @@ def plan_turn(
     log: SeenLog | None = None,
     read_back: ReadBack | None = None,
     backoff: Mapping[str, int] | None = None,
+    before: int = 0,
 ) -> TurnPlan:
     """Plan the newest turn of ``window`` (the transcript from position ``offset`` on).
 
@@ -91,7 +93,10 @@ def plan_turn(
     :func:`~tokenlean.readback.has_way_back`: nothing could show them otherwise); ``outputs``
     then shortens the results that follow it, seeing the inputs as cut. ``log``, ``backoff``
     and the window's bounds are as for
-    :func:`~tokenlean.shorten._firstsight.plan_first_sight`.
+    :func:`~tokenlean.shorten._firstsight.plan_first_sight`. ``before``: the tokens the way
+    in counted of the prompt ahead of the window (at least that many; 0 when it counts none).
+    A turn whose cuts may take the prompt under the provider's minimum cacheable length is
+    sent whole unless the cuts pay for that (:func:`~tokenlean.cost.floor_pays`).
     """
     cut, current = _NO_INPUTS, window
     if inputs is not None and read_back is not None and has_way_back(read_back):
@@ -107,7 +112,23 @@ def plan_turn(
     )
     if read_back is not None and shown.edits:
         shown = _finished(shown, read_back, outputs)
-    return TurnPlan(cut, shown)
+    plan = TurnPlan(cut, shown)
+    if before < outputs.pricing.min_cached and (cut.edits or shown.edits):
+        return _over_floor(plan, window, outputs, before)
+    return plan
+
+
+def _over_floor(
+    plan: TurnPlan, window: Sequence[Message], outputs: OutputShorteningSettings, before: int
+) -> TurnPlan:
+    """``plan``, or the turn left whole (the lines log kept) when its cuts may take the
+    prompt under the minimum cacheable length and do not pay for it."""
+    saved = saved_tokens(plan)
+    count = outputs.counter or DEFAULT_COUNTER
+    after = before + sum(message_tokens(m, count) for m in window) - saved
+    if floor_pays(outputs.pricing, saved=saved, after=after):
+        return plan
+    return TurnPlan(_NO_INPUTS, FirstSightPlan(log=plan.outputs.log))
 
 
 _NO_INPUTS = InputPlan()
@@ -136,13 +157,14 @@ def plan_offered_turn(
     backoff: Mapping[str, int] | None,
     listed: bool,
     offer_pays: Callable[[TurnPlan, int], bool] | None,
+    before: int = 0,
 ) -> OfferedTurn:
     """:func:`plan_turn` for a way in that can list the retrieval tool from any call on
     (LangChain's middleware). Markers name ``read_back``'s tool only in a request that lists
     it (``listed``); else only what needs no way back is cut, unless the cuts that name it,
     ``extra`` tokens more, pay for listing it from this call on: ``offer_pays(without,
     extra)`` says so (the way in's measure of its prompt under a rule of :mod:`tokenlean.cost`;
-    ``None``: it never joins here)."""
+    ``None``: it never joins here). ``before`` is as for :func:`plan_turn`."""
 
     def planned(way_back: ReadBack | None) -> TurnPlan:
         return plan_turn(
@@ -153,6 +175,7 @@ def plan_offered_turn(
             log=log,
             read_back=way_back,
             backoff=backoff,
+            before=before,
         )
 
     if listed:
@@ -269,7 +292,17 @@ class Planner:
                 shown.add_result(digest, call_id)
         log = SeenLog(Seen(min_chars=shown.min_chars, parent=shown), start)  # new lines apart
         current = _named(view, start)
-        edits = [e for turn in _turns(current, start) for e in self._turn(current, turn, log)]
+        ahead = _Ahead(
+            policy.outputs.pricing.min_cached,
+            policy.counter or DEFAULT_COUNTER,
+            sum(n.tokens_after for n in base.chain()) if base is not None else 0,
+            start,
+        )
+        edits = [
+            e
+            for turn in _turns(current, start)
+            for e in self._turn(current, turn, log, ahead.upto(current, turn[0]))
+        ]
         add_visible(log.seen, current[log.upto :])
         count = policy.counter or DEFAULT_COUNTER
         node: Checkpoint[HistoryEdit, str] = Checkpoint(
@@ -291,9 +324,10 @@ class Planner:
         )
 
     def _turn(
-        self, current: list[Message], turn: tuple[int, int, int], log: SeenLog
+        self, current: list[Message], turn: tuple[int, int, int], log: SeenLog, before: int
     ) -> list[HistoryEdit]:
-        """Plan one turn and write its edits into ``current``."""
+        """Plan one turn and write its edits into ``current`` (``before``: the tokens counted
+        ahead of it)."""
         first, _, end = turn
         policy = self.policy
         plan = plan_turn(
@@ -303,6 +337,7 @@ class Planner:
             outputs=policy.outputs,
             log=log if policy.outputs.dedupe else None,
             read_back=policy.read_back,
+            before=before,
         )
         out: list[HistoryEdit] = []
         if plan.inputs.edits:
@@ -318,6 +353,24 @@ class Planner:
             out.append(HistoryEdit(replace(shortened, new_content=text), kept))
             current[shortened.index] = replace(current[shortened.index], content=text)
         return out
+
+
+@dataclass(slots=True)
+class _Ahead:
+    """The tokens of a history ahead of each turn, as sent, counted only while they may be
+    under the minimum cacheable length ``floor`` (past it, no cut can cross it)."""
+
+    floor: int
+    counter: TokenCounter
+    tokens: int
+    counted: int
+
+    def upto(self, current: Sequence[Message], end: int) -> int:
+        """The tokens of ``current[:end]`` (messages before ``counted`` as counted earlier)."""
+        while self.counted < end and self.tokens < self.floor:
+            self.tokens += message_tokens(current[self.counted], self.counter)
+            self.counted += 1
+        return self.tokens
 
 
 def _text(content: object) -> str:

@@ -24,6 +24,7 @@ from tokenlean.pipeline import OfferedTurn, TurnPlan, plan_offered_turn, saved_t
 from tokenlean.readback import ReadBack
 from tokenlean.shorten import InputShorteningSettings, OutputShorteningSettings, SeenLog
 from tokenlean.store import Original
+from tokenlean.tokens import DEFAULT_COUNTER, message_tokens
 from tokenlean.transcript import Edit, Message
 
 __all__ = ["RewrittenTurn", "TurnAdapter", "TurnContext", "rewrite_turn"]
@@ -96,6 +97,7 @@ def rewrite_turn(
     ``read_back``'s tool only when ``context.listed``, or when ``offer_pays(sent, extra)``
     says the cuts that name it (``extra`` tokens more than the history ``sent`` without them)
     pay for listing it from this call on (``None``: it never joins here)."""
+    floor = outputs.pricing.min_cached if outputs is not None else 0
     chosen = plan_offered_turn(
         adapter.views(messages, context.start),
         offset=context.start,
@@ -106,10 +108,28 @@ def rewrite_turn(
         backoff=context.backoff,
         listed=context.listed,
         offer_pays=_measured(adapter, messages, offer_pays) if offer_pays else None,
+        before=_ahead(adapter, messages[: context.start], floor, outputs) if floor else 0,
     )
     edits = _edits(chosen.plan)
     updated, sent = _applied(adapter, messages, edits)
     return RewrittenTurn(chosen, edits, updated, sent)
+
+
+def _ahead(
+    adapter: TurnAdapter[Native],
+    messages: Sequence[Native],
+    floor: int,
+    outputs: OutputShorteningSettings | None,
+) -> int:
+    """The tokens of ``messages`` (those ahead of the window), counted until they reach
+    ``floor``: past it no cut can take the prompt under the minimum cacheable length."""
+    count = (outputs.counter if outputs is not None else None) or DEFAULT_COUNTER
+    total = 0
+    for i in range(len(messages)):
+        if total >= floor:
+            break
+        total += sum(message_tokens(m, count) for m in adapter.views(messages[i : i + 1], 0))
+    return total
 
 
 def _measured(

@@ -742,3 +742,33 @@ def test_an_edit_echo_is_placed_by_all_the_edit_wrote_though_its_input_is_cut() 
     echo = str(tool_messages(sent)[0].content)
     numbers = [int(n) for n in re.findall(r"^(\d+):", echo, re.MULTILINE)]
     assert numbers == list(range(100, 200))  # every line within 20 of what the edit wrote
+
+
+SMALL_LOG = "\n".join(
+    [*(f"PASSED tests/test_mod_{i}.py::test_case_{i}" for i in range(80)), "FAILED t.py"]
+)
+
+
+@tool
+def quick_tests(target: str) -> str:
+    """Run the quick tests."""
+    return SMALL_LOG
+
+
+@pytest.mark.parametrize(
+    ("brief", "cut"), [("run them", False), ("the task: " + "x y " * 900, True)]
+)
+def test_a_cut_under_the_minimum_cacheable_prompt_counts_the_history_ahead(
+    brief: str, cut: bool
+) -> None:
+    """Under OpenAI's prices a prompt under 1,024 tokens is cached by nobody: a ~1,300-token cut
+    that may leave the prompt that short is not made, unless the history ahead of the turn
+    keeps the prompt over the minimum whatever the cut."""
+    agent, model = coding_agent(
+        [call("quick_tests", {"target": "all"}, "c1"), AIMessage(content="done")],
+        tools=[quick_tests],
+        middleware=[ToolOutputShorteningMiddleware(pricing="openai")],
+    )
+    agent.invoke({"messages": [HumanMessage(brief)]}, cfg())
+    sent = tool_messages(model.calls[1].messages)[0]
+    assert (sent.content != SMALL_LOG) is cut
