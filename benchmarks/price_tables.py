@@ -10,8 +10,9 @@ shipped default, and every run is billed under each of the five price tables a d
 judged by (:data:`tokenlean.cost.PRICE_TABLES`: Anthropic's 5-minute cache with reads at 0.1
 and at 0.05, Anthropic's one-hour cache, OpenAI with free and with paid cache writes). A
 default that decides by price (the recommended stack, the output shortener, the context
-editor) is built with that table's pricing, as a user of that model would build it, and
-replayed once per table; the others are replayed once and billed under each. The raw rewrite
+editor, the token-saving middleware) is built with that table's pricing, as a user of that
+model would build it, and replayed once per table; the others are replayed once and billed
+under each. The raw rewrite
 (what the proxy, the SDK wrappers and the LiteLLM callback send) rewrites the no-middleware
 prompts as Anthropic bodies (:mod:`tokenlean.replay._raw`), measured against no middleware
 after the same round trip. Writes ``benchmarks/price_tables.md``: per default, the ratio of its
@@ -39,15 +40,16 @@ from tokenlean.tokens import default_counter
 
 HERE = Path(__file__).parent
 #: The defaults built with a table's pricing (replayed once per table).
-PRICED = ("recommended", "shorten", "context-editor")
+PRICED = ("recommended", "shorten", "context-editor", "token-saving")
 #: The defaults that do not decide by price (replayed once, billed under each table).
-UNPRICED = ("token-saving", "loop-guard", "raw")
+UNPRICED = ("loop-guard", "raw")
 DEFAULTS = (*PRICED, *UNPRICED)
 
 
 def _priced(name: str, table: str) -> list[Any]:
     from tokenlean.langchain import (
         ContextEditorMiddleware,
+        TokenSavingMiddleware,
         ToolOutputShorteningMiddleware,
         recommended_middleware,
     )
@@ -57,14 +59,15 @@ def _priced(name: str, table: str) -> list[Any]:
         "recommended": lambda: recommended_middleware(pricing),
         "shorten": lambda: [ToolOutputShorteningMiddleware(pricing=pricing)],
         "context-editor": lambda: [ContextEditorMiddleware(pricing=pricing)],
+        "token-saving": lambda: [TokenSavingMiddleware(pricing=pricing)],
     }
     return builders[name]()
 
 
 def _unpriced(name: str) -> list[Any]:
-    from tokenlean.langchain import LoopGuardMiddleware, TokenSavingMiddleware
+    from tokenlean.langchain import LoopGuardMiddleware
 
-    return [TokenSavingMiddleware()] if name == "token-saving" else [LoopGuardMiddleware()]
+    return [LoopGuardMiddleware()]
 
 
 def measure_one(path: str, originals: str) -> list[tuple[str, str, str, RunMetrics]]:
@@ -89,8 +92,7 @@ def measure_one(path: str, originals: str) -> list[tuple[str, str, str, RunMetri
     out.append(
         (source, "raw", "", measure_bodies(trajectory, plain, m, strategy="raw", settings=settings))
     )
-    for name in ("token-saving", "loop-guard"):
-        out.append((source, name, "", run(name, _unpriced(name))))
+    out.append((source, "loop-guard", "", run("loop-guard", _unpriced("loop-guard"))))
     for table in PRICE_TABLES:
         out += [(source, name, table, run(name, _priced(name, table))) for name in PRICED]
     return out
@@ -175,9 +177,9 @@ def _write(
         f"tokens: {counter}).",
         "Billed input of each default over no middleware's, on the same runs, per source and",
         "price table (`tokenlean.cost.PRICE_TABLES`); a figure above 1.000 is in bold. The",
-        "recommended stack, the output shortener and the context editor are built with the",
-        "table's pricing and replayed once per table; the token-saving middleware and the loop",
-        "guard (which do not decide by price) and the raw rewrite (the proxy's, the SDK",
+        "recommended stack, the output shortener, the context editor and the token-saving",
+        "middleware are built with the table's pricing and replayed once per table; the loop",
+        "guard (which does not decide by price) and the raw rewrite (the proxy's, the SDK",
         "wrappers' and the LiteLLM callback's, against no middleware after the same round trip",
         "through an Anthropic body) are replayed once and billed under each table. Recall is",
         "the reference recall (under the first table for a priced default).",

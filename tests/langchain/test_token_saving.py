@@ -107,8 +107,8 @@ def test_constructor_has_every_spec_parameter_with_its_default() -> None:
         assert params[name].default == default, name
         assert params[name].kind is inspect.Parameter.KEYWORD_ONLY
     assert params["early_exit_text"].default.startswith("You appear to be stuck in a loop")
-    assert params["compress_once"].default is False
-    assert isinstance(TokenSavingMiddleware().stats, TokenSavingStats)
+    assert params["compress_once"].default is True  # the reference's rewrites: opt in
+    assert isinstance(TokenSavingMiddleware(compress_once=False).stats, TokenSavingStats)
 
 
 @pytest.mark.parametrize(
@@ -132,7 +132,7 @@ def test_bad_settings_raise_value_error(setting: str, value: object) -> None:
 
 
 def test_old_outputs_are_compressed_in_the_request_and_kept_whole_in_state(o200k: Any) -> None:
-    mw = TokenSavingMiddleware(token_counter=o200k)
+    mw = TokenSavingMiddleware(token_counter=o200k, compress_once=False)
     result, model = run_agent(mw, episode(5))
     assert len(model.calls) == 6
     for k, call in enumerate(model.calls):
@@ -154,7 +154,7 @@ def test_old_outputs_are_compressed_in_the_request_and_kept_whole_in_state(o200k
 
 
 def test_disabled_compression_sends_everything() -> None:
-    mw = TokenSavingMiddleware(enable_compression=False)
+    mw = TokenSavingMiddleware(enable_compression=False, compress_once=False)
     _, model = run_agent(mw, episode(5))
     assert tool_contents(model.calls[-1].messages) == [OUTPUTS[f"cmd{i}"] for i in range(5)]
     assert mw.stats.compressions == 0
@@ -174,7 +174,9 @@ def test_custom_window_threshold_and_sizes() -> None:
 
 def test_replaced_messages_keep_every_field() -> None:
     mw = TokenSavingMiddleware(
-        enable_perplexity_compression=True, perplexity_classifier=make_heuristic_classifier()
+        enable_perplexity_compression=True,
+        perplexity_classifier=make_heuristic_classifier(),
+        compress_once=False,
     )
     result, model = run_agent(mw, episode(6, thought=PROSE))
     last = model.calls[-1].messages
@@ -209,6 +211,7 @@ async def test_invoke_and_ainvoke_send_the_same_prompts() -> None:
             "perplexity_classifier": make_heuristic_classifier(),
             "signals_fn": lambda steps: {"streak": 1.0 if len(steps) >= 4 else 0.0},
             "early_exit_min_call_index": 3,
+            "compress_once": False,
         }
 
     sync_mw, async_mw = TokenSavingMiddleware(**settings()), TokenSavingMiddleware(**settings())
@@ -245,7 +248,7 @@ def test_stacks_after_other_middleware() -> None:
                 cleared.append("x")
         return handler(request.override(messages=messages))
 
-    mw = TokenSavingMiddleware()
+    mw = TokenSavingMiddleware(compress_once=False)
     agent, model = scripted_agent(
         episode(5), tools=[run], middleware=[Marker(), clear_first_output, mw]
     )
@@ -258,7 +261,7 @@ def test_stacks_after_other_middleware() -> None:
 
 
 def test_one_instance_serves_many_threads() -> None:
-    mw = TokenSavingMiddleware()
+    mw = TokenSavingMiddleware(compress_once=False)
     errors: list[BaseException] = []
 
     def work(n: int) -> None:
@@ -281,7 +284,7 @@ def test_one_instance_serves_many_threads() -> None:
 def test_sqlite_checkpointer_persists_compressions(tmp_path: Path) -> None:
     config = {"configurable": {"thread_id": "persist"}}
     with SqliteSaver.from_conn_string(str(tmp_path / "state.db")) as saver:
-        first = TokenSavingMiddleware()
+        first = TokenSavingMiddleware(compress_once=False)
         agent, model = scripted_agent(
             episode(4), tools=[run], middleware=[first], checkpointer=saver
         )
@@ -291,7 +294,9 @@ def test_sqlite_checkpointer_persists_compressions(tmp_path: Path) -> None:
         assert set(values[COMPRESSED_KEY]) == set(tool_ids[:2])
 
     with SqliteSaver.from_conn_string(str(tmp_path / "state.db")) as saver:
-        second = TokenSavingMiddleware()  # a fresh instance, as in another process
+        second = TokenSavingMiddleware(
+            compress_once=False
+        )  # a fresh instance, as in another process
         responses = [step(10, "cmd5"), AIMessage("done again", id="ai-final-2")]
         agent2, model2 = scripted_agent(
             responses, tools=[run], middleware=[second], checkpointer=saver
@@ -328,7 +333,9 @@ def test_bad_messages_pass_through(caplog: pytest.LogCaptureFixture) -> None:
         ],
     )
     responses = [parallel, *(step(i) for i in range(1, 4)), AIMessage("done", id="ai-final")]
-    agent, model = scripted_agent(responses, tools=[odd, run], middleware=[TokenSavingMiddleware()])
+    agent, model = scripted_agent(
+        responses, tools=[odd, run], middleware=[TokenSavingMiddleware(compress_once=False)]
+    )
     agent.invoke({"messages": [HumanMessage("go", id="h0")]}, {"configurable": {"thread_id": "b"}})
     last = model.calls[-1].messages
     by_call = {m.tool_call_id: m for m in last if isinstance(m, ToolMessage)}
@@ -358,7 +365,9 @@ def test_failures_are_logged_and_swallowed(caplog: pytest.LogCaptureFixture) -> 
         signals_fn=broken_signals,
         early_exit_min_call_index=0,
     )
-    _, base_model = run_agent(TokenSavingMiddleware(enable_compression=False), episode(5))
+    _, base_model = run_agent(
+        TokenSavingMiddleware(enable_compression=False, compress_once=False), episode(5)
+    )
     with caplog.at_level(logging.WARNING):
         result, model = run_agent(mw, episode(5))
     assert _prompts(model) == _prompts(base_model)  # nothing could be compressed or nudged

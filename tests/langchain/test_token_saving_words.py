@@ -79,6 +79,7 @@ class Recorder:
 
 def words_mw(classifier: Any, **settings: Any) -> TokenSavingMiddleware:
     settings.setdefault("perplexity_min_content_words", 10)
+    settings.setdefault("compress_once", False)
     return TokenSavingMiddleware(
         enable_perplexity_compression=True, perplexity_classifier=classifier, **settings
     )
@@ -141,8 +142,8 @@ def test_classifier_runs_once_per_message_and_tier_then_hits_the_store() -> None
 
 def test_compress_once_rewrites_each_message_at_most_once() -> None:
     recorder = Recorder()
-    # a long payback period, so that even these small savings are written into the prompt
-    mw = words_mw(recorder, compress_once=True, payback_calls=1000)
+    # no cache to lose ("none": reads at the full price), so every compression is written
+    mw = words_mw(recorder, compress_once=True, pricing="none")
     model = run(mw)
     assert max(len(v) for v in _versions(model).values()) == 2  # original, then compressed
     assert {ratio for _, ratio in recorder.calls} == {0.55}  # never re-compressed at "old"

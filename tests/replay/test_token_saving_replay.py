@@ -41,6 +41,7 @@ def run(trajectory: Trajectory, middleware: list[Any], name: str) -> tuple[Repla
 
 
 def words(**settings: Any) -> TokenSavingMiddleware:
+    settings.setdefault("compress_once", False)
     return TokenSavingMiddleware(
         enable_perplexity_compression=True,
         perplexity_classifier=make_heuristic_classifier(),
@@ -85,14 +86,16 @@ def test_default_settings_break_exactly_where_outputs_leave_the_window(
     trajectory: Trajectory,
 ) -> None:
     baseline, _ = run(trajectory, [], "none")
-    _, metrics = run(trajectory, [TokenSavingMiddleware()], "token-saving")
+    _, metrics = run(trajectory, [TokenSavingMiddleware(compress_once=False)], "token-saving")
     assert metrics.break_positions == expected_default_breaks(baseline)
     assert metrics.prefix_breaks == len(metrics.break_positions)
 
 
 def test_default_settings_send_what_the_reference_package_sends(trajectory: Trajectory) -> None:
     reasonblocks = pytest.importorskip("reasonblocks")
-    ours, our_metrics = run(trajectory, [TokenSavingMiddleware()], "token-saving")
+    ours, our_metrics = run(
+        trajectory, [TokenSavingMiddleware(compress_once=False)], "token-saving"
+    )
     theirs, their_metrics = run(trajectory, [reasonblocks.TokenSavingMiddleware()], "reasonblocks")
 
     def contents(result: Replay) -> list[list[object]]:
@@ -105,7 +108,7 @@ def test_default_settings_send_what_the_reference_package_sends(trajectory: Traj
 def test_tiered_word_compression_rewrites_messages_again_deep_in_the_prompt(
     trajectory: Trajectory,
 ) -> None:
-    _, default = run(trajectory, [TokenSavingMiddleware()], "token-saving")
+    _, default = run(trajectory, [TokenSavingMiddleware(compress_once=False)], "token-saving")
     result, tiered = run(trajectory, [words()], "token-saving-words")
     assert tiered.prefix_breaks > default.prefix_breaks
     # original, mid tier, old tier (and head+tail first, for long tool outputs)
@@ -125,7 +128,7 @@ def test_compress_once_costs_less_than_the_other_settings() -> None:
     for name in NAMES:
         trajectory = load_trajectory(TRAJECTORIES / name)
         for label, mw in (
-            ("default", TokenSavingMiddleware()),
+            ("default", TokenSavingMiddleware(compress_once=False)),
             ("tiered", words()),
             ("once", words(compress_once=True)),
         ):

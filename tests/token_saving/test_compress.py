@@ -120,7 +120,7 @@ def test_policy_rejects_bad_settings(setting: str, value: object) -> None:
 
 
 def test_stage_default_mode_follows_each_lever_window() -> None:
-    policy = CompressionSettings(classifier=make_heuristic_classifier())
+    policy = CompressionSettings(classifier=make_heuristic_classifier(), compress_once=False)
     assert policy.stage("tool", tools_after=1, calls_ago=1) is None
     assert policy.stage("tool", tools_after=2, calls_ago=1) == Stage(True, None)
     assert policy.stage("tool", tools_after=2, calls_ago=3) == Stage(True, 0.55)
@@ -152,28 +152,28 @@ def _history(outputs: list[str]) -> list[Message]:
 def test_plan_compresses_old_long_tool_outputs_once() -> None:
     outputs = ["L" * 5000, "short", "M" * 4000, "N" * 3000, "O" * 3000]
     view = _history(outputs)
-    plan = plan_compressions(view, {}, CompressionSettings(), COUNTER)
+    plan = plan_compressions(view, {}, CompressionSettings(compress_once=False), COUNTER)
     assert sorted(plan.updates) == ["t0", "t2"]  # t3, t4 are the two most recent
     assert plan.updates["t0"]["content"] == compress_tool_output("L" * 5000)
     assert plan.stats["compressions"] == 2
     assert plan.stats["chars_saved"] == sum(
         len(o) - len(compress_tool_output(o)) for o in (outputs[0], outputs[2])
     )
-    again = plan_compressions(view, plan.updates, CompressionSettings(), COUNTER)
+    again = plan_compressions(view, plan.updates, CompressionSettings(compress_once=False), COUNTER)
     assert again.updates == {} and not any(again.stats.values())
 
 
 def test_plan_drops_an_entry_whose_message_changed() -> None:
     view = _history(["L" * 5000, "a", "b"])
-    first = plan_compressions(view, {}, CompressionSettings(), COUNTER).updates
+    first = plan_compressions(view, {}, CompressionSettings(compress_once=False), COUNTER).updates
     edited = [m if m.id != "t0" else Message("tool", "P" * 6000, id="t0") for m in view]
-    plan = plan_compressions(edited, first, CompressionSettings(), COUNTER)
+    plan = plan_compressions(edited, first, CompressionSettings(compress_once=False), COUNTER)
     assert plan.updates["t0"]["content"] == compress_tool_output("P" * 6000)
 
 
 def test_tiered_mode_recompresses_from_the_original() -> None:
     prose = " ".join(["the agent looked at the output and then it decided"] * 20)
-    policy = CompressionSettings(classifier=make_heuristic_classifier())
+    policy = CompressionSettings(classifier=make_heuristic_classifier(), compress_once=False)
     mid = plan_compressions(_history([prose] + ["ok"] * 4), {}, policy, COUNTER).updates
     assert mid["t0"]["stage"] == "ht:0.55"  # 4 calls old
     old = plan_compressions(_history([prose] + ["ok"] * 11), mid, policy, COUNTER).updates
@@ -183,12 +183,14 @@ def test_tiered_mode_recompresses_from_the_original() -> None:
     assert old_words < mid_words < len(prose.split())
 
 
-def test_compress_once_releases_pending_work_only_when_it_pays() -> None:
+def test_compress_once_writes_a_compression_when_it_pays_or_never() -> None:
     policy = CompressionSettings(compress_once=True)
     small_gain = ["Q" * 1900, "R" * 30000, "S" * 30000]  # t0 saves little, the rest is sent
     plan = plan_compressions(_history(small_gain), {}, policy, COUNTER)
-    assert plan.updates["t0"]["applied"] is False  # re-billing t1, t2 would cost more
-    assert plan.stats["compressions"] == 0
+    # re-billing t1, t2 would cost more, now and later (more only comes after t0): t0 stays whole
+    dropped = plan.updates["t0"]
+    assert dropped["applied"] is True and dropped["content"] is None
+    assert plan.stats["compressions"] == 0 and plan.settled >= 3
     big_gain = ["Q" * 40000, "R" * 300, "S" * 300]
     plan = plan_compressions(_history(big_gain), {}, policy, COUNTER)
     assert plan.updates["t0"]["applied"] is True
@@ -207,11 +209,16 @@ def test_plan_skips_non_text_content_and_a_failing_counter() -> None:
     image = ({"type": "image_url", "image_url": {"url": "data:" + "A" * 5000}},)
     view = _history(["L" * 5000, "a", "b"])
     view[2] = Message("tool", image, id="t0", tool_call_id="c0")
-    assert plan_compressions(view, {}, CompressionSettings(), COUNTER).updates == {}
+    assert (
+        plan_compressions(view, {}, CompressionSettings(compress_once=False), COUNTER).updates == {}
+    )
 
     class Broken:
         def count(self, text: str) -> int:
             raise RuntimeError("boom")
 
     view = _history(["L" * 5000, "M" * 5000, "b", "c"])
-    assert plan_compressions(view, {}, CompressionSettings(), Broken()).updates == {}
+    assert (
+        plan_compressions(view, {}, CompressionSettings(compress_once=False), Broken()).updates
+        == {}
+    )

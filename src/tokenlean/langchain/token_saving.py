@@ -16,16 +16,17 @@ its stage changes. Messages whose stage is final are *settled*: their sent form 
 call to call per thread, so a long run is not re-read on every call.
 
 Cache cost: a compression rewrites a message the model has already been sent, so the call that
-first sends it breaks the provider's prefix cache from that message on. With the defaults only
-head+tail is on and a message changes once (when it leaves the ``keep_recent_tool_messages``
-window, near the end of the prompt): the same bytes, calls and breaks as the reference. Tiered
-word compression changes a message twice more (at ``perplexity_recent_cutoff`` and, deep in the
-prompt, at ``perplexity_mid_cutoff`` calls old), which on replayed runs costs more than it saves.
-``compress_once=True`` computes each message's compression once, with every lever, when it has
-left the recent window, and never touches it again; the computed compressions are written into
-the prompt in batches, each when it pays back within ``payback_calls`` calls (see
-:mod:`tokenlean.token_saving._plan`, priced with ``pricing``), so each output causes at most one
-break and usually shares it.
+first sends it breaks the provider's prefix cache from that message on. By default
+(``compress_once=True``) each message's compression is computed once, with every lever, when it
+has left the recent window, and written into the prompt on that call only if it pays back
+within the calls the run is expected to have left (half the calls made so far, at most
+``payback_calls``) under the model's prices (``pricing``; :mod:`tokenlean.token_saving._plan`);
+else the message stays whole for good, since the cost of re-writing what follows it only
+grows. Replayed on every source under each current price table, that bills at most what no
+middleware bills (``benchmarks/price_tables.md``). ``compress_once=False`` is the reference's
+behaviour: the same bytes, calls and breaks (a message changes when it leaves the
+``keep_recent_tool_messages`` window; tiered word compression changes it twice more, deep in
+the prompt), which on replayed runs bills up to 1.5x no middleware on some sources.
 ``tokenlean replay -s token-saving -s token-saving-words -s token-saving-once`` shows the cost.
 
 The nudge is appended (no byte already sent changes) at most once per episode: an episode is one
@@ -133,12 +134,12 @@ class TokenSavingMiddleware(
 ):
     """Compress old tool outputs (and, opt-in, older text word by word); nudge a looping agent.
 
-    Every parameter of the reference, with its name and default, plus ``compress_once`` (one
-    rewrite per message, written in batches that pay back within ``payback_calls`` calls under
-    ``pricing``; see the module docs) and ``token_counter`` (for token stats; the exact o200k
-    counter when its vocabulary is local, else the estimate). The settings are read back from
-    :attr:`policy` and :attr:`early_exit`, where every default lives. Failures are logged and
-    swallowed: the agent loop is never interrupted.
+    Every parameter of the reference, with its name and default, plus ``compress_once`` (on by
+    default: a rewrite of a sent message only where it pays back under ``pricing``; ``False``:
+    the reference's behaviour; see the module docs) and ``token_counter`` (for token stats;
+    the exact o200k counter when its vocabulary is local, else the estimate). The settings are
+    read back from :attr:`policy` and :attr:`early_exit`, where every default lives. Failures
+    are logged and swallowed: the agent loop is never interrupted.
     """
 
     state_schema = TokenSavingState

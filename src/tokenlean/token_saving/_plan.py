@@ -5,19 +5,21 @@ middleware keeps them in agent state) and returns the new or changed ones. Each 
 from the original text, so the bytes sent for a message change only when its entry changes, and
 each change rewrites bytes the model was already sent (a prompt-cache break from that message on).
 
-- Default (the reference behaviour): a tool output is head+tail truncated when it leaves the
-  ``keep_recent_tool_messages`` window. With word compression on, a message is compressed at the
-  "mid" ratio once it is ``perplexity_recent_cutoff`` calls old, and again (from the original) at
-  the "old" ratio once it is ``perplexity_mid_cutoff`` calls old.
-- ``compress_once=True``: a message is compressed once, by every lever on, at the ratio of its
-  tier, when it has left the recent window of every lever, and never again. The result waits as
-  *pending*; pending compressions are written into the prompt together, in one rewrite, once
-  they pay for it within ``payback_calls`` calls under the policy's cache pricing
-  (:func:`tokenlean.cost.expected_net_saving`: the tokens they remove, read from the cache on each
-  later call, must cover re-writing the cache from the first rewritten message on). Of the
-  pending ones, the rewrite starts where that saving is largest. A message not yet sent is
-  rewritten for free: ``keep_recent_tool_messages=0`` compresses at first sight with no cache
-  break at all.
+- ``compress_once=False`` (the reference behaviour): a tool output is head+tail truncated when it
+  leaves the ``keep_recent_tool_messages`` window. With word compression on, a message is
+  compressed at the "mid" ratio once it is ``perplexity_recent_cutoff`` calls old, and again (from
+  the original) at the "old" ratio once it is ``perplexity_mid_cutoff`` calls old.
+- ``compress_once=True`` (the default): a message is compressed once, by every lever on, at the
+  ratio of its tier, when it has left the recent window of every lever. The compressions made on a
+  call are written into the prompt on that call, together, if they pay for it within the calls the
+  run is expected to have left (half the calls so far, at most ``payback_calls``) under the
+  policy's cache pricing (:func:`tokenlean.cost.expected_net_saving`: the tokens they remove, read
+  from the cache on each later call, must cover re-writing the cache from the first rewritten
+  message on; :func:`tokenlean.cost.floor_pays` where the prompt may fall under the minimum
+  cacheable length); the rewrite starts where that saving is largest, and what it leaves out stays
+  whole for good (the messages after it only grow, and so the cost). A message not yet sent is
+  rewritten for free: ``keep_recent_tool_messages=0`` compresses at first sight with no cache break
+  at all.
 
 A long transcript is not re-read on every call: :func:`plan_compressions` reads a *window* (the
 transcript from some position on) and says how many of its leading messages are *settled*, with
@@ -32,11 +34,11 @@ import logging
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypedDict
 
 from tokenlean._failopen import fail_open
-from tokenlean.cost import expected_net_saving
+from tokenlean.cost import expected_net_saving, floor_pays
 from tokenlean.token_saving._head_tail import compress_tool_output, content_digest, text_parts
 from tokenlean.token_saving._policy import CompressionSettings, Stage
 from tokenlean.token_saving._words import compress_words
@@ -190,7 +192,8 @@ def _release(
     counter: TokenCounter,
     before: int,
 ) -> None:
-    """Apply the batch of pending entries that pays back most within ``payback_calls``."""
+    """Apply the batch of pending entries that pays back most within ``payback_calls``, and
+    drop the others for good."""
     pending = sorted(i for i, e in current.items() if not e["applied"])
     if not pending:
         return
@@ -201,22 +204,33 @@ def _release(
         upto.append(upto[-1] + _sent_tokens(message, _applied(current.get(i)), counter))
     prompt, new = upto[-1], upto[-1] - upto[sent_end]
     saved = [current[i]["ht_tokens"] + current[i]["word_tokens"] for i in pending]
+    # a run is expected to go on about as long as it has gone so far (the window's calls: at
+    # most what the run made), up to ``payback_calls``: a short run has little left to pay back
+    remaining = min(policy.payback_calls, sum(m.role == "assistant" for m in view) // 2)
+    # the counts miss the system prompt and tool schemas: a prompt that looks too short to
+    # be cached may well be cached, so the rewrite is priced as if every prefix were
+    pricing = replace(policy.pricing, min_cached=0, granularity=1)
     best, best_net = None, 0.0
     for k, start in enumerate(pending):
         net = expected_net_saving(
-            policy.pricing,
+            pricing,
             prompt=prompt,
             prefix=min(upto[start], prompt - new),
             new=new,
             saved=sum(saved[k:]),
-            remaining=policy.payback_calls,
+            remaining=remaining,
         )
+        if not floor_pays(policy.pricing, saved=sum(saved[k:]), after=prompt - sum(saved[k:])):
+            continue
         if (best is None and net >= 0) or net > best_net:
             best, best_net = k, net
-    if best is None:
-        return
-    for i in pending[best:]:
+    # what does not pay now never will (the messages after it only grow): it stays whole
+    for k, i in enumerate(pending):
         released = current[i].copy()
+        if best is None or k < best:
+            released["content"] = None  # the message as it is, for good
+            released["ht_chars"] = released["ht_tokens"] = 0
+            released["word_chars"] = released["word_tokens"] = 0
         released["applied"] = True
         plan.updates[str(view[i].id)] = current[i] = released
 

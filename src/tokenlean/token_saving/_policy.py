@@ -53,8 +53,8 @@ class CompressionSettings:
     perplexity_keep_ratio_old: float = 0.30
     perplexity_window_words: int = 50
     perplexity_min_content_words: int = 30
-    compress_once: bool = False
-    #: ``compress_once`` writes pending compressions when they pay back within this many calls.
+    compress_once: bool = True
+    #: ``compress_once`` writes a compression when it pays back within at most this many calls.
     payback_calls: int = 20
     #: Whose cache prices decide whether writing pending compressions pays (``compress_once``).
     pricing: CachePricing = ANTHROPIC

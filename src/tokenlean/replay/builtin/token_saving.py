@@ -1,9 +1,10 @@
 """Replay strategies for :class:`tokenlean.langchain.TokenSavingMiddleware`.
 
-- ``token-saving``: the reference defaults (head+tail compression of old tool outputs).
+- ``token-saving``: the reference's behaviour, ``compress_once=False`` (head+tail compression of
+  each old tool output as it leaves the recent window).
 - ``token-saving-words``: plus tiered word compression with the offline heuristic classifier.
-- ``token-saving-once``: the defaults with ``compress_once=True`` (one rewrite per output, in
-  batches that pay back).
+- ``token-saving-once``: the defaults, ``compress_once=True`` (each compression written into the
+  prompt the call it pays back, or never).
 - ``token-saving-words-once``: word compression and ``compress_once=True`` together.
 """
 
@@ -32,18 +33,18 @@ def _words(**settings: Any) -> list[Any]:
 
 register(
     "token-saving",
-    _middleware,
-    "TokenSavingMiddleware, reference defaults (head+tail of old tool outputs)",
+    lambda: _middleware(compress_once=False),
+    "TokenSavingMiddleware(compress_once=False): the reference's rewrites of old tool outputs",
 )
 register(
     "token-saving-words",
-    _words,
+    lambda: _words(compress_once=False),
     "TokenSavingMiddleware + tiered heuristic word compression (rewrites at each tier)",
 )
 register(
     "token-saving-once",
-    lambda: _middleware(compress_once=True),
-    "TokenSavingMiddleware(compress_once=True): one rewrite per output, batched when it pays",
+    _middleware,
+    "TokenSavingMiddleware(): defaults, each compression written when it pays, or never",
 )
 register(
     "token-saving-words-once",
