@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import openai
 import pytest
 
 from tests.data import CHAT_TOOLS, ERROR, LOG
@@ -57,6 +58,8 @@ handler = TokenleanCallback(
 
 
 def _answer(request: Recorded) -> Reply:
+    if b"please fail" in request.body:
+        return json_reply({"error": {"message": "bad request", "type": "invalid_request"}}, 400)
     return json_reply(chat_completion("done", usage=USAGE))
 
 
@@ -163,3 +166,10 @@ def test_ab_over_40_sessions_is_logged_per_arm_and_read_by_the_report(
     for arm, count in counts.items():
         assert any(line.split()[:2] == [arm, str(count)] for line in out.splitlines())
     assert "difference (tokenlean - control)" in out
+
+    # A call the provider refuses counts in its session's arm, as an error with no usage.
+    with pytest.raises(openai.BadRequestError):
+        messages = [{"role": "user", "content": "please fail"}]
+        gateway.client().chat.completions.create(model="gpt-test", messages=messages)  # type: ignore[arg-type]  # a plain dict, as agents send it
+    (failed,) = [x for x in _logged(path, 2 * SESSIONS + 1) if x["upstream_errors"]]
+    assert (failed["requests"], failed["usage_unknown"], failed["cost"]) == (1, 1, 0)

@@ -127,8 +127,10 @@ class TokenleanCallback(CustomLogger):
         api = _api(call_type)
         if self.ab is None or api is None:
             return "tokenlean"
-        label, _ = session_key(api, {}, data, salt=self._salt)
-        return arm_of(label, self.ab)
+        return arm_of(self._label(api, data), self.ab)
+
+    def _label(self, api: Api, data: Mapping[str, Any]) -> str:
+        return session_key(api, {}, data, salt=self._salt)[0]
 
     async def async_pre_call_hook(
         self, user_api_key_dict: Any, cache: Any, data: dict[str, Any], call_type: Any
@@ -149,7 +151,7 @@ class TokenleanCallback(CustomLogger):
         api = _api(call_type)
         if self.book is None or api is None:
             return "tokenlean"
-        label, _ = session_key(api, {}, data, salt=self._salt)
+        label = self._label(api, data)
         call_id = data.get("litellm_call_id")
         if isinstance(call_id, str):
             with self._lock:
@@ -167,13 +169,14 @@ class TokenleanCallback(CustomLogger):
     async def async_log_success_event(
         self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any
     ) -> None:
-        # Off the event loop: pricing may look the model up, a finished session is written.
-        await asyncio.to_thread(self._answered, kwargs, failed=False)
+        if self.book is not None:  # off the event loop: a price looked up, a session written
+            await asyncio.to_thread(self._answered, kwargs, failed=False)
 
     async def async_log_failure_event(
         self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any
     ) -> None:
-        await asyncio.to_thread(self._answered, kwargs, failed=True)
+        if self.book is not None:
+            await asyncio.to_thread(self._answered, kwargs, failed=True)
 
     def _answered(self, kwargs: Any, *, failed: bool) -> None:
         """Count one answered call in its arm's book (a call the pre-call hook saw)."""
