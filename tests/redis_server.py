@@ -33,11 +33,30 @@ def client(url: str, password: str | None = None) -> Any:
     return redis.Redis.from_url(url, password=password)
 
 
+def tls_files(folder: Path) -> list[str]:
+    """A certificate authority made for the test, and a certificate of 127.0.0.1 it signed:
+    the server's TLS options (its CA file is ``folder / "ca.pem"``)."""
+    trustme = pytest.importorskip(
+        "trustme", reason="the TLS tests make their certificates with trustme (the dev extra)"
+    )
+    ca = trustme.CA()
+    cert = ca.issue_cert("127.0.0.1")
+    ca.cert_pem.write_to_path(str(folder / "ca.pem"))
+    cert.private_key_pem.write_to_path(str(folder / "key.pem"))
+    cert.cert_chain_pems[0].write_to_path(str(folder / "cert.pem"))
+    return [
+        *("--tls-cert-file", str(folder / "cert.pem"), "--tls-key-file", str(folder / "key.pem")),
+        *("--tls-ca-cert-file", str(folder / "ca.pem"), "--tls-auth-clients", "no"),
+    ]
+
+
 @contextmanager
 def redis_server(
-    folder: Path, *, port: int | None = None, password: str | None = None
+    folder: Path, *, port: int | None = None, password: str | None = None, tls: bool = False
 ) -> Iterator[str]:
-    """A running ``redis-server``; yields its URL (without the password)."""
+    """A running ``redis-server``; yields its URL (without the password). With ``tls``, it
+    listens only for TLS, and the URL is ``rediss://`` naming the CA that signed its
+    certificate (``?ssl_ca_certs=``, which redis-py takes from the URL)."""
     binary = shutil.which("redis-server")
     if binary is None:
         pytest.skip("redis-server not installed (apt-get install redis-server)")
@@ -46,10 +65,10 @@ def redis_server(
     )
     port = port or free_port()
     folder.mkdir(parents=True, exist_ok=True)
+    listen = ["--port", "0", "--tls-port", str(port), *tls_files(folder)] if tls else []
     command = [
         binary,
-        "--port",
-        str(port),
+        *(listen or ["--port", str(port)]),
         "--bind",
         "127.0.0.1",
         "--save",
@@ -60,17 +79,30 @@ def redis_server(
     command += ["--dir", str(folder), "--logfile", str(folder / "redis.log")]
     if password is not None:
         command += ["--requirepass", password]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with (folder / "redis.err").open("wb") as err:  # where a refused option is said
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err)
     url = f"redis://127.0.0.1:{port}/0"
+    if tls:
+        url = f"rediss://127.0.0.1:{port}/0?ssl_ca_certs={folder / 'ca.pem'}"
     try:
-        _wait_until_up(url, password, process)
+        _wait_until_up(url, password, process, folder)
         yield url
     finally:
         process.terminate()
         process.wait(GENEROUS)
 
 
-def _wait_until_up(url: str, password: str | None, process: subprocess.Popen[bytes]) -> None:
+def _why(process: subprocess.Popen[bytes], folder: Path, url: str) -> str:
+    """Why a server exited at once; a TLS server refused by a build without TLS says so."""
+    said = (folder / "redis.err").read_text(errors="replace").strip().splitlines()
+    if url.startswith("rediss://") and any("tls" in line.lower() for line in said):
+        return "this redis-server has no TLS support: " + said[-1]
+    return f"exit {process.returncode}" + (f": {said[-1]}" if said else "")
+
+
+def _wait_until_up(
+    url: str, password: str | None, process: subprocess.Popen[bytes], folder: Path
+) -> None:
     import redis
 
     deadline = time.monotonic() + GENEROUS
@@ -80,6 +112,6 @@ def _wait_until_up(url: str, password: str | None, process: subprocess.Popen[byt
             return
         except redis.ConnectionError:
             if process.poll() is not None:
-                pytest.skip(f"redis-server could not be started (exit {process.returncode})")
+                pytest.skip(f"redis-server could not be started ({_why(process, folder, url)})")
             assert time.monotonic() < deadline, "redis-server did not start"
             time.sleep(0.05)

@@ -170,6 +170,38 @@ def test_the_password_comes_from_the_environment_and_is_never_shown(
     assert "1 kept" in printed
 
 
+def test_rediss_with_the_password_from_the_environment_never_shown(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+):
+    """A server that speaks only TLS, its certificate signed by a CA made here (named in the
+    URL's ``ssl_ca_certs``), its password only in the environment."""
+    with redis_server(tmp_path / "redis", password=SECRET, tls=True) as url:
+        monkeypatch.setenv("TOKENLEAN_REDIS_PASSWORD", SECRET)
+        original = _original(LOG)
+        with caplog.at_level(logging.DEBUG):
+            store = RedisOriginalStore(url)
+            store.put("", original)
+            assert store.get("", original.handle) == original
+            assert client(url, SECRET).keys(store.prefix + "*")  # written over TLS
+            in_url = RedisOriginalStore(url.replace("rediss://", f"rediss://:{SECRET}@"))
+            assert in_url.get("", original.handle) == original
+            settings = RawSettings(originals_url=url, retrieval="mcp")
+            assert main(["originals", "prune", "--originals", url, "--dry-run"]) == 0
+            # The system's CAs do not trust this server: the handshake fails, and says so.
+            untrusted = RedisOriginalStore(url.split("?")[0])
+            with pytest.raises(StoreUnavailable) as raised:
+                untrusted.put("", original)
+        printed = capsys.readouterr()
+    assert printed.out.startswith("would remove 0 originals (0 bytes) from rediss://127.0.0.1")
+    assert "certificate verify failed" in caplog.text
+    shown = [repr(store), str(store), repr(in_url), repr(settings), str(raised.value)]
+    shown += [printed.out, printed.err, *(r.getMessage() for r in caplog.records)]
+    assert not [s for s in shown if SECRET in s]
+
+
 def test_an_unreachable_server_fails_open_and_is_logged_once(caplog: pytest.LogCaptureFixture):
     store = RedisOriginalStore(f"redis://127.0.0.1:{free_port()}/0")
     original = _original(LOG)

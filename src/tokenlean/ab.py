@@ -1,5 +1,6 @@
 """The A/B report: does the tokenlean arm cost less per session than the control arm, and does
-the agent stay as good? Read from the session logs of ``tokenlean proxy --ab SHARE``.
+the agent stay as good? Read from the session logs of ``tokenlean proxy --ab SHARE`` and of the
+LiteLLM callback's A/B test (:mod:`tokenlean.proxy.litellm`), alone or together.
 
 Each line of a log is one finished part of a session (:mod:`tokenlean.proxy._arms`). Lines are
 read from any number of logs (several proxies, restarts): a part read twice counts once (it is

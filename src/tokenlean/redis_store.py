@@ -1,7 +1,9 @@
 """Originals on a Redis (or Valkey) server: one store for proxies, workers and agents on many
 machines, where a folder would need a network file system.
 
-``RedisOriginalStore("redis://HOST:PORT/DB")`` (``rediss://`` for TLS) follows the one
+``RedisOriginalStore("redis://HOST:PORT/DB")`` (``rediss://`` for TLS; a server whose
+certificate a private CA signed is reached with ``rediss://HOST:PORT/DB?ssl_ca_certs=CA.pem``,
+an option the ``redis`` package reads from the URL, which no line shown repeats) follows the one
 :class:`~tokenlean.store.OriginalStore` protocol. Originals are content-addressed as in the
 folder store (the handle names the text, so every process writes and names the same key), under
 a key prefix, and bounded as the folder is: each expires once unused for ``max_age`` seconds (a

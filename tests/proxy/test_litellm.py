@@ -9,37 +9,21 @@ litellm``; a ``litellm`` on the test environment's own path is used too.
 from __future__ import annotations
 
 import json
-import os
 import re
-import secrets
-import shutil
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anthropic
-import httpx
 import openai
 import pytest
 
 from tests.data import CHAT_HISTORY, CHAT_TOOLS, ERROR, LOG
-from tokenlean.testing.upstream import FakeUpstream, Recorded
+from tokenlean.testing.upstream import FakeUpstream
 
-from .proxy_support import free_port
+from .litellm_gateway import NEEDS_LITELLM, Gateway, start_gateway, wait_until_up
 
-LITELLM = os.environ.get("TOKENLEAN_LITELLM") or shutil.which(
-    "litellm", path=str(Path(sys.executable).parent)
-)
-pytestmark = pytest.mark.skipif(
-    LITELLM is None or not Path(LITELLM).exists(),
-    reason="the LiteLLM proxy is not installed (make .venv-litellm/.installed, then "
-    "TOKENLEAN_LITELLM=.venv-litellm/bin/litellm)",
-)
-STARTUP = 180.0  # LiteLLM imports a lot: tens of seconds on a busy two-core machine
+pytestmark = NEEDS_LITELLM
 
 #: A custom callback module the config names: originals go to a "folder" that is a file, so
 #: every rewrite fails inside tokenlean, and the call must go on as the client sent it.
@@ -53,64 +37,6 @@ handler = TokenleanCallback(settings=RawSettings(originals_dir=Path(__file__).wi
 """
 
 
-@dataclass
-class Gateway:
-    """A running LiteLLM proxy, the fake provider behind it and where its originals go."""
-
-    url: str
-    key: str
-    upstream: FakeUpstream
-    cache: Path
-
-    def client(self) -> openai.OpenAI:
-        return openai.OpenAI(base_url=self.url + "/v1", api_key=self.key, max_retries=0)
-
-    def chats(self) -> list[Recorded]:
-        return [r for r in self.upstream.requests if r.path == "/v1/chat/completions"]
-
-
-def _config(upstream: FakeUpstream, key: str, callback: str) -> str:
-    return (
-        "model_list:\n"
-        "  - model_name: gpt-test\n"
-        "    litellm_params:\n"
-        "      model: openai/gpt-test\n"
-        f"      api_base: {upstream.url}/v1\n"
-        "      api_key: sk-upstream\n"
-        f"litellm_settings:\n  callbacks: {callback}\n"
-        f"general_settings:\n  master_key: {key}\n"
-    )
-
-
-def _start(
-    folder: Path, upstream: FakeUpstream, callback: str
-) -> tuple[subprocess.Popen[bytes], Gateway]:
-    folder.mkdir()
-    key = "sk-" + secrets.token_urlsafe(32)
-    config = folder / "config.yaml"
-    config.write_text(_config(upstream, key, callback))
-    (folder / "custom_callbacks.py").write_text(FAILING_CALLBACK)
-    (folder / "file").write_text("not a folder")
-    port = free_port()
-    env = {**os.environ, "XDG_CACHE_HOME": str(folder / "cache")}
-    command = [str(LITELLM), "--config", str(config), "--host", "127.0.0.1", "--port", str(port)]
-    log = (folder / "litellm.log").open("wb")
-    process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
-    return process, Gateway(f"http://127.0.0.1:{port}", key, upstream, folder / "cache")
-
-
-def _wait_until_up(process: subprocess.Popen[bytes], gateway: Gateway, log: Path) -> None:
-    deadline = time.monotonic() + STARTUP
-    while time.monotonic() < deadline and process.poll() is None:
-        try:
-            if httpx.get(gateway.url + "/health/liveliness", timeout=5).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    raise AssertionError(f"LiteLLM did not start:\n{log.read_text(errors='replace')[-3000:]}")
-
-
 @pytest.fixture(scope="module")
 def gateways(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Gateway]]:
     """Two LiteLLM proxies, started side by side: one with the plug-in as the docs configure
@@ -121,13 +47,14 @@ def gateways(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Gat
         "failing": "custom_callbacks.handler",
     }
     with FakeUpstream() as first, FakeUpstream() as second:
+        files = {"custom_callbacks.py": FAILING_CALLBACK, "file": "not a folder"}
         started = {
-            name: _start(root / name, upstream, callback)
+            name: start_gateway(root / name, upstream, callback, files=files)
             for (name, callback), upstream in zip(callbacks.items(), (first, second), strict=True)
         }
         try:
-            for name, (process, gateway) in started.items():
-                _wait_until_up(process, gateway, root / name / "litellm.log")
+            for process, gateway in started.values():
+                wait_until_up(process, gateway)
             yield {name: gateway for name, (_, gateway) in started.items()}
         finally:
             for process, _ in started.values():
