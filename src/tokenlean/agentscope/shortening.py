@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -69,6 +70,9 @@ class _Shortening(MiddlewareBase):
         )
         self.stats = ShorteningStats()
         self._counter = memoized(kept.planner.policy.counter or DEFAULT_COUNTER)
+        # per agent, what its run was told at the first call this middleware saw of it: later
+        # calls need not read the whole memory again to learn it
+        self._decided: weakref.WeakKeyDictionary[Agent, bool] = weakref.WeakKeyDictionary()
 
     async def list_tools(self) -> list[ToolBase]:
         return [self.tool] if self.tool is not None else []
@@ -124,9 +128,13 @@ class _Shortening(MiddlewareBase):
         if len(first) < len(context):
             # decided at the run's first call: a tool joining later would re-write the cached
             # prompt; only a restored run whose markers name it gets it back
-            offered = names_tool(_view.read(context).messages, self.tool.name)
+            known = self._decided.get(agent)
+            offered = (
+                names_tool(_view.read(context).messages, self.tool.name) if known is None else known
+            )
         else:
             offered = self.kept.offered(_view.read(first).messages, await self._fixed(agent))
+        self._decided[agent] = offered
         if offered:
             await agent.toolkit.add_tool(self.tool)
         return offered
