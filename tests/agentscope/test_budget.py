@@ -26,6 +26,7 @@ from pydantic import BaseModel
 from tests.agentscope.support import ask
 from tokenlean.agentscope import ReplyBudgetControlMiddleware
 from tokenlean.agentscope.budget import DEFAULT_HINT_MESSAGE
+from tokenlean.prices import pricing_for
 from tokenlean.testing.agentscope import RecordedTool, ScriptedChatModel, scripted_agent, turn
 from tokenlean.testing.upstream import FakeUpstream, Recorded, Reply, json_reply
 
@@ -68,12 +69,31 @@ def test_the_constructor_is_agentscopes() -> None:
 
 @pytest.mark.parametrize(
     "option",
-    [{"cache_read_weight": 0.1}, {"cache_write_weight": 1.25}, {"usage_style": "anthropic"}],
+    [
+        {"cache_read_weight": 0.1},
+        {"cache_write_weight": 1.25},
+        {"usage_style": "anthropic"},
+        {"model": "gpt-4o"},
+    ],
 )
 def test_a_cache_option_without_price_cache_is_refused_not_ignored(option: Any) -> None:
     with pytest.raises(ValueError, match=f"{next(iter(option))}.*price_cache=True"):
         ReplyBudgetControlMiddleware(10, **option)
     assert ReplyBudgetControlMiddleware(10, price_cache=True, **option).price_cache
+
+
+@pytest.mark.parametrize("model", ["claude-sonnet-4-5", "gpt-4o", "no-such-model-xyz"])
+def test_a_model_prices_the_cache_as_that_model_does(model: str) -> None:
+    """As the LangChain budget's ``model=``: the catalogue's read and write prices (its
+    provider's preset for a model it does not know), the output weight in the reference's
+    units; a weight given explicitly wins."""
+    pricing = pricing_for(model)
+    weights = ReplyBudgetControlMiddleware(10, price_cache=True, model=model).budget.weights
+    assert weights.cache_read_weight == pytest.approx(pricing.cached_read)
+    assert weights.cache_write_weight == pytest.approx(pricing.uncached)
+    assert (weights.input_token_weight, weights.output_token_weight) == (1, 1)
+    given = ReplyBudgetControlMiddleware(10, price_cache=True, model=model, cache_read_weight=0.3)
+    assert given.budget.weights.cache_read_weight == 0.3
 
 
 def test_once_spent_the_hint_comes_once_and_no_tool_is_offered() -> None:

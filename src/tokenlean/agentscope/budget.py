@@ -104,6 +104,10 @@ class ReplyBudgetControlMiddleware(MiddlewareBase):
             (default ``1.25 * input_token_weight``).
         usage_style: whether the model's ``input_tokens`` leave the cached tokens out
             (``"anthropic"``) or hold them (``"openai"``); ``"auto"`` tells by the model.
+        model: price the cache as this model does (:func:`tokenlean.prices.pricing_for`: its
+            read and write prices from the genai-prices catalogue, else its provider's preset),
+            times ``input_token_weight``, unless a weight is given; needs ``price_cache``. The
+            output weight stays ``output_token_weight`` (the reference's units: tokens).
 
     Overrun bound: the budget is checked between calls and a call in flight is never cut off,
     so a reply spends at most ``token_budget`` plus the call that crossed it plus its wrap-up.
@@ -120,16 +124,25 @@ class ReplyBudgetControlMiddleware(MiddlewareBase):
         cache_read_weight: float | None = None,
         cache_write_weight: float | None = None,
         usage_style: UsageStyle = "auto",
+        model: str | None = None,
     ) -> None:
         checks.flag(price_cache, "price_cache")
         if not price_cache:
-            _refuse_cache_options(cache_read_weight, cache_write_weight, usage_style)
+            _refuse_cache_options(cache_read_weight, cache_write_weight, usage_style, model)
         weights = BudgetWeights(
             input_token_weight=input_token_weight,
             output_token_weight=output_token_weight,
             cache_read_weight=cache_read_weight,
             cache_write_weight=cache_write_weight,
         )
+        if model is not None:  # the model's cache prices, where no weight was given
+            weights = BudgetWeights.of_model(
+                model,
+                input_token_weight=input_token_weight,
+                output_token_weight=output_token_weight,
+                cache_read_weight=cache_read_weight,
+                cache_write_weight=cache_write_weight,
+            )
         self.budget = Budget(token_budget=token_budget, weights=weights)
         checks.text(hint_message, "hint_message", blank=False)
         checks.one_of(usage_style, "usage_style", USAGE_STYLES)
@@ -210,7 +223,9 @@ class ReplyBudgetControlMiddleware(MiddlewareBase):
         return self.hint_message
 
 
-def _refuse_cache_options(read: float | None, write: float | None, style: UsageStyle) -> None:
+def _refuse_cache_options(
+    read: float | None, write: float | None, style: UsageStyle, model: str | None
+) -> None:
     """A cache option given without ``price_cache=True`` would be silently ignored: refuse it."""
     given = [
         name
@@ -218,6 +233,7 @@ def _refuse_cache_options(read: float | None, write: float | None, style: UsageS
             ("cache_read_weight", read, None),
             ("cache_write_weight", write, None),
             ("usage_style", style, "auto"),
+            ("model", model, None),
         )
         if value != unset
     ]
