@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from tokenlean._cancel import stop_if_cancelled
 from tokenlean._checkpoints import Checkpoint, Memo, prefix_digests
 from tokenlean.readback import ReadBack, has_way_back
 from tokenlean.shorten import (
@@ -294,6 +295,7 @@ class Planner:
         self, current: list[Message], turn: tuple[int, int, int], log: SeenLog
     ) -> list[HistoryEdit]:
         """Plan one turn and write its edits into ``current``."""
+        stop_if_cancelled()  # a way in whose client left stops here (tokenlean._cancel)
         first, _, end = turn
         policy = self.policy
         plan = plan_turn(
