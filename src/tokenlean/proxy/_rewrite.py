@@ -28,7 +28,7 @@ from tokenlean.proxy._encoding import Encoder, Undecodable, decode
 from tokenlean.proxy._scan import ScannedBody, read_body
 from tokenlean.proxy._settings import MAX_BODY_BYTES
 from tokenlean.proxy._splice import serialise
-from tokenlean.raw import Api, RawSettings, Retrieval, list_key, rewrite_request
+from tokenlean.raw import Api, RawSettings, Retrieval, frozen_bodies, list_key, rewrite_request
 from tokenlean.store import ORIGINALS_MAX_AGE, ORIGINALS_MAX_BYTES
 
 log = logging.getLogger("tokenlean.proxy")
@@ -137,7 +137,9 @@ def prepare(
         log.warning("tokenlean proxy: %s body not read (%s); forwarded as sent", api, exc)
         return Prepared(raw, raw, seconds=time.perf_counter() - start, parsed=True, unread=str(exc))
     try:
-        with cancellable(cancelled) if cancelled is not None else nullcontext():
+        # The parse is never mutated and shares its messages with earlier requests that sent
+        # them: each is read once (frozen_bodies).
+        with cancellable(cancelled) if cancelled is not None else nullcontext(), frozen_bodies():
             outcome = rewriter(api, body.values)
         content = None if outcome is None else encoder(serialise(body, outcome.body, list_key(api)))
         if content is not None and len(content) > limit:
