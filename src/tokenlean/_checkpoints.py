@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from tokenlean._caches import held_bytes
+from tokenlean._identity import ByIdentity
 from tokenlean.transcript import Message
 
 #: The planner memo's bound in bytes (:class:`Memo`): a shortened 100 KB tool output charges
@@ -144,18 +145,48 @@ def _hashable(policy: object) -> bool:
     return True
 
 
+@dataclass(frozen=True, slots=True)
+class _Chain:
+    """A history's digests, with the messages and answers they were taken from."""
+
+    view: tuple[Message, ...]
+    answered: tuple[frozenset[str], ...]
+    digests: tuple[bytes, ...]
+
+
+#: The digests of recent histories, by their first message object: a history re-sent with new
+#: messages after it (the proxy gives back the same message objects) hashes only the new ones.
+#: Charged the texts it keeps alive, so histories nobody re-sends cannot hold much.
+_CHAINS: ByIdentity[_Chain] = ByIdentity(max_entries=256, max_bytes=64 * 2**20)
+
+
 def prefix_digests(view: Sequence[Message], answered: Sequence[frozenset[str]]) -> list[bytes]:
     """``digests[i]`` identifies ``view[:i]`` as far as planning is concerned.
 
     ``answered[i]`` is what planning reads beyond message *i* (the calls of an assistant turn
-    that the following results answer), so it is part of the digest.
+    that the following results answer), so it is part of the digest. Each digest hashes the one
+    before it with the next message's fingerprint, so a known prefix is not hashed again.
     """
-    digests = [b""]
-    running = hashlib.sha256()
-    for message, ids in zip(view, answered, strict=True):
-        running.update(fingerprint(message, ids))
-        digests.append(running.copy().digest())
+    chain = _CHAINS.get(view[0]) if view else None
+    same = 0 if chain is None else _shared(chain, view, answered)
+    digests = [b""] if chain is None else list(chain.digests[: same + 1])
+    for message, ids in zip(view[same:], answered[same:], strict=True):
+        digests.append(hashlib.sha256(digests[-1] + fingerprint(message, ids)).digest())
+    if view and same < len(view):
+        held = sum(len(m.content) if isinstance(m.content, str) else 256 for m in view)
+        kept = _Chain(tuple(view), tuple(answered), tuple(digests))
+        _CHAINS.put(view[0], kept, held + 160 * len(view))
     return digests
+
+
+def _shared(chain: _Chain, view: Sequence[Message], answered: Sequence[frozenset[str]]) -> int:
+    """How many leading messages ``view`` has in common with ``chain`` (the same objects,
+    answered alike)."""
+    n = min(len(view), len(chain.view))
+    same = 0
+    while same < n and view[same] is chain.view[same] and answered[same] == chain.answered[same]:
+        same += 1
+    return same
 
 
 def fingerprint(message: Message, answered: frozenset[str]) -> bytes:

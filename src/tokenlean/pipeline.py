@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from tokenlean._cancel import stop_if_cancelled
 from tokenlean._checkpoints import Checkpoint, Memo, prefix_digests
 from tokenlean.cost import floor_pays
 from tokenlean.readback import ReadBack, has_way_back
@@ -328,6 +329,7 @@ class Planner:
     ) -> list[HistoryEdit]:
         """Plan one turn and write its edits into ``current`` (``before``: the tokens counted
         ahead of it)."""
+        stop_if_cancelled()  # a way in whose client left stops here (tokenlean._cancel)
         first, _, end = turn
         policy = self.policy
         plan = plan_turn(

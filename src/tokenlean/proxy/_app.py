@@ -13,6 +13,7 @@ spends nothing more.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -20,6 +21,7 @@ from functools import partial
 from typing import Literal, TypeVar
 
 import anyio
+import anyio.abc
 import anyio.lowlevel
 import anyio.to_thread
 import httpx
@@ -127,6 +129,17 @@ async def _unless_gone(receive: Receive, work: Callable[[], Awaitable[T]]) -> T 
     return done[0] if done else None
 
 
+async def _set_when_cancelled(
+    gone: threading.Event, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+) -> None:
+    """Set ``gone`` when the task group is cancelled: the thread it waits on cannot be."""
+    try:
+        task_status.started()
+        await anyio.sleep_forever()
+    finally:
+        gone.set()
+
+
 class _Gone(Response):
     """The answer to a client that has gone: nothing (the server has no one to send it to)."""
 
@@ -211,8 +224,9 @@ class Proxy:
         base = upstream_base(self.settings, vendor)
         raw_path = request.scope.get("raw_path", path.encode()).decode("latin-1")
         url = upstream_url(base, raw_path, request.url.query)
-        # A rewrite is never cut short (it holds one of the bounded threads until it ends): a
-        # client that left meanwhile is noticed here, before anything goes upstream.
+        # A rewrite stops between turns when its client leaves (it holds one of the bounded
+        # threads until then): a client that left meanwhile is noticed here, before anything
+        # goes upstream.
         await anyio.lowlevel.checkpoint()
         try:
             upstream = await self._send(request, url, content)
@@ -241,14 +255,26 @@ class Proxy:
         # several at once, so a small request never waits for a large one's rewrite to end, and
         # large bodies in a lane of their own, so two of them cannot take every thread. One
         # waiting for its lane is dropped when its client leaves (``_unless_gone``).
-        # A rewritten body stays within the size the client's body was accepted at.
+        # A rewritten body stays within the size the client's body was accepted at. A rewrite
+        # whose client leaves stops between turns (``gone``, set when this task is cancelled).
+        gone = threading.Event()
         work = partial(
-            prepare, rewriter, api, raw, encoding=encoding, limit=self.settings.max_body_bytes
+            prepare,
+            rewriter,
+            api,
+            raw,
+            encoding=encoding,
+            limit=self.settings.max_body_bytes,
+            cancelled=gone.is_set,
         )
-        large = len(raw) >= LARGE_BODY_BYTES
-        return await anyio.to_thread.run_sync(
-            work, limiter=self.large_rewrites if large else self.rewrites
-        )
+        limiter = self.large_rewrites if len(raw) >= LARGE_BODY_BYTES else self.rewrites
+        async with anyio.create_task_group() as group:
+            await group.start(_set_when_cancelled, gone)
+            prepared = await anyio.to_thread.run_sync(work, limiter=limiter)
+            if prepared.cancelled:
+                self.stats.cancelled_rewrite()
+            group.cancel_scope.cancel()
+        return prepared
 
     async def _send(self, request: Request, url: str, content: bytes) -> httpx.Response:
         assert self.client is not None, "the app's lifespan opens the client"

@@ -19,6 +19,13 @@ __all__ = ["Number", "dumps", "parse_float", "parse_int"]
 
 #: A leaf's JSON text (a string, ``true``, a plain number...).
 Text = Callable[[Any], str]
+#: Not empty once a :class:`Number` or a ``-0`` was made in this process: until then no value can
+#: hold one, and :func:`dumps` need not look for them (a body re-serialised per request).
+_CREATED: list[bool] = []
+_ENCODERS = {
+    ascii: json.JSONEncoder(ensure_ascii=ascii, separators=(",", ":")).encode
+    for ascii in (False, True)
+}
 
 
 class Number(float):
@@ -28,6 +35,8 @@ class Number(float):
     text: str
 
     def __new__(cls, value: float, text: str) -> Number:
+        if not _CREATED:  # once is enough to tell
+            _CREATED.append(True)
         made = super().__new__(cls, value)
         made.text = text
         return made
@@ -40,6 +49,11 @@ class _NegativeZero(int):
     """``-0``: zero to every reader, ``-0`` on the wire (int subclasses cannot have slots)."""
 
     text = "-0"
+
+    def __new__(cls) -> _NegativeZero:
+        if not _CREATED:  # once is enough to tell
+            _CREATED.append(True)
+        return super().__new__(cls, 0)
 
     def __reduce__(self) -> tuple[type[_NegativeZero], tuple[()]]:
         return _NegativeZero, ()
@@ -58,8 +72,8 @@ def parse_int(text: str) -> int:
 
 def dumps(value: Any, *, ensure_ascii: bool) -> str:
     """``value`` as compact JSON, each :class:`Number` as its own text."""
-    leaf: Text = json.JSONEncoder(ensure_ascii=ensure_ascii, separators=(",", ":")).encode
-    if not _holds_number(value):
+    leaf: Text = _ENCODERS[ensure_ascii]
+    if not _CREATED or not _holds_number(value):
         return leaf(value)
     out: list[str] = []
     _write(value, out, leaf)

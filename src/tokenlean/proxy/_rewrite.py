@@ -18,15 +18,17 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from tokenlean._cancel import Cancelled, cancellable
 from tokenlean.proxy._encoding import Encoder, Undecodable, decode
 from tokenlean.proxy._scan import ScannedBody, read_body
 from tokenlean.proxy._settings import MAX_BODY_BYTES
 from tokenlean.proxy._splice import serialise
-from tokenlean.raw import Api, RawSettings, Retrieval, list_key, rewrite_request
+from tokenlean.raw import Api, RawSettings, Retrieval, frozen_bodies, list_key, rewrite_request
 from tokenlean.store import ORIGINALS_MAX_AGE, ORIGINALS_MAX_BYTES
 
 log = logging.getLogger("tokenlean.proxy")
@@ -98,6 +100,7 @@ class Prepared:
     body: ScannedBody | None = None
     parsed: bool = False
     unread: str | None = None  # why the body could not be read (parsed, and ``body`` None)
+    cancelled: bool = False  # the rewrite stopped: no one waits for its body (``content`` is raw)
 
 
 def _read(api: Api, raw: bytes, encoding: str | None, limit: int) -> tuple[ScannedBody, Encoder]:
@@ -116,9 +119,11 @@ def prepare(
     *,
     encoding: str | None = None,
     limit: int = MAX_BODY_BYTES,
+    cancelled: Callable[[], bool] | None = None,
 ) -> Prepared:
     """Parse and rewrite one request body (sent with ``content-encoding: encoding``, within the
-    ``limit`` the proxy accepts); any failure forwards ``raw`` unchanged.
+    ``limit`` the proxy accepts); any failure forwards ``raw`` unchanged. The rewrite stops
+    between turns once ``cancelled()`` is true (its client left): then ``Prepared.cancelled``.
 
     Safe to call from several threads at once (each call has its own body; the default
     rewriter's memo is thread-safe).
@@ -132,10 +137,16 @@ def prepare(
         log.warning("tokenlean proxy: %s body not read (%s); forwarded as sent", api, exc)
         return Prepared(raw, raw, seconds=time.perf_counter() - start, parsed=True, unread=str(exc))
     try:
-        outcome = rewriter(api, body.values)
+        # The parse is never mutated and shares its messages with earlier requests that sent
+        # them: each is read once (frozen_bodies).
+        with cancellable(cancelled) if cancelled is not None else nullcontext(), frozen_bodies():
+            outcome = rewriter(api, body.values)
         content = None if outcome is None else encoder(serialise(body, outcome.body, list_key(api)))
         if content is not None and len(content) > limit:
             raise ValueError(f"rewritten body of {len(content):,} bytes, over {limit:,}")
+    except Cancelled:  # no one to send it to: neither a failure nor a body to forward
+        seconds = time.perf_counter() - start
+        return Prepared(raw, raw, None, seconds, body=body, parsed=True, cancelled=True)
     except Exception as exc:  # never break the agent: log it and send what the client sent
         log.warning("tokenlean proxy: rewrite failed, forwarding unchanged: %r", exc)
         seconds = time.perf_counter() - start

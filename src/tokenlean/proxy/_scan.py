@@ -70,6 +70,9 @@ def _list_items(text: str, at: int, spans: list[Span]) -> tuple[list[tuple[Any, 
             at += len(item[1])
         if not items:
             known = RECENT.get(item[1])
+            # the kept first message itself, so every message of a re-sent history is the
+            # object it was the last time (what is derived from it is found by identity)
+            item = known[0] if known else item
         items.append(item)
         spans.append((start, at))
         at = _skip(text, at)

@@ -186,15 +186,9 @@ class PrefixHistory:
         self._recent: deque[Sequence[Block]] = deque(maxlen=RECENT_PROMPTS)
 
     def cached_tokens(self, blocks: Sequence[Block]) -> int:
-        best = 0
-        for earlier in self._recent:
-            same = 0
-            for (a, tokens), (b, _) in zip(blocks, earlier, strict=False):
-                if a != b:
-                    break
-                same += tokens
-            best = max(best, same)
-        return best
+        """The tokens of the longest run of leading blocks shared with a recent prompt."""
+        shared = max((_common_prefix(blocks, earlier) for earlier in self._recent), default=0)
+        return sum(tokens for _, tokens in blocks[:shared])
 
     def add(self, blocks: Sequence[Block]) -> None:
         self._recent.append(blocks)
@@ -204,3 +198,16 @@ class PrefixHistory:
         """Bytes of the prompts kept (their lists: the blocks are shared with the counter's
         memo and with the other prompts of the session)."""
         return sum(sys.getsizeof(blocks) for blocks in self._recent)
+
+
+def _common_prefix(blocks: Sequence[Block], earlier: Sequence[Block]) -> int:
+    """How many leading blocks two prompts share, found by halving with C-level list
+    comparisons (a block is its fingerprint and tokens: equal fingerprints, equal blocks)."""
+    low, high = 0, min(len(blocks), len(earlier))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if blocks[low:middle] == earlier[low:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low

@@ -114,6 +114,7 @@ class StatsBook:
         self._output_price = output_price
         self._sessions: OrderedDict[str, Session] = OrderedDict()
         self._unread: dict[str, int] = {}  # bodies forwarded unread, by reason (few reasons)
+        self._cancelled = 0  # rewrites stopped because their client left
         self._lock = threading.Lock()
         self._counter = BlockCounter()
         self._max_sessions = max_sessions
@@ -182,6 +183,11 @@ class StatsBook:
             session.last_seen = time.time()
             self._trim()
         return RequestRecord(label, status, one)
+
+    def cancelled_rewrite(self) -> None:
+        """Count a rewrite stopped because its client left (nothing went upstream)."""
+        with self._lock:
+            self._cancelled += 1
 
     def _add_history(
         self, session: Session, blocks_in: Sequence[Block], blocks_sent: Sequence[Block]
@@ -270,6 +276,7 @@ class StatsBook:
                 "dropped": asdict(self._dropped),
                 "sessions_dropped": self._dropped_sessions,
                 "forwarded_unread": dict(self._unread),
+                "rewrites_cancelled": self._cancelled,
             }
 
 

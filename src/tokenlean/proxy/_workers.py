@@ -101,7 +101,9 @@ def merged_snapshot(
     """The JSON of ``GET /tokenlean/stats`` over the statistics books' states (``StatsBook
     .state``): every session, or only those labelled as in ``only``."""
     total, sessions, dropped, unread = Totals(), dict[str, Any](), 0, dict[str, int]()
+    cancelled = 0
     for state in states:
+        cancelled += state.get("rewrites_cancelled", 0)  # absent from an older worker's file
         for label, session in state["sessions"].items():
             if only is None or label in only:
                 _add_session(sessions, label, session)
@@ -117,6 +119,7 @@ def merged_snapshot(
         "sessions": {label: _shown(s) for label, s in sessions.items()},
         "sessions_dropped": dropped,
         "forwarded_unread": unread,
+        "rewrites_cancelled": cancelled,
     }
 
 

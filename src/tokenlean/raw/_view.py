@@ -10,10 +10,13 @@ images, ``cache_control``, fields no SDK knows) is the very same object as in th
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from tokenlean._identity import ByIdentity
 from tokenlean.transcript import Content, Message, ToolCall
 
 Key = str | int
@@ -230,9 +233,58 @@ class ViewBuilder:
     def build(self) -> RawView:
         return RawView(tuple(self.messages), dict(self.results), dict(self.calls))
 
+    def extend(self, read: _Read) -> None:
+        """Add what reading one message added to a builder of its own."""
+        at = len(self.messages)
+        self.messages += read.messages
+        self.results.update({at + k: slot for k, slot in read.results.items()})
+        self.calls.update({(at + k, call_id): slot for (k, call_id), slot in read.calls.items()})
+
 
 MessageReader = Callable[[ViewBuilder, int, Mapping[str, Any]], None]
 BodyReader = Callable[[Mapping[str, Any]], "RawView | None"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """What ``reader`` added to the view for one message at ``index`` (slots name the index)."""
+
+    reader: MessageReader
+    index: int
+    messages: tuple[Message, ...]
+    results: Mapping[int, Slot]
+    calls: Mapping[tuple[int, str], Slot]
+
+
+#: Whether the bodies read now hold message objects nobody mutates (:func:`frozen_bodies`).
+_FROZEN: ContextVar[bool] = ContextVar("tokenlean_frozen_bodies", default=False)
+#: Each message's reading, by the message object itself (only for frozen bodies): a history
+#: re-sent to the proxy is read once, and each later request reads only its new messages.
+_READS: ByIdentity[_Read] = ByIdentity(max_entries=200_000, max_bytes=64 * 2**20)
+
+
+@contextmanager
+def frozen_bodies() -> Iterator[None]:
+    """Within the block, the bodies read hold message objects that are never mutated (the
+    proxy's parsed bodies, shared by the requests that re-send them): each message's reading is
+    kept and reused for the very same object at the same place. An SDK user's messages may be
+    changed in place between calls, so they are read afresh."""
+    token = _FROZEN.set(True)
+    try:
+        yield
+    finally:
+        _FROZEN.reset(token)
+
+
+def _read_once(out: ViewBuilder, reader: MessageReader, i: int, message: Mapping[str, Any]) -> None:
+    read = _READS.get(message)
+    if read is None or read.index != i or read.reader is not reader:
+        own = ViewBuilder()
+        reader(own, i, message)
+        read = _Read(reader, i, tuple(own.messages), own.results, own.calls)
+        held = sum(len(m.content) if isinstance(m.content, str) else 64 for m in read.messages)
+        _READS.put(message, read, 256 * (1 + len(read.messages)) + held)
+    out.extend(read)
 
 
 def messages_reader(read_message: MessageReader) -> BodyReader:
@@ -245,8 +297,11 @@ def messages_reader(read_message: MessageReader) -> BodyReader:
         if not isinstance(messages, list):
             return None
         out = ViewBuilder()
+        frozen = _FROZEN.get()
         for i, message in enumerate(messages):
-            if isinstance(message, Mapping):
+            if frozen and isinstance(message, Mapping):
+                _read_once(out, read_message, i, message)
+            elif isinstance(message, Mapping):
                 read_message(out, i, message)
         return out.build()
 

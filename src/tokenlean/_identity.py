@@ -1,0 +1,67 @@
+"""Values worked out from objects their holder never mutates, found again by the object itself.
+
+The proxy reads each request body into values that later requests share: a history re-sent
+with a few new messages comes back as the very same message objects
+(:mod:`tokenlean.proxy._recent`). What is derived from one of them (its neutral messages, a
+history's digests) is then the same too, and is looked up by the object's identity instead of
+being worked out again from its content. A kept entry holds its object, so its ``id`` cannot be
+reused by another object while the entry lives. Only for objects nobody mutates: a caller whose
+objects may change (an SDK user's message list) must not use it.
+
+Bounded in entries and in the bytes its caller charges each entry; least recently used first out.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Generic, TypeVar
+
+__all__ = ["ByIdentity"]
+
+V = TypeVar("V")
+
+
+class ByIdentity(Generic[V]):
+    """A thread-safe LRU of values keyed by the identity of the object they were derived from."""
+
+    def __init__(self, *, max_entries: int, max_bytes: int) -> None:
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self._items: OrderedDict[int, tuple[object, V, int]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    @property
+    def size(self) -> int:
+        """The bytes charged for the entries kept."""
+        return self._bytes
+
+    def get(self, obj: object) -> V | None:
+        """The value kept for ``obj`` itself (not for an equal object), or None."""
+        found = self._items.get(id(obj))  # one atomic step: no lock to miss
+        if found is None or found[0] is not obj:
+            return None
+        with self._lock:
+            if id(obj) in self._items:
+                self._items.move_to_end(id(obj))
+        return found[1]
+
+    def put(self, obj: object, value: V, charge: int) -> None:
+        """Keep ``value`` for ``obj``, charged ``charge`` bytes (not kept when over the bound)."""
+        if charge > self.max_bytes:
+            return
+        with self._lock:
+            old = self._items.pop(id(obj), None)
+            if old is not None:
+                self._bytes -= old[2]
+            self._items[id(obj)] = (obj, value, charge)
+            self._bytes += charge
+            while len(self._items) > self.max_entries or self._bytes > self.max_bytes:
+                _, (_, _, dropped) = self._items.popitem(last=False)
+                self._bytes -= dropped
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._bytes = 0
