@@ -298,3 +298,47 @@ def test_tokenlean_mcp_says_when_the_server_cannot_be_reached():
     store = RedisOriginalStore(f"redis://127.0.0.1:{free_port()}/0")
     answer = read_original(store, make_handle("o", LOG))
     assert answer.startswith(f"The originals store {store.url} cannot be reached now")
+
+
+# -- the framework adapters' store settings -----------------------------------------------------
+
+
+def test_a_langchain_agent_keeps_originals_on_redis_and_another_worker_reads_them(url: str):
+    """LangChain's shortener with ``store=RedisOriginalStore(url)``: the original of a result it
+    shortened is read back through ``read_original`` by another middleware instance on another
+    store object (another worker), in the same thread."""
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+    from langchain_core.tools import tool
+
+    from tests.langchain._agents import coding_agent
+    from tokenlean.langchain import ToolOutputShorteningMiddleware
+
+    @tool
+    def run_tests(target: str) -> str:
+        """Run the test suite."""
+        return LOG
+
+    def middleware() -> ToolOutputShorteningMiddleware:
+        return ToolOutputShorteningMiddleware(store=RedisOriginalStore(url))
+
+    config: Any = {"configurable": {"thread_id": "t-redis"}}
+    call = {"name": "run_tests", "args": {"target": "all"}, "id": "c1"}
+    agent, model = coding_agent(
+        [AIMessage(content="", tool_calls=[call]), AIMessage(content="done")],
+        tools=[run_tests],
+        middleware=[middleware()],
+    )
+    agent.invoke({"messages": [HumanMessage("run them")]}, config)
+    sent = next(m for m in model.calls[1].messages if isinstance(m, ToolMessage))
+    assert sent.content != LOG
+    handle = str(sent.content).split('read_original("', 1)[1].split('"', 1)[0]
+    read = {"name": "read_original", "args": {"handle": handle}, "id": "r1"}
+    other, other_model = coding_agent(
+        [AIMessage(content="", tool_calls=[read]), AIMessage(content="done")],
+        tools=[run_tests],
+        middleware=[middleware()],
+    )
+    other.invoke({"messages": [HumanMessage("read it back")]}, config)
+    back = [m for m in other_model.calls[1].messages if isinstance(m, ToolMessage)][-1]
+    assert back.name == "read_original"
+    assert LOG.split("\n")[-1] in str(back.content) and "No original" not in str(back.content)
