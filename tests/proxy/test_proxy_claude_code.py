@@ -302,4 +302,4 @@ def test_tokenlean_wrap_claude(claude: str, tmp_path: Path, monkeypatch: pytest.
     captured = capfd.readouterr()  # the agent writes to the real stdout
     assert code == 0
     assert FINAL in captured.out
-    assert "tokenlean: 3 requests in 1 sessions" in captured.err
+    assert "tokenlean: 3 requests in 1 session," in captured.err

@@ -78,7 +78,7 @@ def test_wrap_runs_the_agent_through_the_proxy(
     assert [r.path for r in upstream.requests] == [
         "/v1/messages" if agent == "claude" else "/v1/chat/completions"
     ]
-    assert "tokenlean: 1 requests in 1 sessions" in capsys.readouterr().err
+    assert "tokenlean: 1 request in 1 session," in capsys.readouterr().err
 
 
 def test_wrap_names_the_missing_agent(monkeypatch: pytest.MonkeyPatch, capsys, tmp_path: Path):
@@ -144,7 +144,7 @@ def test_proxy_command_logs_each_request_and_sums_up_when_stopped(stop: signal.S
             process.kill()
     assert process.returncode == 0
     assert "POST /v1/messages 200 session" in err
-    assert "tokenlean: 1 requests in 1 sessions" in err
+    assert "tokenlean: 1 request in 1 session," in err
 
 
 def test_proxy_and_sdk_wrappers_keep_originals_in_one_folder(

@@ -237,4 +237,4 @@ def test_tokenlean_wrap_codex(
     captured = capfd.readouterr()
     assert code == 0, captured.err[-2000:]
     assert FINAL in captured.out
-    assert "tokenlean: 2 requests in 1 sessions" in captured.err
+    assert "tokenlean: 2 requests in 1 session," in captured.err

@@ -93,7 +93,7 @@ def test_a_rewritten_request_counts_the_rewrites_own_figures():
     assert "2 results + 0 inputs shortened" in log_line("POST", "/v1/messages", record)
     snapshot = book.snapshot()
     assert snapshot["total"]["results_shortened"] == 2
-    assert "1 requests in 1 sessions" in summary_lines(snapshot)[0]
+    assert "1 request in 1 session," in summary_lines(snapshot)[0]
 
 
 def test_session_key_prefers_explicit_then_client_then_first_message():

@@ -26,6 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tokenlean._counts import count
 from tokenlean.cli import add_output_price
 from tokenlean.cli._command import add_command
 from tokenlean.cli._priced import chosen_pricing, priced_lines
@@ -282,7 +283,6 @@ def _price_problem(args: argparse.Namespace) -> str | None:
 def _run_default(trajectories: list[Trajectory], args: argparse.Namespace) -> int:
     """Per kind of agent, its own strategies, priced by session (see the module's doc)."""
     from tokenlean.cli._replay_report import (
-        count,
         plan,
         print_agent,
         replay_agents,
@@ -318,7 +318,6 @@ def _notes(reports: Sequence[Any]) -> None:
 def _run_grid(trajectories: list[Trajectory], args: argparse.Namespace) -> int:
     """The named strategies on every trace, as the full grid."""
     from tokenlean import replay
-    from tokenlean.cli._replay_report import count
 
     names = args.strategies
     if replay.BASELINE not in names:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tokenlean._counts import count
 from tokenlean.replay import (
     WIDTH,
     AgentBill,
@@ -156,11 +157,3 @@ def _write(path: Path, what: str, write: Any) -> int:
 
 def _wrap(note: str) -> str:
     return "\n".join(textwrap.wrap(note, WIDTH, subsequent_indent="  "))
-
-
-def count(n: int, noun: str) -> str:
-    """``n`` and ``noun``, plural unless one ("1 session", "2 strategies")."""
-    if n == 1:
-        return f"{n:,} {noun}"
-    plural = f"{noun[:-1]}ies" if noun.endswith("y") and noun[-2:-1] not in "aeiou" else f"{noun}s"
-    return f"{n:,} {plural}"

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from tokenlean._counts import count
 from tokenlean.proxy._usage import Usage
 
 __all__ = ["RequestRecord", "Totals", "log_line", "summary_lines"]
@@ -126,7 +127,7 @@ def summary_lines(snapshot: Mapping[str, Any]) -> list[str]:
         return ["tokenlean: no requests went through the proxy"]
     sessions = len(snapshot["sessions"]) + snapshot.get("sessions_dropped", 0)
     return [
-        f"tokenlean: {t['requests']} requests in {sessions} sessions, "
+        f"tokenlean: {count(t['requests'], 'request')} in {count(sessions, 'session')}, "
         f"{t['rewritten']} rewritten ({t['results_shortened']} tool results and "
         f"{t['inputs_shortened']} tool inputs shortened)",
         f"tokenlean: ~{t['tokens_in']:,} prompt tokens in, ~{t['tokens_sent']:,} sent; "
