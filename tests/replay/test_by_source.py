@@ -10,6 +10,7 @@ import pytest
 
 from tests.data import TRAJECTORIES
 from tokenlean.cli import main
+from tokenlean.cost import OPENAI_PAID_WRITES
 from tokenlean.replay import _report as report
 from tokenlean.replay._bundled import bundled_paths
 from tokenlean.replay._formats import load_trajectory, parse_trajectory
@@ -95,6 +96,10 @@ def test_a_saved_report_reads_back(bundled: ReplayReport) -> None:
     assert report.text_table(again) == report.text_table(bundled)
     assert report.source_matrix(again) == report.source_matrix(bundled)
     assert "| shorten | " in report.source_matrix(again)
+    # each call's tokens come back: a saved replay prices again under any table
+    for saved, run in zip(again.runs, bundled.runs, strict=True):
+        assert saved.call_tokens == run.call_tokens and len(run.call_tokens) == run.calls
+        assert saved.billed_under(OPENAI_PAID_WRITES) == run.billed_under(OPENAI_PAID_WRITES)
 
 
 def test_cli_prints_a_table_per_source(capsys: pytest.CaptureFixture[str]) -> None:

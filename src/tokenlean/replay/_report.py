@@ -222,7 +222,10 @@ def to_json(report: ReplayReport) -> dict[str, Any]:
         "pooled": pooled,
         "by_source": _source_json(report),
         "worst_source": {n: asdict(w) for n, w in worst_sources(report).items()},
-        "runs": [r.to_dict() for r in report.runs],
+        # each call's (prompt, cached, output) tokens: what prices a run under any pricing
+        "runs": [
+            {**r.to_dict(), "call_tokens": [list(c) for c in r.call_tokens]} for r in report.runs
+        ],
     }
 
 
@@ -262,6 +265,7 @@ def _run_from_dict(entry: Mapping[str, Any]) -> RunMetrics:
     run.wall_seconds = float(entry["wall_seconds"])
     run.extra_calls = int(entry["extra_calls"])
     run.error = entry.get("error")
+    run.call_tokens = [(int(p), int(c), int(o)) for p, c, o in entry.get("call_tokens", ())]
     return run
 
 
