@@ -24,16 +24,16 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import sys
 import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from benchmarks import _common as common
-from benchmarks._common import in_parallel, measurer, select
+from benchmarks._common import measurer
 from tokenlean.cost import PRICE_TABLES, PRICING
 from tokenlean.replay._metrics import RunMetrics, pool
 from tokenlean.tokens import default_counter
@@ -148,17 +148,15 @@ def main(argv: Iterable[str] | None = None) -> int:
         help="where the raw rewrite writes originals (the markers name it)",
     )
     args = parser.parse_args(list(argv) if argv is not None else None)
-    paths = select(Path(args.directory), args.limit)
-    if not paths:
-        print(f"no trajectories under {args.directory}", file=sys.stderr)
-        return 1
     Path(args.originals).mkdir(parents=True, exist_ok=True)
-    started = time.perf_counter()
-    results = [r for rs in in_parallel(measure_one, paths, args.jobs, args.originals) for r in rs]
-    rows = pooled(results)
+    done = common.measure_runs(args, partial(measure_one, originals=args.originals))
+    if done is None:
+        return 1
+    measured, minutes = done
+    rows = pooled(r for rs in measured for r in rs)
     lines = tables(rows)
     print("\n".join(lines))
-    _write(Path(args.output), lines, len(paths), (time.perf_counter() - started) / 60, args)
+    _write(Path(args.output), lines, len(measured), minutes, args)
     above = [line for line in lines if "**" in line and "worst" not in line]
     return 1 if above else 0
 
