@@ -180,7 +180,10 @@ def _write(
         "guard (which does not decide by price) and the raw rewrite (the proxy's, the SDK",
         "wrappers' and the LiteLLM callback's, against no middleware after the same round trip",
         "through an Anthropic body) are replayed once and billed under each table. Recall is",
-        "the reference recall (under the first table for a priced default).",
+        "the reference recall (under the first table for a priced default). The loop guard",
+        "changes no byte sent: it appends a nudge, then a request to answer, to a run it finds",
+        "looping (it fires on no resolved run: `loops.md`); the replayed model ignores them, so",
+        "its figure is what they cost, never what ending a loop saves.",
         "",
         *lines,
     ]
