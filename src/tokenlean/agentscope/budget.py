@@ -129,20 +129,13 @@ class ReplyBudgetControlMiddleware(MiddlewareBase):
         checks.flag(price_cache, "price_cache")
         if not price_cache:
             _refuse_cache_options(cache_read_weight, cache_write_weight, usage_style, model)
-        weights = BudgetWeights(
+        weights = BudgetWeights.of_model(  # the model's cache prices, where no weight is given
+            model,
             input_token_weight=input_token_weight,
             output_token_weight=output_token_weight,
             cache_read_weight=cache_read_weight,
             cache_write_weight=cache_write_weight,
         )
-        if model is not None:  # the model's cache prices, where no weight was given
-            weights = BudgetWeights.of_model(
-                model,
-                input_token_weight=input_token_weight,
-                output_token_weight=output_token_weight,
-                cache_read_weight=cache_read_weight,
-                cache_write_weight=cache_write_weight,
-            )
         self.budget = Budget(token_budget=token_budget, weights=weights)
         checks.text(hint_message, "hint_message", blank=False)
         checks.one_of(usage_style, "usage_style", USAGE_STYLES)

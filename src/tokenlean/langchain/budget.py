@@ -157,20 +157,13 @@ class TokenBudgetMiddleware(AgentMiddleware[TokenBudgetState[ResponseT], Context
         token_counter: TokenCounter | None = None,
     ) -> None:
         super().__init__()
-        weights = BudgetWeights(
+        weights = BudgetWeights.of_model(  # the model's cache prices, where no weight is given
+            model,
             input_token_weight=input_token_weight,
             output_token_weight=output_token_weight,
             cache_read_weight=cache_read_weight,
             cache_write_weight=cache_write_weight,
         )
-        if model is not None:  # the model's cache prices, where no weight was given
-            weights = BudgetWeights.of_model(
-                model,
-                input_token_weight=input_token_weight,
-                output_token_weight=output_token_weight,
-                cache_read_weight=cache_read_weight,
-                cache_write_weight=cache_write_weight,
-            )
         self.budget = Budget(token_budget=token_budget, weights=weights, warn_at=warn_at)
         checks.text(hint_message, "hint_message", blank=False)
         checks.text(warning_message, "warning_message", blank=False)
