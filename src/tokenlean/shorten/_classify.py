@@ -54,6 +54,8 @@ _VALUE_KEYS = (
 )  # fmt: skip
 _DIGIT = re.compile(r"\d")
 _TRACE_HEAD = "Traceback (most recent call last)"
+#: A caret check of one line costs about what scanning this many characters for ``^`` does.
+_CHARS_PER_CARET_CHECK = 400
 _MIN_REPEAT = 2  # frames lines: fewer cost less than the marker that stands for them
 
 
@@ -116,10 +118,14 @@ def errors_in(lines: Lines) -> set[int]:
 
 
 def _carets(lines: Lines, frames: set[int]) -> set[int]:
-    """Caret lines within three lines under a frame (under its code line); only lines holding
-    a ``^`` or ``~`` are asked, so a long traceback costs no call per frame here."""
+    """Caret lines within three lines under a frame (under its code line). The lines under a
+    few frames are asked directly; under many (a long traceback), only those holding a ``^``
+    or ``~`` are, so such a traceback costs no call per frame here."""
+    below = {i + k for i in frames for k in (1, 2, 3)}
+    if len(below) * _CHARS_PER_CARET_CHECK < len(lines.text):  # fewer checks than a scan costs
+        items = lines.items
+        return {i for i in below if i < len(items) and is_caret(items[i])}
     marked = set(lines.find_all("^")).union(lines.find_all("~")) if frames else set()
-    below = {i + k for i in frames for k in (1, 2, 3)} if marked else set()
     return {i for i in below & marked if is_caret(lines.items[i])}
 
 

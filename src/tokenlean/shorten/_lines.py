@@ -20,7 +20,7 @@ from operator import add, gt, mul, not_, sub
 from tokenlean.shorten._emit import emit
 from tokenlean.shorten._markers import Retrieval, line_marker
 from tokenlean.shorten._report import Omission, Reason
-from tokenlean.shorten._text import Lines, index_from, line_cost, line_costs
+from tokenlean.shorten._text import Lines, index_from, line_cost
 
 MUST, NEAR, EDGE, REST, PROSE = 0, 1, 2, 3, 4
 _GIVE_UP = 64  # consecutive lines that do not fit before the fill stops looking
@@ -57,7 +57,7 @@ def render(
     """The shortened text and its omissions (line numbers shifted by ``line_offset``)."""
     # every marker but the first names only its lines (the first says how to read them back)
     marker_cost = line_cost(line_marker("budget", 99, 100, 199, retrieval, hinted=True))
-    costs = line_costs(lines.items)
+    costs = lines.costs()
     keep = _choose(costs, selection, budget, marker_cost)
     # a marker must save at least what it costs: a gap that does not is filled back in
     _fill_cheap_gaps(costs, keep, selection.forced, _MIN_GAP * marker_cost)

@@ -33,7 +33,7 @@ from tokenlean.shorten._pages import page_selection
 from tokenlean.shorten._records import Tables, find_tables, mostly_records
 from tokenlean.shorten._report import Kind, Omission, Reason
 from tokenlean.shorten._seen import view_keys
-from tokenlean.shorten._text import Lines, estimate_tokens, line_cost
+from tokenlean.shorten._text import Lines, line_cost
 
 __all__ = ["KindChoice", "Reading", "shorten_lines"]
 
@@ -84,7 +84,7 @@ def shorten_lines(
     what it is, and rendered with a marker for each stretch left out."""
     cut = windowed(body, reading.terms, reading.opts)
     lines = cut or Lines(body)
-    size = estimate_tokens(lines.text)
+    size = lines.tokens()
     kind = reading.kind
     prefixes = numbered_view(lines.items) if kind in ("auto", "code", "text") else None
     items = strip_view(lines.items, prefixes) if prefixes else lines.items

@@ -51,19 +51,22 @@ def line_cost(line: str) -> float:
     return TOKENS_PER_CHAR * len(line.lstrip()) + TOKENS_PER_LINE
 
 
-def line_costs(items: list[str]) -> list[float]:
-    """:func:`line_cost` of every line (C-level iteration: cheap on a million lines)."""
-    chars = map(mul, repeat(TOKENS_PER_CHAR), map(len, map(str.lstrip, items)))
-    return list(map(add, chars, repeat(TOKENS_PER_LINE)))
+def _costs(widths: list[int]) -> list[float]:
+    """Each line's :func:`line_cost` from its length without indentation (C-level iteration:
+    cheap on a million lines)."""
+    return list(map(add, map(mul, repeat(TOKENS_PER_CHAR), widths), repeat(TOKENS_PER_LINE)))
 
 
 def estimate_tokens(text: str) -> int:
     """A fast estimate of a whole text's tokens from its characters."""
     if not text:
         return 0
-    items = text.split("\n")
-    chars = sum(map(len, map(str.lstrip, items)))
-    return max(1, round(TOKENS_PER_CHAR * chars + TOKENS_PER_LINE * len(items)))
+    return _estimate(list(map(len, map(str.lstrip, text.split("\n")))))
+
+
+def _estimate(widths: list[int]) -> int:
+    """:func:`estimate_tokens` of the lines of these lengths without indentation."""
+    return max(1, round(TOKENS_PER_CHAR * sum(widths) + TOKENS_PER_LINE * len(widths)))
 
 
 def lower_in_place(text: str) -> str:
@@ -77,10 +80,21 @@ def lower_in_place(text: str) -> str:
     return lowered
 
 
+def _find_first(hay: str, needle: str) -> int:
+    """``hay.find(needle)``, sooner for a needle ending in blanks (``"\\nE  "``): ``str.find``
+    skips ahead on a needle's last character, and a blank is on every line, so the needle
+    without them is looked for first (no match of the whole can start before its first)."""
+    trimmed = needle.rstrip(" ")
+    if not trimmed or trimmed == needle:
+        return hay.find(needle)
+    start = hay.find(trimmed)
+    return start if start < 0 else hay.find(needle, start)
+
+
 class Lines:
     """``text`` split on ``\\n`` with each line's start offset and a lazily lower-cased copy."""
 
-    __slots__ = ("_lower", "items", "starts", "text")
+    __slots__ = ("_lower", "_widths", "items", "starts", "text")
 
     def __init__(self, text: str) -> None:
         self.text = text
@@ -91,6 +105,7 @@ class Lines:
         self.starts: list[int] = list(accumulate(ends, initial=0))
         self.starts.pop()
         self._lower: str | None = None
+        self._widths: list[int] | None = None
 
     @property
     def count(self) -> int:
@@ -101,6 +116,20 @@ class Lines:
         """How many lines the whole text has (an :class:`~tokenlean.shorten._huge.Excerpt` holds
         only some of them)."""
         return len(self.items)
+
+    def tokens(self) -> int:
+        """:func:`estimate_tokens` of the text, from the lines split once already."""
+        return _estimate(self.widths()) if self.text else 0
+
+    def costs(self) -> list[float]:
+        """:func:`line_cost` of every line."""
+        return _costs(self.widths())
+
+    def widths(self) -> list[int]:
+        """Each line's length without its indentation (measured once: sizes and costs share it)."""
+        if self._widths is None:
+            self._widths = list(map(len, map(str.lstrip, self.items)))
+        return self._widths
 
     def lower(self) -> str:
         """The text lower-cased, with the same length (so offsets are shared)."""
@@ -133,7 +162,7 @@ class Lines:
         """Indices of lines containing ``needle`` (each line once), by ``str.find``."""
         hay = self.lower() if lower else self.text
         out: list[int] = []
-        start = first = hay.find(needle)
+        start = first = _find_first(hay, needle)
         while start >= 0:
             index = self.index_at(start)
             out.append(index)
