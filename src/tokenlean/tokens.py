@@ -94,8 +94,8 @@ _BITS = bytes.maketrans(b"a0pnts", bytes([1, 2, 4, 8, 16, 32]))
 #: A character's bit ORed with its own bit shifted up by one where it starts a run of its class:
 #: 3, 6 and 12 are the first letter, digit and punctuation character of a run.
 _WORD_START, _DIGITS_START, _PUNCT_START = b"\x03", b"\x06", b"\x0c"
-#: Digits tagged ``D`` where a run starts and ``d`` inside it, everything else ``x``.
-_DIGIT_TAGS = bytes(ord("D") if b == 6 else ord("d") if b == 2 else ord("x") for b in range(256))
+#: A digit inside a run (its bit alone), three of them.
+_DIGIT_GROUP = b"\x02" * 3
 #: A letter with the seven characters before it letters too (its word's eighth letter on).
 _PAST_SEVEN = b"\x01" * 5
 
@@ -161,8 +161,10 @@ def _features(chunk: str) -> tuple[int, int, int, int, int, int, int, int, int]:
     # A run's first character gets its bit doubled in too; counting single bytes of that is
     # what counting two-byte pairs ("xa") cost three times as much for.
     marked = (bits | ((bits ^ same) << 1)).to_bytes(size, "big")
-    # Each digit run of n gets two more digits: every 3 of it is one group, ceil(n / 3) per run.
-    groups = marked.translate(_DIGIT_TAGS).replace(b"D", b"ddd").count(b"ddd")
+    # Each digit run of n gets two more digits (its first becomes three inside ones): every 3
+    # of it is one group, ceil(n / 3) per run; the text grew by two bytes per run.
+    padded = marked.replace(_DIGITS_START, _DIGIT_GROUP)
+    groups, digit_runs = padded.count(_DIGIT_GROUP), (len(padded) - size) // 2
     # Letters whose seven previous characters are letters: n - 7 of them per word of n > 7,
     # every five of them one long-word excess.
     past_three = same & (same >> 16)
@@ -174,7 +176,7 @@ def _features(chunk: str) -> tuple[int, int, int, int, int, int, int, int, int]:
         marked.count(_WORD_START),
         past_seven.count(_PAST_SEVEN),
         groups,
-        marked.count(_DIGITS_START),
+        digit_runs,
         classes.count(b"p"),
         marked.count(_PUNCT_START),
         breaks,
