@@ -137,7 +137,7 @@ def _collapse_similar(
     lines: Lines, protected: Collection[int], options: ShortenSettings, forced: dict[int, Reason]
 ) -> None:
     """Force out the inner lines of similar runs among the lines not yet ``forced``."""
-    items, shaped = lines.items, shapes(lines.text)
+    items, shaped = lines.items, shapes(lines.text, lines.items)
     order: list[int] | None = None
     if forced:  # the lines left count as adjacent
         order = list(filterfalse(forced.__contains__, range(lines.count)))

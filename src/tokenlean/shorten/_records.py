@@ -223,9 +223,11 @@ def is_record(line: str) -> bool:
             fields = line.split(delimiter)
             if any(_NUMBER.fullmatch(field.strip()) for field in fields):
                 return True
-    words = line.split()
-    if len(words) >= 3 and words[0].isdigit() and any(map(_NUMBER.fullmatch, words[1:])):
-        return True
+    # the first word opens with the first character after blanks: no digit there, no index
+    if line.lstrip()[:1].isdigit():
+        words = line.split()
+        if len(words) >= 3 and words[0].isdigit() and any(map(_NUMBER.fullmatch, words[1:])):
+            return True
     # columns aligned by blanks (a script's table): two of them at least bare numbers
     fields = _ALIGNED.split(line.strip()) if "  " in line else []
     return len(fields) >= 3 and sum(1 for f in fields if _NUMBER.fullmatch(f)) >= 2
