@@ -80,15 +80,20 @@ def lower_in_place(text: str) -> str:
     return lowered
 
 
-def _find_first(hay: str, needle: str) -> int:
-    """``hay.find(needle)``, sooner for a needle ending in blanks (``"\\nE  "``): ``str.find``
-    skips ahead on a needle's last character, and a blank is on every line, so the needle
-    without them is looked for first (no match of the whole can start before its first)."""
+def _find(hay: str, needle: str, start: int = 0) -> int:
+    """``hay.find(needle, start)``, sooner for a needle ending in blanks (``"\\nE  "``):
+    ``str.find`` skips ahead on a needle's last character, and a blank is on every line. The
+    needle without them is looked for instead, and each of its first few matches checked (a
+    match of the whole is one of them); past those, the whole is looked for from there."""
     trimmed = needle.rstrip(" ")
     if not trimmed or trimmed == needle:
-        return hay.find(needle)
-    start = hay.find(trimmed)
-    return start if start < 0 else hay.find(needle, start)
+        return hay.find(needle, start)
+    at = hay.find(trimmed, start)
+    for _ in range(_FEW_HITS):
+        if at < 0 or hay.startswith(needle, at):
+            return at
+        at = hay.find(trimmed, at + 1)
+    return at if at < 0 else hay.find(needle, at)
 
 
 class Lines:
@@ -162,7 +167,7 @@ class Lines:
         """Indices of lines containing ``needle`` (each line once), by ``str.find``."""
         hay = self.lower() if lower else self.text
         out: list[int] = []
-        start = first = _find_first(hay, needle)
+        start = first = _find(hay, needle)
         while start >= 0:
             index = self.index_at(start)
             out.append(index)
@@ -171,7 +176,7 @@ class Lines:
             dense = start - first < _FEW_HITS * _DENSE_CHARS and "\n" not in needle[1:]
             if len(out) == _FEW_HITS and limit is None and dense:
                 return out + self._lines_holding(hay, needle, index + 1)
-            start = hay.find(needle, self.end_of(index) + 1)
+            start = _find(hay, needle, self.end_of(index) + 1)
         return out
 
     def _lines_holding(self, hay: str, needle: str, index: int) -> list[int]:
