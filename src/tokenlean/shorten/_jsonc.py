@@ -278,12 +278,17 @@ def crush_json(
     """
     layout = _layout(body)
     best: tuple[str, list[Omission]] = (body, [])
+    size = None  # estimate(best[0]), measured when best changes
     for n, (max_items, keep_head, max_string) in enumerate(tries):
         docs = documents if n == 0 else None
         crusher = _Crusher(max_items, keep_head, max_string, terms, retrieval, docs)
-        text = _serialized(crusher.value(parsed), layout)
-        if crusher.omissions and len(text) < len(best[0]):
-            best = (text, crusher.omissions)
-        if estimate(best[0]) <= budget * (_MILD_SLACK if n == 0 else 1.0):
+        value = crusher.value(parsed)
+        if crusher.omissions:  # a try that cut nothing is never taken: no need to write it
+            text = _serialized(value, layout)
+            if len(text) < len(best[0]):
+                best, size = (text, crusher.omissions), None
+        if size is None:
+            size = estimate(best[0])
+        if size <= budget * (_MILD_SLACK if n == 0 else 1.0):
             break
     return best
