@@ -167,16 +167,20 @@ class Lines:
         """Indices of lines containing ``needle`` (each line once), by ``str.find``."""
         hay = self.lower() if lower else self.text
         out: list[int] = []
-        start = first = _find(hay, needle)
+        # per hit, the steps of index_at and end_of inline: a keyword can be on many lines
+        starts, items = self.starts, self.items
+        plain = needle.rstrip(" ") in ("", needle)
+        may_be_dense = limit is None and "\n" not in needle[1:]
+        start = first = hay.find(needle) if plain else _find(hay, needle)
         while start >= 0:
-            index = self.index_at(start)
+            index = bisect_right(starts, start) - 1
             out.append(index)
             if limit is not None and len(out) >= limit:
                 break
-            dense = start - first < _FEW_HITS * _DENSE_CHARS and "\n" not in needle[1:]
-            if len(out) == _FEW_HITS and limit is None and dense:
+            if may_be_dense and len(out) == _FEW_HITS and start - first < _FEW_HITS * _DENSE_CHARS:
                 return out + self._lines_holding(hay, needle, index + 1)
-            start = _find(hay, needle, self.end_of(index) + 1)
+            after = starts[index] + len(items[index]) + 1
+            start = hay.find(needle, after) if plain else _find(hay, needle, after)
         return out
 
     def _lines_holding(self, hay: str, needle: str, index: int) -> list[int]:
