@@ -49,7 +49,9 @@ class TokenCounter(Protocol):
 # (gigabytes for a 50 MB text), costs about a second per feature on 50 MB, and ``\s*\n``
 # backtracks quadratically on a long run of spaces without a newline. So the text is mapped to
 # one class byte per character and each feature is counted with C-level ``bytes`` passes
-# (``translate``, ``count``, ``replace``), chunk by chunk: linear time, bounded memory.
+# (``translate``, ``count``, ``replace``) and big-integer passes (shifts, ``&``, ``|``: each
+# character's class byte beside the previous characters'), chunk by chunk: linear time, bounded
+# memory.
 
 _CHUNK_CHARS = 1 << 16  # a chunk stays in cache across the dozen passes over it
 #: Longer texts are estimated from :data:`_SAMPLES` chunks spread evenly over them, scaled up:
@@ -84,15 +86,18 @@ _CONTINUATION = bytes(range(0x80, 0xC0))
 _ASCII = bytes(range(128))
 
 
-def _only(kept: bytes) -> bytes:
-    """A table keeping the classes in ``kept`` and mapping every other byte to ``x``."""
-    table = bytearray(b"x" * 256)
-    for byte in kept:
-        table[byte] = byte
-    return bytes(table)
-
-
-_ONLY_LETTERS, _ONLY_DIGITS, _ONLY_PUNCT, _ONLY_NEWLINES = map(_only, (b"a", b"0", b"p", b"n"))
+#: Newlines kept, every other class a blank (the other spaces are deleted with it).
+_NEWLINES_APART = bytes(ord("n") if b == ord("n") else ord(" ") for b in range(256))
+#: Class byte -> one bit per class (letters 1, digits 2, punctuation 4, newlines 8, blanks 16,
+#: other spaces 32), so a big integer of them holds every class's positions at once.
+_BITS = bytes.maketrans(b"a0pnts", bytes([1, 2, 4, 8, 16, 32]))
+#: A character's bit ORed with its own bit shifted up by one where it starts a run of its class:
+#: 3, 6 and 12 are the first letter, digit and punctuation character of a run.
+_WORD_START, _DIGITS_START, _PUNCT_START = b"\x03", b"\x06", b"\x0c"
+#: A digit inside a run (its bit alone), three of them.
+_DIGIT_GROUP = b"\x02" * 3
+#: A letter with the seven characters before it letters too (its word's eighth letter on).
+_PAST_SEVEN = b"\x01" * 5
 
 
 def _chunks(text: str, cuts: re.Pattern[str] = _CUT) -> Iterator[str]:
@@ -148,24 +153,32 @@ def _features(chunk: str) -> tuple[int, int, int, int, int, int, int, int, int]:
         if _UNICODE_DIGIT_OR_SPACE.search(others):
             raw = _ascii_stand_ins(chunk, others).encode("utf-8", "surrogatepass")
     classes = raw.translate(_CLASSES, _CONTINUATION)
-    # A leading "x" (no class) makes "x" + member count the runs of a class.
-    marked = b"x" + classes
-    letters = marked.translate(_ONLY_LETTERS)
-    # Words of 7+ letters lose their first 7 ("y" keeps the rest apart from the "x"); then
-    # every "aaaaa" left is one excess, except the one in each word of 5 or 6 letters.
-    trimmed = letters.replace(b"xaaaaaaa", b"xy")
-    digits = marked.translate(_ONLY_DIGITS)
-    # Two extra digits per run make every 3 digits of it one group: ceil(n / 3) per run.
-    groups = digits.replace(b"x0", b"x000").count(b"000")
-    # Without the other spaces, each whitespace run holding a newline is one run of "n".
-    breaks = marked.translate(_ONLY_NEWLINES, b"ts").count(b"xn")
+    size = len(classes)
+    # One byte per character, most significant first, so ``>> 8`` moves each character's bits
+    # under the next one: a class bit of ``same`` says the previous character has that class.
+    bits = int.from_bytes(classes.translate(_BITS), "big")
+    same = bits & (bits >> 8)
+    # A run's first character gets its bit doubled in too; counting single bytes of that is
+    # what counting two-byte pairs ("xa") cost three times as much for.
+    marked = (bits | ((bits ^ same) << 1)).to_bytes(size, "big")
+    # Each digit run of n gets two more digits (its first becomes three inside ones): every 3
+    # of it is one group, ceil(n / 3) per run; the text grew by two bytes per run.
+    padded = marked.replace(_DIGITS_START, _DIGIT_GROUP)
+    groups, digit_runs = padded.count(_DIGIT_GROUP), (len(padded) - size) // 2
+    # Letters whose seven previous characters are letters: n - 7 of them per word of n > 7,
+    # every five of them one long-word excess.
+    past_three = same & (same >> 16)
+    past_seven = (past_three & (past_three >> 32)).to_bytes(size, "big")
+    # Without the other spaces, each whitespace run holding a newline is one run of "n": one
+    # piece of a split on the rest (a chunk holds at most one piece per two characters).
+    breaks = len(classes.translate(_NEWLINES_APART, b"ts").split())
     return (
-        letters.count(b"xa"),
-        trimmed.count(b"aaaaa") - trimmed.count(b"xaaaaa"),
+        marked.count(_WORD_START),
+        past_seven.count(_PAST_SEVEN),
         groups,
-        digits.count(b"x0"),
+        digit_runs,
         classes.count(b"p"),
-        marked.translate(_ONLY_PUNCT).count(b"xp"),
+        marked.count(_PUNCT_START),
         breaks,
         classes.count(b"ntt"),  # a newline, then two blanks: one indent
         non_ascii,

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from tokenlean import shorten
 from tokenlean.shorten import Retrieval
-from tokenlean.shorten._records import printed_items
+from tokenlean.shorten._records import _ALIGNED, _DELIMITERS, _NUMBER, is_record, printed_items
 
 HINT = Retrieval("o1a2b3", "read_original")
 
@@ -210,3 +210,38 @@ def test_a_search_keeps_the_name_of_every_file_over_its_matches() -> None:
     report = shorten(text, query={"pattern": "className"}, retrieval=HINT)
     assert report.kind == "text" and report.tokens_after < report.tokens_before * 0.6
     assert all(f"/repo/registry/part-{k}.tsx:" in report.text for k in range(30))
+
+
+def _is_record_as_it_was(line: str) -> bool:
+    """:func:`is_record` before the first word was only split off lines opening with a digit."""
+    for delimiter in _DELIMITERS:
+        if delimiter in line and any(_NUMBER.fullmatch(f.strip()) for f in line.split(delimiter)):
+            return True
+    words = line.split()
+    if len(words) >= 3 and words[0].isdigit() and any(map(_NUMBER.fullmatch, words[1:])):
+        return True
+    fields = _ALIGNED.split(line.strip()) if "  " in line else []
+    return len(fields) >= 3 and sum(1 for f in fields if _NUMBER.fullmatch(f)) >= 2
+
+
+_RECORD_PIECES = [
+    "12",
+    "3.5",
+    "٣",
+    "²",
+    " ",
+    "  ",
+    "\t",
+    "\x1c",
+    "\u3000",
+    "|",
+    ",",
+    "E",
+    "ok",
+    "-",
+]
+
+
+@given(st.lists(st.sampled_from(_RECORD_PIECES) | st.text(max_size=2), max_size=12).map("".join))
+def test_records_are_told_as_before(line: str) -> None:
+    assert is_record(line) == _is_record_as_it_was(line)

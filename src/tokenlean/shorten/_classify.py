@@ -28,6 +28,7 @@ _ERROR_KEYS = (
     "permission denied", "no such file", "not found", "cannot", "exit code", "exit status",
     "non-zero",
 )  # fmt: skip
+_ERROR_KEYS_BUT_TRACEBACK = tuple(key for key in _ERROR_KEYS if key != "traceback")
 _WARNING = re.compile(r"\b(?:[A-Z]\w*)?Warning\b|\b(?:warning|WARNING|WARN|Warn)\b")
 _WARNING_KEYS = ("warn",)
 #: Summaries are looked for among error and warning lines, the last lines, and these.
@@ -54,6 +55,8 @@ _VALUE_KEYS = (
 )  # fmt: skip
 _DIGIT = re.compile(r"\d")
 _TRACE_HEAD = "Traceback (most recent call last)"
+#: A caret check of one line costs about what scanning this many characters for ``^`` does.
+_CHARS_PER_CARET_CHECK = 400
 _MIN_REPEAT = 2  # frames lines: fewer cost less than the marker that stands for them
 
 
@@ -98,8 +101,13 @@ def _confirm(
     return {i for i in candidates if pattern.search(items[i], 0, scan)}
 
 
-def _error_candidates(lines: Lines) -> set[int]:
-    found = _candidates(lines, _ERROR_KEYS) | {i + 1 for i in lines.find_all("\nE  ")}
+def _error_candidates(lines: Lines, traced: list[int] | None = None) -> set[int]:
+    """``traced``: the lines holding "traceback" in any case, when the caller found them."""
+    if traced is None:
+        found = _candidates(lines, _ERROR_KEYS)
+    else:
+        found = _candidates(lines, _ERROR_KEYS_BUT_TRACEBACK).union(traced)
+    found |= {i + 1 for i in lines.find_all("\nE  ")}
     if lines.text.startswith(("E  ", "<returncode>")):
         found.add(0)
     return found
@@ -110,16 +118,21 @@ def error_lines(text: str) -> list[int]:
     return sorted(errors_in(Lines(checks.text(text, "text"))))
 
 
-def errors_in(lines: Lines) -> set[int]:
-    """The lines that look like errors (those of :func:`classify` too)."""
-    return _confirm(lines, _error_candidates(lines), _ERROR)
+def errors_in(lines: Lines, traced: list[int] | None = None) -> set[int]:
+    """The lines that look like errors (those of :func:`classify` too); ``traced``: the lines
+    holding "traceback" in any case, when the caller found them."""
+    return _confirm(lines, _error_candidates(lines, traced), _ERROR)
 
 
 def _carets(lines: Lines, frames: set[int]) -> set[int]:
-    """Caret lines within three lines under a frame (under its code line); only lines holding
-    a ``^`` or ``~`` are asked, so a long traceback costs no call per frame here."""
+    """Caret lines within three lines under a frame (under its code line). The lines under a
+    few frames are asked directly; under many (a long traceback), only those holding a ``^``
+    or ``~`` are, so such a traceback costs no call per frame here."""
+    below = {i + k for i in frames for k in (1, 2, 3)}
+    if len(below) * _CHARS_PER_CARET_CHECK < len(lines.text):  # fewer checks than a scan costs
+        items = lines.items
+        return {i for i in below if i < len(items) and is_caret(items[i])}
     marked = set(lines.find_all("^")).union(lines.find_all("~")) if frames else set()
-    below = {i + k for i in frames for k in (1, 2, 3)} if marked else set()
     return {i for i in below & marked if is_caret(lines.items[i])}
 
 
@@ -132,7 +145,9 @@ def is_caret(line: str) -> bool:
 def classify(lines: Lines) -> LogMarks:
     marks = LogMarks()
     warnings = _candidates(lines, _WARNING_KEYS)
-    marks.errors = errors_in(lines)
+    # the lines holding "traceback": error candidates, and among them every traceback's head
+    traced = lines.find_all("traceback", lower=True)
+    marks.errors = errors_in(lines, traced)
     marks.warnings = _confirm(lines, warnings, _WARNING) - marks.errors
     tail = set(range(max(0, lines.count - _TAIL_LINES), lines.count))
     summaries = marks.errors | marks.warnings | tail | _candidates(lines, _SUMMARY_KEYS)
@@ -143,7 +158,7 @@ def classify(lines: Lines) -> LogMarks:
         _frame(lines, index, marks, shown, frames)
     marks.carets = _carets(lines, marks.key_frames | marks.project_frames | marks.other_frames)
     marks.flags = _confirm(lines, set(lines.find_all("{")), _FLAG)
-    marks.repeats = repeated_frames(lines)
+    marks.repeats = repeated_frames(lines, traced)
     hunks = lines.find_all("\n@@ ")
     if hunks or lines.text.startswith("@@ "):
         _diff(lines, [i + 1 for i in hunks] + ([0] if lines.text.startswith("@@ ") else []), marks)
@@ -258,7 +273,7 @@ def value_lines(lines: Lines) -> set[int]:
     }
 
 
-def repeated_frames(lines: Lines) -> dict[int, tuple[int, int]]:
+def repeated_frames(lines: Lines, traced: list[int] | None = None) -> dict[int, tuple[int, int]]:
     """Lines of tracebacks that repeat an earlier traceback, mapped to the first and last line
     (0-based) of the earlier copy.
 
@@ -272,7 +287,13 @@ def repeated_frames(lines: Lines) -> dict[int, tuple[int, int]]:
     frames_seen: dict[tuple[str, ...], tuple[int, int]] = {}
     out: dict[int, tuple[int, int]] = {}
     items = lines.items
-    for head in lines.find_all(_TRACE_HEAD):
+    # a head's line holds "traceback" in any case: among those (``traced``), no scan is needed
+    heads = (
+        lines.find_all(_TRACE_HEAD)
+        if traced is None
+        else [i for i in traced if _TRACE_HEAD in items[i]]
+    )
+    for head in heads:
         start = end = head + 1
         while end < len(items) and items[end][:1] in (" ", "\t") and items[end].strip():
             end += 1

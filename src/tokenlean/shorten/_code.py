@@ -11,11 +11,12 @@ from __future__ import annotations
 import re
 from collections.abc import Container, Iterable, Sequence
 from itertools import compress, count, repeat
-from operator import and_, gt, le, not_, or_
+from operator import and_, gt, itemgetter, le, not_, or_
 
 from tokenlean.shorten._lines import MUST, NEAR, PROSE, REST, Selection
 from tokenlean.shorten._logs import _around, _assign, _ends, distances, dropped_lines
 from tokenlean.shorten._options import ShortenSettings
+from tokenlean.shorten._prefixes import Prefixes
 from tokenlean.shorten._query import matching_lines
 from tokenlean.shorten._text import Lines, is_sentence, line_cost
 
@@ -122,6 +123,19 @@ _TRACE_START = (
 
 #: ``_strip_number("", line, 1)`` is :func:`strip_number` as one C-level call.
 _strip_number = re.compile(rf"\A(?:{_NUMBERED.pattern})").sub
+_OPENINGS = Prefixes(_OUTLINE + _CODE_START)
+_OUTLINES = Prefixes(_OUTLINE)
+_TRACES = Prefixes(_TRACE_START)
+
+
+def _unnumbered(items: Iterable[str]) -> list[str]:
+    """Each line without a line-number prefix: only the lines whose first character after any
+    blanks is a digit (``\\d``: a decimal one) can have one, and only they are matched."""
+    out = list(items)
+    numbered = map(str.isdecimal, map(itemgetter(slice(0, 1)), map(str.lstrip, out)))
+    for i in compress(count(), numbered):
+        out[i] = _strip_number("", out[i], 1)
+    return out
 
 
 def strip_number(line: str) -> str:
@@ -143,14 +157,14 @@ def number_prefix(line: str) -> tuple[int, int] | None:
 
 def looks_like_code(items: Sequence[str], sample: int = 400) -> bool:
     """True when most non-blank lines of the first ``sample`` read as source code."""
-    body = list(map(_strip_number, repeat(""), filter(str.strip, items[:sample]), repeat(1)))
+    body = _unnumbered(filter(str.strip, items[:sample]))
     n = len(body)
     if n < 8:
         return False
     # the tests run cheapest first, each a C-level pass over the lines, and stop at the first
     # that fails: most outputs are not code and never reach the costly prose test
     stripped = list(map(str.strip, body))
-    opens = list(map(str.startswith, stripped, repeat(_OUTLINE + _CODE_START)))
+    opens = _OPENINGS.starting(stripped)
     inner = list(map(str.startswith, body, repeat((" ", "\t"))))
     keywords = sum(opens)
     shaped = sum(inner) >= 0.2 * n or keywords >= 0.5 * n
@@ -158,7 +172,7 @@ def looks_like_code(items: Sequence[str], sample: int = 400) -> bool:
     code = keywords + sum(1 for line in plain if line.endswith(_CODE_END) or " = " in line)
     if code < 0.45 * n or not shaped:
         return False
-    traced = map(str.startswith, body, repeat(_TRACE_START))
+    traced = _TRACES.starting(body)
     hinted: Iterable[bool] = repeat(False)
     if any(map("\n".join(body).__contains__, _LOG_HINTS)):  # rare in code: then line by line
         hinted = map(bool, map(_LOG_HINT.search, body))
@@ -181,8 +195,8 @@ def outline_lines(items: Sequence[str]) -> set[int]:
     """The lines opening a definition (C-level passes over the lines), with the rest of a
     declaration spread over several lines: a signature's parameters, the names an import or
     a re-export lists (``pub use m::{``, ``def f(``), never a body."""
-    stripped = list(map(str.lstrip, map(_strip_number, repeat(""), items, repeat(1))))
-    opens = set(compress(count(), map(str.startswith, stripped, repeat(_OUTLINE))))
+    stripped = list(map(str.lstrip, _unnumbered(items)))
+    opens = set(compress(count(), _OUTLINES.starting(stripped)))
     opens.update(compress(count(), map(_IMPORT.match, stripped)))
     out = set(opens)
     for i in opens:
@@ -213,7 +227,7 @@ def _depth(line: str) -> int:
 
 def prose_lines(items: Sequence[str]) -> list[bool]:
     """Which lines are comments or docstring text (read last when the budget is tight)."""
-    stripped = list(map(str.strip, map(_strip_number, repeat(""), items, repeat(1))))
+    stripped = list(map(str.strip, _unnumbered(items)))
     # outside docstrings a line is prose when it opens as a comment (one C-level pass); only
     # the lines holding triple quotes are walked, to find where docstrings open and close
     out = list(map(str.startswith, stripped, repeat(_COMMENT_OPENS)))

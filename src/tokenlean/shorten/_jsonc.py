@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tokenlean.shorten._indented import dumps_indented
 from tokenlean.shorten._markers import Retrieval, item_marker, string_marker
 from tokenlean.shorten._report import Omission
 
@@ -251,6 +252,13 @@ def _layout(body: str) -> dict[str, Any]:
     return {"separators": (",", ":")} if compact else {}
 
 
+def _serialized(value: Any, layout: dict[str, Any]) -> str:
+    """``value`` as JSON in ``layout`` (an indented one through the faster writer)."""
+    if "indent" in layout:
+        return dumps_indented(value, layout["indent"])
+    return json.dumps(value, ensure_ascii=False, **layout)
+
+
 def crush_json(
     body: str,
     parsed: Any,
@@ -270,12 +278,17 @@ def crush_json(
     """
     layout = _layout(body)
     best: tuple[str, list[Omission]] = (body, [])
+    size = None  # estimate(best[0]), measured when best changes
     for n, (max_items, keep_head, max_string) in enumerate(tries):
         docs = documents if n == 0 else None
         crusher = _Crusher(max_items, keep_head, max_string, terms, retrieval, docs)
-        text = json.dumps(crusher.value(parsed), ensure_ascii=False, **layout)
-        if crusher.omissions and len(text) < len(best[0]):
-            best = (text, crusher.omissions)
-        if estimate(best[0]) <= budget * (_MILD_SLACK if n == 0 else 1.0):
+        value = crusher.value(parsed)
+        if crusher.omissions:  # a try that cut nothing is never taken: no need to write it
+            text = _serialized(value, layout)
+            if len(text) < len(best[0]):
+                best, size = (text, crusher.omissions), None
+        if size is None:
+            size = estimate(best[0])
+        if size <= budget * (_MILD_SLACK if n == 0 else 1.0):
             break
     return best

@@ -20,7 +20,7 @@ from operator import add, gt, mul, not_, sub
 from tokenlean.shorten._emit import emit
 from tokenlean.shorten._markers import Retrieval, line_marker
 from tokenlean.shorten._report import Omission, Reason
-from tokenlean.shorten._text import Lines, index_from, line_cost, line_costs
+from tokenlean.shorten._text import TOKENS_PER_LINE, Lines, index_from, line_cost
 
 MUST, NEAR, EDGE, REST, PROSE = 0, 1, 2, 3, 4
 _GIVE_UP = 64  # consecutive lines that do not fit before the fill stops looking
@@ -57,7 +57,7 @@ def render(
     """The shortened text and its omissions (line numbers shifted by ``line_offset``)."""
     # every marker but the first names only its lines (the first says how to read them back)
     marker_cost = line_cost(line_marker("budget", 99, 100, 199, retrieval, hinted=True))
-    costs = line_costs(lines.items)
+    costs = lines.costs()
     keep = _choose(costs, selection, budget, marker_cost)
     # a marker must save at least what it costs: a gap that does not is filled back in
     _fill_cheap_gaps(costs, keep, selection.forced, _MIN_GAP * marker_cost)
@@ -125,13 +125,22 @@ class _Fill:
 
     def run(self, order: Iterable[int]) -> None:
         misses = 0
+        tiers = self.sel.tiers
         for i in order:
             if self.add(i):
                 misses = 0
-            elif self.sel.tiers[i] >= EDGE:
+                continue
+            if tiers[i] != MUST and self.full():  # nothing after it can fit (MUST lines come first)
+                return
+            if tiers[i] >= EDGE:
                 misses += 1
                 if misses >= _GIVE_UP:
                     return
+
+    def full(self) -> bool:
+        """Whether even the cheapest line (a blank one) closing a gap would exceed the budget:
+        the bound :meth:`add` checks, with every term at its least."""
+        return self.spent + TOKENS_PER_LINE + (self.gaps - 1) * self.marker_cost > self.budget
 
 
 def _group_delta(keep: list[bool], lo: int, hi: int) -> int:

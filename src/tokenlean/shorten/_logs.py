@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Collection, Container, Iterable, Sequence
+from collections.abc import Callable, Collection, Container, Iterable, Sequence
 from itertools import chain, compress, filterfalse, pairwise, repeat
 from operator import add, lt, sub
 
@@ -20,13 +20,16 @@ _MIN_CARETS = 3
 _DOC_SIGNALS = 0.1  # a document may mention errors on this share of its lines and stay one
 
 
-def log_kind(lines: Lines, marks: LogMarks, *, document: bool = False) -> Kind:
+def log_kind(
+    lines: Lines, marks: LogMarks, *, document: Callable[[], bool] = lambda: False
+) -> Kind:
     """What the log with these ``marks`` is: ``"log"`` when it reports errors, summaries,
     warnings or tracebacks, ``"diff"`` when it is mostly one, else ``"text"``. A ``document``
-    (markdown, prose) with few error lines and no traceback stays ``"text"``."""
+    (markdown, prose) with few error lines and no traceback stays ``"text"``; ``document`` is
+    asked only then (most logs have a traceback or many error lines)."""
     signals = marks.errors | marks.summaries | marks.warnings
     kind: Kind = "log" if signals or marks.ties else "text"
-    if document and not marks.ties and len(signals) <= _DOC_SIGNALS * lines.total:
+    if not marks.ties and len(signals) <= _DOC_SIGNALS * lines.total and document():
         kind = "text"
     if marks.diff_changes and marks.diff_lines >= 0.5 * lines.count:
         kind = "diff"
@@ -134,7 +137,7 @@ def _collapse_similar(
     lines: Lines, protected: Collection[int], options: ShortenSettings, forced: dict[int, Reason]
 ) -> None:
     """Force out the inner lines of similar runs among the lines not yet ``forced``."""
-    items, shaped = lines.items, shapes(lines.text)
+    items, shaped = lines.items, shapes(lines.text, lines.items)
     order: list[int] | None = None
     if forced:  # the lines left count as adjacent
         order = list(filterfalse(forced.__contains__, range(lines.count)))

@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import groupby, repeat
-from operator import and_, contains, itemgetter, le, not_, or_
+from operator import add, and_, contains, itemgetter, le, not_, or_
 
 from tokenlean.shorten._jsonc import MOST_ROWS
 from tokenlean.shorten._markers import Retrieval, item_marker
@@ -223,9 +223,11 @@ def is_record(line: str) -> bool:
             fields = line.split(delimiter)
             if any(_NUMBER.fullmatch(field.strip()) for field in fields):
                 return True
-    words = line.split()
-    if len(words) >= 3 and words[0].isdigit() and any(map(_NUMBER.fullmatch, words[1:])):
-        return True
+    # the first word opens with the first character after blanks: no digit there, no index
+    if line.lstrip()[:1].isdigit():
+        words = line.split()
+        if len(words) >= 3 and words[0].isdigit() and any(map(_NUMBER.fullmatch, words[1:])):
+            return True
     # columns aligned by blanks (a script's table): two of them at least bare numbers
     fields = _ALIGNED.split(line.strip()) if "  " in line else []
     return len(fields) >= 3 and sum(1 for f in fields if _NUMBER.fullmatch(f)) >= 2
@@ -237,8 +239,9 @@ _ALIGNED = re.compile(r" {2,}|\t")
 def may_be_records(lines: Sequence[str]) -> list[bool]:
     """Whether each of ``lines`` may be a record (:func:`is_record` says which are), in C-level
     passes: a record has a delimiter or starts with a digit, or its columns are split by two
-    runs of blanks at least, one of them before a number (a log of pytest ``E`` lines, each
-    with a run of blanks after the ``E``, then costs no regex per line). No newline in any."""
+    runs of blanks at least, and two of its columns are bare numbers: each opens the line or
+    follows a run of blanks (a log of pytest ``E`` lines, each with a run of blanks after the
+    ``E`` and a number at most, then costs no regex per line). No newline in any."""
     stripped = list(map(str.strip, lines))
     found = list(map(str.isdigit, map(itemgetter(slice(0, 1)), stripped)))
     for delimiter in _DELIMITERS:
@@ -246,8 +249,11 @@ def may_be_records(lines: Sequence[str]) -> list[bool]:
     aligned = map(le, repeat(2), map(str.count, stripped, repeat("  ")))
     # one "?" per character outside ASCII: such a line may hold one of Unicode's digits
     marked = "\n".join(stripped).encode("ascii", "replace").translate(_SIGNED)
-    signed = map(contains, marked.decode("ascii").split("\n"), repeat("  0"))
-    numbered = map(or_, signed, map(not_, map(str.isascii, stripped)))
+    signed = marked.decode("ascii").split("\n")
+    starts = map(
+        add, map(str.count, signed, repeat("  0")), map(str.startswith, signed, repeat("0"))
+    )
+    numbered = map(or_, map(le, repeat(2), starts), map(not_, map(str.isascii, stripped)))
     return list(map(or_, found, map(and_, aligned, numbered)))
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Container
 from dataclasses import dataclass, replace
+from functools import cache
 from typing import Literal
 
 from tokenlean.shorten._calls import FileRead
@@ -33,7 +34,7 @@ from tokenlean.shorten._pages import page_selection
 from tokenlean.shorten._records import Tables, find_tables, mostly_records
 from tokenlean.shorten._report import Kind, Omission, Reason
 from tokenlean.shorten._seen import view_keys
-from tokenlean.shorten._text import Lines, estimate_tokens, line_cost
+from tokenlean.shorten._text import Lines, line_cost
 
 __all__ = ["KindChoice", "Reading", "shorten_lines"]
 
@@ -84,7 +85,7 @@ def shorten_lines(
     what it is, and rendered with a marker for each stretch left out."""
     cut = windowed(body, reading.terms, reading.opts)
     lines = cut or Lines(body)
-    size = estimate_tokens(lines.text)
+    size = lines.tokens()
     kind = reading.kind
     prefixes = numbered_view(lines.items) if kind in ("auto", "code", "text") else None
     items = strip_view(lines.items, prefixes) if prefixes else lines.items
@@ -201,7 +202,9 @@ def _log(
     """A log's, a diff's or a script's result's selection and budget; ``None`` when the text
     turns out to be none of them (most text is not)."""
     kind, opts, script = reading.kind, reading.opts, reading.script
-    document = kind == "auto" and looks_like_document(items)
+    # whether it reads as a document: found once, and only when asked (a log with a traceback
+    # or many error lines never is)
+    document = cache(lambda: kind == "auto" and looks_like_document(items))
     marks = classify(lines)
     found = log_kind(lines, marks, document=document)
     if found == "diff" and reading.record and size <= opts.view_keep_tokens:
@@ -209,7 +212,7 @@ def _log(
         # agent's own edits (git diff), which are cut as a log
         return _whole(lines, reading.seen, opts), found, budget
     # a script's own result: a table of data it printed is read as a document's rows
-    result = script and not document and not mostly_records(items)
+    result = script and not document() and not mostly_records(items)
     if not (kind == "log" or found in ("log", "diff") or result):
         return None
     # a log's selection only once it is known to be one (most text is not)

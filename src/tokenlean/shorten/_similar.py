@@ -29,17 +29,18 @@ class Run:
     drop: tuple[int, ...]
 
 
-def shapes(text: str) -> list[str]:
+def shapes(text: str, items: list[str] | None = None) -> list[str]:
     """Each line of ``text`` trimmed and without digits (one byte-level pass over the text),
     but a record's (:func:`~tokenlean.shorten._records.is_record`: a table's row, whose
-    numbers are what it says) that has the shape of a line next to it keeps its digits."""
+    numbers are what it says) that has the shape of a line next to it keeps its digits.
+    ``items``: ``text.split("\\n")``, when the caller has it already."""
     raw = text.encode("utf-8", "surrogatepass").translate(None, _DIGITS)
     shaped = list(map(str.strip, raw.decode("utf-8", "surrogatepass").split("\n")))
     # only lines shaped like a neighbour are looked at (C-level passes find them)
     alike = list(compress(count(1), map(eq, shaped, shaped[1:])))
     alike = sorted(set(alike).union(map(sub, alike, repeat(1))))
     if alike:
-        items = text.split("\n")
+        items = text.split("\n") if items is None else items
         maybe = may_be_records(list(map(items.__getitem__, alike)))
         for i in compress(alike, maybe):
             if is_record(items[i]):

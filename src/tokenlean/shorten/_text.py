@@ -51,19 +51,22 @@ def line_cost(line: str) -> float:
     return TOKENS_PER_CHAR * len(line.lstrip()) + TOKENS_PER_LINE
 
 
-def line_costs(items: list[str]) -> list[float]:
-    """:func:`line_cost` of every line (C-level iteration: cheap on a million lines)."""
-    chars = map(mul, repeat(TOKENS_PER_CHAR), map(len, map(str.lstrip, items)))
-    return list(map(add, chars, repeat(TOKENS_PER_LINE)))
+def _costs(widths: list[int]) -> list[float]:
+    """Each line's :func:`line_cost` from its length without indentation (C-level iteration:
+    cheap on a million lines)."""
+    return list(map(add, map(mul, repeat(TOKENS_PER_CHAR), widths), repeat(TOKENS_PER_LINE)))
 
 
 def estimate_tokens(text: str) -> int:
     """A fast estimate of a whole text's tokens from its characters."""
     if not text:
         return 0
-    items = text.split("\n")
-    chars = sum(map(len, map(str.lstrip, items)))
-    return max(1, round(TOKENS_PER_CHAR * chars + TOKENS_PER_LINE * len(items)))
+    return _estimate(list(map(len, map(str.lstrip, text.split("\n")))))
+
+
+def _estimate(widths: list[int]) -> int:
+    """:func:`estimate_tokens` of the lines of these lengths without indentation."""
+    return max(1, round(TOKENS_PER_CHAR * sum(widths) + TOKENS_PER_LINE * len(widths)))
 
 
 def lower_in_place(text: str) -> str:
@@ -77,10 +80,26 @@ def lower_in_place(text: str) -> str:
     return lowered
 
 
+def _find(hay: str, needle: str, start: int = 0) -> int:
+    """``hay.find(needle, start)``, sooner for a needle ending in blanks (``"\\nE  "``):
+    ``str.find`` skips ahead on a needle's last character, and a blank is on every line. The
+    needle without them is looked for instead, and each of its first few matches checked (a
+    match of the whole is one of them); past those, the whole is looked for from there."""
+    trimmed = needle.rstrip(" ")
+    if not trimmed or trimmed == needle:
+        return hay.find(needle, start)
+    at = hay.find(trimmed, start)
+    for _ in range(_FEW_HITS):
+        if at < 0 or hay.startswith(needle, at):
+            return at
+        at = hay.find(trimmed, at + 1)
+    return at if at < 0 else hay.find(needle, at)
+
+
 class Lines:
     """``text`` split on ``\\n`` with each line's start offset and a lazily lower-cased copy."""
 
-    __slots__ = ("_lower", "items", "starts", "text")
+    __slots__ = ("_lower", "_widths", "items", "starts", "text")
 
     def __init__(self, text: str) -> None:
         self.text = text
@@ -91,6 +110,7 @@ class Lines:
         self.starts: list[int] = list(accumulate(ends, initial=0))
         self.starts.pop()
         self._lower: str | None = None
+        self._widths: list[int] | None = None
 
     @property
     def count(self) -> int:
@@ -101,6 +121,20 @@ class Lines:
         """How many lines the whole text has (an :class:`~tokenlean.shorten._huge.Excerpt` holds
         only some of them)."""
         return len(self.items)
+
+    def tokens(self) -> int:
+        """:func:`estimate_tokens` of the text, from the lines split once already."""
+        return _estimate(self.widths()) if self.text else 0
+
+    def costs(self) -> list[float]:
+        """:func:`line_cost` of every line."""
+        return _costs(self.widths())
+
+    def widths(self) -> list[int]:
+        """Each line's length without its indentation (measured once: sizes and costs share it)."""
+        if self._widths is None:
+            self._widths = list(map(len, map(str.lstrip, self.items)))
+        return self._widths
 
     def lower(self) -> str:
         """The text lower-cased, with the same length (so offsets are shared)."""
@@ -133,16 +167,20 @@ class Lines:
         """Indices of lines containing ``needle`` (each line once), by ``str.find``."""
         hay = self.lower() if lower else self.text
         out: list[int] = []
-        start = first = hay.find(needle)
+        # per hit, the steps of index_at and end_of inline: a keyword can be on many lines
+        starts, items = self.starts, self.items
+        plain = needle.rstrip(" ") in ("", needle)
+        may_be_dense = limit is None and "\n" not in needle[1:]
+        start = first = hay.find(needle) if plain else _find(hay, needle)
         while start >= 0:
-            index = self.index_at(start)
+            index = bisect_right(starts, start) - 1
             out.append(index)
             if limit is not None and len(out) >= limit:
                 break
-            dense = start - first < _FEW_HITS * _DENSE_CHARS and "\n" not in needle[1:]
-            if len(out) == _FEW_HITS and limit is None and dense:
+            if may_be_dense and len(out) == _FEW_HITS and start - first < _FEW_HITS * _DENSE_CHARS:
                 return out + self._lines_holding(hay, needle, index + 1)
-            start = hay.find(needle, self.end_of(index) + 1)
+            after = starts[index] + len(items[index]) + 1
+            start = hay.find(needle, after) if plain else _find(hay, needle, after)
         return out
 
     def _lines_holding(self, hay: str, needle: str, index: int) -> list[int]:
