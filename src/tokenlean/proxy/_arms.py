@@ -32,6 +32,7 @@ from typing import Any
 
 from tokenlean.cost import CachePricing
 from tokenlean.proxy._ab import ARMS, Arm, NewestTurn, arm_of
+from tokenlean.proxy._totals import Sums
 from tokenlean.proxy._usage import Usage
 from tokenlean.raw import Api
 
@@ -43,7 +44,7 @@ LOG_VERSION = 1
 
 
 @dataclass(slots=True)
-class ArmSums:
+class ArmSums(Sums):
     """Sums over requests, from the upstream's usage: one per arm, one per open session."""
 
     requests: int = 0
@@ -60,10 +61,6 @@ class ArmSums:
     tool_errors: int = 0
     read_original_calls: int = 0
     latency_seconds: float = 0.0
-
-    def add(self, other: ArmSums) -> None:
-        for name in self.__slots__:
-            setattr(self, name, getattr(self, name) + getattr(other, name))
 
 
 def priced_request(

@@ -21,11 +21,21 @@ from typing import Any
 from tokenlean._counts import count
 from tokenlean.proxy._usage import Usage
 
-__all__ = ["RequestRecord", "Totals", "log_line", "summary_lines"]
+__all__ = ["RequestRecord", "Sums", "Totals", "log_line", "summary_lines"]
 
 
 @dataclass(slots=True)
-class Totals:
+class Sums:
+    """Figures that add up field by field (a subclass's fields)."""
+
+    def add(self, other: Sums) -> None:  # of the same class
+        names: tuple[str, ...] = self.__slots__  # the subclass's fields
+        for name in names:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+@dataclass(slots=True)
+class Totals(Sums):
     """Sums over requests; one per session and one overall."""
 
     requests: int = 0
@@ -46,10 +56,6 @@ class Totals:
     whole_bill_sent: float = 0.0
     upstream_input_tokens: int = 0  # the upstream's own count of the prompts it got, when given
     upstream_cached_tokens: int = 0  # ... and of their part it read from its cache
-
-    def add(self, other: Totals) -> None:
-        for name in self.__slots__:
-            setattr(self, name, getattr(self, name) + getattr(other, name))
 
     def answered(self, usage: Usage | None, output_price: float) -> None:
         """Count the answer into the whole bill of this one request's totals (its billed input
