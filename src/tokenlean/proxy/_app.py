@@ -51,6 +51,7 @@ from tokenlean.proxy._routing import (
 )
 from tokenlean.proxy._settings import ProxySettings
 from tokenlean.proxy._stats import StatsBook
+from tokenlean.proxy._upstream import Upstream
 from tokenlean.proxy._usage import AnswerReader, answer_reader
 from tokenlean.proxy._workers import SharedFigures
 from tokenlean.raw import Api
@@ -58,8 +59,6 @@ from tokenlean.raw import Api
 log = logging.getLogger("tokenlean.proxy")
 
 _METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
-#: Headers httpx adds on its own; the upstream gets them only when the client sent them.
-_CLIENT_DEFAULTS = ("accept", "accept-encoding", "user-agent")
 #: The proxy's own header: it names the session, the upstream has no use for it.
 _OWN_HEADERS = frozenset({"x-tokenlean-session"})
 #: A body this large (about half a million tokens; a cold rewrite takes seconds) is rewritten in
@@ -185,20 +184,19 @@ class Proxy:
         self.settings = settings
         self.rewriter = rewriter
         self.stats = stats
-        self.client: httpx.AsyncClient | None = None
+        self.upstream: Upstream | None = None
         self.counting: CountingThread | None = None
         self.figures = SharedFigures(stats, settings.workers_dir)  # summed over --workers
         self.rewrites: anyio.CapacityLimiter | None = None
         self.large_rewrites: anyio.CapacityLimiter | None = None
 
-    def open(self) -> httpx.AsyncClient:
-        """The upstream client and the rewrite threads' limiters (made on the app's event loop)."""
+    def open(self) -> Upstream:
+        """The upstream pool and the rewrite threads' limiters (made on the app's event loop)."""
         s = self.settings
-        timeout = httpx.Timeout(s.read_timeout, connect=s.connect_timeout, pool=s.connect_timeout)
-        self.client = httpx.AsyncClient(timeout=timeout, follow_redirects=False)
+        self.upstream = Upstream(read_timeout=s.read_timeout, connect_timeout=s.connect_timeout)
         self.rewrites = anyio.CapacityLimiter(s.rewrite_threads)
         self.large_rewrites = anyio.CapacityLimiter(1)
-        return self.client
+        return self.upstream
 
     async def handle(self, request: Request) -> Response:
         s = self.settings
@@ -277,16 +275,9 @@ class Proxy:
         return prepared
 
     async def _send(self, request: Request, url: str, content: bytes) -> httpx.Response:
-        assert self.client is not None, "the app's lifespan opens the client"
+        assert self.upstream is not None, "the app's lifespan opens the upstream pool"
         sent = forward_headers(request.headers.raw, _OWN_HEADERS)
-        upstream_request = self.client.build_request(
-            request.method, url, headers=sent, content=content
-        )
-        names = {k.lower() for k, _ in sent}
-        for name in _CLIENT_DEFAULTS:
-            if name.encode() not in names and name in upstream_request.headers:
-                del upstream_request.headers[name]
-        return await self.client.send(upstream_request, stream=True)
+        return await self.upstream.send(request.method, url, sent, content)
 
     def _unreachable(self, base: str, exc: httpx.HTTPError) -> JSONResponse:
         base = mask_key(base)  # an upstream URL may carry credentials (user:secret@)
