@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tokenlean._identity import ByIdentity
 from tokenlean.proxy._numbers import dumps, parse_float, parse_int
 from tokenlean.proxy._recent import RecentLists
 
@@ -29,6 +30,11 @@ _DECODER = json.JSONDecoder(parse_float=parse_float, parse_int=parse_int)
 _SPACE = re.compile(r"[ \t\n\r]*")
 #: The message lists of recent bodies: a re-sent history is compared, not parsed again.
 RECENT = RecentLists()
+#: The JSON text of each message a rewrite wrote, by the message object: ``tokenlean.raw`` gives
+#: the same object for the same edits while a history is re-sent (its ``_reuse``), so the splice
+#: and the statistics serialise a shortened message once, not twice on every request.
+WRITTEN_MAX_BYTES = 64 * 2**20
+_WRITTEN: ByIdentity[str] = ByIdentity(max_entries=200_000, max_bytes=WRITTEN_MAX_BYTES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +176,18 @@ def compact(value: Any) -> str:
     return dumps(value, ensure_ascii=False)
 
 
+def written_text(value: Any) -> str:
+    """:func:`compact` of a value the proxy never mutates, kept by identity for a message (a
+    mapping); any other value is serialised as it comes."""
+    if not isinstance(value, Mapping):
+        return compact(value)
+    text = _WRITTEN.get(value)
+    if text is None:
+        text = compact(value)
+        _WRITTEN.put(value, text, 128 + len(text))
+    return text
+
+
 def rewritten_body(original: ScannedBody, body: Mapping[str, Any], list_key: str) -> ScannedBody:
     """``body``, a rewrite of ``original``, read without parsing the bytes sent for it.
 
@@ -187,7 +205,7 @@ def rewritten_body(original: ScannedBody, body: Mapping[str, Any], list_key: str
     texts = {k: _text_of(k, v, original) for k, v in values.items() if k != list_key}
     old = original.items
     items = [
-        old[i] if i < len(old) and value is old[i][0] else (value, compact(value))
+        old[i] if i < len(old) and value is old[i][0] else (value, written_text(value))
         for i, value in enumerate(listed)
     ]
     texts[list_key] = "[" + ",".join(text for _, text in items) + "]"
