@@ -38,7 +38,14 @@ from tokenlean.proxy._counting import CountingThread
 from tokenlean.proxy._errors import error_response
 from tokenlean.proxy._guard import Guard, authorized
 from tokenlean.proxy._metrics import metrics_route
-from tokenlean.proxy._rewrite import Prepared, Rewriter, default_rewriter, prepare
+from tokenlean.proxy._rewrite import (
+    Prepared,
+    Rewriter,
+    begin,
+    default_rewriter,
+    prepare,
+    prepare_later,
+)
 from tokenlean.proxy._routing import (
     api_for,
     forward_headers,
@@ -180,9 +187,20 @@ async def _read_body(request: Request, limit: int, timeout: float) -> bytes | Re
 class Proxy:
     """The request handler and the state it shares across requests."""
 
-    def __init__(self, settings: ProxySettings, rewriter: Rewriter | None, stats: StatsBook):
+    def __init__(
+        self,
+        settings: ProxySettings,
+        rewriter: Rewriter | None,
+        stats: StatsBook,
+        *,
+        inline: bool = False,
+    ):
         self.settings = settings
         self.rewriter = rewriter
+        # Whether small rewrites may run on the event loop: only tokenlean's own rewriter with
+        # originals in a folder is known never to wait on anything (a network store, a rewriter
+        # given by an embedder might).
+        self.inline = inline
         self.stats = stats
         self.upstream: Upstream | None = None
         self.counting: CountingThread | None = None
@@ -249,6 +267,15 @@ class Proxy:
         rewriter = self._rewriter_for(headers)
         if rewriter is None:  # nothing to do on the request's path
             return prepare(None, api, raw)
+        limit = self.settings.max_body_bytes
+        if rewriter is self.rewriter and self.inline:
+            # A small body that brings little new is done here, on the event loop (the rest of
+            # it is a memo hit): handing it to a thread and back would cost more.
+            later = begin(rewriter, api, raw, encoding=encoding, limit=limit)
+            if isinstance(later, Prepared):
+                return later
+        else:
+            later = partial(prepare_later, rewriter, api, raw, encoding, limit)
         # Off the event loop, so parsing and rewriting a long history stalls no other stream;
         # several at once, so a small request never waits for a large one's rewrite to end, and
         # large bodies in a lane of their own, so two of them cannot take every thread. One
@@ -256,15 +283,7 @@ class Proxy:
         # A rewritten body stays within the size the client's body was accepted at. A rewrite
         # whose client leaves stops between turns (``gone``, set when this task is cancelled).
         gone = threading.Event()
-        work = partial(
-            prepare,
-            rewriter,
-            api,
-            raw,
-            encoding=encoding,
-            limit=self.settings.max_body_bytes,
-            cancelled=gone.is_set,
-        )
+        work = partial(later, gone.is_set)
         limiter = self.large_rewrites if len(raw) >= LARGE_BODY_BYTES else self.rewrites
         async with anyio.create_task_group() as group:
             await group.start(_set_when_cancelled, gone)
@@ -346,6 +365,7 @@ def create_app(
     ``app.state.stats`` is the :class:`StatsBook` behind ``GET /tokenlean/stats``.
     """
     settings = settings or ProxySettings()
+    inline = rewriter == "default" and settings.originals_url is None
     if isinstance(rewriter, str):
         rewriter = default_rewriter(
             settings.originals_dir,
@@ -361,7 +381,7 @@ def create_app(
         output_price=settings.output_price,
         arms=_arm_book(settings),
     )
-    proxy = Proxy(settings, rewriter, stats)
+    proxy = Proxy(settings, rewriter, stats, inline=inline)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -49,6 +49,9 @@ class ScannedBody:
     source: str | None = None
     spans: dict[str, Span] = field(default_factory=dict)
     item_spans: list[Span] = field(default_factory=list)
+    # Characters of list items parsed anew, not taken from a recent list (:mod:`._recent`):
+    # what is new in this body, which is what a rewrite has to plan.
+    fresh: int = 0
 
 
 def _skip(text: str, at: int) -> int:
@@ -57,34 +60,37 @@ def _skip(text: str, at: int) -> int:
     return match.end()
 
 
-def _list_items(text: str, at: int, spans: list[Span]) -> tuple[list[tuple[Any, str]], int]:
-    """The elements of the array starting at ``at`` (its ``[``), and the index after it; the
-    span of each element is added to ``spans``. Elements the last list with the same first
-    element held are taken from it where their text is here again (:mod:`._recent`)."""
+def _list_items(text: str, at: int, spans: list[Span]) -> tuple[list[tuple[Any, str]], int, int]:
+    """The elements of the array starting at ``at`` (its ``[``), the index after it, and the
+    characters of the elements parsed anew; the span of each element is added to ``spans``.
+    Elements the last list with the same first element held are taken from it where their text
+    is here again (:mod:`._recent`)."""
     items: list[tuple[Any, str]] = []
     at = _skip(text, at + 1)
     if text[at] == "]":
-        return items, at + 1
+        return items, at + 1, 0
     known: list[tuple[Any, str]] = []
+    fresh = 0
     while True:
         start = at
         item = _known(known, len(items), text, at)
         if item is None:
             value, at = _DECODER.raw_decode(text, at)
             item = (value, text[start:at])
+            fresh += at - start
         else:
             at += len(item[1])
         if not items:
             known = RECENT.get(item[1])
             # the kept first message itself, so every message of a re-sent history is the
             # object it was the last time (what is derived from it is found by identity)
-            item = known[0] if known else item
+            item, fresh = (known[0], 0) if known else (item, fresh)
         items.append(item)
         spans.append((start, at))
         at = _skip(text, at)
         if text[at] == "]":
             RECENT.put(items)
-            return items, at + 1
+            return items, at + 1, fresh
         if text[at] != ",":
             raise ValueError(f"expected ',' at {at}")
         at = _skip(text, at + 1)
@@ -105,6 +111,7 @@ def _pairs(text: str, list_key: str) -> ScannedBody:
     items: list[tuple[Any, str]] = []
     spans: dict[str, Span] = {}
     item_spans: list[Span] = []
+    fresh = 0
     at = _skip(text, 0)
     if text[at] != "{":
         raise ValueError("not an object")
@@ -117,7 +124,7 @@ def _pairs(text: str, list_key: str) -> ScannedBody:
         start = at = _skip(text, at + 1)
         if key == list_key and text[at] == "[":
             item_spans.clear()  # a repeated key: the last one counts, as in json.loads
-            items, at = _list_items(text, at, item_spans)
+            items, at, fresh = _list_items(text, at, item_spans)
             values[key] = [value for value, _ in items]
         else:
             values[key], at = _DECODER.raw_decode(text, at)
@@ -132,7 +139,7 @@ def _pairs(text: str, list_key: str) -> ScannedBody:
             raise ValueError(f"expected ',' or '}}' at {at}")
     if text[_skip(text, at + 1) :]:
         raise ValueError("data after the object")
-    return ScannedBody(values, texts, items, text, spans, item_spans)
+    return ScannedBody(values, texts, items, text, spans, item_spans, fresh)
 
 
 def scan_body(data: bytes, list_key: str) -> ScannedBody | None:
@@ -167,7 +174,7 @@ def _loaded(data: bytes, list_key: str) -> ScannedBody | str:
     texts = {key: compact(value) for key, value in body.items()}
     listed = body.get(list_key)
     items = [(v, compact(v)) for v in listed] if isinstance(listed, list) else []
-    return ScannedBody(body, texts, items)
+    return ScannedBody(body, texts, items, fresh=len(data))
 
 
 def compact(value: Any) -> str:
