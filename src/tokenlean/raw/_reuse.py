@@ -9,7 +9,8 @@ shortened messages per request, twice. So for bodies whose message objects nobod
 (:func:`tokenlean.raw.frozen_bodies`), the patched message is kept per original message object
 together with the patches that made it, and given again when the same patches come for it.
 
-Bounded in entries and in the bytes of the texts kept; least recently used first out.
+Bounded in entries and in the bytes of the texts kept (the original's and the patched one's);
+least recently used first out.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ Key = str | int
 Patch = tuple[tuple[Key, ...], Any]
 Patcher = Callable[[Any, Sequence[Patch]], Any]
 
-#: The patched messages kept: their texts are the shortened ones, so this holds far less than
-#: the histories they come from.
+#: The patched messages kept, with the originals they keep alive (which the proxy's recent
+#: lists hold anyway while their conversation goes on).
 REUSE_MAX_BYTES = 64 * 2**20
 _PATCHED: ByIdentity[tuple[list[Patch], Any]] = ByIdentity(
     max_entries=200_000, max_bytes=REUSE_MAX_BYTES
@@ -55,7 +56,8 @@ def _message(message: Any, inside: list[Patch], patch: Patcher) -> Any:
     if kept is not None and kept[0] == inside:
         return kept[1]
     new = patch(message, inside)
-    charge = 256 * (1 + len(inside)) + sum(_size(value) for _, value in inside)
+    # the entry keeps the original message alive too, so it is charged for both
+    charge = 256 * (1 + len(inside)) + _size(message) + sum(_size(value) for _, value in inside)
     _PATCHED.put(message, (inside, new), charge)
     return new
 
