@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tokenlean.proxy import ProxySettings, create_app
 from tokenlean.proxy._rewrite import (
     INLINE_BODY_BYTES,
     INLINE_NEW_CHARS,
@@ -82,3 +83,15 @@ def test_a_compressed_or_large_body_always_goes_to_a_thread(tmp_path: Path):
     big = _raw([*_history("big", 1), {"role": "user", "content": "x" * INLINE_BODY_BYTES}])
     _forwarded(begin(rewriter, "anthropic", big, encoding=None, limit=2**24))
     assert not isinstance(begin(rewriter, "anthropic", big, encoding=None, limit=2**24), Prepared)
+
+
+def test_only_tokenlean_s_own_rewriter_with_a_folder_runs_on_the_loop(tmp_path: Path):
+    """As the command builds it (``default_rewriter``), or by default; an embedder's rewriter
+    might wait on anything, so it always runs on a thread."""
+    settings = ProxySettings(originals_dir=tmp_path)
+    assert create_app(settings).state.inline_rewrites
+    own = default_rewriter(tmp_path)
+    assert create_app(settings, rewriter=own).state.inline_rewrites
+    embedded = create_app(settings, rewriter=lambda api, body: own(api, body))
+    assert not embedded.state.inline_rewrites
+    assert not create_app(settings, rewriter=None).state.inline_rewrites

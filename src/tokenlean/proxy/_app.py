@@ -39,6 +39,7 @@ from tokenlean.proxy._errors import error_response
 from tokenlean.proxy._guard import Guard, authorized
 from tokenlean.proxy._metrics import metrics_route
 from tokenlean.proxy._rewrite import (
+    OwnRewriter,
     Prepared,
     Rewriter,
     begin,
@@ -365,7 +366,6 @@ def create_app(
     ``app.state.stats`` is the :class:`StatsBook` behind ``GET /tokenlean/stats``.
     """
     settings = settings or ProxySettings()
-    inline = rewriter == "default" and settings.originals_url is None
     if isinstance(rewriter, str):
         rewriter = default_rewriter(
             settings.originals_dir,
@@ -381,6 +381,7 @@ def create_app(
         output_price=settings.output_price,
         arms=_arm_book(settings),
     )
+    inline = isinstance(rewriter, OwnRewriter) and rewriter.local
     proxy = Proxy(settings, rewriter, stats, inline=inline)
 
     @asynccontextmanager
@@ -406,4 +407,5 @@ def create_app(
     app.state.settings = settings
     app.state.stats = stats
     app.state.rewriting = rewriter is not None
+    app.state.inline_rewrites = inline  # small rewrites on the event loop (Proxy.inline)
     return app

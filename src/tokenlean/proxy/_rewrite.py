@@ -77,11 +77,23 @@ def default_rewriter(
         originals_max_age=max_age,
         **given,
     )
+    return OwnRewriter(settings)
 
-    def rewrite(api: Api, body: Mapping[str, Any]) -> RewriteOutcome | None:
-        return rewrite_request(api, body, settings=settings)
 
-    return rewrite
+@dataclass(frozen=True, slots=True)
+class OwnRewriter:
+    """``tokenlean.raw.rewrite_request`` bound to its settings (what :func:`default_rewriter`
+    makes): a rewriter the proxy knows, which may run on the event loop when it waits on
+    nothing (``local``: its originals go to a folder, not over the network)."""
+
+    settings: RawSettings
+
+    def __call__(self, api: Api, body: Mapping[str, Any]) -> RewriteOutcome | None:
+        return rewrite_request(api, body, settings=self.settings)
+
+    @property
+    def local(self) -> bool:
+        return self.settings.originals_url is None
 
 
 @dataclass(frozen=True, slots=True)
