@@ -65,3 +65,14 @@ def test_the_lists_kept_are_bounded_in_number_and_in_bytes():
     recent.put([("x" * 20_000, '"' + "x" * 20_000 + '"')])  # larger than the whole bound
     assert recent.get('"' + "x" * 20_000 + '"') == []
     assert 0 < recent.size <= 10_000
+
+
+def test_fresh_counts_the_characters_of_the_messages_parsed_anew():
+    history = [{"role": "user", "content": f"turn {n} " * 50} for n in range(10)]
+    first = _fresh(_body(history))
+    assert first.fresh == sum(len(text) for _, text in first.items)
+    again = scan_body(_body(history), "messages")
+    assert again is not None and again.fresh == 0
+    new = {"role": "user", "content": "one more"}
+    more = scan_body(_body([*history, new]), "messages")
+    assert more is not None and more.fresh == len(json.dumps(new))

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from tokenlean.testing.upstream import FakeUpstream
+from tokenlean.testing.upstream import FakeUpstream, Recorded, Reply
 
 from .proxy_support import ProxyFactory
 
@@ -98,4 +98,30 @@ def test_paths_with_dots_inside_names_are_forwarded(
     httpx.get(proxy.url + "/v1/files/file-1..2/.well-known..x", timeout=10)
     assert [r.path for r in upstream.requests] == [
         "/gateway/openai/v1/files/file-1..2/.well-known..x"
+    ]
+
+
+def test_a_cookie_the_upstream_sets_never_reaches_another_client(
+    make_proxy: ProxyFactory,
+) -> None:
+    """The proxy's own HTTP client kept a ``Set-Cookie`` of the upstream (a load balancer's, a
+    session's) and sent it on every later request of every client. It keeps none: the upstream
+    gets a client's own headers, and ``Connection: keep-alive`` as it always did."""
+
+    def script(request: Recorded) -> Reply:
+        return Reply(200, b"{}", (("content-type", "application/json"), ("set-cookie", "lb=1")))
+
+    with FakeUpstream(script=script) as fake:
+        proxy = make_proxy(upstream=fake.url)
+        for client in ("one", "two"):
+            reply = httpx.get(proxy.url + "/v1/models", headers={"x-api-key": client}, timeout=10)
+            assert reply.headers["set-cookie"] == "lb=1"  # the client's to keep, or not
+    assert [r.header("cookie") for r in fake.requests] == [None, None]
+    assert [name for name, _ in fake.requests[1].headers] == [
+        "host",
+        "connection",
+        "accept",
+        "accept-encoding",
+        "user-agent",
+        "x-api-key",
     ]

@@ -38,7 +38,15 @@ from tokenlean.proxy._counting import CountingThread
 from tokenlean.proxy._errors import error_response
 from tokenlean.proxy._guard import Guard, authorized
 from tokenlean.proxy._metrics import metrics_route
-from tokenlean.proxy._rewrite import Prepared, Rewriter, default_rewriter, prepare
+from tokenlean.proxy._rewrite import (
+    OwnRewriter,
+    Prepared,
+    Rewriter,
+    begin,
+    default_rewriter,
+    prepare,
+    prepare_later,
+)
 from tokenlean.proxy._routing import (
     api_for,
     forward_headers,
@@ -51,6 +59,7 @@ from tokenlean.proxy._routing import (
 )
 from tokenlean.proxy._settings import ProxySettings
 from tokenlean.proxy._stats import StatsBook
+from tokenlean.proxy._upstream import Upstream
 from tokenlean.proxy._usage import AnswerReader, answer_reader
 from tokenlean.proxy._workers import SharedFigures
 from tokenlean.raw import Api
@@ -58,8 +67,6 @@ from tokenlean.raw import Api
 log = logging.getLogger("tokenlean.proxy")
 
 _METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
-#: Headers httpx adds on its own; the upstream gets them only when the client sent them.
-_CLIENT_DEFAULTS = ("accept", "accept-encoding", "user-agent")
 #: The proxy's own header: it names the session, the upstream has no use for it.
 _OWN_HEADERS = frozenset({"x-tokenlean-session"})
 #: A body this large (about half a million tokens; a cold rewrite takes seconds) is rewritten in
@@ -181,24 +188,34 @@ async def _read_body(request: Request, limit: int, timeout: float) -> bytes | Re
 class Proxy:
     """The request handler and the state it shares across requests."""
 
-    def __init__(self, settings: ProxySettings, rewriter: Rewriter | None, stats: StatsBook):
+    def __init__(
+        self,
+        settings: ProxySettings,
+        rewriter: Rewriter | None,
+        stats: StatsBook,
+        *,
+        inline: bool = False,
+    ):
         self.settings = settings
         self.rewriter = rewriter
+        # Whether small rewrites may run on the event loop: only tokenlean's own rewriter with
+        # originals in a folder is known never to wait on anything (a network store, a rewriter
+        # given by an embedder might).
+        self.inline = inline
         self.stats = stats
-        self.client: httpx.AsyncClient | None = None
+        self.upstream: Upstream | None = None
         self.counting: CountingThread | None = None
         self.figures = SharedFigures(stats, settings.workers_dir)  # summed over --workers
         self.rewrites: anyio.CapacityLimiter | None = None
         self.large_rewrites: anyio.CapacityLimiter | None = None
 
-    def open(self) -> httpx.AsyncClient:
-        """The upstream client and the rewrite threads' limiters (made on the app's event loop)."""
+    def open(self) -> Upstream:
+        """The upstream pool and the rewrite threads' limiters (made on the app's event loop)."""
         s = self.settings
-        timeout = httpx.Timeout(s.read_timeout, connect=s.connect_timeout, pool=s.connect_timeout)
-        self.client = httpx.AsyncClient(timeout=timeout, follow_redirects=False)
+        self.upstream = Upstream(read_timeout=s.read_timeout, connect_timeout=s.connect_timeout)
         self.rewrites = anyio.CapacityLimiter(s.rewrite_threads)
         self.large_rewrites = anyio.CapacityLimiter(1)
-        return self.client
+        return self.upstream
 
     async def handle(self, request: Request) -> Response:
         s = self.settings
@@ -251,6 +268,15 @@ class Proxy:
         rewriter = self._rewriter_for(headers)
         if rewriter is None:  # nothing to do on the request's path
             return prepare(None, api, raw)
+        limit = self.settings.max_body_bytes
+        if rewriter is self.rewriter and self.inline:
+            # A small body that brings little new is done here, on the event loop (the rest of
+            # it is a memo hit): handing it to a thread and back would cost more.
+            later = begin(rewriter, api, raw, encoding=encoding, limit=limit)
+            if isinstance(later, Prepared):
+                return later
+        else:
+            later = partial(prepare_later, rewriter, api, raw, encoding, limit)
         # Off the event loop, so parsing and rewriting a long history stalls no other stream;
         # several at once, so a small request never waits for a large one's rewrite to end, and
         # large bodies in a lane of their own, so two of them cannot take every thread. One
@@ -258,15 +284,7 @@ class Proxy:
         # A rewritten body stays within the size the client's body was accepted at. A rewrite
         # whose client leaves stops between turns (``gone``, set when this task is cancelled).
         gone = threading.Event()
-        work = partial(
-            prepare,
-            rewriter,
-            api,
-            raw,
-            encoding=encoding,
-            limit=self.settings.max_body_bytes,
-            cancelled=gone.is_set,
-        )
+        work = partial(later, gone.is_set)
         limiter = self.large_rewrites if len(raw) >= LARGE_BODY_BYTES else self.rewrites
         async with anyio.create_task_group() as group:
             await group.start(_set_when_cancelled, gone)
@@ -277,16 +295,9 @@ class Proxy:
         return prepared
 
     async def _send(self, request: Request, url: str, content: bytes) -> httpx.Response:
-        assert self.client is not None, "the app's lifespan opens the client"
+        assert self.upstream is not None, "the app's lifespan opens the upstream pool"
         sent = forward_headers(request.headers.raw, _OWN_HEADERS)
-        upstream_request = self.client.build_request(
-            request.method, url, headers=sent, content=content
-        )
-        names = {k.lower() for k, _ in sent}
-        for name in _CLIENT_DEFAULTS:
-            if name.encode() not in names and name in upstream_request.headers:
-                del upstream_request.headers[name]
-        return await self.client.send(upstream_request, stream=True)
+        return await self.upstream.send(request.method, url, sent, content)
 
     def _unreachable(self, base: str, exc: httpx.HTTPError) -> JSONResponse:
         base = mask_key(base)  # an upstream URL may carry credentials (user:secret@)
@@ -370,7 +381,8 @@ def create_app(
         output_price=settings.output_price,
         arms=_arm_book(settings),
     )
-    proxy = Proxy(settings, rewriter, stats)
+    inline = isinstance(rewriter, OwnRewriter) and rewriter.local
+    proxy = Proxy(settings, rewriter, stats, inline=inline)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -395,4 +407,5 @@ def create_app(
     app.state.settings = settings
     app.state.stats = stats
     app.state.rewriting = rewriter is not None
+    app.state.inline_rewrites = inline  # small rewrites on the event loop (Proxy.inline)
     return app

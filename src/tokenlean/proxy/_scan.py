@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tokenlean._identity import ByIdentity
 from tokenlean.proxy._numbers import dumps, parse_float, parse_int
 from tokenlean.proxy._recent import RecentLists
 
@@ -29,6 +30,11 @@ _DECODER = json.JSONDecoder(parse_float=parse_float, parse_int=parse_int)
 _SPACE = re.compile(r"[ \t\n\r]*")
 #: The message lists of recent bodies: a re-sent history is compared, not parsed again.
 RECENT = RecentLists()
+#: The JSON text of each message a rewrite wrote, by the message object: ``tokenlean.raw`` gives
+#: the same object for the same edits while a history is re-sent (its ``_reuse``), so the splice
+#: and the statistics serialise a shortened message once, not twice on every request.
+WRITTEN_MAX_BYTES = 64 * 2**20
+_WRITTEN: ByIdentity[str] = ByIdentity(max_entries=200_000, max_bytes=WRITTEN_MAX_BYTES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +49,9 @@ class ScannedBody:
     source: str | None = None
     spans: dict[str, Span] = field(default_factory=dict)
     item_spans: list[Span] = field(default_factory=list)
+    # Characters of list items parsed anew, not taken from a recent list (:mod:`._recent`):
+    # what is new in this body, which is what a rewrite has to plan.
+    fresh: int = 0
 
 
 def _skip(text: str, at: int) -> int:
@@ -51,34 +60,37 @@ def _skip(text: str, at: int) -> int:
     return match.end()
 
 
-def _list_items(text: str, at: int, spans: list[Span]) -> tuple[list[tuple[Any, str]], int]:
-    """The elements of the array starting at ``at`` (its ``[``), and the index after it; the
-    span of each element is added to ``spans``. Elements the last list with the same first
-    element held are taken from it where their text is here again (:mod:`._recent`)."""
+def _list_items(text: str, at: int, spans: list[Span]) -> tuple[list[tuple[Any, str]], int, int]:
+    """The elements of the array starting at ``at`` (its ``[``), the index after it, and the
+    characters of the elements parsed anew; the span of each element is added to ``spans``.
+    Elements the last list with the same first element held are taken from it where their text
+    is here again (:mod:`._recent`)."""
     items: list[tuple[Any, str]] = []
     at = _skip(text, at + 1)
     if text[at] == "]":
-        return items, at + 1
+        return items, at + 1, 0
     known: list[tuple[Any, str]] = []
+    fresh = 0
     while True:
         start = at
         item = _known(known, len(items), text, at)
         if item is None:
             value, at = _DECODER.raw_decode(text, at)
             item = (value, text[start:at])
+            fresh += at - start
         else:
             at += len(item[1])
         if not items:
             known = RECENT.get(item[1])
             # the kept first message itself, so every message of a re-sent history is the
             # object it was the last time (what is derived from it is found by identity)
-            item = known[0] if known else item
+            item, fresh = (known[0], 0) if known else (item, fresh)
         items.append(item)
         spans.append((start, at))
         at = _skip(text, at)
         if text[at] == "]":
             RECENT.put(items)
-            return items, at + 1
+            return items, at + 1, fresh
         if text[at] != ",":
             raise ValueError(f"expected ',' at {at}")
         at = _skip(text, at + 1)
@@ -99,6 +111,7 @@ def _pairs(text: str, list_key: str) -> ScannedBody:
     items: list[tuple[Any, str]] = []
     spans: dict[str, Span] = {}
     item_spans: list[Span] = []
+    fresh = 0
     at = _skip(text, 0)
     if text[at] != "{":
         raise ValueError("not an object")
@@ -111,7 +124,7 @@ def _pairs(text: str, list_key: str) -> ScannedBody:
         start = at = _skip(text, at + 1)
         if key == list_key and text[at] == "[":
             item_spans.clear()  # a repeated key: the last one counts, as in json.loads
-            items, at = _list_items(text, at, item_spans)
+            items, at, fresh = _list_items(text, at, item_spans)
             values[key] = [value for value, _ in items]
         else:
             values[key], at = _DECODER.raw_decode(text, at)
@@ -126,7 +139,7 @@ def _pairs(text: str, list_key: str) -> ScannedBody:
             raise ValueError(f"expected ',' or '}}' at {at}")
     if text[_skip(text, at + 1) :]:
         raise ValueError("data after the object")
-    return ScannedBody(values, texts, items, text, spans, item_spans)
+    return ScannedBody(values, texts, items, text, spans, item_spans, fresh)
 
 
 def scan_body(data: bytes, list_key: str) -> ScannedBody | None:
@@ -161,13 +174,25 @@ def _loaded(data: bytes, list_key: str) -> ScannedBody | str:
     texts = {key: compact(value) for key, value in body.items()}
     listed = body.get(list_key)
     items = [(v, compact(v)) for v in listed] if isinstance(listed, list) else []
-    return ScannedBody(body, texts, items)
+    return ScannedBody(body, texts, items, fresh=len(data))
 
 
 def compact(value: Any) -> str:
     """A value's JSON text as the proxy sends it in a rewritten body (characters as they are:
     "—" stays one character, not ``\\u2014``; a number as the client wrote it)."""
     return dumps(value, ensure_ascii=False)
+
+
+def written_text(value: Any) -> str:
+    """:func:`compact` of a value the proxy never mutates, kept by identity for a message (a
+    mapping); any other value is serialised as it comes."""
+    if not isinstance(value, Mapping):
+        return compact(value)
+    text = _WRITTEN.get(value)
+    if text is None:
+        text = compact(value)
+        _WRITTEN.put(value, text, 128 + len(text))
+    return text
 
 
 def rewritten_body(original: ScannedBody, body: Mapping[str, Any], list_key: str) -> ScannedBody:
@@ -187,7 +212,7 @@ def rewritten_body(original: ScannedBody, body: Mapping[str, Any], list_key: str
     texts = {k: _text_of(k, v, original) for k, v in values.items() if k != list_key}
     old = original.items
     items = [
-        old[i] if i < len(old) and value is old[i][0] else (value, compact(value))
+        old[i] if i < len(old) and value is old[i][0] else (value, written_text(value))
         for i, value in enumerate(listed)
     ]
     texts[list_key] = "[" + ",".join(text for _, text in items) + "]"

@@ -31,6 +31,7 @@ from collections import OrderedDict, deque
 from collections.abc import Mapping, Sequence
 from typing import Any, get_args
 
+from tokenlean._identity import ByIdentity
 from tokenlean.proxy._scan import ScannedBody, rewritten_body
 from tokenlean.raw import Api, list_key, strip_cache_control
 from tokenlean.tokens import DEFAULT_COUNTER
@@ -44,6 +45,9 @@ RECENT_PROMPTS = 8
 _FROM_CONTENT = "first user message"
 
 Block = tuple[str, int]  # (fingerprint, estimated tokens)
+#: The message texts whose blocks are kept by identity: most are held by the scanner's recent
+#: lists anyway, so this keeps little alive that is not already.
+BLOCK_TEXTS_MAX_BYTES = 64 * 2**20
 
 
 def session_key(
@@ -142,6 +146,11 @@ class BlockCounter:
     """
 
     def __init__(self, capacity: int = 100_000) -> None:
+        # By the text object first: a re-sent message's text is the very string the scanner
+        # kept (and a shortened one the one the splice wrote), so most blocks cost no hash.
+        self._by_text: ByIdentity[Block] = ByIdentity(
+            max_entries=capacity, max_bytes=BLOCK_TEXTS_MAX_BYTES
+        )
         self._memo: OrderedDict[bytes, Block] = OrderedDict()
         self._capacity = capacity
         self._lock = threading.Lock()
@@ -162,6 +171,13 @@ class BlockCounter:
         ]
 
     def _block(self, value: Any, text: str) -> Block:
+        block = self._by_text.get(text)
+        if block is None:
+            block = self._hashed(value, text)
+            self._by_text.put(text, block, 64 + len(text))
+        return block
+
+    def _hashed(self, value: Any, text: str) -> Block:
         key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
         with self._lock:
             block = self._memo.get(key)

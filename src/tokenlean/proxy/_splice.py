@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from tokenlean.proxy._numbers import dumps
-from tokenlean.proxy._scan import ScannedBody, Span, compact
+from tokenlean.proxy._scan import ScannedBody, Span, compact, written_text
 
 __all__ = ["serialise"]
 
@@ -27,16 +27,17 @@ def serialise(original: ScannedBody, body: Mapping[str, Any], list_key: str) -> 
     edits = _edits(original, body, list_key)
     if edits is None or original.source is None:
         whole = dict(body)
-        return _encoded(lambda text: text(whole))
+        return _encoded(lambda text: text(whole), compact)
     source = original.source
-    return _encoded(lambda text: _spliced(source, edits, text))
+    # a shortened message's text is kept by the message object, which a re-sent history reuses
+    return _encoded(lambda text: _spliced(source, edits, text), written_text)
 
 
-def _encoded(write: Callable[[Text], str]) -> bytes:
+def _encoded(write: Callable[[Text], str], text: Text) -> bytes:
     """UTF-8 of ``write(text)``, ``text`` serialising a value. A string the client sent as an
     escaped lone surrogate cannot be UTF-8: then the changed values are written escaped."""
     try:
-        return write(compact).encode("utf-8")
+        return write(text).encode("utf-8")
     except UnicodeEncodeError:
         return write(_escaped).encode("utf-8")
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from tokenlean._identity import ByIdentity
+from tokenlean.raw._reuse import reused
 from tokenlean.transcript import Content, Message, ToolCall
 
 Key = str | int
@@ -149,7 +150,11 @@ def apply(body: Mapping[str, Any], view: RawView, writes: Iterable[Write]) -> di
             call = view.calls.get((write.index, write.call_id))
             if call is not None:
                 patches.append((call.path, _render_args(call, write.args)))
-    return dict(_patch(body, patches)) if patches else dict(body)
+    if not patches:
+        return dict(body)
+    if _FROZEN.get():  # the same new message object for the same edits of the same message
+        patches = reused(body, patches, _patch)
+    return dict(_patch(body, patches))
 
 
 def _at(body: Any, path: Path) -> Any:
