@@ -112,3 +112,25 @@ CHAT_HISTORY: Any = [
 SCRIPT = "\n".join(
     ["python - <<'EOF'", *(f"print('step {i}', {i} * {i})" for i in range(150)), "EOF"]
 )
+
+
+#: A long passing pytest log: what the Anthropic histories below answer each call with.
+PASSING_LOG = "\n".join(f"tests/test_{n}.py::test_case PASSED [{n}%]" for n in range(400))
+
+
+def pytest_history(results: int, task: str = "fix the tests") -> list[dict[str, Any]]:
+    """Anthropic Messages: ``task``, then ``results`` turns of a Bash ``pytest`` call answered
+    with :data:`PASSING_LOG` (each numbered, so none repeats an earlier one)."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": task}]
+    for n in range(results):
+        call = {"type": "tool_use", "id": f"t{n}", "name": "Bash", "input": {"command": "pytest"}}
+        result = {
+            "type": "tool_result",
+            "tool_use_id": f"t{n}",
+            "content": f"run {n}\n{PASSING_LOG}",
+        }
+        messages += [
+            {"role": "assistant", "content": [call]},
+            {"role": "user", "content": [result]},
+        ]
+    return messages

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tests.data import pytest_history
 from tokenlean.proxy import ProxySettings, create_app
 from tokenlean.proxy._rewrite import (
     INLINE_BODY_BYTES,
@@ -20,19 +21,9 @@ from tokenlean.proxy._rewrite import (
 )
 from tokenlean.proxy._scan import RECENT
 
-LOG = "\n".join(f"tests/test_{n}.py::test_case PASSED [{n}%]" for n in range(400))
-
 
 def _history(name: str, results: int) -> list[dict[str, Any]]:
-    messages: list[dict[str, Any]] = [{"role": "user", "content": f"{name}: fix the tests"}]
-    for n in range(results):
-        call = {"type": "tool_use", "id": f"t{n}", "name": "Bash", "input": {"command": "pytest"}}
-        result = {"type": "tool_result", "tool_use_id": f"t{n}", "content": f"run {n}\n{LOG}"}
-        messages += [
-            {"role": "assistant", "content": [call]},
-            {"role": "user", "content": [result]},
-        ]
-    return messages
+    return pytest_history(results, f"{name}: fix the tests")
 
 
 def _raw(messages: list[dict[str, Any]]) -> bytes:

@@ -8,21 +8,12 @@ import copy
 from pathlib import Path
 from typing import Any
 
+from tests.data import pytest_history
 from tokenlean.raw import RawSettings, frozen_bodies, rewrite_request
-
-LOG = "\n".join(f"tests/test_{n}.py::test_case PASSED [{n}%]" for n in range(400))
 
 
 def _body(results: int) -> dict[str, Any]:
-    messages: list[dict[str, Any]] = [{"role": "user", "content": "fix the tests"}]
-    for n in range(results):
-        call = {"type": "tool_use", "id": f"t{n}", "name": "Bash", "input": {"command": "pytest"}}
-        result = {"type": "tool_result", "tool_use_id": f"t{n}", "content": f"run {n}\n{LOG}"}
-        messages += [
-            {"role": "assistant", "content": [call]},
-            {"role": "user", "content": [result]},
-        ]
-    return {"model": "m", "max_tokens": 10, "messages": messages}
+    return {"model": "m", "max_tokens": 10, "messages": pytest_history(results)}
 
 
 def _shortened(before: dict[str, Any], after: dict[str, Any]) -> list[int]:
