@@ -228,12 +228,13 @@ def test_a_system_message_recorded_mid_run_reaches_the_model_as_user_text() -> N
 
 @pytest.mark.parametrize("path", one_run_per_source(), ids=lambda p: p.parent.name)
 def test_a_replayed_trajectory_never_changes_bytes_already_sent(path: Path) -> None:
-    """The recommended stack replayed through a real agent: no call changes what an earlier
-    call sent (the context editor's trigger is not reached on these runs), and every call is
-    made (the Codex run's ``wait`` calls on a cell still running are polls, not a loop)."""
+    """The recommended stack with its loop guard replayed through a real agent: no call changes
+    what an earlier call sent (the context editor's trigger is not reached on these runs), and
+    every call is made (the Codex run's ``wait`` calls on a cell still running are polls, not a
+    loop)."""
     skip_unless_here(path)
     trajectory = load_trajectory(path)
-    stack = recommended_middleware()
+    stack = recommended_middleware(loop_guard=True)
     _, model = asyncio.run(replay_messages(trajectory.messages, stack))
     _, plain = asyncio.run(replay_messages(trajectory.messages))
     assert prefix_breaks(model) == []
@@ -246,10 +247,8 @@ def test_the_recommended_stack_clears_only_given_a_window() -> None:
     from tokenlean.agentscope import ContextEditorMiddleware, LoopGuardMiddleware
     from tokenlean.context_editor import SAFETY_NET_SHARE
 
-    assert [type(m) for m in recommended_middleware()] == [
-        ToolOutputShorteningMiddleware,
-        LoopGuardMiddleware,
-    ]
+    assert [type(m) for m in recommended_middleware()] == [ToolOutputShorteningMiddleware]
+    assert isinstance(recommended_middleware(loop_guard=True)[-1], LoopGuardMiddleware)
     editor = recommended_middleware("openai", context_window=100_000)[1]
     assert isinstance(editor, ContextEditorMiddleware)
     assert editor.settings.trigger_tokens == int(100_000 * SAFETY_NET_SHARE)

@@ -25,16 +25,17 @@ from tokenlean.tokens import TiktokenCounter
 
 def test_stack_shape_one_shortener_for_inputs_and_outputs() -> None:
     stack = recommended_middleware("anthropic")
-    assert [type(m) for m in stack] == [ToolOutputShorteningMiddleware, LoopGuardMiddleware]
+    assert [type(m) for m in stack] == [ToolOutputShorteningMiddleware]
     assert stack[0].inputs == RECOMMENDED_INPUTS  # one plan per call: inputs, then outputs
     assert [t.name for m in stack for t in getattr(m, "tools", [])] == ["read_original"]
-    assert [type(m) for m in recommended_middleware("openai", loop_guard=False)] == [
-        ToolOutputShorteningMiddleware
+    assert [type(m) for m in recommended_middleware("openai", loop_guard=True)] == [
+        ToolOutputShorteningMiddleware,
+        LoopGuardMiddleware,
     ]
 
 
 def test_the_editor_is_a_safety_net_at_a_share_of_the_given_window() -> None:
-    stack = recommended_middleware("openai", context_window=200_000)
+    stack = recommended_middleware("openai", context_window=200_000, loop_guard=True)
     assert [type(m) for m in stack] == [
         ToolOutputShorteningMiddleware,
         ContextEditorMiddleware,
@@ -104,7 +105,7 @@ def test_a_run_polling_a_running_cell_makes_every_call() -> None:
     path = TRAJECTORIES / "codex_desktop_0144" / "codex_hk_019f5cfd-b70b_ep2.json"
     skip_unless_here(path)
     trajectory = load_trajectory(path)
-    stack = recommended_middleware()
+    stack = recommended_middleware(loop_guard=True)
     calls = len(replay(trajectory, stack).calls)
     assert calls == len(replay(trajectory).calls) == 32
     guard = stack[-1]

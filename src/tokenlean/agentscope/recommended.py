@@ -13,7 +13,8 @@ each piece is there, on the same core settings:
    negligible share of that prompt (:class:`~tokenlean.history.Offer`).
 2. :class:`ContextEditorMiddleware`, only given the model's ``context_window``: the safety net
    of :meth:`~tokenlean.context_editor.ContextEditorSettings.safety_net`.
-3. :class:`LoopGuardMiddleware`.
+3. :class:`LoopGuardMiddleware`, only with ``loop_guard=True`` (why not by default: the
+   LangChain module's docstring).
 
 A budget is not part of it: only the user knows what a reply may cost
 (:class:`ReplyBudgetControlMiddleware`).
@@ -39,7 +40,7 @@ def recommended_middleware(
     *,
     store: OriginalStore | None = None,
     context_window: int | None = None,
-    loop_guard: bool = True,
+    loop_guard: bool = False,
 ) -> list[MiddlewareBase]:
     """The list to pass as ``Agent(..., middlewares=...)``.
 
@@ -50,7 +51,7 @@ def recommended_middleware(
             store; a :class:`~tokenlean.store.FolderOriginalStore` keeps them across restarts).
         context_window: the model's context window in tokens; when given, a context editor
             clears old results past :data:`~tokenlean.context_editor.SAFETY_NET_SHARE` of it.
-        loop_guard: include the loop guard.
+        loop_guard: add the loop guard (off by default).
     """
     pricing = resolve_pricing(provider, name="provider")
     checks.flag(loop_guard, "loop_guard")

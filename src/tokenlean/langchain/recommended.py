@@ -24,8 +24,14 @@ quotes no figure, so that it cannot go stale.
    (plain mode: there the run must shrink or fail). Not by default: replayed on agents' own long
    sessions, clearing at any trigger they pass cost references the agent went back to, and
    after first-sight shortening it saved nothing on the dev runs.
-3. :class:`LoopGuardMiddleware` — nudges, then forces an answer, then ends a run stuck in a
-   loop; ``benchmarks/loops.md`` measures how often it fires on resolved runs and on looping ones.
+3. :class:`LoopGuardMiddleware`, only with ``loop_guard=True`` — nudges, then forces an answer,
+   then ends a run stuck in a loop; ``benchmarks/loops.md`` measures how often it fires on
+   resolved runs and on looping ones. Not by default: the stack's promise is a bill never above
+   no middleware's, and a guard can only prove its cost, never its saving. Its messages are new
+   tokens on every later call, while what ending a loop saves depends on a model obeying, which
+   a replay of recorded turns cannot show; on the short question-answering runs it fires on
+   (prompts under OpenAI's minimum cacheable size) those tokens put the stack above no
+   middleware (``benchmarks/price_tables.md``). Turn it on for agents that loop.
 """
 
 from __future__ import annotations
@@ -58,7 +64,7 @@ def recommended_middleware(
     *,
     store: OriginalStore | StoreChoice | None = None,
     context_window: int | None = None,
-    loop_guard: bool = True,
+    loop_guard: bool = False,
 ) -> list[AgentMiddleware[Any, Any, Any]]:
     """The middleware list to pass as ``create_agent(..., middleware=...)``.
 
@@ -72,7 +78,7 @@ def recommended_middleware(
         context_window: the model's context window in tokens; when given, a context editor
             clears old results past ``EDITOR_WINDOW_SHARE`` of it (a safety net for runs
             that would outgrow it; an agent that compacts on its own needs none).
-        loop_guard: include the loop guard.
+        loop_guard: add the loop guard (off by default: see the module's docstring).
     """
     pricing = resolve_pricing(provider, name="provider")
     checks.flag(loop_guard, "loop_guard")

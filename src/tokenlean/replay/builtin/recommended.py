@@ -19,7 +19,7 @@ def _recommended(provider: str) -> Any:
 register(
     "recommended-anthropic",
     _recommended("anthropic"),
-    "recommended_middleware('anthropic'): shorten outputs and inputs at first sight, loop guard",
+    "recommended_middleware('anthropic'): shorten outputs and inputs at first sight",
 )
 register(
     "recommended-openai",
