@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tokenlean.cost import ANTHROPIC, OPENAI, OPENAI_PAID_WRITES, CachePricing, floor_pays
 from tokenlean.pipeline import Planner, PlannerSettings, plan_turn
-from tokenlean.readback import TOOL_READ_BACK, FileReadBack, ToolReadBack, point_to_file
+from tokenlean.readback import (
+    TOOL_READ_BACK,
+    FileReadBack,
+    ToolReadBack,
+    name_handle,
+    point_to_file,
+)
 from tokenlean.shorten import InputShorteningSettings, OutputShorteningSettings
 from tokenlean.store import FolderOriginalStore, Original, make_handle
 from tokenlean.transcript import Message, ToolCall
@@ -114,6 +123,37 @@ def test_point_to_file_names_the_file_once() -> None:
     assert point_to_file(text, "o1", "/f.txt") == (
         'a; full output: /f.txt lines 2-3 b; full output line 7 c; read_original("o2")'
     )
+
+
+def _one_handle_hints(text: str, handle: str, served: str) -> str:
+    """What ``name_handle`` did with a pattern compiled for each handle (the reference)."""
+    hint = re.compile(
+        rf'read_original\((\\?)"{re.escape(handle)}\1"(?:, \1"(\d+)(?:-(\d+))?\1")?\)'
+    )
+    return hint.sub(lambda m: m[0].replace(handle, served), text)
+
+
+_HANDLES = st.sampled_from(["o1", "o22", "i1", 'w"x', "a b", "o"])
+_HINTS = st.builds(
+    lambda q, handle, lines, end: f'read_original({q}"{handle}{q}"{lines}{end}',
+    st.sampled_from(["", "\\"]),
+    _HANDLES,
+    st.sampled_from(["", ', "3"', ', "3-17"', ', \\"2-5\\"', ", 3"]),
+    st.sampled_from([")", "", " )"]),
+)
+
+
+@given(
+    pieces=st.lists(
+        st.one_of(_HINTS, _HANDLES, st.sampled_from(["x", '"', "\\", ")"])), max_size=12
+    ),
+    handle=_HANDLES,
+)
+def test_hints_are_found_for_one_handle_as_a_pattern_per_handle_found_them(
+    pieces: list[str], handle: str
+) -> None:
+    text = "".join(pieces)
+    assert name_handle(text, handle, "o9") == _one_handle_hints(text, handle, "o9")
 
 
 def test_a_cold_planner_plans_what_a_warm_one_did(tmp_path: Path) -> None:
