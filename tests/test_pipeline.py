@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from tokenlean.readback import (
 )
 from tokenlean.shorten import InputShorteningSettings, OutputShorteningSettings
 from tokenlean.store import FolderOriginalStore, Original, make_handle
+from tokenlean.tokens import DEFAULT_COUNTER, message_tokens
 from tokenlean.transcript import Message, ToolCall
 
 SCRIPT = "\n".join(
@@ -154,6 +156,37 @@ def test_hints_are_found_for_one_handle_as_a_pattern_per_handle_found_them(
 ) -> None:
     text = "".join(pieces)
     assert name_handle(text, handle, "o9") == _one_handle_hints(text, handle, "o9")
+
+
+@pytest.mark.parametrize("read_back", ["file", "none"])
+def test_a_plans_token_counts_are_those_of_the_history_before_and_after_it(
+    tmp_path: Path, read_back: str
+) -> None:
+    """The counts a plan reuses from the shortener equal counting every message again."""
+    history: list[Message] = []
+    for n in range(3):  # three turns: each cuts its input and shortens its (distinct) log
+        for m in _turn(LOG + f"\nrun {n}"):
+            history.append(replace(m, id=f"{m.id}-{n}" if m.id else None))
+        history[-1] = replace(history[-1], tool_call_id=f"c{n}")
+        history[-2] = replace(
+            history[-2], tool_calls=(ToolCall(f"c{n}", "bash", {"command": SCRIPT}),)
+        )
+    store = FileReadBack(FolderOriginalStore(tmp_path)) if read_back == "file" else None
+    settings = PlannerSettings(outputs=OUTPUTS, inputs=INPUTS, read_back=store, counter=None)
+    plan = Planner(settings).plan(history)
+    assert plan.edits  # something was cut
+    after = list(history)
+    for h in plan.edits:
+        edit, message = h.edit, after[h.edit.index]
+        if edit.tool_args:
+            calls = tuple(
+                ToolCall(c.id, c.name, edit.tool_args.get(c.id, c.args)) for c in message.tool_calls
+            )
+            after[edit.index] = replace(message, tool_calls=calls)
+        else:
+            after[edit.index] = replace(message, content=edit.new_content)
+    assert plan.tokens_before == sum(message_tokens(m, DEFAULT_COUNTER) for m in history)
+    assert plan.tokens_after == sum(message_tokens(m, DEFAULT_COUNTER) for m in after)
 
 
 def test_a_cold_planner_plans_what_a_warm_one_did(tmp_path: Path) -> None:

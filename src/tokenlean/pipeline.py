@@ -49,7 +49,7 @@ from tokenlean.shorten import (
     readable,
 )
 from tokenlean.store import Original
-from tokenlean.tokens import DEFAULT_COUNTER, TokenCounter, message_tokens
+from tokenlean.tokens import DEFAULT_COUNTER, MESSAGE_OVERHEAD, TokenCounter, message_tokens
 from tokenlean.transcript import Edit, Message, ToolCall
 
 __all__ = [
@@ -305,15 +305,15 @@ class Planner:
             for e in self._turn(current, turn, log, ahead.upto(current, turn[0]))
         ]
         add_visible(log.seen, current[log.upto :])
-        count = policy.counter or DEFAULT_COUNTER
+        tokens_before, tokens_after = _tokens(view, current, start, edits, policy)
         node: Checkpoint[HistoryEdit, str] = Checkpoint(
             parent=base,
             end=len(view),
             edits=tuple(edits),
             lines=frozenset(log.seen.lines) if dedupe else frozenset(),
             results=dict(log.seen.results) if dedupe else {},
-            tokens_before=sum(message_tokens(m, count) for m in view[start:]),
-            tokens_after=sum(message_tokens(m, count) for m in current[start:]),
+            tokens_before=tokens_before,
+            tokens_after=tokens_after,
         )
         if start < len(view):
             self._memo.put(policy, digests[-1], node)
@@ -355,6 +355,37 @@ class Planner:
             out.append(HistoryEdit(replace(shortened, new_content=text), kept))
             current[shortened.index] = replace(current[shortened.index], content=text)
         return out
+
+
+def _tokens(
+    view: Sequence[Message],
+    current: Sequence[Message],
+    start: int,
+    edits: Sequence[HistoryEdit],
+    policy: PlannerSettings,
+) -> tuple[int, int]:
+    """The tokens of ``view[start:]`` and of ``current[start:]`` (the same messages as planned).
+
+    A message no edit touched is counted once for both. A result shortened at first sight is
+    not counted again: its edit holds the counts of its text before and after, made with this
+    very counter on the way through the shortener (most of a long history's bytes are such
+    results, so counting them again cost a sixth of a cold plan)."""
+    count = policy.counter or DEFAULT_COUNTER
+    reuse = (policy.outputs.counter or DEFAULT_COUNTER) is count
+    by_index = {h.edit.index: h.edit for h in edits}
+    before = after = 0
+    for i in range(start, len(view)):
+        edit = by_index.get(i)
+        if edit is None:
+            tokens = message_tokens(view[i], count)
+            before, after = before + tokens, after + tokens
+        elif reuse and not edit.tool_args and not view[i].tool_calls:
+            before += MESSAGE_OVERHEAD + edit.tokens_before
+            after += MESSAGE_OVERHEAD + edit.tokens_after
+        else:
+            before += message_tokens(view[i], count)
+            after += message_tokens(current[i], count)
+    return before, after
 
 
 @dataclass(slots=True)
