@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from tokenlean.proxy import ProxySettings, default_rewriter
-from tokenlean.proxy._app import LARGE_BODY_BYTES
+from tokenlean.proxy._forward import LARGE_BODY_BYTES
 from tokenlean.raw import RawSettings, rewrite_request
 from tokenlean.testing.upstream import FakeUpstream
 

@@ -20,20 +20,19 @@ travels with :class:`~tokenlean.proxy._rewrite.Prepared`, and the rewritten body
 from __future__ import annotations
 
 import logging
-import re
 import secrets
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tokenlean.cost import CachePricing
-from tokenlean.prices import pricing_for
 from tokenlean.proxy._ab import newest_turn
 from tokenlean.proxy._arms import ArmBook, priced_request
 from tokenlean.proxy._metrics import Metrics
+from tokenlean.proxy._pricing import billed, model_named, model_pricing
 from tokenlean.proxy._rewrite import Prepared
 from tokenlean.proxy._scan import ScannedBody, scan_body
 from tokenlean.proxy._sessions import (
@@ -53,8 +52,6 @@ __all__ = ["StatsBook"]
 
 log = logging.getLogger("tokenlean.proxy")
 
-_GEMINI_MODEL = re.compile(r"/models/([^/:]+)")
-
 
 @dataclass(slots=True)
 class Session:
@@ -66,15 +63,6 @@ class Session:
     first_seen: float = field(default_factory=time.time)
     last_seen: float = field(default_factory=time.time)
     pricing: str = ""  # the name of the pricing its latest request was billed at
-
-
-def model_named(api: Api, path: str, values: Mapping[str, Any]) -> str | None:
-    """The model a request names: its body's ``model``, or for Gemini the one in its path."""
-    model = values.get("model")
-    if isinstance(model, str) and model:
-        return model
-    found = _GEMINI_MODEL.search(path) if api == "gemini" else None
-    return found.group(1) if found else None
 
 
 def _history_bytes(session: Session) -> int:
@@ -172,8 +160,8 @@ class StatsBook:
                 inputs_shortened=outcome.inputs_shortened if outcome else 0,
                 rewrite_seconds=prepared.seconds,
             )
-            one.billed_in = _billed(pricing, one.tokens_in, blocks_in, session.history_in)
-            one.billed_sent = _billed(pricing, one.tokens_sent, blocks_sent, session.history_sent)
+            one.billed_in = billed(pricing, one.tokens_in, blocks_in, session.history_in)
+            one.billed_sent = billed(pricing, one.tokens_sent, blocks_sent, session.history_sent)
             self._add_history(session, blocks_in, blocks_sent)
             session.pricing = pricing.name
             one.answered(usage, pricing.for_prompt(one.tokens_in).output)
@@ -242,11 +230,7 @@ class StatsBook:
         preset = self._pricing[api]
         if not self._by_model or model is None:
             return preset
-        priced = pricing_for(model, provider=_provider(api), fallback=preset)
-        if priced is preset or self._output_price is None:
-            return priced
-        tiers = tuple(replace(t, output=self._output_price) for t in priced.tiers)
-        return replace(priced, output=self._output_price, tiers=tiers)
+        return model_pricing(api, model, preset, output_price=self._output_price)
 
     def snapshot(
         self, named: str | None = None, states: Iterable[Mapping[str, Any]] | None = None
@@ -278,18 +262,3 @@ class StatsBook:
                 "forwarded_unread": dict(self._unread),
                 "rewrites_cancelled": self._cancelled,
             }
-
-
-def _billed(
-    pricing: CachePricing, tokens: int, blocks: list[Block], history: PrefixHistory
-) -> float:
-    """``tokens`` billed with the share of ``blocks`` that ``history`` has cached."""
-    counted = sum(t for _, t in blocks)
-    share = history.cached_tokens(blocks) / counted if counted else 0.0
-    cached = round(tokens * share)
-    return pricing.billed(tokens, cached)
-
-
-def _provider(api: Api) -> str:
-    """The catalogue's provider of an API, so a model name is looked up where it is served."""
-    return "google" if api == "gemini" else api.split("_")[0]
