@@ -91,3 +91,26 @@ def test_the_results_table_is_the_benchmarks() -> None:
             f"{w['recall']} ({w['recall_on']})",
             breaks,
         ], strategy
+
+
+def test_the_proxy_load_table_is_the_benchmarks() -> None:
+    """The README's load table is benchmarks/proxy_load.md's run: added p50 / p99 at 1 and 50
+    conversations, requests per second at 50, and the cold large body's seconds."""
+    shown = _table(README.read_text(encoding="utf-8"), "| target | 1 conversation")
+    load = (ROOT / "benchmarks" / "proxy_load.md").read_text(encoding="utf-8")
+    rows: dict[tuple[str, str], list[str]] = {}
+    for line in load[load.index("| target | concurrent") :].splitlines()[2:]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        rows[(cells[0], cells[1])] = cells[2:]
+    cold = _table(load, "| target | seconds")
+    assert "tokenlean proxy" in shown
+    for target, cells in shown.items():
+        one, fifty = rows[(target, "1")], rows[(target, "50")]
+        assert cells == [
+            f"{one[2]} / {one[3]}",
+            f"{fifty[2]} / {fifty[3]}",
+            fifty[4],
+            cold[target][0],
+        ], target
