@@ -369,7 +369,7 @@ def _tokens(
     A message no edit touched is counted once for both. A result shortened at first sight is
     not counted again: its edit holds the counts of its text before and after, made with this
     very counter on the way through the shortener (most of a long history's bytes are such
-    results, so counting them again cost a sixth of a cold plan)."""
+    results, so counting them again cost about a tenth of a cold plan)."""
     count = policy.counter or DEFAULT_COUNTER
     reuse = (policy.outputs.counter or DEFAULT_COUNTER) is count
     by_index = {h.edit.index: h.edit for h in edits}

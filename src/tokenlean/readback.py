@@ -191,7 +191,7 @@ NO_TOOL_READ_BACK = ToolReadBack(None)
 #: inside JSON strings. Groups: the escape, the handle, the first and last line.
 _HINT_SHAPE = r'{tool}\((\\?)"({handle})\1"(?:, \1"(\d+)(?:-(\d+))?\1")?\)'
 #: Hints for any handle, compiled once: a pattern per handle cost a compile per shortened
-#: result (about a millisecond each, a fifth of a cold 30 MB body's rewrite).
+#: result (about a millisecond each: a tenth of a cold 30 MB body's rewrite).
 _HINT = re.compile(_HINT_SHAPE.format(tool=RETRIEVAL_TOOL, handle=r'[^"\\\s(),]+'))
 
 
