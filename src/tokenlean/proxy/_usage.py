@@ -37,7 +37,7 @@ from typing import Any
 
 from tokenlean.raw import Api
 
-__all__ = ["MAX_DECODED", "MAX_KEPT", "AnswerReader", "Usage", "answer_reader"]
+__all__ = ["MAX_DECODED", "MAX_KEPT", "AnswerReader", "Usage", "answer_reader", "litellm_usage"]
 
 log = logging.getLogger("tokenlean.proxy")
 
@@ -257,6 +257,20 @@ def _gemini(obj: Any) -> Fields:
     output = None if answer is None else answer + thoughts
     prompt = _count(_at(usage, "promptTokenCount"))
     return output, prompt, _count(_at(usage, "cachedContentTokenCount")), None
+
+
+def litellm_usage(found: Any) -> Usage | None:
+    """The usage LiteLLM reports for a call (the usage object of its logging payload): OpenAI's
+    counts, the prompt's including its cached and written parts, and the parts read from and
+    written to the cache, under OpenAI's or Anthropic's names."""
+    prompt, output = _count(_at(found, "prompt_tokens")), _count(_at(found, "completion_tokens"))
+    if prompt is None or output is None:
+        return None
+    read = _count(_at(found, "prompt_tokens_details", "cached_tokens")) or _count(
+        _at(found, "cache_read_input_tokens")
+    )
+    written = _count(_at(found, "cache_creation_input_tokens"))
+    return Usage(output, prompt, read or 0, written or 0)
 
 
 _FIELDS: Mapping[Api, Callable[[Any], Fields]] = {

@@ -52,7 +52,7 @@ from tokenlean.proxy._ab import Arm, NewestTurn, arm_of, newest_turn
 from tokenlean.proxy._arms import ArmBook, priced_request
 from tokenlean.proxy._sessions import session_key
 from tokenlean.proxy._settings import AB_IDLE, MAX_SESSIONS
-from tokenlean.proxy._usage import Usage
+from tokenlean.proxy._usage import Usage, litellm_usage
 from tokenlean.raw import CALL_APIS, Api, RawSettings, rewrite_call
 from tokenlean.store import default_originals_dir
 
@@ -244,31 +244,16 @@ def _payload(kwargs: Any) -> Mapping[str, Any]:
     return payload if isinstance(payload, Mapping) else {}
 
 
-def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
 def _usage(payload: Mapping[str, Any]) -> Usage | None:
-    """The answer's usage: LiteLLM's counts (the prompt's include its cached and written parts)
-    and, from its usage object, the parts read from and written to the cache."""
+    """The answer's usage, from the usage object of LiteLLM's payload."""
     metadata = payload.get("metadata")
-    found = metadata.get("usage_object") if isinstance(metadata, Mapping) else None
-    if not isinstance(found, Mapping):
-        return None
-    prompt, output = _count(found.get("prompt_tokens")), _count(found.get("completion_tokens"))
-    if prompt is None or output is None:
-        return None
-    details = found.get("prompt_tokens_details")
-    details = details if isinstance(details, Mapping) else {}
-    read = _count(details.get("cached_tokens")) or _count(found.get("cache_read_input_tokens"))
-    written = _count(found.get("cache_creation_input_tokens"))
-    return Usage(output, prompt, read or 0, written or 0)
+    return litellm_usage(metadata.get("usage_object") if isinstance(metadata, Mapping) else None)
 
 
 def _status(exception: Any) -> int:
     """The HTTP status of a failed call (500 when the error names none)."""
-    status = _count(getattr(exception, "status_code", None))
-    return status if status is not None and status >= 400 else 500
+    status = getattr(exception, "status_code", None)
+    return status if isinstance(status, int) and status >= 400 else 500
 
 
 def _from_environment() -> TokenleanCallback:
