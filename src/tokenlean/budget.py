@@ -173,16 +173,18 @@ class BudgetWeights:
     ) -> BudgetWeights:
         """Weights priced as ``model`` (:func:`tokenlean.prices.pricing_for`: the genai-prices
         catalogue, else its provider's preset), relative to ``input_token_weight``; a weight
-        given explicitly wins. ``None``: the weights as given (an output weight of 1)."""
+        given explicitly wins. ``None``: the weights as given (the class's defaults otherwise)."""
         from tokenlean.prices import pricing_for  # the catalogue is optional: looked up on use
 
         if model is None:
-            output = 1.0 if output_token_weight is None else output_token_weight
+            given = (
+                {} if output_token_weight is None else {"output_token_weight": output_token_weight}
+            )
             return cls(
                 input_token_weight=input_token_weight,
-                output_token_weight=output,
                 cache_read_weight=cache_read_weight,
                 cache_write_weight=cache_write_weight,
+                **given,
             )
         checks.text(model, "model", blank=False)
         pricing = pricing_for(model)
