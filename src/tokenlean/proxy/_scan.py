@@ -42,7 +42,7 @@ class ScannedBody:
     """A JSON object body: its top-level values, and the items of one list with their text."""
 
     values: dict[str, Any]  # every top-level key, the list included
-    texts: dict[str, str]  # the JSON text of each top-level value
+    texts: dict[str, str]  # the JSON text of each top-level value (a rewritten list: its items')
     items: list[tuple[Any, str]]  # (value, JSON text) of each element of the list
     # The text as the client sent it, and where each top-level value and list item lies in it
     # (a rewrite splices its changes in); None when the texts were rebuilt, not read.
@@ -215,7 +215,7 @@ def rewritten_body(original: ScannedBody, body: Mapping[str, Any], list_key: str
         old[i] if i < len(old) and value is old[i][0] else (value, written_text(value))
         for i, value in enumerate(listed)
     ]
-    texts[list_key] = "[" + ",".join(text for _, text in items) + "]"
+    # the list's own text is left out: its items have theirs, and nothing reads it whole
     return ScannedBody(values, texts, items)
 
 
