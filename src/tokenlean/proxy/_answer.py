@@ -13,7 +13,7 @@ import httpx
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from tokenlean.proxy._client import watch_disconnect
+from tokenlean.proxy._client import watching
 from tokenlean.proxy._routing import mask_key, response_headers
 from tokenlean.proxy._usage import AnswerReader
 
@@ -40,10 +40,8 @@ class UpstreamResponse(Response):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            async with anyio.create_task_group() as group:
-                group.start_soon(watch_disconnect, receive, group.cancel_scope)
+            with watching(receive):
                 await self._pump(send)
-                group.cancel_scope.cancel()
         finally:
             with anyio.CancelScope(shield=True):
                 await self.upstream.aclose()

@@ -25,7 +25,7 @@ from starlette.responses import JSONResponse, Response
 
 from tokenlean.proxy._ab import arm_rewriter
 from tokenlean.proxy._answer import OnDone, UpstreamResponse
-from tokenlean.proxy._client import Gone, read_body, set_when_cancelled, unless_gone
+from tokenlean.proxy._client import Gone, read_body, unless_gone
 from tokenlean.proxy._counting import CountingThread
 from tokenlean.proxy._errors import error_response
 from tokenlean.proxy._rewrite import Prepared, Rewriter, begin, prepare, prepare_later
@@ -103,12 +103,14 @@ class Proxy:
         answer = await unless_gone(request.receive, partial(self._forward, request, raw))
         return Gone() if answer is None else answer
 
-    async def _forward(self, request: Request, raw: bytes) -> Response:
+    async def _forward(self, request: Request, raw: bytes, gone: threading.Event) -> Response:
         started = time.perf_counter()
         path = request.url.path
         api = api_for(request.method, path)
         encoding = request.headers.get("content-encoding")
-        prepared = None if api is None else await self._prepare(api, raw, encoding, request.headers)
+        prepared = (
+            None if api is None else await self._prepare(api, raw, encoding, request.headers, gone)
+        )
         content = raw if prepared is None else prepared.content
         vendor = vendor_for(path, request.headers, request.url.query)
         base = upstream_base(self.settings, vendor)
@@ -136,7 +138,7 @@ class Proxy:
         return arm_rewriter(self.rewriter, headers, share=arms.share, salt=salt)
 
     async def _prepare(
-        self, api: Api, raw: bytes, encoding: str | None, headers: Headers
+        self, api: Api, raw: bytes, encoding: str | None, headers: Headers, gone: threading.Event
     ) -> Prepared:
         rewriter = self._rewriter_for(headers)
         if rewriter is None:  # nothing to do on the request's path
@@ -155,16 +157,12 @@ class Proxy:
         # large bodies in a lane of their own, so two of them cannot take every thread. One
         # waiting for its lane is dropped when its client leaves (``unless_gone``).
         # A rewritten body stays within the size the client's body was accepted at. A rewrite
-        # whose client leaves stops between turns (``gone``, set when this task is cancelled).
-        gone = threading.Event()
+        # whose client leaves stops between turns (``gone``, set by ``unless_gone``).
         work = partial(later, gone.is_set)
         limiter = self.large_rewrites if len(raw) >= LARGE_BODY_BYTES else self.rewrites
-        async with anyio.create_task_group() as group:
-            await group.start(set_when_cancelled, gone)
-            prepared = await anyio.to_thread.run_sync(work, limiter=limiter)
-            if prepared.cancelled:
-                self.stats.cancelled_rewrite()
-            group.cancel_scope.cancel()
+        prepared = await anyio.to_thread.run_sync(work, limiter=limiter)
+        if prepared.cancelled:
+            self.stats.cancelled_rewrite()
         return prepared
 
     async def _send(self, request: Request, url: str, content: bytes) -> httpx.Response:
