@@ -39,12 +39,16 @@ class ByIdentity(Generic[V]):
 
     def get(self, obj: object) -> V | None:
         """The value kept for ``obj`` itself (not for an equal object), or None."""
-        found = self._items.get(id(obj))  # one atomic step: no lock to miss
+        key = id(obj)
+        found = self._items.get(key)  # one atomic step: no lock to miss
         if found is None or found[0] is not obj:
             return None
-        with self._lock:
-            if id(obj) in self._items:
-                self._items.move_to_end(id(obj))
+        # Atomic too (an int key runs no Python code), so no lock: a request looks up a
+        # thousand messages, and taking one for each cost twice the lookup itself.
+        try:  # noqa: SIM105  # suppress() costs as much as the lock did (0.18 vs 0.49 us)
+            self._items.move_to_end(key)
+        except KeyError:  # dropped by a put meanwhile: nothing to move
+            pass
         return found[1]
 
     def put(self, obj: object, value: V, charge: int) -> None:
