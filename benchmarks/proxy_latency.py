@@ -20,6 +20,9 @@ Claude Code trajectories in ``shared/data/trajectories`` (concatenated into one 
 
 Writes ``benchmarks/proxy_latency.md`` (``--markdown`` to change the path).
 
+``--cpu-windows N`` measures only the proxy's CPU per request on the re-sent history, in ``N``
+windows of ``--requests`` back-to-back requests with no direct ones between them, and prints it.
+
 ``--behind-large`` measures one thing instead: a small request's latency through the proxy alone,
 and while the proxy is rewriting a large body (about ``--large-mb`` MB: that history plus many
 test logs, with a new first message on every request so nothing of it is memoised). It writes
@@ -263,6 +266,14 @@ def main() -> int:
         help="--behind-large: seconds between sending the large body and the small one",
     )
     parser.add_argument("--label", default="this tree", help="--behind-large: the row's name")
+    parser.add_argument(
+        "--cpu-windows",
+        type=int,
+        default=0,
+        help="measure only the proxy's CPU per re-sent history, in this many windows of "
+        "--requests back-to-back requests (no direct requests between them); prints, writes "
+        "nothing",
+    )
     args = parser.parse_args()
     if not TRAJECTORIES.is_dir():
         print(f"needs {TRAJECTORIES}", file=sys.stderr)
@@ -271,6 +282,8 @@ def main() -> int:
     history, tokens = history_body(args.history_tokens, counter)
     if args.behind_large:
         return behind_large_main(args, history)
+    if args.cpu_windows:
+        return cpu_windows_main(args, history, tokens)
     cached = json.dumps(history).encode()
     result = long_result()
     if "rewrite" in args.modes and not importlib.util.find_spec("tokenlean.raw"):
@@ -396,6 +409,28 @@ def write_markdown(
     ]
     kept = _section(args.markdown.read_text())[1] if args.markdown.exists() else ""
     args.markdown.write_text("\n".join(lines) + ("\n" + kept if kept else ""))
+
+
+def cpu_windows_main(args: argparse.Namespace, history: dict[str, Any], tokens: int) -> int:
+    """Proxy CPU per request on the re-sent history alone: nothing else shares the proxy's
+    caches or the machine's cores with it between requests (30 warm-up requests first)."""
+    content = json.dumps(history).encode()
+    with servers(False) as (_, proxy, pid), httpx.Client(timeout=120) as client:
+        for _ in range(30):
+            _timed(client, proxy, content)
+        windows = []
+        for _ in range(args.cpu_windows):
+            time.sleep(0.5)  # the statistics of the window before are counted by now
+            cpu = cpu_seconds(pid)
+            for _ in range(args.requests):
+                _timed(client, proxy, content)
+            windows.append(1000 * (cpu_seconds(pid) - cpu) / args.requests)
+    figures = ", ".join(f"{w:.2f}" for w in windows)
+    print(
+        f"{tokens:,} tokens ({len(content):,} bytes) re-sent; proxy CPU ms per request, by window:"
+    )
+    print(f"{figures} (median {statistics.median(windows):.2f})")
+    return 0
 
 
 # -- a small request behind a large one --------------------------------------------------------
