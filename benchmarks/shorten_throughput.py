@@ -13,6 +13,11 @@ whole, so the text is cut to windows first, and each line cut short so the text 
 ``window_above_chars`` and is read line by line (the costlier case). Last, the slowest single
 output of all. ``--clock cpu`` times the process's CPU time instead of the wall clock: on a
 machine others share, the wall clock also counts their turns.
+
+``--parts`` prints, instead, where the time over the files goes: how much of it the default
+token counter (``tokens_before``, ``tokens_after``) and the keyword scans (``Lines.find_all``,
+the lower-cased copy included) take, and the throughput the rest alone would allow (the most
+that making those two free could give).
 """
 
 from __future__ import annotations
@@ -21,11 +26,14 @@ import argparse
 import json
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from tokenlean import shorten
 from tokenlean.shorten import DEFAULT_OPTIONS
+from tokenlean.shorten._text import Lines
+from tokenlean.tokens import EstimateCounter
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -88,9 +96,13 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--shared", type=Path, default=ROOT.parent / "shared")
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall")
+    parser.add_argument("--parts", action="store_true", help="where the files' time goes")
     args = parser.parse_args()
     clock = CLOCKS[args.clock]
     files = real_files(args.shared)
+    if args.parts:
+        print_parts(files, args.repeat)
+        return
     rows = []
     for path in files:
         text = path.read_text(encoding="utf-8", errors="replace")
@@ -119,6 +131,48 @@ def main() -> None:
         slowest.append((seconds, name))
     seconds, name = max(slowest)
     print(f"slowest single output: {1000 * seconds:.1f} ms ({name})")
+
+
+@contextmanager
+def timed(owner: type, name: str, spent: dict[str, float]) -> Iterator[None]:
+    """``owner.name`` timed on the wall clock while the block runs (its calls do not nest)."""
+    original = getattr(owner, name)
+
+    def run(*args: object, **kwargs: object) -> object:
+        start = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            spent[name] += time.perf_counter() - start
+
+    setattr(owner, name, run)
+    try:
+        yield
+    finally:
+        setattr(owner, name, original)
+
+
+def print_parts(files: list[Path], repeat: int) -> None:
+    """The median over ``repeat`` passes of all ``files``: the whole, and the counter's and the
+    keyword scans' parts of it (each pass timed on the wall clock, as the parts are)."""
+    texts = [path.read_text(encoding="utf-8", errors="replace") for path in files]
+    size = sum(len(text.encode()) for text in texts) / 1e6
+    passes: list[tuple[float, float, float]] = []
+    spent = {"count": 0.0, "find_all": 0.0}
+    with timed(EstimateCounter, "count", spent), timed(Lines, "find_all", spent):
+        for _ in range(repeat + 1):  # the first pass warms up
+            spent.update(count=0.0, find_all=0.0)
+            start = time.perf_counter()
+            for text in texts:
+                shorten(text)
+            passes.append((time.perf_counter() - start, spent["count"], spent["find_all"]))
+    whole, count, scans = (statistics.median(p[i] for p in passes[1:]) for i in range(3))
+    rest = whole - count - scans
+    print(f"files: {len(texts)}, {size:.3f} MB; median of {repeat} passes (wall clock)")
+    print(f"whole: {1000 * whole:.1f} ms ({size / whole:.1f} MB/s)")
+    print(f"token counter: {1000 * count:.1f} ms ({100 * count / whole:.0f}%)")
+    print(f"keyword scans: {1000 * scans:.1f} ms ({100 * scans / whole:.0f}%)")
+    print(f"the rest: {1000 * rest:.1f} ms ({size / rest:.1f} MB/s if both cost nothing)")
 
 
 def large_inputs(files: list[Path], shared: Path, repeat: int) -> list[tuple[str, str, int]]:
