@@ -21,7 +21,7 @@ from typing import Any
 
 from tokenlean._identity import ByIdentity
 from tokenlean.proxy._numbers import dumps, parse_float, parse_int
-from tokenlean.proxy._recent import RecentLists
+from tokenlean.proxy._recent import KeptList, RecentLists
 
 Span = tuple[int, int]
 
@@ -64,12 +64,13 @@ def _list_items(text: str, at: int, spans: list[Span]) -> tuple[list[tuple[Any, 
     """The elements of the array starting at ``at`` (its ``[``), the index after it, and the
     characters of the elements parsed anew; the span of each element is added to ``spans``.
     Elements the last list with the same first element held are taken from it where their text
-    is here again (:mod:`._recent`)."""
+    is here again: all at once when the whole list is (:mod:`._recent`)."""
     items: list[tuple[Any, str]] = []
     at = _skip(text, at + 1)
     if text[at] == "]":
         return items, at + 1, 0
     known: list[tuple[Any, str]] = []
+    first = len(spans)
     fresh = 0
     while True:
         start = at
@@ -80,20 +81,33 @@ def _list_items(text: str, at: int, spans: list[Span]) -> tuple[list[tuple[Any, 
             fresh += at - start
         else:
             at += len(item[1])
-        if not items:
-            known = RECENT.get(item[1])
+        if not items and (kept := RECENT.get(item[1])) is not None:
             # the kept first message itself, so every message of a re-sent history is the
             # object it was the last time (what is derived from it is found by identity)
-            item, fresh = (known[0], 0) if known else (item, fresh)
+            known, item, fresh = kept.items, kept.items[0], 0
+            if _again(kept, text, start):  # all of it, as it was: taken at once
+                shifted = kept.at(start)
+                items.extend(known[:-1])
+                spans.extend(shifted[:-1])
+                item, (start, at) = known[-1], shifted[-1]
         items.append(item)
         spans.append((start, at))
         at = _skip(text, at)
         if text[at] == "]":
-            RECENT.put(items)
+            RECENT.put(KeptList.of(items, text, spans[first:]))
             return items, at + 1, fresh
         if text[at] != ",":
             raise ValueError(f"expected ',' at {at}")
         at = _skip(text, at + 1)
+
+
+def _again(kept: KeptList, text: str, at: int) -> bool:
+    """Whether ``text`` holds the whole kept list's text at ``at``, its last item ending there
+    (the next character that is not a blank closes it or separates it from a new item)."""
+    if not text.startswith(kept.text, at):
+        return False
+    end = _skip(text, at + len(kept.text))
+    return end < len(text) and text[end] in ",]"
 
 
 def _known(known: list[tuple[Any, str]], k: int, text: str, at: int) -> tuple[Any, str] | None:
