@@ -1,0 +1,84 @@
+"""A frozen message list re-sent with new messages after it takes the view of the last list in one
+step and reads only the new messages; any other list is read message by message, and every
+view is the one a fresh read gives."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from tests.data import pytest_history
+from tokenlean.raw import _anthropic, _openai_chat, _view, frozen_bodies
+from tokenlean.raw._view import RawView
+
+
+def _fresh(body: dict[str, Any], reader: Any = _anthropic.read) -> RawView:
+    view = reader(copy.deepcopy(body))  # other objects, and not frozen: read from scratch
+    assert view is not None
+    return view
+
+
+def _reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The indices of the messages read one by one from now on."""
+    seen: list[int] = []
+    one = _view._read_once
+
+    def counted(out: Any, reader: Any, i: int, message: Any) -> None:
+        seen.append(i)
+        one(out, reader, i, message)
+
+    monkeypatch.setattr(_view, "_read_once", counted)
+    return seen
+
+
+def test_a_list_sent_again_with_more_reads_only_the_new_messages(monkeypatch: pytest.MonkeyPatch):
+    history = pytest_history(4, task="lists sent again")
+    with frozen_bodies():
+        _anthropic.read({"messages": history[:5]})
+        reads = _reads(monkeypatch)
+        view = _anthropic.read({"messages": history})
+    assert reads == [5, 6, 7, 8]
+    assert view == _fresh({"messages": history})
+
+
+def test_a_list_with_another_object_before_the_end_is_read_message_by_message(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    history = pytest_history(3, task="one message another object")
+    with frozen_bodies():
+        _anthropic.read({"messages": history})
+        edited = copy.deepcopy(history[2])
+        edited["content"][0]["content"] = "another run"
+        changed = [*history[:2], edited, *history[3:]]
+        reads = _reads(monkeypatch)
+        view = _anthropic.read({"messages": changed})
+    assert reads == list(range(len(history)))
+    assert view == _fresh({"messages": changed})
+    assert view.messages[2].content == "another run"
+
+
+def test_a_shorter_list_and_another_reader_do_not_take_the_kept_view(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    history = pytest_history(3, task="shorter and other readers")
+    with frozen_bodies():
+        _anthropic.read({"messages": history})
+        reads = _reads(monkeypatch)
+        shorter = _anthropic.read({"messages": history[:3]})
+        chat = _openai_chat.read({"messages": history})
+    assert reads == [0, 1, 2, *range(len(history))]
+    assert shorter == _fresh({"messages": history[:3]})
+    assert chat == _fresh({"messages": history}, _openai_chat.read)
+
+
+def test_a_list_that_may_be_mutated_is_read_message_by_message(monkeypatch: pytest.MonkeyPatch):
+    history = pytest_history(2, task="not frozen")
+    _anthropic.read({"messages": history})
+    reads = _reads(monkeypatch)
+    history[2]["content"][0]["content"] = "changed in place"
+    view = _anthropic.read({"messages": history})
+    assert reads == []  # not frozen: no message is read through the memo at all
+    assert view == _fresh({"messages": history})
+    assert "changed in place" in str(view.messages)
