@@ -107,12 +107,13 @@ def secure_folder(directory: Path) -> None:
         directory.chmod(0o700)
 
 
-def freshen(path: Path, now: float | None = None) -> bool:
+def freshen(path: str | Path, now: float | None = None) -> bool:
     """Whether ``path`` is a file (not a link to one); if so, mark it used (mtime) when stale
     and make it ``0600``. A link placed in the folder counts as absent, so a put writes over it
-    and nothing touches the file it points at."""
+    and nothing touches the file it points at. (A request puts every original its history
+    names again, so a path may come as a string: no ``Path`` made for each.)"""
     try:
-        info = path.lstat()
+        info = os.lstat(path)
     except (FileNotFoundError, NotADirectoryError):
         return False
     if not stat.S_ISREG(info.st_mode):
@@ -128,10 +129,10 @@ def freshen(path: Path, now: float | None = None) -> bool:
     return True
 
 
-def _private(path: Path, mode: int) -> None:
+def _private(path: str | Path, mode: int) -> None:
     if stat.S_IMODE(mode) & 0o077:
         with contextlib.suppress(OSError):  # gone, or not ours: nothing to do here
-            path.chmod(0o600)
+            Path(path).chmod(0o600)
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,7 +241,7 @@ class Retention:
                     Path(item.path).unlink(missing_ok=True)
             elif self._is_original(item.name):
                 if not dry_run:
-                    _private(Path(item.path), info.st_mode)
+                    _private(item.path, info.st_mode)
                 entries.append(_Entry(info.st_mtime, info.st_size, item.name))
         return entries
 

@@ -307,6 +307,7 @@ class FolderOriginalStore:
     ) -> None:
         checks.instance(directory, "directory", (str, Path), "a path")
         self.directory = Path(directory)
+        self._folder = os.fspath(self.directory)
         self.max_bytes, self.max_age = check_limits(max_bytes, max_age)
         secure_folder(self.directory)
         self._retention = Retention(
@@ -324,10 +325,12 @@ class FolderOriginalStore:
         reader never sees half a file and concurrent writers of the same (identical) content
         cannot clash.
         """
-        path = self.path(original.handle)
-        if freshen(path):
+        # self.path's, as a str: a request puts every original its history names again
+        name = f"{self._folder}{os.sep}{original.handle}.txt"
+        if freshen(name):
             self._retention.after_put(0)
             return
+        path = Path(name)
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".txt")
         try:
