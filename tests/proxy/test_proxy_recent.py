@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokenlean.proxy import _scan
-from tokenlean.proxy._recent import KeptList, RecentLists
-from tokenlean.proxy._scan import RECENT, ScannedBody, scan_body
+from tokenlean.proxy._recent import KeptList, RecentLists, RecentValues
+from tokenlean.proxy._scan import RECENT, VALUES, ScannedBody, scan_body
 
 
 def _body(messages: list[object], **top: object) -> bytes:
@@ -19,6 +19,7 @@ def _body(messages: list[object], **top: object) -> bytes:
 
 def _fresh(data: bytes) -> ScannedBody:
     RECENT.clear()
+    VALUES.clear()
     scanned = scan_body(data, "messages")
     assert scanned is not None
     return scanned
@@ -98,6 +99,46 @@ def test_a_history_sent_again_as_it_was_is_taken_whole_without_a_step_per_messag
     _same_reading(again, _fresh(later))
 
 
+def test_a_history_whose_newest_message_changed_takes_the_others_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    """A client moves its cache breakpoint to the newest message: the one before loses it."""
+    history = [{"role": "user", "content": f"turn {n} " * 50} for n in range(20)]
+    marked = {**history[-1], "cache_control": {"type": "ephemeral"}}
+    _fresh(_body([*history[:-1], marked]))
+    asked: list[int] = []
+    known = _scan._known
+
+    def counted(known_items: object, k: int, *args: object) -> object:
+        asked.append(k)
+        return known(known_items, k, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_scan, "_known", counted)
+    new = {"role": "user", "content": "one more", "cache_control": {"type": "ephemeral"}}
+    later = _body([*history, new])
+    again = scan_body(later, "messages")
+    assert again is not None
+    assert asked == [0, 19, 20]  # the key, the changed message and the new one
+    assert again.fresh == len(json.dumps(history[-1])) + len(json.dumps(new))
+    _same_reading(again, _fresh(later))
+
+
+def test_a_new_item_where_blanks_were_is_read():
+    """Each kept item is compared with the separator that followed it, so an item put where
+    there were blanks (the next one at the same place) is found, also after the list grew."""
+    a, b, c = (json.dumps({"role": "user", "content": x}, separators=(",", ":")) for x in "abc")
+
+    def body(items: str) -> bytes:
+        return ('{"messages": [' + items + "]}").encode()
+
+    _fresh(body(f"{a}, {b}"))
+    assert scan_body(body(f"{a}, {b},    {c}"), "messages") is not None
+    again = scan_body(body(f"{a}, {b}, 1, {c}"), "messages")
+    assert again is not None
+    assert again.values["messages"][2] == 1
+    _same_reading(again, _fresh(body(f"{a}, {b}, 1, {c}")))
+
+
 def test_a_kept_list_whose_last_item_goes_on_is_read_item_by_item():
     _fresh(_body([{"role": "user"}, 1]))
     again = scan_body(_body([{"role": "user"}, 12]), "messages")
@@ -110,31 +151,65 @@ def test_a_kept_list_whose_last_item_goes_on_is_read_item_by_item():
 _VALUES = st.sampled_from([1, 12, 1.5, "a", ",]", {"role": "user", "content": "a"}])
 
 
+_BODIES = st.tuples(st.integers(0, 4), st.lists(_VALUES, max_size=3), st.sampled_from([None, 0, 1]))
+
+
 @settings(max_examples=400, deadline=None)
-@given(
-    before=st.lists(_VALUES, min_size=1, max_size=4),
-    after=st.lists(_VALUES, max_size=3),
-    keep=st.integers(0, 4),
-    spacing=st.sampled_from([None, 0, 1]),
-)
-def test_a_body_read_after_another_reads_as_a_fresh_parse(
-    before: list[object], after: list[object], keep: int, spacing: int | None
+@given(first=st.lists(_VALUES, min_size=1, max_size=4), then=st.lists(_BODIES, max_size=3))
+def test_bodies_read_one_after_another_read_as_fresh_parses(
+    first: list[object], then: list[tuple[int, list[object], int | None]]
 ):
-    """Whatever the kept list and the new body share (a prefix, a first message, separators),
-    the reading is the one a fresh parse gives."""
-    _fresh(_body(before))
-    later = json.dumps({"messages": [*before[: max(keep, 1)], *after]}, indent=spacing).encode()
+    """Each body keeps some messages of the one before (at least its first), adds others, and
+    may space them otherwise: whatever it shares with the kept list, the reading is the one a
+    fresh parse gives."""
+    _fresh(_body(first))
+    messages = first
+    for keep, added, spacing in then:
+        messages = [*messages[: max(keep, 1)], *added]
+        data = json.dumps({"messages": messages}, indent=spacing).encode()
+        again = scan_body(data, "messages")
+        assert again is not None
+        wanted = scan_body(data, "messages")  # read once more: from the list just kept
+        RECENT.clear()
+        VALUES.clear()
+        fresh = scan_body(data, "messages")
+        assert again is not None and wanted is not None and fresh is not None
+        _same_reading(again, fresh)
+        _same_reading(wanted, fresh)
+        scan_body(data, "messages")  # kept again, for the next body
+
+
+_TOOLS = [{"name": f"tool_{n}", "input_schema": {"type": "object"}} for n in range(60)]
+
+
+def test_a_long_value_sent_again_is_the_kept_one_and_reads_as_a_fresh_parse():
+    first = _fresh(_body([{"role": "user"}], tools=_TOOLS, system="s" * 3000))
+    later = _body([{"role": "user"}, 1], tools=_TOOLS, system="s" * 3000)
     again = scan_body(later, "messages")
     assert again is not None
+    assert again.values["tools"] is first.values["tools"]
+    assert again.texts["tools"] is first.texts["tools"]
+    assert again.values["system"] is first.values["system"]
     _same_reading(again, _fresh(later))
 
 
-def test_fresh_counts_the_characters_of_the_messages_parsed_anew():
-    history = [{"role": "user", "content": f"turn {n} " * 50} for n in range(10)]
-    first = _fresh(_body(history))
-    assert first.fresh == sum(len(text) for _, text in first.items)
-    again = scan_body(_body(history), "messages")
-    assert again is not None and again.fresh == 0
-    new = {"role": "user", "content": "one more"}
-    more = scan_body(_body([*history, new]), "messages")
-    assert more is not None and more.fresh == len(json.dumps(new))
+def test_a_long_value_that_changed_or_goes_on_is_parsed():
+    _fresh(_body([], tools=_TOOLS, limit=int("7" * 2100)))
+    more = _body([], tools=[*_TOOLS[:-1], {"name": "other"}], limit=int("7" * 2101))
+    again = scan_body(more, "messages")
+    assert again is not None
+    assert again.values["tools"][-1] == {"name": "other"}
+    assert again.texts["limit"] == "7" * 2101
+    _same_reading(again, _fresh(more))
+
+
+def test_the_values_kept_are_long_ones_bounded_in_number_and_in_bytes():
+    values = RecentValues(max_values=2, max_bytes=40_000, min_chars=100)
+    values.put("system", "short", "short")
+    assert values.candidates("system") == []
+    for n in range(3):
+        values.put("system", f'"{n}{"x" * 200}"', n)
+    assert [v for _, v in values.candidates("system")] == [2, 1]  # the most recent first
+    values.put("tools", "[" + "1," * 20_000 + "1]", [1] * 20_001)  # over the bytes
+    assert values.candidates("tools") == []
+    assert 0 < values.size <= 40_000

@@ -1,6 +1,6 @@
-"""A frozen message list re-sent with new messages after it takes the view of the last list in one
-step and reads only the new messages; any other list is read message by message, and every
-view is the one a fresh read gives."""
+"""A frozen message list re-sent with new messages after it takes the view of the messages it shares
+with the last list in one step and reads only the others; every view is the one a fresh read
+gives."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import copy
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.data import pytest_history
 from tokenlean.raw import _anthropic, _openai_chat, _view, frozen_bodies
@@ -43,9 +45,7 @@ def test_a_list_sent_again_with_more_reads_only_the_new_messages(monkeypatch: py
     assert view == _fresh({"messages": history})
 
 
-def test_a_list_with_another_object_before_the_end_is_read_message_by_message(
-    monkeypatch: pytest.MonkeyPatch,
-):
+def test_a_list_with_another_object_is_read_from_that_message_on(monkeypatch: pytest.MonkeyPatch):
     history = pytest_history(3, task="one message another object")
     with frozen_bodies():
         _anthropic.read({"messages": history})
@@ -54,9 +54,23 @@ def test_a_list_with_another_object_before_the_end_is_read_message_by_message(
         changed = [*history[:2], edited, *history[3:]]
         reads = _reads(monkeypatch)
         view = _anthropic.read({"messages": changed})
-    assert reads == list(range(len(history)))
+    assert reads == list(range(2, len(history)))
     assert view == _fresh({"messages": changed})
     assert view.messages[2].content == "another run"
+
+
+def test_a_newest_message_changed_and_new_ones_read_only_those(monkeypatch: pytest.MonkeyPatch):
+    """A client moves its cache breakpoint to the newest message: the one before loses it."""
+    history = pytest_history(3, task="breakpoint moved")
+    marked = copy.deepcopy(history[-1])
+    marked["content"][-1]["cache_control"] = {"type": "ephemeral"}
+    with frozen_bodies():
+        _anthropic.read({"messages": [*history[:-1], marked]})
+        later = [*history, *pytest_history(4, task="breakpoint moved")[7:]]
+        reads = _reads(monkeypatch)
+        view = _anthropic.read({"messages": later})
+    assert reads == [6, 7, 8]
+    assert view == _fresh({"messages": later})
 
 
 def test_a_shorter_list_and_another_reader_do_not_take_the_kept_view(
@@ -68,7 +82,7 @@ def test_a_shorter_list_and_another_reader_do_not_take_the_kept_view(
         reads = _reads(monkeypatch)
         shorter = _anthropic.read({"messages": history[:3]})
         chat = _openai_chat.read({"messages": history})
-    assert reads == [0, 1, 2, *range(len(history))]
+    assert reads == list(range(len(history)))  # the shorter list is the kept one's start
     assert shorter == _fresh({"messages": history[:3]})
     assert chat == _fresh({"messages": history}, _openai_chat.read)
 
@@ -82,3 +96,19 @@ def test_a_list_that_may_be_mutated_is_read_message_by_message(monkeypatch: pyte
     assert reads == []  # not frozen: no message is read through the memo at all
     assert view == _fresh({"messages": history})
     assert "changed in place" in str(view.messages)
+
+
+_POOL = pytest_history(4, task="a pool of messages")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.integers(0, len(_POOL) - 1), st.booleans())), max_size=4))
+def test_lists_read_one_after_another_read_as_fresh_reads(lists: list[list[tuple[int, bool]]]):
+    """Lists of the same message objects and of copies of them, read in turn: each view is
+    the one a fresh read gives, whatever the list before it shared with it."""
+    opening = _POOL[0]
+    with frozen_bodies():
+        for picks in lists:
+            messages = [opening, *(copy.deepcopy(_POOL[i]) if c else _POOL[i] for i, c in picks)]
+            view = _anthropic.read({"messages": messages})
+            assert view == _fresh({"messages": messages})

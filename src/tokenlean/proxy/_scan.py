@@ -21,7 +21,7 @@ from typing import Any
 
 from tokenlean._identity import ByIdentity
 from tokenlean.proxy._numbers import dumps, parse_float, parse_int
-from tokenlean.proxy._recent import KeptList, RecentLists
+from tokenlean.proxy._recent import KeptList, RecentLists, RecentValues
 
 Span = tuple[int, int]
 
@@ -30,6 +30,8 @@ _DECODER = json.JSONDecoder(parse_float=parse_float, parse_int=parse_int)
 _SPACE = re.compile(r"[ \t\n\r]*")
 #: The message lists of recent bodies: a re-sent history is compared, not parsed again.
 RECENT = RecentLists()
+#: Their other long values (``tools``, ``system``), compared the same way.
+VALUES = RecentValues()
 #: The JSON text of each message a rewrite wrote, by the message object: ``tokenlean.raw`` gives
 #: the same object for the same edits while a history is re-sent (its ``_reuse``), so the splice
 #: and the statistics serialise a shortened message once, not twice on every request.
@@ -70,8 +72,8 @@ def _list_items(text: str, at: int, spans: list[Span]) -> tuple[list[tuple[Any, 
     if text[at] == "]":
         return items, at + 1, 0
     known: list[tuple[Any, str]] = []
-    first = len(spans)
-    fresh = 0
+    kept: KeptList | None = None
+    first, same, fresh = len(spans), 0, 0
     while True:
         start = at
         item = _known(known, len(items), text, at)
@@ -85,29 +87,51 @@ def _list_items(text: str, at: int, spans: list[Span]) -> tuple[list[tuple[Any, 
             # the kept first message itself, so every message of a re-sent history is the
             # object it was the last time (what is derived from it is found by identity)
             known, item, fresh = kept.items, kept.items[0], 0
-            if _again(kept, text, start):  # all of it, as it was: taken at once
-                shifted = kept.at(start)
-                items.extend(known[:-1])
+            same = _same(kept, text, start)
+            if same > 1:  # the kept messages that are here again as they were: taken at once
+                shifted = kept.spans_at(start, same)
+                items.extend(known[: same - 1])
                 spans.extend(shifted[:-1])
-                item, (start, at) = known[-1], shifted[-1]
+                item, (start, at) = known[same - 1], shifted[-1]
         items.append(item)
         spans.append((start, at))
         at = _skip(text, at)
         if text[at] == "]":
-            RECENT.put(KeptList.of(items, text, spans[first:]))
+            RECENT.put(KeptList.of(items, text, spans[first:], kept, same))
             return items, at + 1, fresh
         if text[at] != ",":
             raise ValueError(f"expected ',' at {at}")
         at = _skip(text, at + 1)
 
 
-def _again(kept: KeptList, text: str, at: int) -> bool:
-    """Whether ``text`` holds the whole kept list's text at ``at``, its last item ending there
-    (the next character that is not a blank closes it or separates it from a new item)."""
-    if not text.startswith(kept.text, at):
-        return False
-    end = _skip(text, at + len(kept.text))
-    return end < len(text) and text[end] in ",]"
+def _same(kept: KeptList, text: str, at: int) -> int:
+    """How many of the kept list's items ``text`` holds again as they were, from ``at`` on (where
+    the first one starts), each with the separator that followed it: one ``startswith`` each,
+    at C speed. The last kept item counts only if it ends there too (a kept ``1`` is no match
+    for a ``12``)."""
+    starts = kept.starts_at(at)
+    flags = list(map(text.startswith, kept.chunks, starts))
+    try:
+        same = flags.index(False)
+    except ValueError:
+        same = len(flags)
+    if same == len(flags):
+        end = _skip(text, starts[-1] + len(kept.chunks[-1]))
+        same -= not (end < len(text) and text[end] in ",]")
+    return same
+
+
+def _kept_value(key: str, text: str, at: int) -> tuple[str, Any] | None:
+    """The text and value kept for ``key`` (:data:`VALUES`) that ``text`` holds at ``at``,
+    ending there (the next character that is not a blank ends the object or separates the next
+    key)."""
+    for kept, value in VALUES.candidates(key):
+        if text.startswith(kept, at):
+            end = _skip(text, at + len(kept))
+            if end < len(text) and text[end] in ",}":
+                VALUES.used(key, kept)
+                return kept, value
+    return None
 
 
 def _known(known: list[tuple[Any, str]], k: int, text: str, at: int) -> tuple[Any, str] | None:
@@ -140,9 +164,14 @@ def _pairs(text: str, list_key: str) -> ScannedBody:
             item_spans.clear()  # a repeated key: the last one counts, as in json.loads
             items, at, fresh = _list_items(text, at, item_spans)
             values[key] = [value for value, _ in items]
+            texts[key] = text[start:at]
+        elif (kept := _kept_value(key, text, at)) is not None:
+            texts[key], values[key] = kept
+            at += len(kept[0])
         else:
             values[key], at = _DECODER.raw_decode(text, at)
-        texts[key] = text[start:at]
+            texts[key] = text[start:at]
+            VALUES.put(key, texts[key], values[key])
         spans[key] = (start, at)
         at = _skip(text, at)
         if text[at] == ",":
