@@ -207,3 +207,37 @@ def test_the_session_table_is_bounded_in_bytes():
     snapshot = book.snapshot()
     assert 1 <= len(snapshot["sessions"]) < 12 and snapshot["sessions_dropped"] >= 1
     assert snapshot["total"]["requests"] == 96  # a dropped session's counts stay in the total
+
+
+def test_a_re_sent_history_is_counted_from_the_last_lists_blocks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Counting a history sent again looks up only the head and the messages that are new (or
+    changed: a moved breakpoint), received and sent; the blocks are a fresh counter's."""
+    rewriter = default_rewriter(tmp_path)
+    counter = BlockCounter()
+
+    def count(turns: int) -> tuple[list[Any], list[Any], Prepared]:
+        prepared = prepare(rewriter, "anthropic", json.dumps(_body(_turns(turns, LOG))).encode())
+        assert prepared.body is not None and prepared.outcome is not None
+        blocks_in = counter.blocks("anthropic", prepared.body)
+        sent = counter.rewritten("anthropic", prepared.body, blocks_in, prepared.outcome.body)
+        return blocks_in, sent, prepared
+
+    count(6)
+    looked: list[str] = []
+    one = BlockCounter._block
+
+    def counted(self: BlockCounter, value: Any, text: str) -> Any:
+        looked.append(text)
+        return one(self, value, text)
+
+    monkeypatch.setattr(BlockCounter, "_block", counted)
+    blocks_in, sent, prepared = count(7)
+    # each list: the head, the newest message of last time (its breakpoint moved) and two new
+    assert len(looked) == 2 * 4
+    monkeypatch.undo()
+    assert prepared.body is not None and prepared.outcome is not None
+    fresh = BlockCounter()
+    assert blocks_in == fresh.blocks("anthropic", prepared.body)
+    assert sent == fresh.rewritten("anthropic", prepared.body, blocks_in, prepared.outcome.body)

@@ -25,10 +25,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import operator
 import sys
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any, get_args
 
 from tokenlean._identity import ByIdentity
@@ -136,6 +139,21 @@ def prompt_blocks(api: Api, body: ScannedBody) -> list[tuple[Any, str]]:
     return [(head, head_text), *items]
 
 
+@dataclass(frozen=True, slots=True)
+class _Counted:
+    """A message list's texts (the objects) and the blocks counted for them."""
+
+    texts: list[str]
+    blocks: list[Block]
+
+
+#: Message lists kept by the counter, received and sent each: their texts and blocks are
+#: shared with the scanner's and the counter's own memos, so a list costs its two lists.
+MAX_LISTS = 1024
+LISTS_MAX_BYTES = 32 * 2**20
+_LIST_BYTES = 2 * 8 + 16  # per message: two list slots, and a share of the lists' headers
+
+
 class BlockCounter:
     """Fingerprints and token estimates of blocks, memoised by the block's text: a long history
     is counted once, and seen again costs a hash of its text per request.
@@ -152,23 +170,47 @@ class BlockCounter:
             max_entries=capacity, max_bytes=BLOCK_TEXTS_MAX_BYTES
         )
         self._memo: OrderedDict[bytes, Block] = OrderedDict()
+        # The last message lists counted, received and sent, by their first text object.
+        self._received: ByIdentity[_Counted] = ByIdentity(
+            max_entries=MAX_LISTS, max_bytes=LISTS_MAX_BYTES
+        )
+        self._sent: ByIdentity[_Counted] = ByIdentity(
+            max_entries=MAX_LISTS, max_bytes=LISTS_MAX_BYTES
+        )
         self._capacity = capacity
         self._lock = threading.Lock()
 
     def blocks(self, api: Api, body: ScannedBody) -> list[Block]:
-        return [self._block(value, text) for value, text in prompt_blocks(api, body)]
+        return self._blocks(prompt_blocks(api, body), self._received)
 
     def rewritten(
         self, api: Api, received: ScannedBody, blocks: Sequence[Block], sent: Mapping[str, Any]
     ) -> list[Block]:
         """The blocks of ``sent``, the rewrite of ``received`` (whose ``blocks`` are known): a
         block the rewrite left as it was is the received one, no parse and no hash needed."""
-        old = prompt_blocks(api, received)
         new = prompt_blocks(api, rewritten_body(received, sent, list_key(api)))
-        return [
-            blocks[i] if i < len(old) and old[i][1] == text else self._block(value, text)
-            for i, (value, text) in enumerate(new)
-        ]
+        return self._blocks(new, self._sent)
+
+    def _blocks(self, pairs: list[tuple[Any, str]], lists: ByIdentity[_Counted]) -> list[Block]:
+        """The blocks of ``pairs`` (the head's, then each message's). The messages a recent
+        list of ``lists`` opened with the same text objects (a history re-sent: its texts are
+        the very strings the scanner kept, or the splice wrote) take that list's blocks in one
+        step, found by C-level identity comparisons; the others are looked up one by one."""
+        head, items = pairs[0], pairs[1:]
+        texts = list(map(itemgetter(1), items))
+        kept = lists.get(texts[0]) if texts else None
+        same = 0
+        if kept is not None:
+            flags = list(map(operator.is_, kept.texts, texts))
+            try:
+                same = flags.index(False)
+            except ValueError:
+                same = len(flags)
+        blocks = [self._block(*head), *(kept.blocks[:same] if kept is not None else ())]
+        blocks += [self._block(value, text) for value, text in items[same:]]
+        if texts:
+            lists.put(texts[0], _Counted(texts, blocks[1:]), _LIST_BYTES * len(texts))
+        return blocks
 
     def _block(self, value: Any, text: str) -> Block:
         block = self._by_text.get(text)
