@@ -241,3 +241,12 @@ def test_a_re_sent_history_is_counted_from_the_last_lists_blocks(
     fresh = BlockCounter()
     assert blocks_in == fresh.blocks("anthropic", prepared.body)
     assert sent == fresh.rewritten("anthropic", prepared.body, blocks_in, prepared.outcome.body)
+
+
+def test_a_counted_list_is_charged_the_texts_it_holds(tmp_path: Path):
+    counter = BlockCounter()
+    raw = json.dumps(_body(_turns(2, "y" * 500_000))).encode()
+    prepared = prepare(default_rewriter(tmp_path), "anthropic", raw)
+    assert prepared.body is not None
+    counter.blocks("anthropic", prepared.body)
+    assert counter._received.size >= 2 * 500_000

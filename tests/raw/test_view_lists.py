@@ -112,3 +112,11 @@ def test_lists_read_one_after_another_read_as_fresh_reads(lists: list[list[tuple
             messages = [opening, *(copy.deepcopy(_POOL[i]) if c else _POOL[i] for i, c in picks)]
             view = _anthropic.read({"messages": messages})
             assert view == _fresh({"messages": messages})
+
+
+def test_a_kept_list_is_charged_the_text_it_holds():
+    """The list keeps its messages alive after the other memos drop them: it is charged them."""
+    kept = _view._LISTS.size
+    with frozen_bodies():
+        _anthropic.read({"messages": [{"role": "user", "content": "x" * 1_000_000}]})
+    assert _view._LISTS.size - kept >= 3_000_000

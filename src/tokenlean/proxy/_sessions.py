@@ -147,11 +147,11 @@ class _Counted:
     blocks: list[Block]
 
 
-#: Message lists kept by the counter, received and sent each: their texts and blocks are
-#: shared with the scanner's and the counter's own memos, so a list costs its two lists.
+#: Message lists kept by the counter, received and sent each, charged their texts (most often
+#: shared with the scanner's memo) and per message two list slots and a share of the headers.
 MAX_LISTS = 1024
-LISTS_MAX_BYTES = 32 * 2**20
-_LIST_BYTES = 2 * 8 + 16  # per message: two list slots, and a share of the lists' headers
+LISTS_MAX_BYTES = 64 * 2**20
+_LIST_BYTES = 2 * 8 + 16
 
 
 class BlockCounter:
@@ -208,8 +208,9 @@ class BlockCounter:
                 same = len(flags)
         blocks = [self._block(*head), *(kept.blocks[:same] if kept is not None else ())]
         blocks += [self._block(value, text) for value, text in items[same:]]
-        if texts:
-            lists.put(texts[0], _Counted(texts, blocks[1:]), _LIST_BYTES * len(texts))
+        if texts:  # charged its texts too: the scanner's memo may drop them first
+            charge = _LIST_BYTES * len(texts) + sum(map(sys.getsizeof, texts))
+            lists.put(texts[0], _Counted(texts, blocks[1:]), charge)
         return blocks
 
     def _block(self, value: Any, text: str) -> Block:

@@ -302,30 +302,37 @@ class _ListRead:
     items: tuple[Any, ...]
     view: RawView
     ends: list[int]
+    charges: list[int]  # the bytes the first ``k + 1`` items and their reading hold
 
 
 #: Each frozen list's reading, by its first message object: a history re-sent with new messages
 #: after it (and maybe its newest message changed: a cache breakpoint moved), its messages the
 #: very objects of the last time, takes the view of those it shares in one step and reads only
 #: the others (about 1 us a message otherwise, a millisecond on a long history).
-_LISTS: ByIdentity[_ListRead] = ByIdentity(max_entries=4096, max_bytes=64 * 2**20)
-#: Bytes charged a kept list per message: its item's place, its end, the view's message, slots.
-_LIST_BYTES_PER_MESSAGE = 192
+_LISTS: ByIdentity[_ListRead] = ByIdentity(max_entries=4096, max_bytes=128 * 2**20)
+#: Bytes charged a kept list per message beyond its text (its item's place, its end and charge,
+#: the view's message and slots), and per character of its text (the item, the message's own
+#: objects, and the view's copy: the other memos may drop theirs first).
+_LIST_BYTES_PER_MESSAGE = 256
+_LIST_BYTES_PER_CHAR = 3
 
 
-def _resume(out: ViewBuilder, reader: MessageReader, messages: list[Any]) -> list[int]:
-    """The ends of the first of ``messages`` that the last list they begin with held too (the
-    same objects, in the same places), their part of that list's view added to ``out``."""
+def _resume(
+    out: ViewBuilder, reader: MessageReader, messages: list[Any]
+) -> tuple[list[int], list[int]]:
+    """The ends and charges of the first of ``messages`` that the last list they begin with
+    held too (the same objects, in the same places), their part of that list's view added to
+    ``out``."""
     kept = _LISTS.get(messages[0])
     if kept is None or kept.reader is not reader:
-        return []
+        return [], []
     flags = list(map(operator.is_, kept.items, messages))
     try:
         same = flags.index(False)
     except ValueError:
         same = len(flags)
     if not same:
-        return []
+        return [], []
     view, cut = kept.view, kept.ends[same - 1]
     if cut == len(view.messages):
         out.messages += view.messages
@@ -335,7 +342,13 @@ def _resume(out: ViewBuilder, reader: MessageReader, messages: list[Any]) -> lis
         out.messages += view.messages[:cut]
         out.results.update({i: slot for i, slot in view.results.items() if i < cut})
         out.calls.update({key: slot for key, slot in view.calls.items() if key[0] < cut})
-    return kept.ends[:same]
+    return kept.ends[:same], kept.charges[:same]
+
+
+def _charge(messages: Sequence[Message]) -> int:
+    """What a kept list is charged for the view's ``messages`` of one of its items."""
+    chars = sum(len(m.content) if isinstance(m.content, str) else 64 for m in messages)
+    return _LIST_BYTES_PER_MESSAGE + _LIST_BYTES_PER_CHAR * chars
 
 
 def messages_reader(read_message: MessageReader) -> BodyReader:
@@ -349,18 +362,20 @@ def messages_reader(read_message: MessageReader) -> BodyReader:
             return None
         out = ViewBuilder()
         frozen = _FROZEN.get() and bool(messages)
-        ends = _resume(out, read_message, messages) if frozen else []
+        ends, charges = _resume(out, read_message, messages) if frozen else ([], [])
         for i in range(len(ends), len(messages)):
-            message = messages[i]
+            message, start = messages[i], len(out.messages)
             if frozen and isinstance(message, Mapping):
                 _read_once(out, read_message, i, message)
             elif isinstance(message, Mapping):
                 read_message(out, i, message)
             ends.append(len(out.messages))
+            if frozen:
+                charges.append((charges[-1] if charges else 0) + _charge(out.messages[start:]))
         view = out.build()
         if frozen:
-            kept = _ListRead(read_message, tuple(messages), view, ends)
-            _LISTS.put(messages[0], kept, _LIST_BYTES_PER_MESSAGE * len(messages))
+            kept = _ListRead(read_message, tuple(messages), view, ends, charges)
+            _LISTS.put(messages[0], kept, charges[-1])
         return view
 
     return read
