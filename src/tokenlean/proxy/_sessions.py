@@ -31,6 +31,7 @@ import threading
 from collections import OrderedDict, deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from operator import itemgetter
 from typing import Any, get_args
 
@@ -141,17 +142,18 @@ def prompt_blocks(api: Api, body: ScannedBody) -> list[tuple[Any, str]]:
 
 @dataclass(frozen=True, slots=True)
 class _Counted:
-    """A message list's texts (the objects) and the blocks counted for them."""
+    """A message list's texts (the objects), the blocks counted for them, and the bytes its
+    first ``k + 1`` texts take (``sizes[k]``)."""
 
     texts: list[str]
     blocks: list[Block]
+    sizes: list[int]
 
 
 #: Message lists kept by the counter, received and sent each, charged their texts (most often
-#: shared with the scanner's memo) and per message two list slots and a share of the headers.
+#: shared with the scanner's memo) and 32 bytes a message (list slots, a size).
 MAX_LISTS = 1024
 LISTS_MAX_BYTES = 64 * 2**20
-_LIST_BYTES = 2 * 8 + 16
 
 
 class BlockCounter:
@@ -209,8 +211,11 @@ class BlockCounter:
         blocks = [self._block(*head), *(kept.blocks[:same] if kept is not None else ())]
         blocks += [self._block(value, text) for value, text in items[same:]]
         if texts:  # charged its texts too: the scanner's memo may drop them first
-            charge = _LIST_BYTES * len(texts) + sum(map(sys.getsizeof, texts))
-            lists.put(texts[0], _Counted(texts, blocks[1:]), charge)
+            sizes = kept.sizes[:same] if kept is not None else []
+            new = map(sys.getsizeof, texts[same:])
+            sizes += accumulate(new, initial=sizes[-1] if sizes else 0)
+            sizes.pop(same)  # the initial value
+            lists.put(texts[0], _Counted(texts, blocks[1:], sizes), sizes[-1] + 32 * len(texts))
         return blocks
 
     def _block(self, value: Any, text: str) -> Block:
