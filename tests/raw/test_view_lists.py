@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.data import pytest_history
-from tokenlean.raw import _anthropic, _openai_chat, _view, frozen_bodies
+from tokenlean.raw import _anthropic, _openai_chat, _reading, frozen_bodies
 from tokenlean.raw._view import RawView
 
 
@@ -25,13 +25,13 @@ def _fresh(body: dict[str, Any], reader: Any = _anthropic.read) -> RawView:
 def _reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The indices of the messages read one by one from now on."""
     seen: list[int] = []
-    one = _view._read_once
+    one = _reading._read_once
 
     def counted(out: Any, reader: Any, i: int, message: Any) -> None:
         seen.append(i)
         one(out, reader, i, message)
 
-    monkeypatch.setattr(_view, "_read_once", counted)
+    monkeypatch.setattr(_reading, "_read_once", counted)
     return seen
 
 
@@ -116,7 +116,7 @@ def test_lists_read_one_after_another_read_as_fresh_reads(lists: list[list[tuple
 
 def test_a_kept_list_is_charged_the_text_it_holds():
     """The list keeps its messages alive after the other memos drop them: it is charged them."""
-    kept = _view._LISTS.size
+    kept = _reading._LISTS.size
     with frozen_bodies():
         _anthropic.read({"messages": [{"role": "user", "content": "x" * 1_000_000}]})
-    assert _view._LISTS.size - kept >= 3_000_000
+    assert _reading._LISTS.size - kept >= 3_000_000

@@ -66,7 +66,8 @@ def _list_items(text: str, at: int, spans: list[Span]) -> tuple[list[tuple[Any, 
     """The elements of the array starting at ``at`` (its ``[``), the index after it, and the
     characters of the elements parsed anew; the span of each element is added to ``spans``.
     Elements the last list with the same first element held are taken from it where their text
-    is here again: all at once when the whole list is (:mod:`._recent`)."""
+    is here again: at once up to the first that is not there as it was, with the separator that
+    followed it (:func:`_same`), then one by one (:mod:`._recent`)."""
     items: list[tuple[Any, str]] = []
     at = _skip(text, at + 1)
     if text[at] == "]":

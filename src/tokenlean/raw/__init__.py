@@ -30,7 +30,8 @@ from tokenlean.raw import _anthropic as anthropic
 from tokenlean.raw import _gemini as gemini
 from tokenlean.raw import _openai_chat as openai_chat
 from tokenlean.raw import _openai_responses as openai_responses
-from tokenlean.raw._view import RawView, Write, apply, frozen_bodies, strip_cache_control
+from tokenlean.raw._reading import frozen_bodies
+from tokenlean.raw._view import RawView, Write, apply, strip_cache_control
 from tokenlean.settings import RawSettings, Retrieval
 from tokenlean.store import RETRIEVAL_TOOL
 from tokenlean.tokens import DEFAULT_COUNTER, TokenCounter

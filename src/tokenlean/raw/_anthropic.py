@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from tokenlean.raw._view import Slot, ViewBuilder, messages_reader, plain_text, result_content
+from tokenlean.raw._reading import messages_reader
+from tokenlean.raw._view import Slot, ViewBuilder, plain_text, result_content
 from tokenlean.transcript import Message, ToolCall
 
 

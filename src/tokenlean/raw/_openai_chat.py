@@ -12,7 +12,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from tokenlean.raw._view import Slot, ViewBuilder, messages_reader, plain_text, result_content
+from tokenlean.raw._reading import messages_reader
+from tokenlean.raw._view import Slot, ViewBuilder, plain_text, result_content
 from tokenlean.transcript import Message, ToolCall
 
 
