@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any
 
-from tokenlean._identity import ByIdentity
+from tokenlean._identity import ByIdentity, same_objects
 
 
 def test_a_value_is_found_by_the_object_itself_not_an_equal_one() -> None:
@@ -42,3 +42,10 @@ def test_a_lookup_whose_entry_a_put_drops_meanwhile_still_answers() -> None:
     memo._items = DroppedMeanwhile(memo._items)
     assert memo.get(kept) == "value"
     assert memo.get(kept) is None
+
+
+def test_same_objects_counts_the_leading_items_that_are_the_very_objects():
+    a, b, c = {"n": 1}, {"n": 2}, {"n": 3}
+    assert same_objects([a, b, c], [a, b, c, {"n": 4}]) == 3
+    assert same_objects([a, b, c], [a, dict(b), c]) == 1  # equal is not the same
+    assert same_objects([a, b], [a]) == 1 and same_objects([], [a]) == 0

@@ -13,11 +13,13 @@ Bounded in entries and in the bytes its caller charges each entry; least recentl
 
 from __future__ import annotations
 
+import operator
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable
 from typing import Generic, TypeVar
 
-__all__ = ["ByIdentity"]
+__all__ = ["ByIdentity", "same_objects"]
 
 V = TypeVar("V")
 
@@ -69,3 +71,13 @@ class ByIdentity(Generic[V]):
         with self._lock:
             self._items.clear()
             self._bytes = 0
+
+
+def same_objects(kept: Iterable[object], given: Iterable[object]) -> int:
+    """How many leading items of ``given`` are the very objects ``kept`` holds at the same
+    places (a history re-sent: its messages are the ones of the last time), found at C speed."""
+    flags = list(map(operator.is_, kept, given))
+    try:
+        return flags.index(False)
+    except ValueError:
+        return len(flags)

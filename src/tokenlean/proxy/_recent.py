@@ -61,7 +61,7 @@ class KeptList:
     chunks: list[str]
     spans: list[Span]
     starts: list[int]
-    chars: int
+    size: int
 
     @classmethod
     def of(
@@ -128,7 +128,7 @@ class RecentLists:
             return
         # The values take about twice their texts (dicts, strings), the texts once more, and
         # the chunks (texts and separators) once again; each item has a span and a start.
-        charge = 4 * kept.chars + _ITEM_BYTES * len(kept.items)
+        charge = 4 * kept.size + _ITEM_BYTES * len(kept.items)
         if charge > self.max_bytes:
             return
         key = kept.items[0][1]

@@ -25,7 +25,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import operator
 import sys
 import threading
 from collections import OrderedDict, deque
@@ -35,7 +34,7 @@ from itertools import accumulate
 from operator import itemgetter
 from typing import Any, get_args
 
-from tokenlean._identity import ByIdentity
+from tokenlean._identity import ByIdentity, same_objects
 from tokenlean.proxy._scan import ScannedBody, rewritten_body
 from tokenlean.raw import Api, list_key, strip_cache_control
 from tokenlean.tokens import DEFAULT_COUNTER
@@ -201,13 +200,7 @@ class BlockCounter:
         head, items = pairs[0], pairs[1:]
         texts = list(map(itemgetter(1), items))
         kept = lists.get(texts[0]) if texts else None
-        same = 0
-        if kept is not None:
-            flags = list(map(operator.is_, kept.texts, texts))
-            try:
-                same = flags.index(False)
-            except ValueError:
-                same = len(flags)
+        same = same_objects(kept.texts, texts) if kept is not None else 0
         blocks = [self._block(*head), *(kept.blocks[:same] if kept is not None else ())]
         blocks += [self._block(value, text) for value, text in items[same:]]
         if texts:  # charged its texts too: the scanner's memo may drop them first

@@ -5,13 +5,12 @@ first message, so a re-sent history reads only the messages that are new or chan
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from tokenlean._identity import ByIdentity
+from tokenlean._identity import ByIdentity, same_objects
 from tokenlean.raw._view import (
     FROZEN,
     BodyReader,
@@ -86,11 +85,7 @@ def _resume(
     kept = _LISTS.get(messages[0])
     if kept is None or kept.reader is not reader:
         return [], []
-    flags = list(map(operator.is_, kept.items, messages))
-    try:
-        same = flags.index(False)
-    except ValueError:
-        same = len(flags)
+    same = same_objects(kept.items, messages)
     if not same:
         return [], []
     view, cut = kept.view, kept.ends[same - 1]
