@@ -21,7 +21,9 @@ Claude Code trajectories in ``shared/data/trajectories`` (concatenated into one 
 Writes ``benchmarks/proxy_latency.md`` (``--markdown`` to change the path).
 
 ``--cpu-windows N`` measures only the proxy's CPU per request on the re-sent history, in ``N``
-windows of ``--requests`` back-to-back requests with no direct ones between them, and prints it.
+windows of ``--requests`` back-to-back requests with no direct ones between them, and prints it;
+with ``--api openai_responses`` (as Codex sends it) or ``openai_chat``, the same history in
+that API's shape.
 
 ``--behind-large`` measures one thing instead: a small request's latency through the proxy alone,
 and while the proxy is rewriting a large body (about ``--large-mb`` MB: that history plus many
@@ -52,7 +54,9 @@ from typing import Any
 
 import httpx
 
-from tokenlean.raw.bodies import anthropic_requests
+from tokenlean.raw import Api, list_key
+from tokenlean.raw.bodies import anthropic_requests, call_points
+from tokenlean.raw.bodies import body as api_body
 from tokenlean.replay._formats import load_trajectory
 from tokenlean.tokens import TiktokenCounter
 from tokenlean.transcript import Message
@@ -65,6 +69,18 @@ HEADERS = {
     "content-type": "application/json",
     "anthropic-version": "2023-06-01",
     "x-api-key": "sk-ant-bench",
+}
+#: Where each API's requests go, and with which headers.
+ROUTES: dict[str, tuple[str, dict[str, str]]] = {
+    "anthropic": ("/v1/messages?beta=true", HEADERS),
+    "openai_chat": (
+        "/v1/chat/completions",
+        {"content-type": "application/json", "authorization": "Bearer sk-bench"},
+    ),
+    "openai_responses": (
+        "/v1/responses",
+        {"content-type": "application/json", "authorization": "Bearer sk-bench"},
+    ),
 }
 
 UPSTREAM_SERVER = """
@@ -87,15 +103,23 @@ def _strings(value: Any) -> Iterator[str]:
             yield from _strings(v)
 
 
-def history_body(target_tokens: int, counter: TiktokenCounter) -> tuple[dict[str, Any], int]:
-    """The first request of the concatenated session whose text reaches ``target_tokens``."""
+def history_body(
+    target_tokens: int, counter: TiktokenCounter, api: Api = "anthropic"
+) -> tuple[dict[str, Any], int]:
+    """The first request of the concatenated session (for ``api``) whose text reaches
+    ``target_tokens``."""
     messages: list[Message] = []
     for path in sorted(TRAJECTORIES.glob("*.json")):
         messages.extend(load_trajectory(path).messages)
     body: dict[str, Any] = {}
     tokens = 0
-    for body in anthropic_requests(messages, model="claude-bench"):
-        tokens = sum(counter.count(s) for s in _strings(body["messages"]))
+    requests = (
+        anthropic_requests(messages, model="claude-bench")
+        if api == "anthropic"
+        else (api_body(api, messages[:end], model="bench") for end in call_points(messages))
+    )
+    for body in requests:
+        tokens = sum(counter.count(s) for s in _strings(body[list_key(api)]))
         if tokens >= target_tokens:
             break
     return body, tokens
@@ -198,9 +222,10 @@ def _wait_until_up(url: str) -> None:
     raise RuntimeError(f"the proxy at {url} did not start")
 
 
-def _timed(client: httpx.Client, url: str, content: bytes) -> float:
+def _timed(client: httpx.Client, url: str, content: bytes, api: str = "anthropic") -> float:
+    path, headers = ROUTES[api]
     start = time.perf_counter()
-    reply = client.post(url + "/v1/messages?beta=true", content=content, headers=HEADERS)
+    reply = client.post(url + path, content=content, headers=headers)
     elapsed = time.perf_counter() - start
     reply.raise_for_status()
     return elapsed * 1000
@@ -274,12 +299,21 @@ def main() -> int:
         "--requests back-to-back requests (no direct requests between them); prints, writes "
         "nothing",
     )
+    parser.add_argument(
+        "--api",
+        choices=sorted(ROUTES),
+        default="anthropic",
+        help="--cpu-windows: the API whose requests carry the history",
+    )
     args = parser.parse_args()
     if not TRAJECTORIES.is_dir():
         print(f"needs {TRAJECTORIES}", file=sys.stderr)
         return 2
     counter = TiktokenCounter("o200k_base", vocab_path=SHARED / "tokenizers")
-    history, tokens = history_body(args.history_tokens, counter)
+    if args.api != "anthropic" and not args.cpu_windows:
+        print("--api is for --cpu-windows", file=sys.stderr)
+        return 2
+    history, tokens = history_body(args.history_tokens, counter, args.api)
     if args.behind_large:
         return behind_large_main(args, history)
     if args.cpu_windows:
@@ -417,17 +451,18 @@ def cpu_windows_main(args: argparse.Namespace, history: dict[str, Any], tokens: 
     content = json.dumps(history).encode()
     with servers(False) as (_, proxy, pid), httpx.Client(timeout=120) as client:
         for _ in range(30):
-            _timed(client, proxy, content)
+            _timed(client, proxy, content, args.api)
         windows = []
         for _ in range(args.cpu_windows):
             time.sleep(0.5)  # the statistics of the window before are counted by now
             cpu = cpu_seconds(pid)
             for _ in range(args.requests):
-                _timed(client, proxy, content)
+                _timed(client, proxy, content, args.api)
             windows.append(1000 * (cpu_seconds(pid) - cpu) / args.requests)
     figures = ", ".join(f"{w:.2f}" for w in windows)
     print(
-        f"{tokens:,} tokens ({len(content):,} bytes) re-sent; proxy CPU ms per request, by window:"
+        f"{args.api}: {tokens:,} tokens ({len(content):,} bytes) re-sent; "
+        "proxy CPU ms per request, by window:"
     )
     print(f"{figures} (median {statistics.median(windows):.2f})")
     return 0

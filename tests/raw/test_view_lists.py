@@ -12,7 +12,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.data import pytest_history
-from tokenlean.raw import _anthropic, _openai_chat, _reading, frozen_bodies
+from tokenlean.raw import (
+    _anthropic,
+    _gemini,
+    _openai_chat,
+    _openai_responses,
+    _reading,
+    frozen_bodies,
+)
 from tokenlean.raw._view import RawView
 
 
@@ -120,3 +127,201 @@ def test_a_kept_list_is_charged_the_text_it_holds():
     with frozen_bodies():
         _anthropic.read({"messages": [{"role": "user", "content": "x" * 1_000_000}]})
     assert _reading._LISTS.size - kept >= 3_000_000
+
+
+# --- item lists whose reading carries state from item to item: Responses and Gemini ----------
+
+
+def _item_reads(monkeypatch: pytest.MonkeyPatch, module: Any) -> list[int]:
+    """The indices of the items ``module``'s reading reads one by one from now on."""
+    seen: list[int] = []
+    one = module._Reading.item
+
+    def counted(self: Any, out: Any, j: int, item: Any) -> None:
+        seen.append(j)
+        one(self, out, j, item)
+
+    monkeypatch.setattr(module._Reading, "item", counted)
+    return seen
+
+
+def _responses_turns(n: int) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = [{"role": "user", "content": "fix the tests"}]
+    for k in range(n):
+        items += [
+            {"type": "reasoning", "id": f"rs_{k}", "summary": [], "encrypted_content": "e"},
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": f"run {k}"}],
+            },
+            {
+                "type": "function_call",
+                "call_id": f"c{k}",
+                "name": "shell",
+                "arguments": '{"cmd": "pytest"}',
+            },
+            {"type": "function_call_output", "call_id": f"c{k}", "output": f"run {k}\nok"},
+        ]
+    return items
+
+
+def test_a_responses_list_sent_again_with_more_reads_only_the_new_items(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    items = _responses_turns(4)
+    with frozen_bodies():
+        _openai_responses.read({"input": items[:9]})
+        reads = _item_reads(monkeypatch, _openai_responses)
+        view = _openai_responses.read({"input": items})
+    assert reads == list(range(9, len(items)))
+    assert view == _fresh({"input": items}, _openai_responses.read)
+
+
+def test_a_responses_list_is_resumed_only_between_turns(monkeypatch: pytest.MonkeyPatch):
+    """The last list ended inside a turn (a call not answered yet): the reading resumes at the
+    turn's start, which the turn's message needs."""
+    items = _responses_turns(3)
+    with frozen_bodies():
+        _openai_responses.read({"input": items[:8]})  # ends with the second turn's call
+        reads = _item_reads(monkeypatch, _openai_responses)
+        view = _openai_responses.read({"input": items})
+    assert reads == list(range(5, len(items)))
+    assert view == _fresh({"input": items}, _openai_responses.read)
+
+
+def test_a_responses_list_is_not_resumed_past_an_output_named_by_an_alias(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    """A local shell's output named by its call item's ``id`` is read with the aliases of the
+    whole list: items added later can name that call, so the reading resumes before it."""
+    output = {"type": "local_shell_call_output", "id": "lsh_9", "output": "tests failed"}
+    items = [{"role": "user", "content": "run it"}, output, {"role": "user", "content": "and?"}]
+    call = {
+        "type": "local_shell_call",
+        "id": "lsh_9",
+        "call_id": "c9",
+        "action": {"type": "exec", "command": ["pytest"], "env": {}},
+        "status": "completed",
+    }
+    with frozen_bodies():
+        first = _openai_responses.read({"input": items})
+        reads = _item_reads(monkeypatch, _openai_responses)
+        later = _openai_responses.read({"input": [*items, call]})
+    assert reads == [1, 2, 3]
+    assert [m.role for m in first.messages] == ["user", "user"]
+    assert later == _fresh({"input": [*items, call]}, _openai_responses.read)
+    assert later.messages[1].tool_call_id == "c9"
+
+
+def test_a_gemini_list_sent_again_with_more_reads_only_the_new_contents(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    """Calls without ids are numbered over the whole list; a resumed reading numbers on."""
+    contents: list[dict[str, Any]] = [{"role": "user", "parts": [{"text": "fix it"}]}]
+    for k in range(4):
+        contents += [
+            {"role": "model", "parts": [{"functionCall": {"name": "run", "args": {"n": k}}}]},
+            {
+                "role": "user",
+                "parts": [
+                    {"functionResponse": {"name": "run", "response": {"output": f"run {k}"}}}
+                ],
+            },
+        ]
+    with frozen_bodies():
+        _gemini.read({"contents": contents[:5]})
+        reads = _item_reads(monkeypatch, _gemini)
+        view = _gemini.read({"contents": contents})
+    assert reads == [5, 6, 7, 8]
+    assert view == _fresh({"contents": contents}, _gemini.read)
+    assert [m.tool_call_id for m in view.messages if m.role == "tool"] == ["#1", "#2", "#3", "#4"]
+
+
+_RESPONSES_POOL: list[Any] = [
+    *_responses_turns(2)[1:],
+    {"role": "developer", "content": "be brief"},
+    {"type": "custom_tool_call", "call_id": "p1", "name": "apply_patch", "input": "*** Begin"},
+    {"type": "custom_tool_call_output", "call_id": "p1", "output": "Done"},
+    {
+        "type": "local_shell_call",
+        "id": "lsh_1",
+        "call_id": "L1",
+        "action": {"type": "exec", "command": ["ls"], "env": {}},
+    },
+    {"type": "local_shell_call_output", "id": "lsh_1", "output": "a.py"},
+    {"type": "local_shell_call_output", "call_id": "L1", "output": "b.py"},
+    {
+        "type": "function_call_output",
+        "call_id": "c1",
+        "output": [{"type": "input_text", "text": "x"}],
+    },
+    "not an item",
+]
+
+_GEMINI_POOL: list[Any] = [
+    {"role": "model", "parts": [{"functionCall": {"name": "run", "args": {}}}, {"text": "ran"}]},
+    {
+        "role": "model",
+        "parts": [{"functionCall": {"name": "grep", "id": "g1", "args": {"p": "x"}}}],
+    },
+    {
+        "role": "user",
+        "parts": [{"functionResponse": {"name": "run", "response": {"output": "ok"}}}],
+    },
+    {
+        "role": "user",
+        "parts": [
+            {"functionResponse": {"name": "grep", "id": "g1", "response": {"result": "a:1"}}}
+        ],
+    },
+    {
+        "role": "user",
+        "parts": [{"functionResponse": {"name": "run", "response": {"a": 1, "b": 2}}}],
+    },
+    {"role": "user", "parts": [{"text": "go on"}]},
+    {"role": "model", "parts": [{"text": "thinking", "thought": True}]},
+    {"role": ["not", "a", "role"], "parts": []},
+    {"role": "tool", "parts": [{"text": "unknown role"}]},
+    {
+        "role": "function",
+        "parts": [{"functionResponse": {"name": "run", "response": {"error": "no"}}}],
+    },
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(["openai_responses", "gemini"]),
+    st.lists(
+        st.lists(st.tuples(st.integers(0, len(_GEMINI_POOL) - 1), st.booleans()), max_size=10),
+        max_size=4,
+    ),
+)
+def test_item_lists_read_one_after_another_read_as_fresh_reads(
+    api: str, lists: list[list[tuple[int, bool]]]
+):
+    """Lists of the same item objects and of copies of them, read in turn: each view is the one
+    a fresh read gives, whatever the list before it shared with it and wherever its reading
+    rested."""
+    pool, key, reader = (
+        (_RESPONSES_POOL, "input", _openai_responses.read)
+        if api == "openai_responses"
+        else (_GEMINI_POOL, "contents", _gemini.read)
+    )
+    opening = {"role": "user", "content": "start"} if key == "input" else _GEMINI_POOL[5]
+    previous: list[Any] = [opening]
+    with frozen_bodies():
+        for picks in lists:
+            # each list keeps a random part of the one before it, then adds items of the pool
+            kept = previous[: len(previous) - len(picks) // 3]
+            items = [
+                *kept,
+                *(
+                    copy.deepcopy(pool[i % len(pool)]) if c else pool[i % len(pool)]
+                    for i, c in picks
+                ),
+            ]
+            view = reader({key: items})
+            assert view == _fresh({key: items}, reader)
+            previous = items

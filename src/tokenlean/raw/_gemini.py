@@ -29,6 +29,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, TypeGuard
 
+from tokenlean.raw._reading import read_items
 from tokenlean.raw._view import Path, RawView, Slot, ViewBuilder
 from tokenlean.transcript import Content, Message, ToolCall
 
@@ -77,23 +78,42 @@ def read(body: Mapping[str, Any]) -> RawView | None:
     contents = body.get("contents")
     if not isinstance(contents, list):
         return None
-    out, turn = ViewBuilder(), _Turn()
-    for i, content in enumerate(contents):
+    return read_items(contents, _Reading(), _Reading)
+
+
+class _Reading:
+    """A pass over ``contents``: at rest between turns, carrying the calls still unanswered
+    and how many ids of each kind it made."""
+
+    def __init__(self) -> None:
+        self.turn = _Turn()
+
+    def item(self, out: ViewBuilder, i: int, content: Any) -> None:
+        turn = self.turn
         parts = content.get("parts") if isinstance(content, Mapping) else None
         role = content.get("role", "user") if isinstance(content, Mapping) else None
         # A role that is no string (a list is not even hashable) is a content it cannot read.
         known = isinstance(role, str) and (role == "model" or role in _USER_ROLES)
         if not isinstance(parts, list) or not known:
             turn.close(out)  # what the view cannot read stays as sent, and ends the turn
-            continue
+            return
         if role == "model":
             turn.start()
             _model(turn, i, parts)
         else:
             turn.close(out)
             _user(out, turn, i, parts)
-    turn.close(out)
-    return out.build()
+
+    def end(self, out: ViewBuilder) -> None:
+        self.turn.close(out)
+
+    def rest(self) -> tuple[Any, ...] | None:
+        turn = self.turn
+        return None if turn.open else (tuple(turn.pending), tuple(turn.numbers.items()))
+
+    def resume(self, state: tuple[Any, ...]) -> None:
+        pending, numbers = state
+        self.turn.pending, self.turn.numbers = list(pending), dict(numbers)
 
 
 def _model(turn: _Turn, i: int, parts: Sequence[Any]) -> None:

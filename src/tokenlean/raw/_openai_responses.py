@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tokenlean.raw._openai_chat import parse_arguments
+from tokenlean.raw._reading import read_items
 from tokenlean.raw._view import (
     RawView,
     Slot,
@@ -60,21 +61,39 @@ def read(body: Mapping[str, Any]) -> RawView | None:
     items = body.get("input")
     if not isinstance(items, list):
         return None
-    out, turn = ViewBuilder(), _Turn()
-    # a local shell's output may name its call by the call item's ``id`` (the API reference)
-    # rather than its ``call_id`` (what the Agents SDK sends): both lead to the same call
-    aliases = {
-        item["id"]: item["call_id"]
-        for item in items
-        if isinstance(item, Mapping)
-        and item.get("type") == "local_shell_call"
-        and isinstance(item.get("id"), str)
-        and isinstance(item.get("call_id"), str)
-    }
-    for j, item in enumerate(items):
+    return read_items(items, _Reading(items), _Reading)
+
+
+class _Reading:
+    """A pass over ``input``: at rest between turns, until a local shell's output is named by
+    its call item's ``id`` (the aliases are the whole list's, so what follows may read
+    differently once items are added)."""
+
+    def __init__(self, items: list[Any]) -> None:
+        self.items = items
+        self.turn = _Turn()
+        self._aliases: dict[str, str] | None = None
+
+    def aliases(self) -> Mapping[str, str]:
+        # a local shell's output may name its call by the call item's ``id`` (the API
+        # reference) rather than its ``call_id`` (what the Agents SDK sends): both lead to the
+        # same call
+        if self._aliases is None:
+            self._aliases = {
+                item["id"]: item["call_id"]
+                for item in self.items
+                if isinstance(item, Mapping)
+                and item.get("type") == "local_shell_call"
+                and isinstance(item.get("id"), str)
+                and isinstance(item.get("call_id"), str)
+            }
+        return self._aliases
+
+    def item(self, out: ViewBuilder, j: int, item: Any) -> None:
+        turn = self.turn
         if not isinstance(item, Mapping):
             turn.close(out)
-            continue
+            return
         kind, role = item.get("type", "message"), item.get("role")
         if kind == "message" and role == "assistant":
             turn.open = True
@@ -86,9 +105,16 @@ def read(body: Mapping[str, Any]) -> RawView | None:
             turn.calls += _call(item, j)
         else:
             turn.close(out)
-            _other(out, item, j, aliases)
-    turn.close(out)
-    return out.build()
+            _other(out, item, j, self)
+
+    def end(self, out: ViewBuilder) -> None:
+        self.turn.close(out)
+
+    def rest(self) -> tuple[Any, ...] | None:
+        return None if self.turn.open or self._aliases is not None else ()
+
+    def resume(self, state: tuple[Any, ...]) -> None:
+        pass
 
 
 def _call(item: Mapping[str, Any], j: int) -> list[tuple[ToolCall, Slot | None]]:
@@ -141,10 +167,10 @@ def patch_arguments(operation: object) -> dict[str, str]:
     return {key: operation[field] for key, field in keys if isinstance(operation.get(field), str)}
 
 
-def _other(out: ViewBuilder, item: Mapping[str, Any], j: int, aliases: Mapping[str, str]) -> None:
+def _other(out: ViewBuilder, item: Mapping[str, Any], j: int, reading: _Reading) -> None:
     kind, role, call_id = item.get("type", "message"), item.get("role"), item.get("call_id")
     if kind == "local_shell_call_output" and not isinstance(call_id, str):
-        call_id = aliases.get(str(item.get("id")))
+        call_id = reading.aliases().get(str(item.get("id")))
     if kind in _OUTPUTS and isinstance(call_id, str):
         shown, slot = result_content(item.get("output"), ("input", j, "output"))
         out.result(Message(role="tool", content=shown, tool_call_id=call_id), slot)

@@ -1,14 +1,16 @@
-"""Reading a body's message list into the view, once per message object when the bodies are
-never mutated (:func:`frozen_bodies`: the proxy's parsed bodies, shared by the requests that
-re-send them): each message's reading is kept by the message itself, and each list's by its
-first message, so a re-sent history reads only the messages that are new or changed."""
+"""Reading a body's list of items into the view, once per item when the bodies are never
+mutated (:func:`frozen_bodies`: the proxy's parsed bodies, shared by the requests that re-send
+them): each list's reading is kept by its first item, so a re-sent history reads only the items
+that are new or changed, for every API. A message of a list of messages (Anthropic, OpenAI
+Chat) is read alone, so its reading is kept by the message itself too."""
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from tokenlean._identity import ByIdentity, same_objects
 from tokenlean.raw._view import (
@@ -21,7 +23,7 @@ from tokenlean.raw._view import (
 )
 from tokenlean.transcript import Message
 
-__all__ = ["frozen_bodies", "messages_reader"]
+__all__ = ["ItemReading", "frozen_bodies", "messages_reader", "read_items"]
 
 #: Each message's reading, by the message object itself (only for frozen bodies): a history
 #: re-sent to the proxy is read once, and each later request reads only its new messages.
@@ -52,43 +54,84 @@ def _read_once(out: ViewBuilder, reader: MessageReader, i: int, message: Mapping
     out.extend(read)
 
 
+class ItemReading(Protocol):
+    """One pass of a reader over a body's list of items, an item at a time. A reader that
+    carries something from one item to the next (an assistant turn spread over several items,
+    the calls it waits for answers to) says after each item whether it is at rest there: every
+    item read so far is in the view as it will stay, and what it carries on is ``rest()``."""
+
+    def item(self, out: ViewBuilder, j: int, item: Any) -> None:
+        """Read item ``j`` into ``out``."""
+
+    def end(self, out: ViewBuilder) -> None:
+        """The list is over: add what is still carried."""
+
+    def rest(self) -> tuple[Any, ...] | None:
+        """What is carried to the next item (immutable), or ``None`` when not at rest."""
+
+    def resume(self, state: tuple[Any, ...]) -> None:
+        """Carry on from a rest whose ``rest()`` was ``state``."""
+
+
+@dataclass(slots=True)
+class _Rests:
+    """Where a reading of a list was at rest: after how many items (``counts``), how many view
+    messages they made (``ends``), the bytes those items and their reading hold (``charges``),
+    and what the reading carried on from there (``states``)."""
+
+    counts: list[int] = field(default_factory=list)
+    ends: list[int] = field(default_factory=list)
+    charges: list[int] = field(default_factory=list)
+    states: list[tuple[Any, ...]] = field(default_factory=list)
+
+    def add(self, count: int, messages: Sequence[Message], state: tuple[Any, ...]) -> None:
+        end = self.ends[-1] if self.ends else 0
+        held = _charge(messages[end:]) + (_LIST_BYTES_PER_MESSAGE if state else 0)
+        self.counts.append(count)
+        self.ends.append(len(messages))
+        self.charges.append((self.charges[-1] if self.charges else 0) + held)
+        self.states.append(state)
+
+    def first(self, n: int) -> _Rests:
+        return _Rests(self.counts[:n], self.ends[:n], self.charges[:n], self.states[:n])
+
+
 @dataclass(frozen=True, slots=True)
 class _ListRead:
-    """What ``reader`` made of a whole message list: its items (the objects), its view, and how
-    many of the view's messages the list's first ``k + 1`` items made (``ends[k]``)."""
+    """What a reading of ``kind`` made of a whole list: its items (the objects), its view, and
+    where the reading was at rest."""
 
-    reader: MessageReader
+    kind: object
     items: tuple[Any, ...]
     view: RawView
-    ends: list[int]
-    charges: list[int]  # the bytes the first ``k + 1`` items and their reading hold
+    rests: _Rests
 
 
-#: Each frozen list's reading, by its first message object: a history re-sent with new messages
-#: after it (and maybe its newest message changed: a cache breakpoint moved), its messages the
-#: very objects of the last time, takes the view of those it shares in one step and reads only
-#: the others (about 1 us a message otherwise, a millisecond on a long history).
+#: Each frozen list's reading, by its first item object: a history re-sent with new items
+#: after it (and maybe its newest item changed: a cache breakpoint moved), its items the very
+#: objects of the last time, takes the view of those it shares, up to the last rest among them,
+#: in one step and reads only the others (about 1 us an item otherwise, a millisecond on a long
+#: history).
 _LISTS: ByIdentity[_ListRead] = ByIdentity(max_entries=4096, max_bytes=128 * 2**20)
-#: Bytes charged a kept list per message beyond its text (its item's place, its end and charge,
-#: the view's message and slots), and per character of its text (the item, the message's own
-#: objects, and the view's copy: the other memos may drop theirs first).
+#: Bytes charged a kept list per view message beyond its text (its item's place, its end and
+#: charge, the view's message and slots; a rest's state too), and per character of its text
+#: (the item, the message's own objects, and the view's copy: the other memos may drop theirs
+#: first).
 _LIST_BYTES_PER_MESSAGE = 256
 _LIST_BYTES_PER_CHAR = 3
 
 
-def _resume(
-    out: ViewBuilder, reader: MessageReader, messages: list[Any]
-) -> tuple[list[int], list[int]]:
-    """The ends and charges of the first of ``messages`` that the last list they begin with
-    held too (the same objects, in the same places), their part of that list's view added to
-    ``out``."""
-    kept = _LISTS.get(messages[0])
-    if kept is None or kept.reader is not reader:
-        return [], []
-    same = same_objects(kept.items, messages)
-    if not same:
-        return [], []
-    view, cut = kept.view, kept.ends[same - 1]
+def _resume(out: ViewBuilder, kind: object, items: list[Any]) -> _Rests:
+    """The rests of the last list of ``kind`` that ``items`` begins with, up to the last one
+    within what the two share (the same objects, in the same places), that part of its view
+    added to ``out``."""
+    kept = _LISTS.get(items[0])
+    if kept is None or kept.kind is not kind:
+        return _Rests()
+    n = bisect_right(kept.rests.counts, same_objects(kept.items, items))
+    if not n:
+        return _Rests()
+    view, cut = kept.view, kept.rests.ends[n - 1]
     if cut == len(view.messages):
         out.messages += view.messages
         out.results.update(view.results)
@@ -97,13 +140,63 @@ def _resume(
         out.messages += view.messages[:cut]
         out.results.update({i: slot for i, slot in view.results.items() if i < cut})
         out.calls.update({key: slot for key, slot in view.calls.items() if key[0] < cut})
-    return kept.ends[:same], kept.charges[:same]
+    return kept.rests.first(n)
 
 
 def _charge(messages: Sequence[Message]) -> int:
     """What a kept list is charged for the view's ``messages`` of one of its items."""
     chars = sum(len(m.content) if isinstance(m.content, str) else 64 for m in messages)
-    return _LIST_BYTES_PER_MESSAGE + _LIST_BYTES_PER_CHAR * chars
+    return _LIST_BYTES_PER_MESSAGE * len(messages) + _LIST_BYTES_PER_CHAR * chars
+
+
+def read_items(items: list[Any], reading: ItemReading, kind: object) -> RawView:
+    """The view of a body's ``items``, read by ``reading`` (a new one for each list; ``kind``
+    names the reader: only a list read by the same kind is resumed). In frozen bodies, the
+    items a recent list began with too are taken from its view at once, up to the last rest
+    among them, and the reading resumes from there."""
+    out = ViewBuilder()
+    frozen = FROZEN.get() and bool(items)
+    rests = _resume(out, kind, items) if frozen else _Rests()
+    if rests.states:
+        reading.resume(rests.states[-1])
+    for j in range(rests.counts[-1] if rests.counts else 0, len(items)):
+        reading.item(out, j, items[j])
+        if frozen and (state := reading.rest()) is not None:
+            rests.add(j + 1, out.messages, state)
+    reading.end(out)
+    view = out.build()
+    if frozen:
+        end = rests.ends[-1] if rests.ends else 0
+        charge = (rests.charges[-1] if rests.charges else 0) + _charge(view.messages[end:])
+        _LISTS.put(items[0], _ListRead(kind, tuple(items), view, rests), charge)
+    return view
+
+
+class _Messages:
+    """The reading of a list of messages that each stand alone (at rest after each one)."""
+
+    __slots__ = ("frozen", "read_message")
+
+    def __init__(self, read_message: MessageReader) -> None:
+        self.read_message = read_message
+        self.frozen = FROZEN.get()
+
+    def item(self, out: ViewBuilder, j: int, item: Any) -> None:
+        if not isinstance(item, Mapping):
+            return  # anything else in the list is skipped
+        if self.frozen:
+            _read_once(out, self.read_message, j, item)
+        else:
+            self.read_message(out, j, item)
+
+    def end(self, out: ViewBuilder) -> None:
+        pass
+
+    def rest(self) -> tuple[Any, ...]:
+        return ()
+
+    def resume(self, state: tuple[Any, ...]) -> None:
+        pass
 
 
 def messages_reader(read_message: MessageReader) -> BodyReader:
@@ -115,22 +208,6 @@ def messages_reader(read_message: MessageReader) -> BodyReader:
         messages = body.get("messages")
         if not isinstance(messages, list):
             return None
-        out = ViewBuilder()
-        frozen = FROZEN.get() and bool(messages)
-        ends, charges = _resume(out, read_message, messages) if frozen else ([], [])
-        for i in range(len(ends), len(messages)):
-            message, start = messages[i], len(out.messages)
-            if frozen and isinstance(message, Mapping):
-                _read_once(out, read_message, i, message)
-            elif isinstance(message, Mapping):
-                read_message(out, i, message)
-            ends.append(len(out.messages))
-            if frozen:
-                charges.append((charges[-1] if charges else 0) + _charge(out.messages[start:]))
-        view = out.build()
-        if frozen:
-            kept = _ListRead(read_message, tuple(messages), view, ends, charges)
-            _LISTS.put(messages[0], kept, charges[-1])
-        return view
+        return read_items(messages, _Messages(read_message), read_message)
 
     return read
