@@ -22,8 +22,8 @@ Writes ``benchmarks/proxy_latency.md`` (``--markdown`` to change the path).
 
 ``--cpu-windows N`` measures only the proxy's CPU per request on the re-sent history, in ``N``
 windows of ``--requests`` back-to-back requests with no direct ones between them, and prints it;
-with ``--api openai_responses`` (as Codex sends it) or ``openai_chat``, the same history in
-that API's shape.
+with ``--api openai_responses`` (as Codex sends it), ``gemini`` (as gemini-cli sends it) or
+``openai_chat``, the same history in that API's shape.
 
 ``--behind-large`` measures one thing instead: a small request's latency through the proxy alone,
 and while the proxy is rewriting a large body (about ``--large-mb`` MB: that history plus many
@@ -80,6 +80,10 @@ ROUTES: dict[str, tuple[str, dict[str, str]]] = {
     "openai_responses": (
         "/v1/responses",
         {"content-type": "application/json", "authorization": "Bearer sk-bench"},
+    ),
+    "gemini": (
+        "/v1beta/models/gemini-bench:generateContent",
+        {"content-type": "application/json", "x-goog-api-key": "bench"},
     ),
 }
 

@@ -1,5 +1,5 @@
 """benchmarks.proxy_latency: the history re-sent is the same session in each API's shape, and
-each API's requests go to its own path."""
+each API's requests go to a path the proxy reads as that API's."""
 
 from __future__ import annotations
 
@@ -7,20 +7,20 @@ import pytest
 from benchmarks.proxy_latency import ROUTES, SHARED, history_body
 
 from tests.data import needs_shared
+from tokenlean.proxy._routing import api_for
 from tokenlean.raw import Api, list_key
 from tokenlean.tokens import TiktokenCounter
 
 
 @needs_shared
-@pytest.mark.parametrize("api", ["anthropic", "openai_chat", "openai_responses"])
+@pytest.mark.parametrize("api", ["anthropic", "openai_chat", "openai_responses", "gemini"])
 def test_the_history_reaches_its_tokens_in_the_apis_shape(api: Api):
     counter = TiktokenCounter("o200k_base", vocab_path=SHARED / "tokenizers")
     body, tokens = history_body(5_000, counter, api)
     assert 5_000 <= tokens < 40_000
     items = body[list_key(api)]
     assert isinstance(items, list) and len(items) > 4
-    assert ROUTES[api][0].startswith(
-        {"anthropic": "/v1/messages", "openai_chat": "/v1/chat"}.get(api, "/v1/responses")
-    )
+    path = ROUTES[api][0].split("?")[0]
+    assert api_for("POST", path) == api  # the proxy reads it as that API's request
     if api == "openai_responses":
         assert any(item.get("type") == "function_call_output" for item in items)
