@@ -23,7 +23,9 @@ Writes ``benchmarks/proxy_latency.md`` (``--markdown`` to change the path).
 ``--cpu-windows N`` measures only the proxy's CPU per request on the re-sent history, in ``N``
 windows of ``--requests`` back-to-back requests with no direct ones between them, and prints it;
 with ``--api openai_responses`` (as Codex sends it), ``gemini`` (as gemini-cli sends it) or
-``openai_chat``, the same history in that API's shape.
+``openai_chat``, the same history in that API's shape; with ``--tools``, the body also carries
+real tool definitions (the 15 of a Codex Desktop rollout in ``shared/data/native/codex``, about
+21 KB) in that API's shape, as every agent sends its tools on every request.
 
 ``--behind-large`` measures one thing instead: a small request's latency through the proxy alone,
 and while the proxy is rewriting a large body (about ``--large-mb`` MB: that history plus many
@@ -65,6 +67,7 @@ HERE = Path(__file__).parent
 SHARED = Path(os.environ.get("TOKENLEAN_SHARED", HERE.parent.parent / "shared"))
 TRAJECTORIES = SHARED / "data" / "trajectories" / "openagents_claude_code"
 TOOL_OUTPUT = SHARED / "data" / "tool_outputs" / "test_logs"
+CODEX_ROLLOUTS = SHARED / "data" / "native" / "codex"
 HEADERS = {
     "content-type": "application/json",
     "anthropic-version": "2023-06-01",
@@ -127,6 +130,32 @@ def history_body(
         if tokens >= target_tokens:
             break
     return body, tokens
+
+
+def real_tools(api: Api) -> list[dict[str, Any]]:
+    """The tool definitions of the first Codex rollout in ``shared/data/native`` that records
+    them (its ``dynamic_tools``), in ``api``'s shape."""
+    for path in sorted(CODEX_ROLLOUTS.glob("*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            payload = json.loads(line).get("payload")
+            namespaces = payload.get("dynamic_tools") if isinstance(payload, dict) else None
+            if namespaces:
+                tools = [t for n in namespaces for t in n.get("tools", [])]
+                return _shaped(api, tools)
+    raise FileNotFoundError(f"no rollout with tool definitions in {CODEX_ROLLOUTS}")
+
+
+def _shaped(api: Api, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    named = [(t["name"], t.get("description", ""), t.get("inputSchema", {})) for t in tools]
+    if api == "anthropic":
+        return [{"name": n, "description": d, "input_schema": s} for n, d, s in named]
+    if api == "openai_chat":
+        shaped = [{"name": n, "description": d, "parameters": s} for n, d, s in named]
+        return [{"type": "function", "function": f} for f in shaped]
+    if api == "gemini":
+        declared = [{"name": n, "description": d, "parameters": s} for n, d, s in named]
+        return [{"functionDeclarations": declared}]
+    return [{"type": "function", "name": n, "description": d, "parameters": s} for n, d, s in named]
 
 
 def long_result() -> str:
@@ -309,15 +338,22 @@ def main() -> int:
         default="anthropic",
         help="--cpu-windows: the API whose requests carry the history",
     )
+    parser.add_argument(
+        "--tools",
+        action="store_true",
+        help="--cpu-windows: the body carries real tool definitions too",
+    )
     args = parser.parse_args()
     if not TRAJECTORIES.is_dir():
         print(f"needs {TRAJECTORIES}", file=sys.stderr)
         return 2
     counter = TiktokenCounter("o200k_base", vocab_path=SHARED / "tokenizers")
-    if args.api != "anthropic" and not args.cpu_windows:
-        print("--api is for --cpu-windows", file=sys.stderr)
+    if (args.api != "anthropic" or args.tools) and not args.cpu_windows:
+        print("--api and --tools are for --cpu-windows", file=sys.stderr)
         return 2
     history, tokens = history_body(args.history_tokens, counter, args.api)
+    if args.tools:
+        history = {**history, "tools": real_tools(args.api)}
     if args.behind_large:
         return behind_large_main(args, history)
     if args.cpu_windows:
@@ -465,7 +501,8 @@ def cpu_windows_main(args: argparse.Namespace, history: dict[str, Any], tokens: 
             windows.append(1000 * (cpu_seconds(pid) - cpu) / args.requests)
     figures = ", ".join(f"{w:.2f}" for w in windows)
     print(
-        f"{args.api}: {tokens:,} tokens ({len(content):,} bytes) re-sent; "
+        f"{args.api}{' with tools' if args.tools else ''}: {tokens:,} tokens of messages "
+        f"({len(content):,} bytes) re-sent; "
         "proxy CPU ms per request, by window:"
     )
     print(f"{figures} (median {statistics.median(windows):.2f})")

@@ -3,8 +3,10 @@ each API's requests go to a path the proxy reads as that API's."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
-from benchmarks.proxy_latency import ROUTES, SHARED, history_body
+from benchmarks.proxy_latency import ROUTES, SHARED, history_body, real_tools
 
 from tests.data import needs_shared
 from tokenlean.proxy._routing import api_for
@@ -24,3 +26,15 @@ def test_the_history_reaches_its_tokens_in_the_apis_shape(api: Api):
     assert api_for("POST", path) == api  # the proxy reads it as that API's request
     if api == "openai_responses":
         assert any(item.get("type") == "function_call_output" for item in items)
+
+
+@needs_shared
+@pytest.mark.parametrize("api", ["anthropic", "openai_chat", "openai_responses", "gemini"])
+def test_the_real_tools_are_in_the_apis_shape(api: Api):
+    tools = real_tools(api)
+    assert 15_000 < len(json.dumps(tools)) < 40_000
+    declared = [d for t in tools for d in t.get("functionDeclarations", [])]
+    named = [t.get("function", t) for t in tools] if api != "gemini" else declared
+    assert len(named) == 15 and all(isinstance(t["name"], str) for t in named)
+    schema = {"anthropic": "input_schema"}.get(api, "parameters")
+    assert all(isinstance(t[schema], dict) for t in named)

@@ -25,13 +25,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from tokenlean._identity import ByIdentity
 from tokenlean.history import Keeping, rewrite_history
 from tokenlean.raw import _anthropic as anthropic
 from tokenlean.raw import _gemini as gemini
 from tokenlean.raw import _openai_chat as openai_chat
 from tokenlean.raw import _openai_responses as openai_responses
 from tokenlean.raw._reading import frozen_bodies
-from tokenlean.raw._view import RawView, Write, apply, strip_cache_control
+from tokenlean.raw._view import FROZEN, RawView, Write, apply, strip_cache_control
 from tokenlean.settings import RawSettings, Retrieval
 from tokenlean.store import RETRIEVAL_TOOL
 from tokenlean.tokens import DEFAULT_COUNTER, TokenCounter
@@ -166,13 +167,35 @@ def _writes(edits: Sequence[Edit]) -> list[Write]:
 _OTHER_KEYS = ("system", "instructions", "systemInstruction", "system_instruction", "tools")
 
 
+#: The estimate of what a frozen body sends besides the messages, kept by the last of those
+#: values (``tools`` when there are any): the proxy's scanner gives a re-sent body's long
+#: ``system`` and ``tools`` as the very objects of the last time, so they are not serialised
+#: and counted again on every request (about half a millisecond for Claude Code's tools).
+_OTHER: ByIdentity[tuple[tuple[str, ...], tuple[Any, ...], TokenCounter | None, int]] = ByIdentity(
+    max_entries=256, max_bytes=32 * 2**20
+)
+
+
 def _other_tokens(body: Mapping[str, Any], counter: TokenCounter | None) -> int:
     """Estimated tokens of what is sent besides the messages (system, instructions, tools)."""
     parts = {key: body[key] for key in _OTHER_KEYS if key in body}
     if not parts:
         return 0
+    keys, values = tuple(parts), tuple(parts.values())
+    frozen = FROZEN.get()
+    kept = _OTHER.get(values[-1]) if frozen else None
+    if kept is not None and kept[0] == keys and kept[2] is counter and _same(kept[1], values):
+        return kept[3]
     text = json.dumps(parts, ensure_ascii=False, sort_keys=True, default=str)
-    return (counter or DEFAULT_COUNTER).count(text)
+    tokens = (counter or DEFAULT_COUNTER).count(text)
+    if frozen:  # charged for the values it keeps alive, about three times their JSON
+        _OTHER.put(values[-1], (keys, values, counter, tokens), 256 + 3 * len(text))
+    return tokens
+
+
+def _same(kept: tuple[Any, ...], values: tuple[Any, ...]) -> bool:
+    """The very objects, or equal strings (a short one is a new object on every request)."""
+    return all(a is b or (type(a) is str and a == b) for a, b in zip(kept, values, strict=True))
 
 
 # These build on RawSettings and rewrite_request above, so they are imported once both exist.
