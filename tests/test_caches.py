@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import gc
 import pickle
+import sys
 import tracemalloc
 from collections.abc import Callable
 
@@ -106,3 +107,12 @@ def test_held_bytes_counts_what_a_value_holds() -> None:
     text = "€" * 1000  # two bytes a character in memory
     assert held_bytes(text) > 2000
     assert held_bytes({"k": [text, (text,)]}) > 4000
+
+
+def test_a_value_nested_deeper_than_the_interpreter_recurses_is_measured() -> None:
+    """A body a client nests 100,000 deep (the proxy reads it as it can) is measured, not an
+    error: the walk keeps its own stack."""
+    deep: list[object] = ["leaf"]
+    for _ in range(100_000):
+        deep = [deep]
+    assert held_bytes(deep) > 100_000 * sys.getsizeof([])

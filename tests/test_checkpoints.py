@@ -8,9 +8,20 @@ import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 
-from tokenlean._checkpoints import MEMO_MAX_BYTES, Checkpoint, Memo, chain_bytes
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tokenlean._checkpoints import (
+    _CHAINS,
+    MEMO_MAX_BYTES,
+    Checkpoint,
+    Memo,
+    chain_bytes,
+    prefix_digests,
+)
 from tokenlean.raw import RawSettings, rewrite_request
 from tokenlean.store import Original, make_handle
+from tokenlean.transcript import Message, ToolCall
 
 MiB = 2**20
 POLICY = "policy"
@@ -152,3 +163,50 @@ def test_a_memo_that_evicts_plans_what_a_cold_planner_does(tmp_path: Path) -> No
         warm = rewrite_request("anthropic", body, settings=tight)
         assert warm is not None and cold is not None and warm.body == cold.body
         assert tight.planner._memo.size <= 300_000
+
+
+# --- the digests of recent histories ---------------------------------------------------------
+
+_POOL = [
+    Message(role="user", content="fix the tests"),
+    Message(
+        role="assistant",
+        content="",
+        tool_calls=(ToolCall("c1", "Write", {"path": "a.py", "content": "x = 1\n" * 50}),),
+    ),
+    Message(role="tool", content="written", tool_call_id="c1"),
+    Message(role="assistant", content="done"),
+    Message(role="user", content="and the docs"),
+]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.tuples(st.integers(0, len(_POOL) - 1), st.booleans()), max_size=6),
+        max_size=4,
+    )
+)
+def test_digests_of_histories_in_turn_are_those_of_a_fresh_start(
+    histories: list[list[tuple[int, bool]]],
+) -> None:
+    """Histories sharing message objects (and answers) with the one before, or not: each gets
+    the digests a history nobody saw before gets."""
+    previous: list[Message] = []
+    for picks in histories:
+        view = [*previous[: len(previous) - len(picks) // 2], *(_POOL[i] for i, _ in picks)]
+        answered = [frozenset({"c1"}) if flip else frozenset() for _, flip in [(0, False), *picks]]
+        answered = (answered * len(view))[: len(view)]
+        got = prefix_digests(view, answered)
+        _CHAINS.clear()
+        assert got == prefix_digests(view, answered)
+        prefix_digests(view, answered)  # kept again, for the next history
+        previous = view
+
+
+def test_a_kept_chain_is_charged_the_arguments_of_its_calls() -> None:
+    _CHAINS.clear()
+    written = {"path": "big.py", "content": "y = 2\n" * 200_000}  # 1.2 MB
+    view = [_POOL[0], Message(role="assistant", tool_calls=(ToolCall("w", "Write", written),))]
+    prefix_digests(view, [frozenset(), frozenset()])
+    assert _CHAINS.size > 1_200_000

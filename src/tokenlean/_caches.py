@@ -31,16 +31,23 @@ R = TypeVar("R")
 def held_bytes(value: object) -> int:
     """What ``value`` takes in memory with everything it holds, through containers and
     dataclasses (``sys.getsizeof`` of each object: a text counts its real width, one to four
-    bytes a character). An object held twice counts twice: the bound errs on the safe side."""
-    size = sys.getsizeof(value)
-    if isinstance(value, str | bytes | int | float):
-        return size
-    if isinstance(value, Mapping):
-        return size + sum(held_bytes(k) + held_bytes(v) for k, v in value.items())
-    if isinstance(value, list | tuple | set | frozenset):
-        return size + sum(held_bytes(v) for v in value)
-    if is_dataclass(value) and not isinstance(value, type):
-        return size + sum(held_bytes(getattr(value, f.name)) for f in fields(value))
+    bytes a character). An object held twice counts twice: the bound errs on the safe side.
+    Walked with a stack of its own, so a value nested however deep is measured too."""
+    size = 0
+    stack = [value]
+    while stack:
+        value = stack.pop()
+        size += sys.getsizeof(value)
+        # concrete types first (parsed JSON is made of them): the abstract checks cost more
+        if value is None or isinstance(value, (str, int, float, bytes)):
+            continue
+        if isinstance(value, (dict, Mapping)):
+            stack += value.keys()
+            stack += value.values()
+        elif isinstance(value, (list, tuple, set, frozenset)):
+            stack += value
+        elif is_dataclass(value) and not isinstance(value, type):
+            stack += (getattr(value, f.name) for f in fields(value))
     return size
 
 

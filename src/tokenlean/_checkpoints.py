@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
 import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any, Generic, TypeVar
 
 from tokenlean._caches import held_bytes
-from tokenlean._identity import ByIdentity
+from tokenlean._identity import ByIdentity, same_objects
 from tokenlean.transcript import Message
 
 #: The planner memo's bound in bytes (:class:`Memo`): a shortened 100 KB tool output charges
@@ -152,12 +154,19 @@ class _Chain:
     view: tuple[Message, ...]
     answered: tuple[frozenset[str], ...]
     digests: tuple[bytes, ...]
+    held: tuple[int, ...]  # the bytes the first ``k + 1`` messages keep alive (``held[k]``)
 
 
 #: The digests of recent histories, by their first message object: a history re-sent with new
 #: messages after it (the proxy gives back the same message objects) hashes only the new ones.
-#: Charged the texts it keeps alive, so histories nobody re-sends cannot hold much.
+#: Charged what it keeps alive (texts, and the arguments of calls), so histories nobody
+#: re-sends cannot hold much.
 _CHAINS: ByIdentity[_Chain] = ByIdentity(max_entries=256, max_bytes=64 * 2**20)
+
+
+def _held(message: Message) -> int:
+    text = len(message.content) if isinstance(message.content, str) else 256
+    return 160 + text + sum(held_bytes(call.args) for call in message.tool_calls)
 
 
 def prefix_digests(view: Sequence[Message], answered: Sequence[frozenset[str]]) -> list[bytes]:
@@ -173,20 +182,20 @@ def prefix_digests(view: Sequence[Message], answered: Sequence[frozenset[str]]) 
     for message, ids in zip(view[same:], answered[same:], strict=True):
         digests.append(hashlib.sha256(digests[-1] + fingerprint(message, ids)).digest())
     if view and same < len(view):
-        held = sum(len(m.content) if isinstance(m.content, str) else 256 for m in view)
-        kept = _Chain(tuple(view), tuple(answered), tuple(digests))
-        _CHAINS.put(view[0], kept, held + 160 * len(view))
+        held = list(chain.held[:same]) if chain is not None else []
+        held += accumulate(map(_held, view[same:]), initial=held[-1] if held else 0)
+        held.pop(same)  # the initial value
+        kept = _Chain(tuple(view), tuple(answered), tuple(digests), tuple(held))
+        _CHAINS.put(view[0], kept, held[-1])
     return digests
 
 
 def _shared(chain: _Chain, view: Sequence[Message], answered: Sequence[frozenset[str]]) -> int:
     """How many leading messages ``view`` has in common with ``chain`` (the same objects,
     answered alike)."""
-    n = min(len(view), len(chain.view))
-    same = 0
-    while same < n and view[same] is chain.view[same] and answered[same] == chain.answered[same]:
-        same += 1
-    return same
+    same = same_objects(chain.view, view)
+    alike = list(map(operator.eq, chain.answered[:same], answered[:same]))  # C-level steps
+    return alike.index(False) if False in alike else same
 
 
 def fingerprint(message: Message, answered: frozenset[str]) -> bytes:

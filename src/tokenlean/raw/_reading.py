@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from tokenlean._caches import held_bytes
 from tokenlean._identity import ByIdentity, same_objects
 from tokenlean.raw._view import (
     FROZEN,
@@ -50,7 +51,8 @@ def _read_once(out: ViewBuilder, reader: MessageReader, i: int, message: Mapping
         reader(own, i, message)
         read = MessageRead(reader, i, tuple(own.messages), own.results, own.calls)
         held = sum(len(m.content) if isinstance(m.content, str) else 64 for m in read.messages)
-        _READS.put(message, read, 256 * (1 + len(read.messages)) + held)
+        # the entry keeps the message alive too, images and all: charged for it
+        _READS.put(message, read, 256 * (1 + len(read.messages)) + held + held_bytes(message))
     out.extend(read)
 
 
@@ -84,9 +86,13 @@ class _Rests:
     charges: list[int] = field(default_factory=list)
     states: list[tuple[Any, ...]] = field(default_factory=list)
 
-    def add(self, count: int, messages: Sequence[Message], state: tuple[Any, ...]) -> None:
+    def add(
+        self, count: int, messages: Sequence[Message], state: tuple[Any, ...], items: int
+    ) -> None:
+        """A rest after ``count`` items, the view's ``messages`` so far, and the bytes the items
+        read since the last rest hold (``items``)."""
         end = self.ends[-1] if self.ends else 0
-        held = _charge(messages[end:]) + (_LIST_BYTES_PER_MESSAGE if state else 0)
+        held = items + _charge(messages[end:]) + (_LIST_BYTES_PER_MESSAGE if state else 0)
         self.counts.append(count)
         self.ends.append(len(messages))
         self.charges.append((self.charges[-1] if self.charges else 0) + held)
@@ -115,8 +121,8 @@ class _ListRead:
 _LISTS: ByIdentity[_ListRead] = ByIdentity(max_entries=4096, max_bytes=128 * 2**20)
 #: Bytes charged a kept list per view message beyond its text (its item's place, its end and
 #: charge, the view's message and slots; a rest's state too), and per character of its text
-#: (the item, the message's own objects, and the view's copy: the other memos may drop theirs
-#: first).
+#: (the message's own objects, and the view's copy), on top of what its items hold (images and
+#: all: the other memos may drop theirs first).
 _LIST_BYTES_PER_MESSAGE = 256
 _LIST_BYTES_PER_CHAR = 3
 
@@ -159,15 +165,19 @@ def read_items(items: list[Any], reading: ItemReading, kind: object) -> RawView:
     rests = _resume(out, kind, items) if frozen else _Rests()
     if rests.states:
         reading.resume(rests.states[-1])
+    held = 0  # the bytes the items read since the last rest hold (the list keeps them alive)
     for j in range(rests.counts[-1] if rests.counts else 0, len(items)):
         reading.item(out, j, items[j])
-        if frozen and (state := reading.rest()) is not None:
-            rests.add(j + 1, out.messages, state)
+        if frozen:
+            held += held_bytes(items[j])
+            if (state := reading.rest()) is not None:
+                rests.add(j + 1, out.messages, state, held)
+                held = 0
     reading.end(out)
     view = out.build()
     if frozen:
         end = rests.ends[-1] if rests.ends else 0
-        charge = (rests.charges[-1] if rests.charges else 0) + _charge(view.messages[end:])
+        charge = (rests.charges[-1] if rests.charges else 0) + held + _charge(view.messages[end:])
         _LISTS.put(items[0], _ListRead(kind, tuple(items), view, rests), charge)
     return view
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from tokenlean._caches import held_bytes
 from tokenlean._identity import ByIdentity
 
 __all__ = ["REUSE_MAX_BYTES", "reused"]
@@ -57,17 +58,6 @@ def _message(message: Any, inside: list[Patch], patch: Patcher) -> Any:
         return kept[1]
     new = patch(message, inside)
     # the entry keeps the original message alive too, so it is charged for both
-    charge = 256 * (1 + len(inside)) + _size(message) + sum(_size(value) for _, value in inside)
+    charge = 256 * (1 + len(inside)) + held_bytes(message) + held_bytes(inside)
     _PATCHED.put(message, (inside, new), charge)
     return new
-
-
-def _size(value: Any) -> int:
-    """About the bytes a written value holds (a text, or blocks holding one)."""
-    if isinstance(value, str):
-        return len(value)
-    if isinstance(value, Mapping):
-        return 64 + sum(_size(v) for v in value.values())
-    if isinstance(value, list | tuple):
-        return 64 + sum(_size(v) for v in value)
-    return 32
