@@ -44,16 +44,23 @@ def frozen_bodies() -> Iterator[None]:
         FROZEN.reset(token)
 
 
-def _read_once(out: ViewBuilder, reader: MessageReader, i: int, message: Mapping[str, Any]) -> None:
+def _read_once(
+    out: ViewBuilder, reader: MessageReader, i: int, message: Mapping[str, Any]
+) -> int | None:
+    """Add ``message``'s reading to ``out``, read now or kept; the bytes the message holds
+    when it was read now (``None`` when kept)."""
     read = _READS.get(message)
+    weight = None
     if read is None or read.index != i or read.reader is not reader:
         own = ViewBuilder()
         reader(own, i, message)
         read = MessageRead(reader, i, tuple(own.messages), own.results, own.calls)
         held = sum(len(m.content) if isinstance(m.content, str) else 64 for m in read.messages)
         # the entry keeps the message alive too, images and all: charged for it
-        _READS.put(message, read, 256 * (1 + len(read.messages)) + held + held_bytes(message))
+        weight = held_bytes(message)
+        _READS.put(message, read, 256 * (1 + len(read.messages)) + held + weight)
     out.extend(read)
+    return weight
 
 
 class ItemReading(Protocol):
@@ -62,8 +69,9 @@ class ItemReading(Protocol):
     the calls it waits for answers to) says after each item whether it is at rest there: every
     item read so far is in the view as it will stay, and what it carries on is ``rest()``."""
 
-    def item(self, out: ViewBuilder, j: int, item: Any) -> None:
-        """Read item ``j`` into ``out``."""
+    def item(self, out: ViewBuilder, j: int, item: Any) -> int | None:
+        """Read item ``j`` into ``out``; the bytes the item holds if the reading measured
+        them (else ``None``)."""
 
     def end(self, out: ViewBuilder) -> None:
         """The list is over: add what is still carried."""
@@ -167,9 +175,9 @@ def read_items(items: list[Any], reading: ItemReading, kind: object) -> RawView:
         reading.resume(rests.states[-1])
     held = 0  # the bytes the items read since the last rest hold (the list keeps them alive)
     for j in range(rests.counts[-1] if rests.counts else 0, len(items)):
-        reading.item(out, j, items[j])
+        measured = reading.item(out, j, items[j])
         if frozen:
-            held += held_bytes(items[j])
+            held += held_bytes(items[j]) if measured is None else measured
             if (state := reading.rest()) is not None:
                 rests.add(j + 1, out.messages, state, held)
                 held = 0
@@ -191,13 +199,13 @@ class _Messages:
         self.read_message = read_message
         self.frozen = FROZEN.get()
 
-    def item(self, out: ViewBuilder, j: int, item: Any) -> None:
+    def item(self, out: ViewBuilder, j: int, item: Any) -> int | None:
         if not isinstance(item, Mapping):
-            return  # anything else in the list is skipped
+            return None  # anything else in the list is skipped
         if self.frozen:
-            _read_once(out, self.read_message, j, item)
-        else:
-            self.read_message(out, j, item)
+            return _read_once(out, self.read_message, j, item)
+        self.read_message(out, j, item)
+        return None
 
     def end(self, out: ViewBuilder) -> None:
         pass
