@@ -18,7 +18,6 @@ import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import accumulate
 from typing import Any, Generic, TypeVar
 
 from tokenlean._caches import held_bytes
@@ -164,11 +163,6 @@ class _Chain:
 _CHAINS: ByIdentity[_Chain] = ByIdentity(max_entries=256, max_bytes=64 * 2**20)
 
 
-def _held(message: Message) -> int:
-    text = len(message.content) if isinstance(message.content, str) else 256
-    return 160 + text + sum(held_bytes(call.args) for call in message.tool_calls)
-
-
 def prefix_digests(view: Sequence[Message], answered: Sequence[frozenset[str]]) -> list[bytes]:
     """``digests[i]`` identifies ``view[:i]`` as far as planning is concerned.
 
@@ -179,12 +173,15 @@ def prefix_digests(view: Sequence[Message], answered: Sequence[frozenset[str]]) 
     chain = _CHAINS.get(view[0]) if view else None
     same = 0 if chain is None else _shared(chain, view, answered)
     digests = [b""] if chain is None else list(chain.digests[: same + 1])
+    held = list(chain.held[:same]) if chain is not None else []
     for message, ids in zip(view[same:], answered[same:], strict=True):
-        digests.append(hashlib.sha256(digests[-1] + fingerprint(message, ids)).digest())
+        printed = fingerprint(message, ids)
+        digests.append(hashlib.sha256(digests[-1] + printed).digest())
+        # what the message keeps alive: its text, and three bytes a character of the rest of
+        # its fingerprint (its calls' JSON: their arguments' objects, larger than their text)
+        text = len(message.content) if isinstance(message.content, str) else 0
+        held.append((held[-1] if held else 0) + 160 + len(printed) + 2 * (len(printed) - text))
     if view and same < len(view):
-        held = list(chain.held[:same]) if chain is not None else []
-        held += accumulate(map(_held, view[same:]), initial=held[-1] if held else 0)
-        held.pop(same)  # the initial value
         kept = _Chain(tuple(view), tuple(answered), tuple(digests), tuple(held))
         _CHAINS.put(view[0], kept, held[-1])
     return digests
