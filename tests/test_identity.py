@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any
 
-from tokenlean._identity import ByIdentity, same_objects
+from tokenlean._identity import ByIdentity, leading, same_objects
 
 
 def test_a_value_is_found_by_the_object_itself_not_an_equal_one() -> None:
@@ -49,3 +49,8 @@ def test_same_objects_counts_the_leading_items_that_are_the_very_objects():
     assert same_objects([a, b, c], [a, b, c, {"n": 4}]) == 3
     assert same_objects([a, b, c], [a, dict(b), c]) == 1  # equal is not the same
     assert same_objects([a, b], [a]) == 1 and same_objects([], [a]) == 0
+
+
+def test_leading_counts_the_true_flags_before_the_first_false_one():
+    assert leading(iter([True, True, False, True])) == 2
+    assert leading([True, True]) == 2 and leading([]) == 0 and leading([False]) == 0

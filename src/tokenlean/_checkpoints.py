@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from tokenlean._caches import held_bytes
-from tokenlean._identity import ByIdentity, same_objects
+from tokenlean._identity import ByIdentity, leading, same_objects
 from tokenlean.transcript import Message
 
 #: The planner memo's bound in bytes (:class:`Memo`): a shortened 100 KB tool output charges
@@ -191,8 +191,7 @@ def _shared(chain: _Chain, view: Sequence[Message], answered: Sequence[frozenset
     """How many leading messages ``view`` has in common with ``chain`` (the same objects,
     answered alike)."""
     same = same_objects(chain.view, view)
-    alike = list(map(operator.eq, chain.answered[:same], answered[:same]))  # C-level steps
-    return alike.index(False) if False in alike else same
+    return leading(map(operator.eq, chain.answered[:same], answered[:same]))
 
 
 def fingerprint(message: Message, answered: frozenset[str]) -> bytes:

@@ -19,7 +19,7 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Generic, TypeVar
 
-__all__ = ["ByIdentity", "same_objects"]
+__all__ = ["ByIdentity", "leading", "same_objects"]
 
 V = TypeVar("V")
 
@@ -76,8 +76,14 @@ class ByIdentity(Generic[V]):
 def same_objects(kept: Iterable[object], given: Iterable[object]) -> int:
     """How many leading items of ``given`` are the very objects ``kept`` holds at the same
     places (a history re-sent: its messages are the ones of the last time), found at C speed."""
-    flags = list(map(operator.is_, kept, given))
+    return leading(map(operator.is_, kept, given))
+
+
+def leading(flags: Iterable[bool]) -> int:
+    """How many of ``flags`` are true before the first false one (given as a ``map`` of a
+    C-level comparison, no Python step per item)."""
+    found = list(flags)
     try:
-        return flags.index(False)
+        return found.index(False)
     except ValueError:
-        return len(flags)
+        return len(found)

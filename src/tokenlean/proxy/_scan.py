@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tokenlean._identity import ByIdentity
+from tokenlean._identity import ByIdentity, leading
 from tokenlean.proxy._numbers import dumps, parse_float, parse_int
 from tokenlean.proxy._recent import KeptList, RecentLists, RecentValues
 
@@ -111,12 +111,8 @@ def _same(kept: KeptList, text: str, at: int) -> int:
     at C speed. The last kept item counts only if it ends there too (a kept ``1`` is no match
     for a ``12``)."""
     starts = kept.starts_at(at)
-    flags = list(map(text.startswith, kept.chunks, starts))
-    try:
-        same = flags.index(False)
-    except ValueError:
-        same = len(flags)
-    if same == len(flags):
+    same = leading(map(text.startswith, kept.chunks, starts))
+    if same == len(kept.chunks):
         end = _skip(text, starts[-1] + len(kept.chunks[-1]))
         same -= not (end < len(text) and text[end] in ",]")
     return same
