@@ -39,7 +39,7 @@ def test_a_lookup_whose_entry_a_put_drops_meanwhile_still_answers() -> None:
     memo: ByIdentity[str] = ByIdentity(max_entries=10, max_bytes=1000)
     kept = object()
     memo.put(kept, "value", 10)
-    memo._items = DroppedMeanwhile(memo._items)
+    memo._kept._items = DroppedMeanwhile(memo._kept._items)
     assert memo.get(kept) == "value"
     assert memo.get(kept) is None
 
