@@ -1,10 +1,12 @@
-"""A frozen message list re-sent with new messages after it takes the view of the messages it shares
-with the last list in one step and reads only the others; every view is the one a fresh read
-gives."""
+"""A message list re-sent with new messages after it takes the view of the messages it shares
+with the last list in one step and reads only the others (frozen lists by their objects, others
+by their content: ``test_view_contents``); every view is the one a fresh read gives."""
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 import pytest
@@ -12,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.data import pytest_history
+from tokenlean._caches import BoundedLru
 from tokenlean.raw import (
     _anthropic,
     _gemini,
@@ -23,8 +26,20 @@ from tokenlean.raw import (
 from tokenlean.raw._view import RawView
 
 
+@contextmanager
+def nothing_kept() -> Iterator[None]:
+    """Within the block, no list is found by its content (nor kept): every read is from scratch."""
+    kept = _reading._CONTENTS
+    _reading._CONTENTS = BoundedLru(max_entries=1, max_bytes=0)
+    try:
+        yield
+    finally:
+        _reading._CONTENTS = kept
+
+
 def _fresh(body: dict[str, Any], reader: Any = _anthropic.read) -> RawView:
-    view = reader(copy.deepcopy(body))  # other objects, and not frozen: read from scratch
+    with nothing_kept():
+        view = reader(copy.deepcopy(body))  # other objects, not frozen, nothing kept
     assert view is not None
     return view
 
@@ -109,12 +124,17 @@ _POOL = pytest_history(4, task="a pool of messages")
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.lists(st.tuples(st.integers(0, len(_POOL) - 1), st.booleans())), max_size=4))
-def test_lists_read_one_after_another_read_as_fresh_reads(lists: list[list[tuple[int, bool]]]):
-    """Lists of the same message objects and of copies of them, read in turn: each view is
-    the one a fresh read gives, whatever the list before it shared with it."""
+@given(
+    st.booleans(),
+    st.lists(st.lists(st.tuples(st.integers(0, len(_POOL) - 1), st.booleans())), max_size=4),
+)
+def test_lists_read_one_after_another_read_as_fresh_reads(
+    frozen: bool, lists: list[list[tuple[int, bool]]]
+):
+    """Lists of the same message objects and of copies of them, read in turn, frozen or not:
+    each view is the one a fresh read gives, whatever the list before it shared with it."""
     opening = _POOL[0]
-    with frozen_bodies():
+    with frozen_bodies() if frozen else nullcontext():
         for picks in lists:
             messages = [opening, *(copy.deepcopy(_POOL[i]) if c else _POOL[i] for i, c in picks)]
             view = _anthropic.read({"messages": messages})
@@ -293,17 +313,18 @@ _GEMINI_POOL: list[Any] = [
 @settings(max_examples=300, deadline=None)
 @given(
     st.sampled_from(["openai_responses", "gemini"]),
+    st.booleans(),
     st.lists(
         st.lists(st.tuples(st.integers(0, len(_GEMINI_POOL) - 1), st.booleans()), max_size=10),
         max_size=4,
     ),
 )
 def test_item_lists_read_one_after_another_read_as_fresh_reads(
-    api: str, lists: list[list[tuple[int, bool]]]
+    api: str, frozen: bool, lists: list[list[tuple[int, bool]]]
 ):
-    """Lists of the same item objects and of copies of them, read in turn: each view is the one
-    a fresh read gives, whatever the list before it shared with it and wherever its reading
-    rested."""
+    """Lists of the same item objects and of copies of them, read in turn, frozen or not: each
+    view is the one a fresh read gives, whatever the list before it shared with it and wherever
+    its reading rested."""
     pool, key, reader = (
         (_RESPONSES_POOL, "input", _openai_responses.read)
         if api == "openai_responses"
@@ -311,7 +332,7 @@ def test_item_lists_read_one_after_another_read_as_fresh_reads(
     )
     opening = {"role": "user", "content": "start"} if key == "input" else _GEMINI_POOL[5]
     previous: list[Any] = [opening]
-    with frozen_bodies():
+    with frozen_bodies() if frozen else nullcontext():
         for picks in lists:
             # each list keeps a random part of the one before it, then adds items of the pool
             kept = previous[: len(previous) - len(picks) // 3]

@@ -1,19 +1,26 @@
-"""Reading a body's list of items into the view, once per item when the bodies are never
-mutated (:func:`frozen_bodies`: the proxy's parsed bodies, shared by the requests that re-send
-them): each list's reading is kept by its first item, so a re-sent history reads only the items
-that are new or changed, for every API. A message of a list of messages (Anthropic, OpenAI
-Chat) is read alone, so its reading is kept by the message itself too."""
+"""Reading a body's list of items into the view, each item once, for every API: each list's
+reading is kept, so a re-sent history reads only the items that are new or changed.
+
+When the bodies are never mutated (:func:`frozen_bodies`: the proxy's parsed bodies, shared by
+the requests that re-send them), a list is kept by its first item object and its items are
+compared as the very objects; a message of a list of messages (Anthropic, OpenAI Chat) is read
+alone, so its reading is kept by the message itself too. Other bodies (an SDK user's, which may
+be changed in place between calls; the LiteLLM plug-in's, new objects on every request) are
+kept by their items' content: each item's ``marshal`` bytes, and the items are read from a
+private copy, so nothing kept points into a caller's objects."""
 
 from __future__ import annotations
 
+import marshal
+import operator
 from bisect import bisect_right
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from tokenlean._caches import held_bytes
-from tokenlean._identity import ByIdentity, same_objects
+from tokenlean._caches import BoundedLru, held_bytes
+from tokenlean._identity import ByIdentity, leading, same_objects
 from tokenlean.raw._view import (
     FROZEN,
     BodyReader,
@@ -112,8 +119,8 @@ class _Rests:
 
 @dataclass(frozen=True, slots=True)
 class _ListRead:
-    """What a reading of ``kind`` made of a whole list: its items (the objects), its view, and
-    where the reading was at rest."""
+    """What a reading of ``kind`` made of a whole list: its items (the objects, or their
+    content keys), its view, and where the reading was at rest."""
 
     kind: object
     items: tuple[Any, ...]
@@ -135,14 +142,100 @@ _LIST_BYTES_PER_MESSAGE = 256
 _LIST_BYTES_PER_CHAR = 3
 
 
-def _resume(out: ViewBuilder, kind: object, items: list[Any]) -> _Rests:
+#: Each list's reading by its items' content (bodies that may be mutated), by its first two
+#: items' keys: a history re-sent as new objects (the LiteLLM plug-in's, an SDK user's list
+#: copied or rebuilt for each call) is read only from where its content first differs. Bounded
+#: as the lists by object; each is charged its keys too (about its size in JSON).
+_CONTENTS: BoundedLru[tuple[bytes, ...], _ListRead] = BoundedLru(
+    max_entries=1024, max_bytes=128 * 2**20
+)
+#: The ``marshal`` format without references: equal contents give equal bytes, whatever else
+#: holds their objects (from version 3 on, an object held elsewhere is written differently).
+_MARSHAL_VERSION = 2
+_KEY_BYTES = 64  # a key's own object, beyond its bytes
+
+
+class _ByObject:
+    """The items of a frozen body: kept and compared as the very objects."""
+
+    __slots__ = ("items", "keyed")
+
+    def __init__(self, items: list[Any]) -> None:
+        self.items = items
+        self.keyed = len(items)  # items whose reading may be kept
+
+    def kept(self, kind: object) -> tuple[_ListRead | None, int]:
+        """The kept list of ``kind`` these items begin like, and how many items they share."""
+        kept = _LISTS.get(self.items[0])
+        if kept is None or kept.kind is not kind:
+            return None, 0
+        return kept, same_objects(kept.items, self.items)
+
+    def source(self, j: int) -> Any:
+        """What item ``j`` is read from."""
+        return self.items[j]
+
+    def held(self, j: int, measured: int | None) -> int:
+        """What keeping item ``j`` costs (``measured``: its bytes, if its reading measured them)."""
+        return held_bytes(self.items[j]) if measured is None else measured
+
+    def keep(self, kind: object, view: RawView, rests: _Rests, charge: int) -> None:
+        """Keep the reading of these items (``view``, ``rests``), charged ``charge`` bytes."""
+        _LISTS.put(self.items[0], _ListRead(kind, tuple(self.items), view, rests), charge)
+
+
+class _ByContent:
+    """The items of a body that may be mutated: kept and compared by their ``marshal`` bytes,
+    and read from a private copy made from those. Only the leading items ``marshal`` can write
+    have one (values of the exact built-in types, nested less than 2,000 deep); an item without
+    and those after it are read from the caller's objects, and a later list resumes only up to
+    the last rest before it."""
+
+    __slots__ = ("items", "keyed", "keys")
+
+    def __init__(self, items: list[Any]) -> None:
+        self.items = items
+        self.keys = _content_keys(items)
+        self.keyed = len(self.keys)
+
+    def kept(self, kind: object) -> tuple[_ListRead | None, int]:
+        kept = _CONTENTS.get(tuple(self.keys[:2])) if self.keys else None
+        if kept is None or kept.kind is not kind:
+            return None, 0
+        return kept, leading(map(operator.eq, kept.items, self.keys))
+
+    def source(self, j: int) -> Any:
+        return marshal.loads(self.keys[j]) if j < self.keyed else self.items[j]
+
+    def held(self, j: int, measured: int | None) -> int:
+        # the view holds the copy's texts and arguments (charged with the view); the list, the key
+        return _KEY_BYTES + len(self.keys[j])
+
+    def keep(self, kind: object, view: RawView, rests: _Rests, charge: int) -> None:
+        _CONTENTS.put(tuple(self.keys[:2]), _ListRead(kind, tuple(self.keys), view, rests), charge)
+
+
+def _content_keys(items: list[Any]) -> list[bytes]:
+    """The ``marshal`` bytes of ``items``, up to the first that has none."""
+    try:
+        return list(map(marshal.dumps, items, [_MARSHAL_VERSION] * len(items)))
+    except ValueError:  # an object marshal cannot write: the items before it
+        keys: list[bytes] = []
+        for item in items:
+            try:
+                keys.append(marshal.dumps(item, _MARSHAL_VERSION))
+            except ValueError:
+                break
+        return keys
+
+
+def _resume(out: ViewBuilder, kind: object, items: _ByObject | _ByContent) -> _Rests:
     """The rests of the last list of ``kind`` that ``items`` begins with, up to the last one
-    within what the two share (the same objects, in the same places), that part of its view
-    added to ``out``."""
-    kept = _LISTS.get(items[0])
-    if kept is None or kept.kind is not kind:
+    within what the two share, that part of its view added to ``out``."""
+    kept, same = items.kept(kind)
+    if kept is None:
         return _Rests()
-    n = bisect_right(kept.rests.counts, same_objects(kept.items, items))
+    n = bisect_right(kept.rests.counts, same)
     if not n:
         return _Rests()
     view, cut = kept.view, kept.rests.ends[n - 1]
@@ -165,28 +258,31 @@ def _charge(messages: Sequence[Message]) -> int:
 
 def read_items(items: list[Any], reading: ItemReading, kind: object) -> RawView:
     """The view of a body's ``items``, read by ``reading`` (a new one for each list; ``kind``
-    names the reader: only a list read by the same kind is resumed). In frozen bodies, the
-    items a recent list began with too are taken from its view at once, up to the last rest
-    among them, and the reading resumes from there."""
+    names the reader: only a list read by the same kind is resumed). The items a recent list
+    began with too are taken from its view at once, up to the last rest among them, and the
+    reading resumes from there."""
     out = ViewBuilder()
-    frozen = FROZEN.get() and bool(items)
-    rests = _resume(out, kind, items) if frozen else _Rests()
+    if not items:
+        reading.end(out)
+        return out.build()
+    keeping = _ByObject(items) if FROZEN.get() else _ByContent(items)
+    rests = _resume(out, kind, keeping)
     if rests.states:
         reading.resume(rests.states[-1])
     held = 0  # the bytes the items read since the last rest hold (the list keeps them alive)
     for j in range(rests.counts[-1] if rests.counts else 0, len(items)):
-        measured = reading.item(out, j, items[j])
-        if frozen:
-            held += held_bytes(items[j]) if measured is None else measured
+        measured = reading.item(out, j, keeping.source(j))
+        if j < keeping.keyed:
+            held += keeping.held(j, measured)
             if (state := reading.rest()) is not None:
                 rests.add(j + 1, out.messages, state, held)
                 held = 0
     reading.end(out)
     view = out.build()
-    if frozen:
+    if keeping.keyed:  # resumed only up to its last rest among the items with a key
         end = rests.ends[-1] if rests.ends else 0
         charge = (rests.charges[-1] if rests.charges else 0) + held + _charge(view.messages[end:])
-        _LISTS.put(items[0], _ListRead(kind, tuple(items), view, rests), charge)
+        keeping.keep(kind, view, rests, charge)
     return view
 
 
