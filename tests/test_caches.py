@@ -5,12 +5,20 @@ from __future__ import annotations
 
 import copy
 import gc
+import marshal
 import pickle
 import sys
 import tracemalloc
+from collections import OrderedDict
 from collections.abc import Callable
 
-from tokenlean._caches import CACHE_MAX_BYTES, BoundedMemo, byte_bounded, held_bytes
+from tokenlean._caches import (
+    CACHE_MAX_BYTES,
+    BoundedMemo,
+    byte_bounded,
+    content_key,
+    held_bytes,
+)
 from tokenlean.loop_guard._canonical import canonical_text
 from tokenlean.prices import _resolved
 from tokenlean.shorten._calls import _compound
@@ -116,3 +124,18 @@ def test_a_value_nested_deeper_than_the_interpreter_recurses_is_measured() -> No
     for _ in range(100_000):
         deep = [deep]
     assert held_bytes(deep) > 100_000 * sys.getsizeof([])
+
+
+def test_a_content_key_is_the_same_for_equal_values_and_none_for_other_types():
+    text = "x" * 100
+    held_elsewhere = [text, text]  # version 3 on would write a shared object differently
+    one = content_key({"a": [text, 1, 1.5, True, None]})
+    assert one == content_key({"a": ["".join(["x"] * 100), 1, 1.5, True, None]})
+    assert one is not None and marshal.loads(one) == {"a": [text, 1, 1.5, True, None]}
+    assert content_key({"a": [text, True]}) != content_key({"a": [text, 1]})
+    assert content_key({"b": 1, "a": 2}) != content_key({"a": 2, "b": 1})  # order is content
+    assert held_elsewhere and content_key(OrderedDict(a=1)) is None
+    deep: list[object] = []
+    for _ in range(5000):
+        deep = [deep]
+    assert content_key(deep) is None

@@ -9,6 +9,7 @@ not kept. Only ever a cache: evicting costs time, never changes a result.
 
 from __future__ import annotations
 
+import marshal
 import sys
 import threading
 from collections import OrderedDict
@@ -22,6 +23,7 @@ __all__ = [
     "BoundedLru",
     "BoundedMemo",
     "byte_bounded",
+    "content_key",
     "held_bytes",
 ]
 
@@ -30,6 +32,10 @@ __all__ = [
 CACHE_MAX_BYTES = 32 * 2**20
 #: Each memo's default bound in entries (what ``lru_cache`` sizes were: small texts stay cheap).
 CACHE_MAX_ENTRIES = 4096
+
+#: The ``marshal`` format without references: equal contents give equal bytes, whatever else
+#: holds their objects (from version 3 on, an object held elsewhere is written differently).
+_MARSHAL_VERSION = 2
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -58,6 +64,17 @@ def held_bytes(value: object) -> int:
         elif is_dataclass(value) and not isinstance(value, type):
             stack += (getattr(value, f.name) for f in fields(value))
     return size
+
+
+def content_key(value: object) -> bytes | None:
+    """Bytes that only an equal value gives (``marshal``'s: values of the exact built-in types,
+    nested less than 2,000 deep), to find what was worked out from a value that may have been
+    changed in place or rebuilt since; ``None`` for any other value. ``marshal.loads`` of them
+    is a private copy of the value."""
+    try:
+        return marshal.dumps(value, _MARSHAL_VERSION)  # type: ignore[arg-type]  # any value: it checks
+    except ValueError:  # an object of another type, or nested too deep
+        return None
 
 
 class BoundedLru(Generic[K, V]):

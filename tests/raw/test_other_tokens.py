@@ -1,5 +1,6 @@
 """What a body sends besides its messages (system, instructions, tools) is estimated once while
-a frozen body re-sends the same values, and afresh whenever they change or may have changed."""
+a body re-sends the same values (a frozen body's very objects, another body's equal content),
+and afresh whenever they change."""
 
 from __future__ import annotations
 
@@ -72,8 +73,20 @@ def test_equal_strings_count_as_the_same_and_new_objects_are_counted_again(tmp_p
     assert copied == first and other != first and counter.tools_counted == 3
 
 
+def test_values_of_other_bodies_are_counted_once_while_their_content_is_the_same(
+    tmp_path: Path,
+):
+    counter = Recording()
+    settings = _settings(tmp_path, counter)
+    first = _tokens(_body(system=SYSTEM, tools=copy.deepcopy(TOOLS)), settings)
+    again = _tokens(_body(system=copy.deepcopy(SYSTEM), tools=copy.deepcopy(TOOLS)), settings)
+    assert again == first and counter.tools_counted == 1  # before: counted on every request
+    other = _tokens(_body(system="be terse", tools=copy.deepcopy(TOOLS)), settings)
+    assert other != first and counter.tools_counted == 2
+
+
 @pytest.mark.parametrize("frozen", [True, False])
-def test_values_that_may_be_mutated_are_counted_on_every_request(tmp_path: Path, frozen: bool):
+def test_values_changed_in_place_are_counted_again(tmp_path: Path, frozen: bool):
     counter = Recording()
     settings = _settings(tmp_path, counter)
     tools = copy.deepcopy(TOOLS)

@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from tokenlean._caches import BoundedLru, content_key
 from tokenlean._identity import ByIdentity
 from tokenlean.history import Keeping, rewrite_history
 from tokenlean.raw import _anthropic as anthropic
@@ -176,6 +177,12 @@ _OTHER: ByIdentity[tuple[tuple[str, ...], tuple[Any, ...], TokenCounter | None, 
 )
 
 
+#: The same estimate for other bodies (they may be changed in place), by the values' content.
+_OTHER_BY_CONTENT: BoundedLru[bytes, tuple[TokenCounter | None, int]] = BoundedLru(
+    max_entries=256, max_bytes=32 * 2**20
+)
+
+
 def _other_tokens(body: Mapping[str, Any], counter: TokenCounter | None) -> int:
     """Estimated tokens of what is sent besides the messages (system, instructions, tools)."""
     parts = {key: body[key] for key in _OTHER_KEYS if key in body}
@@ -183,13 +190,19 @@ def _other_tokens(body: Mapping[str, Any], counter: TokenCounter | None) -> int:
         return 0
     keys, values = tuple(parts), tuple(parts.values())
     frozen = FROZEN.get()
-    kept = _OTHER.get(values[-1]) if frozen else None
-    if kept is not None and kept[0] == keys and kept[2] is counter and _same(kept[1], values):
-        return kept[3]
+    key = None if frozen else content_key(parts)
+    if frozen:
+        kept = _OTHER.get(values[-1])
+        if kept is not None and kept[0] == keys and kept[2] is counter and _same(kept[1], values):
+            return kept[3]
+    elif key is not None and (found := _OTHER_BY_CONTENT.get(key)) and found[0] is counter:
+        return found[1]
     text = json.dumps(parts, ensure_ascii=False, sort_keys=True, default=str)
     tokens = (counter or DEFAULT_COUNTER).count(text)
     if frozen:  # charged for the values it keeps alive, about three times their JSON
         _OTHER.put(values[-1], (keys, values, counter, tokens), 256 + 3 * len(text))
+    elif key is not None:
+        _OTHER_BY_CONTENT.put(key, (counter, tokens), 256 + len(key))
     return tokens
 
 

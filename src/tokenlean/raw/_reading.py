@@ -17,9 +17,11 @@ from bisect import bisect_right
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from functools import partial
+from itertools import takewhile
+from typing import Any, Protocol, cast
 
-from tokenlean._caches import BoundedLru, held_bytes
+from tokenlean._caches import BoundedLru, content_key, held_bytes
 from tokenlean._identity import ByIdentity, leading, same_objects
 from tokenlean.raw._view import (
     FROZEN,
@@ -149,10 +151,8 @@ _LIST_BYTES_PER_CHAR = 3
 _CONTENTS: BoundedLru[tuple[bytes, ...], _ListRead] = BoundedLru(
     max_entries=1024, max_bytes=128 * 2**20
 )
-#: The ``marshal`` format without references: equal contents give equal bytes, whatever else
-#: holds their objects (from version 3 on, an object held elsewhere is written differently).
-_MARSHAL_VERSION = 2
 _KEY_BYTES = 64  # a key's own object, beyond its bytes
+_KEYED = partial(operator.is_not, None)
 
 
 class _ByObject:
@@ -185,11 +185,10 @@ class _ByObject:
 
 
 class _ByContent:
-    """The items of a body that may be mutated: kept and compared by their ``marshal`` bytes,
-    and read from a private copy made from those. Only the leading items ``marshal`` can write
-    have one (values of the exact built-in types, nested less than 2,000 deep); an item without
-    and those after it are read from the caller's objects, and a later list resumes only up to
-    the last rest before it."""
+    """The items of a body that may be mutated: kept and compared by their
+    :func:`~tokenlean._caches.content_key`, and read from the private copy that key gives. An
+    item without one, and those after it, are read from the caller's objects, and a later list
+    resumes only up to the last rest before it."""
 
     __slots__ = ("items", "keyed", "keys")
 
@@ -216,17 +215,8 @@ class _ByContent:
 
 
 def _content_keys(items: list[Any]) -> list[bytes]:
-    """The ``marshal`` bytes of ``items``, up to the first that has none."""
-    try:
-        return list(map(marshal.dumps, items, [_MARSHAL_VERSION] * len(items)))
-    except ValueError:  # an object marshal cannot write: the items before it
-        keys: list[bytes] = []
-        for item in items:
-            try:
-                keys.append(marshal.dumps(item, _MARSHAL_VERSION))
-            except ValueError:
-                break
-        return keys
+    """The :func:`content_key` of ``items``, up to the first that has none."""
+    return cast("list[bytes]", list(takewhile(_KEYED, map(content_key, items))))
 
 
 def _resume(out: ViewBuilder, kind: object, items: _ByObject | _ByContent) -> _Rests:
