@@ -10,10 +10,26 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.data import pytest_history
-from tests.raw.test_view_lists import _fresh, nothing_kept
-from tokenlean.raw import RawSettings, _anthropic, _openai_chat, _reading, rewrite_request
+from tests.raw.test_view_lists import (
+    _GEMINI_POOL,
+    _POOL,
+    _RESPONSES_POOL,
+    _fresh,
+    nothing_kept,
+)
+from tokenlean.raw import (
+    RawSettings,
+    _anthropic,
+    _gemini,
+    _openai_chat,
+    _openai_responses,
+    _reading,
+    rewrite_request,
+)
 
 
 def _reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -103,11 +119,57 @@ def test_a_growing_history_rewritten_as_new_objects_is_rewritten_as_from_scratch
     """The whole rewrite (shortening included) of each turn of a growing history, sent as new
     objects every time, is the one a rewrite with nothing kept gives."""
     history = pytest_history(6, task="rewritten as from scratch")
-    settings = RawSettings(originals_dir=tmp_path / "originals")
+    raw = RawSettings(originals_dir=tmp_path / "originals")
     for end in range(3, len(history) + 1, 2):
         body = {"model": "m", "max_tokens": 10, "messages": copy.deepcopy(history[:end])}
-        got = rewrite_request("anthropic", copy.deepcopy(body), settings=settings)
-        settings.planner.forget()
+        got = rewrite_request("anthropic", copy.deepcopy(body), settings=raw)
+        raw.planner.forget()
         with nothing_kept():
-            expected = rewrite_request("anthropic", copy.deepcopy(body), settings=settings)
+            expected = rewrite_request("anthropic", copy.deepcopy(body), settings=raw)
         assert got == expected
+
+
+_EDITS = st.lists(
+    st.tuples(st.sampled_from(["append", "edit", "delete", "copy"]), st.integers(0, 40)),
+    max_size=12,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(["anthropic", "openai_responses", "gemini"]), _EDITS)
+def test_one_list_changed_in_place_between_reads_reads_as_fresh_reads(
+    api: str, edits: list[tuple[str, int]]
+):
+    """An SDK user's list, read after each change made in place (an item appended, an item's
+    text changed, an item removed, the list rebuilt of copies): each view is the one a fresh
+    read gives."""
+    pool, key, reader = {
+        "anthropic": (_POOL, "messages", _anthropic.read),
+        "openai_responses": (_RESPONSES_POOL, "input", _openai_responses.read),
+        "gemini": (_GEMINI_POOL, "contents", _gemini.read),
+    }[api]
+    items: list[Any] = [copy.deepcopy(pool[0])]
+    for edit, n in edits:
+        if edit == "append":
+            items.append(copy.deepcopy(pool[n % len(pool)]))
+        elif edit == "edit" and isinstance(items[n % len(items)], dict):
+            _change_a_text(items[n % len(items)], f"changed {n}")
+        elif edit == "delete" and len(items) > 1:
+            del items[n % len(items)]
+        elif edit == "copy":
+            items[:] = copy.deepcopy(items)
+        assert reader({key: items}) == _fresh({key: items}, reader)
+
+
+def _change_a_text(value: Any, text: str) -> bool:
+    """Change the first string of ``value`` found under a text-like key, in place."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k in ("text", "content", "output") and isinstance(v, str):
+                value[k] = text
+                return True
+            if _change_a_text(v, text):
+                return True
+    elif isinstance(value, list):
+        return any(_change_a_text(v, text) for v in value)
+    return False
