@@ -22,7 +22,9 @@ children's) user plus system time over the load, per request.
 large*: a small request (one command and its test log) sent 0.5 s after two such bodies, against
 the small one alone.
 
-Writes ``benchmarks/proxy_load.md`` (``--markdown`` to change the path).
+Writes ``benchmarks/proxy_load.md`` (``--markdown`` to change the path); what an earlier file
+holds after its generated part (hand-written sections, from the paragraph after its ``Machine:``
+one) is kept at the end.
 """
 
 from __future__ import annotations
@@ -229,9 +231,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         "small": len(small_body(result, 0)),
         "load": (load_before, os.getloadavg()[0]),
     }
-    args.markdown.write_text(render(args, (loads, larges, behinds), facts))
+    notes = kept_notes(args.markdown)
+    args.markdown.write_text(render(args, (loads, larges, behinds), facts) + notes)
     print(f"written to {args.markdown}")
     return 0
+
+
+def kept_notes(path: Path) -> str:
+    """What ``path`` holds after its generated part (which ends with the ``Machine:``
+    paragraph), from the blank line before it; ``""`` when nothing."""
+    if not path.exists():
+        return ""
+    text = path.read_text(encoding="utf-8")
+    machine = text.find("\nMachine: ")
+    end = text.find("\n\n", machine + 1) if machine >= 0 else -1
+    return "" if end < 0 else text[end + 1 :]
 
 
 def render(
