@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
+from tokenlean._caches import BoundedLru
+
 __all__ = [
     "RECENT_MAX_BYTES",
     "RECENT_MAX_LISTS",
@@ -106,46 +108,29 @@ class RecentLists:
     """Thread-safe LRU of message lists keyed by their first message's text."""
 
     def __init__(self, max_lists: int = RECENT_MAX_LISTS, max_bytes: int = RECENT_MAX_BYTES):
-        self.max_lists = max_lists
-        self.max_bytes = max_bytes
-        self._items: OrderedDict[str, tuple[KeptList, int]] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
+        self._kept: BoundedLru[str, KeptList] = BoundedLru(
+            max_entries=max_lists, max_bytes=max_bytes
+        )
 
     @property
     def size(self) -> int:
         """The estimated bytes of the lists kept."""
-        return self._bytes
+        return self._kept.size
 
     def get(self, first: str) -> KeptList | None:
         """The list kept for a list opened by ``first``, if any."""
-        found = self._items.get(first)  # one atomic step: no lock on the common path
-        return None if found is None else found[0]
+        return self._kept.get(first)
 
     def put(self, kept: KeptList) -> None:
         """Keep ``kept`` (a whole list, its first item's text the key)."""
-        if not kept.items:
-            return
-        # The values take about twice their texts (dicts, strings), the texts once more, and
-        # the chunks (texts and separators) once again; each item has a span and a start.
-        charge = 4 * kept.size + _ITEM_BYTES * len(kept.items)
-        if charge > self.max_bytes:
-            return
-        key = kept.items[0][1]
-        with self._lock:
-            old = self._items.pop(key, None)
-            if old is not None:
-                self._bytes -= old[1]
-            self._items[key] = (kept, charge)
-            self._bytes += charge
-            while len(self._items) > self.max_lists or self._bytes > self.max_bytes:
-                _, (_, dropped) = self._items.popitem(last=False)
-                self._bytes -= dropped
+        if kept.items:
+            # The values take about twice their texts (dicts, strings), the texts once more, and
+            # the chunks (texts and separators) once again; each item has a span and a start.
+            charge = 4 * kept.size + _ITEM_BYTES * len(kept.items)
+            self._kept.put(kept.items[0][1], kept, charge)
 
     def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-            self._bytes = 0
+        self._kept.clear()
 
 
 class RecentValues:
