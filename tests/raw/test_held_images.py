@@ -1,5 +1,6 @@
-"""The memos that keep a frozen body's messages alive are charged for everything those messages
-hold: a flood of bodies carrying images (screenshots) stays within their bounds in bytes."""
+"""The memos that keep a body's messages alive (a frozen body's objects, another body's content)
+are charged for everything those messages hold: a flood of bodies carrying images (screenshots)
+stays within their bounds in bytes."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import base64
 import gc
 import os
 import tracemalloc
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -49,10 +51,15 @@ def test_a_kept_message_and_list_are_charged_their_images():
     assert _reading._LISTS.size - lists >= 2 * MB
 
 
+@pytest.mark.parametrize("frozen", [True, False])
 def test_bodies_with_images_read_one_after_another_are_not_all_kept(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, frozen: bool
 ):
-    memos = (_reading._READS, _reading._LISTS, _reuse._PATCHED, _checkpoints._CHAINS, raw._OTHER)
+    memos = (
+        (_reading._READS, _reading._LISTS, _reuse._PATCHED, _checkpoints._CHAINS, raw._OTHER)
+        if frozen
+        else (_reading._CONTENTS, _checkpoints._CHAINS, raw._OTHER_BY_CONTENT)
+    )
     for memo in memos:
         monkeypatch.setattr(memo, "max_bytes", 4 * MB)
         memo.clear()
@@ -62,10 +69,10 @@ def test_bodies_with_images_read_one_after_another_are_not_all_kept(
     try:
         start = tracemalloc.get_traced_memory()[0]
         for n in range(40):
-            with frozen_bodies():
+            with frozen_bodies() if frozen else nullcontext():
                 rewrite_request("anthropic", _body(n, _image()), settings=settings)
         gc.collect()
         kept = tracemalloc.get_traced_memory()[0] - start
     finally:
         tracemalloc.stop()
-    assert kept < 24 * MB  # 40 MB of images read; five memos of 4 MB, sharing their messages
+    assert kept < 24 * MB  # 40 MB of images read; memos of 4 MB each, sharing their messages
