@@ -133,13 +133,19 @@ class BoundedMemo(Generic[P, R]):
 
     def __init__(self, function: Callable[P, R], *, max_bytes: int, max_entries: int) -> None:
         self.function = function
-        self.max_bytes = max_bytes
-        self.max_entries = max_entries
         self._kept: BoundedLru[Hashable, tuple[R]] = BoundedLru(
             max_entries=max_entries, max_bytes=max_bytes
         )
         self.__doc__ = function.__doc__
         self.__wrapped__ = function
+
+    @property
+    def max_bytes(self) -> int:
+        return self._kept.max_bytes
+
+    @property
+    def max_entries(self) -> int:
+        return self._kept.max_entries
 
     @property
     def size(self) -> int:
