@@ -188,22 +188,34 @@ def _other_tokens(body: Mapping[str, Any], counter: TokenCounter | None) -> int:
     parts = {key: body[key] for key in _OTHER_KEYS if key in body}
     if not parts:
         return 0
-    keys, values = tuple(parts), tuple(parts.values())
-    frozen = FROZEN.get()
-    key = None if frozen else content_key(parts)
-    if frozen:
-        kept = _OTHER.get(values[-1])
-        if kept is not None and kept[0] == keys and kept[2] is counter and _same(kept[1], values):
-            return kept[3]
-    elif key is not None and (found := _OTHER_BY_CONTENT.get(key)) and found[0] is counter:
+    if FROZEN.get():
+        return _frozen_other_tokens(parts, counter)
+    key = content_key(parts)
+    found = None if key is None else _OTHER_BY_CONTENT.get(key)
+    if found is not None and found[0] is counter:
         return found[1]
-    text = json.dumps(parts, ensure_ascii=False, sort_keys=True, default=str)
-    tokens = (counter or DEFAULT_COUNTER).count(text)
-    if frozen:  # charged for the values it keeps alive, about three times their JSON
-        _OTHER.put(values[-1], (keys, values, counter, tokens), 256 + 3 * len(text))
-    elif key is not None:
+    _, tokens = _counted(parts, counter)
+    if key is not None:
         _OTHER_BY_CONTENT.put(key, (counter, tokens), 256 + len(key))
     return tokens
+
+
+def _frozen_other_tokens(parts: dict[str, Any], counter: TokenCounter | None) -> int:
+    """:func:`_other_tokens` of a frozen body's values, kept by the very objects."""
+    keys, values = tuple(parts), tuple(parts.values())
+    kept = _OTHER.get(values[-1])
+    if kept is not None and kept[0] == keys and kept[2] is counter and _same(kept[1], values):
+        return kept[3]
+    text, tokens = _counted(parts, counter)
+    # charged for the values it keeps alive, about three times their JSON
+    _OTHER.put(values[-1], (keys, values, counter, tokens), 256 + 3 * len(text))
+    return tokens
+
+
+def _counted(parts: dict[str, Any], counter: TokenCounter | None) -> tuple[str, int]:
+    """The JSON text of ``parts`` and its estimated tokens."""
+    text = json.dumps(parts, ensure_ascii=False, sort_keys=True, default=str)
+    return text, (counter or DEFAULT_COUNTER).count(text)
 
 
 def _same(kept: tuple[Any, ...], values: tuple[Any, ...]) -> bool:
