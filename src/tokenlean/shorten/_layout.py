@@ -97,9 +97,9 @@ def parts(text: str) -> list[tuple[int, int]] | None:
     line, when it shows at least two: sections under labels, and JSON values each starting a
     line and ending one (the text between them a part of its own); ``None`` otherwise."""
     lines = text.split("\n")
-    starts = {0}
-    starts.update(i for i, line in enumerate(lines) if _is_section(line))
-    starts.update(i + 1 for i, line in enumerate(lines) if _is_section(line))
+    sections = [i for i, line in enumerate(lines) if _is_section(line)]
+    starts = {0, *sections}
+    starts.update(i + 1 for i in sections)
     for first, last in _json_lines(text, lines):
         starts.update((first, last))
     ordered = sorted(s for s in starts if s < len(lines))
