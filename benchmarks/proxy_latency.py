@@ -25,7 +25,9 @@ windows of ``--requests`` back-to-back requests with no direct ones between them
 with ``--api openai_responses`` (as Codex sends it), ``gemini`` (as gemini-cli sends it) or
 ``openai_chat``, the same history in that API's shape; with ``--tools``, the body also carries
 real tool definitions (the 15 of a Codex Desktop rollout in ``shared/data/native/codex``, about
-21 KB) in that API's shape, as every agent sends its tools on every request.
+21 KB) in that API's shape, as every agent sends its tools on every request; with ``--alike N``,
+N conversations that open alike (the history's first message, then each its own text in the
+second: a team's agents with one system prompt) take turns, one request each.
 
 ``--behind-large`` measures one thing instead: a small request's latency through the proxy alone,
 and while the proxy is rewriting a large body (about ``--large-mb`` MB: that history plus many
@@ -343,14 +345,20 @@ def main() -> int:
         action="store_true",
         help="--cpu-windows: the body carries real tool definitions too",
     )
+    parser.add_argument(
+        "--alike",
+        type=int,
+        default=1,
+        help="--cpu-windows: this many conversations that open alike, one request each in turn",
+    )
     args = parser.parse_args()
     if not TRAJECTORIES.is_dir():
         print(f"needs {TRAJECTORIES}", file=sys.stderr)
         return 2
-    counter = TiktokenCounter("o200k_base", vocab_path=SHARED / "tokenizers")
-    if (args.api != "anthropic" or args.tools) and not args.cpu_windows:
-        print("--api and --tools are for --cpu-windows", file=sys.stderr)
+    if (args.api != "anthropic" or args.tools or args.alike != 1) and not args.cpu_windows:
+        print("--api, --tools and --alike are for --cpu-windows", file=sys.stderr)
         return 2
+    counter = TiktokenCounter("o200k_base", vocab_path=SHARED / "tokenizers")
     history, tokens = history_body(args.history_tokens, counter, args.api)
     if args.tools:
         history = {**history, "tools": real_tools(args.api)}
@@ -488,25 +496,47 @@ def write_markdown(
 def cpu_windows_main(args: argparse.Namespace, history: dict[str, Any], tokens: int) -> int:
     """Proxy CPU per request on the re-sent history alone: nothing else shares the proxy's
     caches or the machine's cores with it between requests (30 warm-up requests first)."""
-    content = json.dumps(history).encode()
+    contents = [json.dumps(_alike(history, args.api, k)).encode() for k in range(args.alike)]
     with servers(False) as (_, proxy, pid), httpx.Client(timeout=120) as client:
-        for _ in range(30):
-            _timed(client, proxy, content, args.api)
+        for n in range(30):
+            _timed(client, proxy, contents[n % args.alike], args.api)
         windows = []
         for _ in range(args.cpu_windows):
             time.sleep(0.5)  # the statistics of the window before are counted by now
             cpu = cpu_seconds(pid)
-            for _ in range(args.requests):
-                _timed(client, proxy, content, args.api)
+            for n in range(args.requests):
+                _timed(client, proxy, contents[n % args.alike], args.api)
             windows.append(1000 * (cpu_seconds(pid) - cpu) / args.requests)
     figures = ", ".join(f"{w:.2f}" for w in windows)
+    alike = f", {args.alike} conversations of one opening in turn" if args.alike > 1 else ""
     print(
         f"{args.api}{' with tools' if args.tools else ''}: {tokens:,} tokens of messages "
-        f"({len(content):,} bytes) re-sent; "
+        f"({len(contents[0]):,} bytes) re-sent{alike}; "
         "proxy CPU ms per request, by window:"
     )
     print(f"{figures} (median {statistics.median(windows):.2f})")
     return 0
+
+
+def _alike(history: dict[str, Any], api: Api, k: int) -> dict[str, Any]:
+    """``history`` itself (``k`` 0), or a copy whose second message holds another text: a
+    conversation that opens as it does and goes its own way."""
+    if not k:
+        return history
+    body = json.loads(json.dumps(history))
+    second = body[list_key(api)][1]
+    stack: list[Any] = [second]
+    while stack:  # the first text of the message, made this conversation's
+        value = stack.pop()
+        if isinstance(value, dict):
+            for key in ("text", "content"):
+                if isinstance(value.get(key), str):
+                    value[key] += f" (conversation {k})"
+                    return body
+            stack += reversed(list(value.values()))
+        elif isinstance(value, list):
+            stack += reversed(value)
+    raise ValueError(f"no text in the second message of {api}'s history")
 
 
 # -- a small request behind a large one --------------------------------------------------------

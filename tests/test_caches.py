@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import gc
 import marshal
+import operator
 import pickle
 import sys
 import tracemalloc
@@ -14,11 +15,14 @@ from collections.abc import Callable
 
 from tokenlean._caches import (
     CACHE_MAX_BYTES,
+    BoundedLru,
     BoundedMemo,
+    Openings,
     byte_bounded,
     content_key,
     held_bytes,
 )
+from tokenlean._identity import leading
 from tokenlean.loop_guard._canonical import canonical_text
 from tokenlean.prices import _resolved
 from tokenlean.shorten._calls import _compound
@@ -139,3 +143,79 @@ def test_a_content_key_is_the_same_for_equal_values_and_none_for_other_types():
     for _ in range(5000):
         deep = [deep]
     assert content_key(deep) is None
+
+
+# -- lists kept by their opening ----------------------------------------------------------------
+
+
+def _openings(per_opening: int = 4, max_bytes: int = 1000) -> Openings[tuple[str, ...]]:
+    return Openings(BoundedLru(max_entries=8, max_bytes=max_bytes), len, per_opening)
+
+
+def _shared_with(items: tuple[str, ...]) -> Callable[[tuple[str, ...]], int]:
+    return lambda kept: leading(map(operator.eq, kept, items))
+
+
+def test_conversations_of_one_opening_each_find_their_own_list() -> None:
+    """Two conversations that open alike (one system prompt) went on at once: with one list an
+    opening, each put pushed the other's out and every request was read in full."""
+    lists = _openings()
+    a, b = ("system", "task a", "reply a"), ("system", "task b", "reply b")
+    for items in (a, b):
+        lists.put("system", items, 10, *lists.find("system", _shared_with(items)))
+    assert lists.find("system", _shared_with((*a, "more"))) == (a, 3)
+    assert lists.find("system", _shared_with((*b, "more"))) == (b, 3)
+
+
+def test_a_list_put_in_place_of_the_one_it_continues_leaves_the_others() -> None:
+    lists = _openings()
+    a, b = ("s", "a"), ("s", "b")
+    lists.put("s", a, 10)
+    lists.put("s", b, 10)
+    longer = (*a, "a2", "a3")
+    lists.put("s", longer, 20, *lists.find("s", _shared_with(longer)))
+    assert lists.store.get("s") == ((longer, 20), (b, 10))
+    assert lists.size == 30
+
+
+def test_an_opening_keeps_its_newest_lists_within_its_bound_and_the_stores_bytes() -> None:
+    lists = _openings(per_opening=3, max_bytes=100)
+    for n in range(5):
+        lists.put("s", ("s", str(n)), 10)
+    assert [value for value, _ in lists.store.get("s") or ()] == [
+        ("s", "4"),
+        ("s", "3"),
+        ("s", "2"),
+    ]
+    lists.put("s", ("s", "big"), 90)  # with the others, over the store's bound: the oldest go
+    assert [value for value, _ in lists.store.get("s") or ()] == [("s", "big"), ("s", "4")]
+    assert lists.size == 100
+    lists.put("s", ("s", "huge"), 101)  # over the bound alone: not kept, the others stay
+    assert lists.find("s", lambda kept: 0)[0] == ("s", "big")
+
+
+def test_the_list_sharing_the_most_is_found_and_the_newest_of_equals() -> None:
+    lists = _openings()
+    for items in (("s", "x", "1"), ("s", "x", "2"), ("s", "y")):
+        lists.put("s", items, 1)
+    assert lists.find("s", _shared_with(("s", "x", "1", "go")))[0] == ("s", "x", "1")
+    assert lists.find("s", _shared_with(("s", "z")))[0] == ("s", "y")  # one item each: the newest
+    assert lists.find("other", _shared_with(("other",))) == (None, 0)
+
+
+def test_a_list_continues_one_it_holds_whole_or_but_for_its_newest_item() -> None:
+    """A turn later; the cache breakpoint moved: in place of the list. Another conversation,
+    or an earlier message edited (a branch): beside it."""
+    kept = ("s", "1", "2", "3", "4")
+    for items, replaced in [
+        ((*kept, "5"), True),
+        ((*kept[:-1], "4 moved", "5"), True),
+        ((*kept[:-2], "3 edited", "4"), False),
+        (("s", "other"), False),
+    ]:
+        lists = _openings()
+        lists.put("s", kept, 1)
+        lists.put("s", items, 1, kept, _shared_with(items)(kept))
+        assert [value for value, _ in lists.store.get("s") or ()] == (
+            [items] if replaced else [items, kept]
+        )

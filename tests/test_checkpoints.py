@@ -8,9 +8,11 @@ import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tokenlean import _checkpoints
 from tokenlean._checkpoints import (
     _CHAINS,
     MEMO_MAX_BYTES,
@@ -210,3 +212,34 @@ def test_a_kept_chain_is_charged_the_arguments_of_its_calls() -> None:
     view = [_POOL[0], Message(role="assistant", tool_calls=(ToolCall("w", "Write", written),))]
     prefix_digests(view, [frozenset(), frozenset()])
     assert _CHAINS.size > 1_200_000
+
+
+def test_histories_of_one_opening_in_turn_each_hash_only_their_new_messages(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A team's agents open alike and go on at once: each history's digests resume from its own
+    chain (with one chain an opening, each pushed the other's out and was hashed in full)."""
+    _CHAINS.clear()
+    opening = _POOL[0]
+    histories = [[opening, *(Message(role="user", content=f"{who} {n}") for n in range(6))]
+                 for who in "abc"]  # fmt: skip
+    for history in histories:
+        prefix_digests(history, [frozenset()] * len(history))
+    printed: list[Message] = []
+    one = _checkpoints.fingerprint
+
+    def counted(message: Message, ids: frozenset[str]) -> bytes:
+        printed.append(message)
+        return one(message, ids)
+
+    monkeypatch.setattr(_checkpoints, "fingerprint", counted)
+    for history in histories:
+        history.append(Message(role="user", content=f"next of {history[1].content}"))
+        got = prefix_digests(history, [frozenset()] * len(history))
+        assert printed.pop() is history[-1] and not printed
+        _CHAINS.clear()
+        assert got == prefix_digests(history, [frozenset()] * len(history))
+        printed.clear()
+        for other in histories:  # kept again, as the clearing forgot them
+            prefix_digests(other, [frozenset()] * len(other))
+        printed.clear()

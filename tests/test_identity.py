@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from tokenlean._identity import ByIdentity, leading, same_objects
 
 
@@ -54,3 +57,18 @@ def test_same_objects_counts_the_leading_items_that_are_the_very_objects():
 def test_leading_counts_the_true_flags_before_the_first_false_one():
     assert leading(iter([True, True, False, True])) == 2
     assert leading([True, True]) == 2 and leading([]) == 0 and leading([False]) == 0
+
+
+@given(st.lists(st.booleans(), max_size=40))
+def test_leading_is_the_count_of_true_flags_before_the_first_false_one(flags: list[bool]) -> None:
+    expected = flags.index(False) if False in flags else len(flags)
+    assert leading(iter(flags)) == expected
+    assert leading(flags) == expected
+
+
+def test_leading_stops_a_few_flags_past_the_first_false_one() -> None:
+    """Comparing with a list of another conversation stops where they differ (soon), not at the
+    end of a long history."""
+    given = iter([True, False, *([True] * 1000)])
+    assert leading(given) == 1
+    assert len(list(given)) > 990

@@ -15,13 +15,15 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import fields, is_dataclass
-from typing import Any, Generic, ParamSpec, TypeVar
+from typing import Any, Generic, ParamSpec, Protocol, TypeVar
 
 __all__ = [
     "CACHE_MAX_BYTES",
     "CACHE_MAX_ENTRIES",
+    "LISTS_PER_OPENING",
     "BoundedLru",
     "BoundedMemo",
+    "Openings",
     "byte_bounded",
     "content_key",
     "held_bytes",
@@ -33,6 +35,10 @@ CACHE_MAX_BYTES = 32 * 2**20
 #: Each memo's default bound in entries (what ``lru_cache`` sizes were: small texts stay cheap).
 CACHE_MAX_ENTRIES = 4096
 
+#: How many lists of one opening :class:`Openings` keeps: the conversations of a team's agents
+#: that open alike (one system prompt, one task run several times) and go on at once.
+LISTS_PER_OPENING = 64
+
 #: The ``marshal`` format without references: equal contents give equal bytes, whatever else
 #: holds their objects (from version 3 on, an object held elsewhere is written differently).
 _MARSHAL_VERSION = 2
@@ -41,6 +47,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
+T = TypeVar("T")
 
 
 def held_bytes(value: object) -> int:
@@ -124,6 +131,97 @@ class BoundedLru(Generic[K, V]):
         with self._lock:
             self._items.clear()
             self._bytes = 0
+
+
+class _Store(Protocol[T]):
+    """What :class:`Openings` keeps its lists in (a :class:`BoundedLru`, or a ``ByIdentity``
+    whose keys are the opening objects themselves)."""
+
+    max_bytes: int
+
+    @property
+    def size(self) -> int: ...
+
+    def get(self, key: Any) -> T | None: ...
+
+    def put(self, key: Any, value: T, charge: int) -> None: ...
+
+    def clear(self) -> None: ...
+
+
+class Openings(Generic[V]):
+    """Lists kept by how they open (their first item, the object or its content), several under
+    one opening: conversations that open alike (one system prompt for a team's agents, a task
+    run twice) each find their own, where one list an opening let each put push the other out,
+    so every request of both was read in full.
+
+    :meth:`find` gives the kept list that shares the most leading items with the list at hand;
+    :meth:`put` keeps a list in place of the one it continues (the same conversation a turn
+    later), else beside the others, the most recent first, up to ``per_opening``. Bounded by its
+    store: in openings (its entries) and in the bytes of all their lists. ``length`` tells how
+    many items a kept list has."""
+
+    def __init__(
+        self,
+        store: _Store[tuple[tuple[V, int], ...]],
+        length: Callable[[V], int],
+        per_opening: int = LISTS_PER_OPENING,
+    ) -> None:
+        self.store = store
+        self.length = length
+        self.per_opening = per_opening
+        self._lock = threading.Lock()
+
+    @property
+    def size(self) -> int:
+        """The bytes charged for the lists kept."""
+        return self.store.size
+
+    @property
+    def max_bytes(self) -> int:
+        """The bound on the bytes of all lists kept (the store's)."""
+        return self.store.max_bytes
+
+    @max_bytes.setter
+    def max_bytes(self, value: int) -> None:
+        self.store.max_bytes = value
+
+    def find(self, key: Any, shared: Callable[[V], int]) -> tuple[V | None, int]:
+        """The list kept under ``key`` that shares the most leading items with the list at hand
+        (``shared`` of it: how many; the most recent of equals), and that count."""
+        kept = self.store.get(key)
+        if not kept:
+            return None, 0
+        best, most = kept[0][0], shared(kept[0][0])
+        for value, _ in kept[1:]:
+            if (count := shared(value)) > most:
+                best, most = value, count
+        return best, most
+
+    def put(self, key: Any, value: V, charge: int, found: V | None = None, shared: int = 0) -> None:
+        """Keep ``value`` under ``key``, charged ``charge`` bytes; in place of ``found`` (what
+        :meth:`find` gave for it, sharing ``shared`` items) if it continues that list. The
+        oldest lists of the opening go first when it holds more than ``per_opening`` or more
+        bytes than its store."""
+        replacing = found if found is not None and _continues(shared, self.length(found)) else None
+        with self._lock:  # two requests of one opening at once: neither list lost
+            kept = self.store.get(key) or ()
+            lists = [(value, charge), *(entry for entry in kept if entry[0] is not replacing)]
+            del lists[self.per_opening :]
+            total = sum(entry[1] for entry in lists)
+            while len(lists) > 1 and total > self.store.max_bytes:
+                total -= lists.pop()[1]
+            self.store.put(key, tuple(lists), total)
+
+    def clear(self) -> None:
+        self.store.clear()
+
+
+def _continues(shared: int, kept: int) -> bool:
+    """Whether a list that shares ``shared`` leading items with a kept list of ``kept`` items
+    is that list a turn later: all of it, or all but its newest item (a client moves its cache
+    breakpoint to the newest message, which changes the one that held it)."""
+    return shared >= max(1, kept - 1)
 
 
 class BoundedMemo(Generic[P, R]):

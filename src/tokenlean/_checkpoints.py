@@ -18,9 +18,10 @@ import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Generic, TypeVar
 
-from tokenlean._caches import held_bytes
+from tokenlean._caches import Openings, held_bytes
 from tokenlean._identity import ByIdentity, leading, same_objects
 from tokenlean.transcript import Message
 
@@ -156,11 +157,13 @@ class _Chain:
     held: tuple[int, ...]  # the bytes the first ``k + 1`` messages keep alive (``held[k]``)
 
 
-#: The digests of recent histories, by their first message object: a history re-sent with new
-#: messages after it (the proxy gives back the same message objects) hashes only the new ones.
-#: Charged what it keeps alive (texts, and the arguments of calls), so histories nobody
-#: re-sends cannot hold much.
-_CHAINS: ByIdentity[_Chain] = ByIdentity(max_entries=256, max_bytes=64 * 2**20)
+#: The digests of recent histories, by their first message object (several histories of one
+#: opening): a history re-sent with new messages after it (the proxy gives back the same message
+#: objects) hashes only the new ones. Charged what it keeps alive (texts, and the arguments of
+#: calls), so histories nobody re-sends cannot hold much.
+_CHAINS: Openings[_Chain] = Openings(
+    ByIdentity(max_entries=256, max_bytes=64 * 2**20), lambda chain: len(chain.view)
+)
 
 
 def prefix_digests(view: Sequence[Message], answered: Sequence[frozenset[str]]) -> list[bytes]:
@@ -170,8 +173,9 @@ def prefix_digests(view: Sequence[Message], answered: Sequence[frozenset[str]]) 
     that the following results answer), so it is part of the digest. Each digest hashes the one
     before it with the next message's fingerprint, so a known prefix is not hashed again.
     """
-    chain = _CHAINS.get(view[0]) if view else None
-    same = 0 if chain is None else _shared(chain, view, answered)
+    chain, same = (
+        _CHAINS.find(view[0], partial(_shared, view=view, answered=answered)) if view else (None, 0)
+    )
     digests = [b""] if chain is None else list(chain.digests[: same + 1])
     held = list(chain.held[:same]) if chain is not None else []
     for message, ids in zip(view[same:], answered[same:], strict=True):
@@ -183,7 +187,7 @@ def prefix_digests(view: Sequence[Message], answered: Sequence[frozenset[str]]) 
         held.append((held[-1] if held else 0) + 160 + len(printed) + 2 * (len(printed) - text))
     if view and same < len(view):
         kept = _Chain(tuple(view), tuple(answered), tuple(digests), tuple(held))
-        _CHAINS.put(view[0], kept, held[-1])
+        _CHAINS.put(view[0], kept, held[-1], chain, same)
     return digests
 
 

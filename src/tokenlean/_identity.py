@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterable
+from itertools import islice
 from typing import Generic, TypeVar
 
 from tokenlean._caches import BoundedLru
@@ -22,6 +23,7 @@ from tokenlean._caches import BoundedLru
 __all__ = ["ByIdentity", "leading", "same_objects"]
 
 V = TypeVar("V")
+_HEAD = 8  # flags looked at before the rest (see :func:`leading`)
 
 
 class ByIdentity(Generic[V]):
@@ -74,9 +76,15 @@ def same_objects(kept: Iterable[object], given: Iterable[object]) -> int:
 
 def leading(flags: Iterable[bool]) -> int:
     """How many of ``flags`` are true before the first false one (given as a ``map`` of a
-    C-level comparison, no Python step per item)."""
+    C-level comparison, no Python step per item). The first few are looked at on their own: a
+    list that differs from a kept one most often does so at once (another conversation of the
+    same opening), and then the rest is never compared."""
+    flags = iter(flags)
+    head = list(islice(flags, _HEAD))
+    if False in head:
+        return head.index(False)
     found = list(flags)
     try:
-        return found.index(False)
+        return len(head) + found.index(False)
     except ValueError:
-        return len(found)
+        return len(head) + len(found)

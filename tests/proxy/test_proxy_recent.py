@@ -68,13 +68,17 @@ def _kept(value: object) -> KeptList:
     return KeptList.of([(value, text)], text, [(0, len(text))])
 
 
+def _got(recent: RecentLists, first: str) -> KeptList | None:
+    return recent.find(first, lambda kept: 0)[0]
+
+
 def test_the_lists_kept_are_bounded_in_number_and_in_bytes():
     recent = RecentLists(max_lists=2, max_bytes=10_000)
     for n in range(3):
         recent.put(_kept({"n": n}))
-    assert recent.get('{"n": 0}') is None and recent.get('{"n": 2}') is not None
+    assert _got(recent, '{"n": 0}') is None and _got(recent, '{"n": 2}') is not None
     recent.put(_kept("x" * 20_000))  # larger than the whole bound
-    assert recent.get(json.dumps("x" * 20_000)) is None
+    assert _got(recent, json.dumps("x" * 20_000)) is None
     assert 0 < recent.size <= 10_000
 
 
@@ -213,3 +217,23 @@ def test_the_values_kept_are_long_ones_bounded_in_number_and_in_bytes():
     values.put("tools", "[" + "1," * 20_000 + "1]", [1] * 20_001)  # over the bytes
     assert values.candidates("tools") == []
     assert 0 < values.size <= 40_000
+
+
+def test_conversations_that_open_alike_each_take_their_own_history_at_once():
+    """A team's agents open alike (one system prompt) and go on at once: each history sent again
+    is compared with its own, and only its new message is parsed (with one list an opening,
+    each put pushed the other's out, and every body of both was parsed in full)."""
+    system = {"role": "system", "content": "You are a coding agent. " * 20}
+    histories = [[system, *({"role": "user", "content": f"{who} {n} " * 50} for n in range(10))]
+                 for who in ("a", "b", "c")]  # fmt: skip
+    _fresh(_body(histories[0]))
+    for history in histories[1:]:
+        scan_body(_body(history), "messages")
+    for turn in range(3):
+        for history in histories:
+            history.append({"role": "user", "content": f"turn {turn} of {history[1]['content']}"})
+            again = scan_body(_body(history), "messages")
+            assert again is not None and again.fresh == len(json.dumps(history[-1]))
+            _same_reading(again, _fresh(_body(history)))
+            for other in histories:  # _fresh forgot them: kept again as they were
+                scan_body(_body(other), "messages")

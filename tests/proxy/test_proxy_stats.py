@@ -250,3 +250,36 @@ def test_a_counted_list_is_charged_the_texts_it_holds(tmp_path: Path):
     assert prepared.body is not None
     counter.blocks("anthropic", prepared.body)
     assert counter._received.size >= 2 * 500_000
+
+
+def test_histories_of_one_opening_sent_in_turn_are_each_counted_from_their_own_blocks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A team's agents open alike ("fix the bug") and go on at once: each history sent again
+    looks up only its head and what is new (with one kept list an opening, each pushed the
+    other's out and every message of both was looked up)."""
+    rewriter = default_rewriter(tmp_path)
+    counter = BlockCounter()
+
+    def count(turns: int, who: str) -> None:
+        body = json.dumps(_body(_turns(turns, f"{who}: {LOG}"))).encode()
+        prepared = prepare(rewriter, "anthropic", body)
+        assert prepared.body is not None and prepared.outcome is not None
+        blocks_in = counter.blocks("anthropic", prepared.body)
+        counter.rewritten("anthropic", prepared.body, blocks_in, prepared.outcome.body)
+
+    for who in "abc":
+        count(6, who)
+    looked: list[str] = []
+    one = BlockCounter._block
+
+    def counted(self: BlockCounter, value: Any, text: str) -> Any:
+        looked.append(text)
+        return one(self, value, text)
+
+    monkeypatch.setattr(BlockCounter, "_block", counted)
+    for who in "abc":
+        count(7, who)
+        # each list: the head, the newest message of last time (its breakpoint moved) and two new
+        assert len(looked) == 2 * 4
+        looked.clear()

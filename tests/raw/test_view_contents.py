@@ -18,6 +18,7 @@ from tests.raw.test_view_lists import (
     _GEMINI_POOL,
     _POOL,
     _RESPONSES_POOL,
+    _alike,
     _fresh,
     nothing_kept,
 )
@@ -173,3 +174,18 @@ def _change_a_text(value: Any, text: str) -> bool:
     elif isinstance(value, list):
         return any(_change_a_text(v, text) for v in value)
     return False
+
+
+def test_lists_of_one_opening_sent_in_turn_each_read_only_their_new_messages(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    """A team's agents open alike and go on at once, through the LiteLLM plug-in or an SDK: each
+    list resumes its own reading (with one kept list an opening, each pushed the other's out)."""
+    histories = [pytest_history(4, task="one opening, by content")]
+    histories += [_alike(histories[0], tag) for tag in ("b", "c")]
+    for history in histories:
+        _anthropic.read({"messages": copy.deepcopy(history[:5])})
+    reads = _reads(monkeypatch)
+    views = [_anthropic.read({"messages": copy.deepcopy(history)}) for history in histories]
+    assert reads == [5, 6, 7, 8] * 3
+    assert views == [_fresh({"messages": history}) for history in histories]

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.data import pytest_history
-from tokenlean._caches import BoundedLru
+from tokenlean._caches import BoundedLru, Openings
 from tokenlean.raw import (
     _anthropic,
     _gemini,
@@ -30,7 +30,7 @@ from tokenlean.raw._view import RawView
 def nothing_kept() -> Iterator[None]:
     """Within the block, no list is found by its content (nor kept): every read is from scratch."""
     kept = _reading._CONTENTS
-    _reading._CONTENTS = BoundedLru(max_entries=1, max_bytes=0)
+    _reading._CONTENTS = Openings(BoundedLru(max_entries=1, max_bytes=0), _reading._ListRead.length)
     try:
         yield
     finally:
@@ -346,3 +346,28 @@ def test_item_lists_read_one_after_another_read_as_fresh_reads(
             view = reader({key: items})
             assert view == _fresh({key: items}, reader)
             previous = items
+
+
+def _alike(history: list[dict[str, Any]], tag: str) -> list[dict[str, Any]]:
+    """Another conversation that opens as ``history`` does (its first two messages, the very
+    objects) and goes on with other results."""
+    other = copy.deepcopy(history[2:])
+    for message in other[::2]:  # the results
+        message["content"][0]["content"] = f"{tag}: {message['content'][0]['content']}"
+    return [*history[:2], *other]
+
+
+def test_lists_of_one_opening_read_in_turn_each_read_only_their_new_messages(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    """A team's agents open alike (one system prompt, one task) and go on at once: each list
+    resumes its own reading (with one kept list an opening, each pushed the other's out)."""
+    histories = [pytest_history(4, task="one opening")]
+    histories += [_alike(histories[0], tag) for tag in ("b", "c")]
+    with frozen_bodies():
+        for history in histories:
+            _anthropic.read({"messages": history[:5]})
+        reads = _reads(monkeypatch)
+        views = [_anthropic.read({"messages": history}) for history in histories]
+    assert reads == [5, 6, 7, 8] * 3
+    assert views == [_fresh({"messages": history}) for history in histories]

@@ -2,8 +2,9 @@
 
 A client re-sends its whole history on every turn: the messages it sent last time come again,
 byte for byte, with a few new ones after them. The scanner (:mod:`tokenlean.proxy._scan`) keeps
-each body's list here under the text of its first message (a conversation's opening), and on
-the next body with that opening compares the kept list's whole text, separators included,
+each body's list here under the text of its first message (a conversation's opening; several
+lists under one, as a team's agents open alike), and on the next body with that opening
+compares the kept list that shares the most with it, its whole text, separators included,
 with the bytes at the same place: one ``memcmp``, not a parse nor a step per message. When the
 client sent it again as it was, every kept message is taken as it was, parsed values included;
 otherwise each kept message's own text is compared at its place, and only the messages that
@@ -19,11 +20,12 @@ from __future__ import annotations
 import sys
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
-from tokenlean._caches import BoundedLru
+from tokenlean._caches import LISTS_PER_OPENING, BoundedLru, Openings
 
 __all__ = [
     "RECENT_MAX_BYTES",
@@ -90,11 +92,6 @@ class KeptList:
         width = max(1, (sys.getsizeof(source) - _EMPTY) // max(1, len(source)))
         return cls(items, chunks, spans, starts, chars * width)
 
-    def starts_at(self, offset: int) -> list[int]:
-        """Where each item starts in a text whose first item starts at ``offset``."""
-        shift = offset - self.starts[0] if self.starts else 0
-        return self.starts if not shift else list(map(shift.__add__, self.starts))
-
     def spans_at(self, offset: int, count: int) -> list[Span]:
         """The first ``count`` items' spans in a text whose first item starts at ``offset``
         (most often where the body before held it: the same spans)."""
@@ -104,30 +101,42 @@ class KeptList:
         return [(start + shift, end + shift) for start, end in self.spans[:count]]
 
 
-class RecentLists:
-    """Thread-safe LRU of message lists keyed by their first message's text."""
+def _length(kept: KeptList) -> int:
+    return len(kept.items)
 
-    def __init__(self, max_lists: int = RECENT_MAX_LISTS, max_bytes: int = RECENT_MAX_BYTES):
-        self._kept: BoundedLru[str, KeptList] = BoundedLru(
-            max_entries=max_lists, max_bytes=max_bytes
-        )
+
+class RecentLists:
+    """Thread-safe LRU of message lists keyed by their first message's text (``max_lists``
+    openings, each with up to ``per_opening`` lists)."""
+
+    def __init__(
+        self,
+        max_lists: int = RECENT_MAX_LISTS,
+        max_bytes: int = RECENT_MAX_BYTES,
+        per_opening: int = LISTS_PER_OPENING,
+    ):
+        store: BoundedLru[str, tuple[tuple[KeptList, int], ...]]
+        store = BoundedLru(max_entries=max_lists, max_bytes=max_bytes)
+        self._kept: Openings[KeptList] = Openings(store, _length, per_opening)
 
     @property
     def size(self) -> int:
         """The estimated bytes of the lists kept."""
         return self._kept.size
 
-    def get(self, first: str) -> KeptList | None:
-        """The list kept for a list opened by ``first``, if any."""
-        return self._kept.get(first)
+    def find(self, first: str, shared: Callable[[KeptList], int]) -> tuple[KeptList | None, int]:
+        """The list kept for a list opened by ``first`` that shares the most with it (``shared``
+        of a kept list: how many leading items), if any, and that count."""
+        return self._kept.find(first, shared)
 
-    def put(self, kept: KeptList) -> None:
-        """Keep ``kept`` (a whole list, its first item's text the key)."""
+    def put(self, kept: KeptList, found: KeptList | None = None, same: int = 0) -> None:
+        """Keep ``kept`` (a whole list, its first item's text the key); ``found``, the kept list
+        it shares ``same`` items with, goes if ``kept`` continues it."""
         if kept.items:
             # The values take about twice their texts (dicts, strings), the texts once more, and
             # the chunks (texts and separators) once again; each item has a span and a start.
             charge = 4 * kept.size + _ITEM_BYTES * len(kept.items)
-            self._kept.put(kept.items[0][1], kept, charge)
+            self._kept.put(kept.items[0][1], kept, charge, found, same)
 
     def clear(self) -> None:
         self._kept.clear()

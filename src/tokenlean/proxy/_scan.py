@@ -17,6 +17,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from tokenlean._identity import ByIdentity, leading
@@ -84,11 +85,12 @@ def _list_items(text: str, at: int, spans: list[Span]) -> tuple[list[tuple[Any, 
             fresh += at - start
         else:
             at += len(item[1])
-        if not items and (kept := RECENT.get(item[1])) is not None:
+        if not items:
+            kept, same = RECENT.find(item[1], partial(_same, text=text, at=start))
+        if not items and kept is not None:
             # the kept first message itself, so every message of a re-sent history is the
             # object it was the last time (what is derived from it is found by identity)
             known, item, fresh = kept.items, kept.items[0], 0
-            same = _same(kept, text, start)
             if same > 1:  # the kept messages that are here again as they were: taken at once
                 shifted = kept.spans_at(start, same)
                 items.extend(known[: same - 1])
@@ -98,7 +100,7 @@ def _list_items(text: str, at: int, spans: list[Span]) -> tuple[list[tuple[Any, 
         spans.append((start, at))
         at = _skip(text, at)
         if text[at] == "]":
-            RECENT.put(KeptList.of(items, text, spans[first:], kept, same))
+            RECENT.put(KeptList.of(items, text, spans[first:], kept, same), kept, same)
             return items, at + 1, fresh
         if text[at] != ",":
             raise ValueError(f"expected ',' at {at}")
@@ -110,10 +112,13 @@ def _same(kept: KeptList, text: str, at: int) -> int:
     the first one starts), each with the separator that followed it: one ``startswith`` each,
     at C speed. The last kept item counts only if it ends there too (a kept ``1`` is no match
     for a ``12``)."""
-    starts = kept.starts_at(at)
+    # each kept item's start here, computed only as far as the texts agree (another list of
+    # the same opening most often differs at once)
+    shift = at - kept.starts[0]
+    starts = map(shift.__add__, kept.starts) if shift else kept.starts
     same = leading(map(text.startswith, kept.chunks, starts))
     if same == len(kept.chunks):
-        end = _skip(text, starts[-1] + len(kept.chunks[-1]))
+        end = _skip(text, kept.starts[-1] + shift + len(kept.chunks[-1]))
         same -= not (end < len(text) and text[end] in ",]")
     return same
 

@@ -28,12 +28,13 @@ import json
 import sys
 import threading
 from collections import OrderedDict, deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 from operator import itemgetter
 from typing import Any, get_args
 
+from tokenlean._caches import Openings
 from tokenlean._identity import ByIdentity, same_objects
 from tokenlean.proxy._scan import ScannedBody, rewritten_body
 from tokenlean.raw import Api, list_key, strip_cache_control
@@ -155,6 +156,17 @@ MAX_LISTS = 1024
 LISTS_MAX_BYTES = 64 * 2**20
 
 
+def _shared_with(texts: list[str]) -> Callable[[_Counted], int]:
+    """How many leading texts a counted list shares with ``texts`` (the same objects)."""
+    return lambda counted: same_objects(counted.texts, texts)
+
+
+def _lists() -> Openings[_Counted]:
+    store: ByIdentity[tuple[tuple[_Counted, int], ...]]
+    store = ByIdentity(max_entries=MAX_LISTS, max_bytes=LISTS_MAX_BYTES)
+    return Openings(store, lambda counted: len(counted.texts))
+
+
 class BlockCounter:
     """Fingerprints and token estimates of blocks, memoised by the block's text: a long history
     is counted once, and seen again costs a hash of its text per request.
@@ -171,13 +183,10 @@ class BlockCounter:
             max_entries=capacity, max_bytes=BLOCK_TEXTS_MAX_BYTES
         )
         self._memo: OrderedDict[bytes, Block] = OrderedDict()
-        # The last message lists counted, received and sent, by their first text object.
-        self._received: ByIdentity[_Counted] = ByIdentity(
-            max_entries=MAX_LISTS, max_bytes=LISTS_MAX_BYTES
-        )
-        self._sent: ByIdentity[_Counted] = ByIdentity(
-            max_entries=MAX_LISTS, max_bytes=LISTS_MAX_BYTES
-        )
+        # The last message lists counted, received and sent, by their first text object
+        # (several lists of one opening: a team's agents open alike).
+        self._received: Openings[_Counted] = _lists()
+        self._sent: Openings[_Counted] = _lists()
         self._capacity = capacity
         self._lock = threading.Lock()
 
@@ -192,15 +201,14 @@ class BlockCounter:
         new = prompt_blocks(api, rewritten_body(received, sent, list_key(api)))
         return self._blocks(new, self._sent)
 
-    def _blocks(self, pairs: list[tuple[Any, str]], lists: ByIdentity[_Counted]) -> list[Block]:
+    def _blocks(self, pairs: list[tuple[Any, str]], lists: Openings[_Counted]) -> list[Block]:
         """The blocks of ``pairs`` (the head's, then each message's). The messages a recent
         list of ``lists`` opened with the same text objects (a history re-sent: its texts are
         the very strings the scanner kept, or the splice wrote) take that list's blocks in one
         step, found by C-level identity comparisons; the others are looked up one by one."""
         head, items = pairs[0], pairs[1:]
         texts = list(map(itemgetter(1), items))
-        kept = lists.get(texts[0]) if texts else None
-        same = same_objects(kept.texts, texts) if kept is not None else 0
+        kept, same = lists.find(texts[0], _shared_with(texts)) if texts else (None, 0)
         blocks = [self._block(*head), *(kept.blocks[:same] if kept is not None else ())]
         blocks += [self._block(value, text) for value, text in items[same:]]
         if texts:  # charged its texts too: the scanner's memo may drop them first
@@ -208,7 +216,8 @@ class BlockCounter:
             new = map(sys.getsizeof, texts[same:])
             sizes += accumulate(new, initial=sizes[-1] if sizes else 0)
             sizes.pop(same)  # the initial value
-            lists.put(texts[0], _Counted(texts, blocks[1:], sizes), sizes[-1] + 32 * len(texts))
+            counted = _Counted(texts, blocks[1:], sizes)
+            lists.put(texts[0], counted, sizes[-1] + 32 * len(texts), kept, same)
         return blocks
 
     def _block(self, value: Any, text: str) -> Block:

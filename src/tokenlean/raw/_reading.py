@@ -21,7 +21,7 @@ from functools import partial
 from itertools import takewhile
 from typing import Any, Protocol, cast
 
-from tokenlean._caches import BoundedLru, content_key, held_bytes
+from tokenlean._caches import BoundedLru, Openings, content_key, held_bytes
 from tokenlean._identity import ByIdentity, leading, same_objects
 from tokenlean.raw._view import (
     FROZEN,
@@ -129,13 +129,18 @@ class _ListRead:
     view: RawView
     rests: _Rests
 
+    def length(self) -> int:
+        return len(self.items)
 
-#: Each frozen list's reading, by its first item object: a history re-sent with new items
-#: after it (and maybe its newest item changed: a cache breakpoint moved), its items the very
-#: objects of the last time, takes the view of those it shares, up to the last rest among them,
-#: in one step and reads only the others (about 1 us an item otherwise, a millisecond on a long
-#: history).
-_LISTS: ByIdentity[_ListRead] = ByIdentity(max_entries=4096, max_bytes=128 * 2**20)
+
+#: Each frozen list's reading, by its first item object (several lists of one opening: each
+#: conversation that opens alike its own): a history re-sent with new items after it (and maybe
+#: its newest item changed: a cache breakpoint moved), its items the very objects of the last
+#: time, takes the view of those it shares, up to the last rest among them, in one step and
+#: reads only the others (about 1 us an item otherwise, a millisecond on a long history).
+_LISTS: Openings[_ListRead] = Openings(
+    ByIdentity(max_entries=4096, max_bytes=128 * 2**20), _ListRead.length
+)
 #: Bytes charged a kept list per view message beyond its text (its item's place, its end and
 #: charge, the view's message and slots; a rest's state too), and per character of its text
 #: (the message's own objects, and the view's copy), on top of what its items hold (images and
@@ -148,8 +153,8 @@ _LIST_BYTES_PER_CHAR = 3
 #: items' keys: a history re-sent as new objects (the LiteLLM plug-in's, an SDK user's list
 #: copied or rebuilt for each call) is read only from where its content first differs. Bounded
 #: as the lists by object; each is charged its keys too (about its size in JSON).
-_CONTENTS: BoundedLru[tuple[bytes, ...], _ListRead] = BoundedLru(
-    max_entries=1024, max_bytes=128 * 2**20
+_CONTENTS: Openings[_ListRead] = Openings(
+    BoundedLru(max_entries=1024, max_bytes=128 * 2**20), _ListRead.length
 )
 _KEY_BYTES = 64  # a key's own object, beyond its bytes
 _KEYED = partial(operator.is_not, None)
@@ -158,18 +163,24 @@ _KEYED = partial(operator.is_not, None)
 class _ByObject:
     """The items of a frozen body: kept and compared as the very objects."""
 
-    __slots__ = ("items", "keyed")
+    __slots__ = ("found", "items", "keyed")
 
     def __init__(self, items: list[Any]) -> None:
         self.items = items
         self.keyed = len(items)  # items whose reading may be kept
+        self.found: tuple[_ListRead | None, int] = (None, 0)  # the kept list, items shared
 
     def kept(self, kind: object) -> tuple[_ListRead | None, int]:
         """The kept list of ``kind`` these items begin like, and how many items they share."""
-        kept = _LISTS.get(self.items[0])
+
+        def shared(kept: _ListRead) -> int:
+            return same_objects(kept.items, self.items) if kept.kind is kind else 0
+
+        kept, same = _LISTS.find(self.items[0], shared)
         if kept is None or kept.kind is not kind:
             return None, 0
-        return kept, same_objects(kept.items, self.items)
+        self.found = kept, same
+        return kept, same
 
     def source(self, j: int) -> Any:
         """What item ``j`` is read from."""
@@ -181,7 +192,8 @@ class _ByObject:
 
     def keep(self, kind: object, view: RawView, rests: _Rests, charge: int) -> None:
         """Keep the reading of these items (``view``, ``rests``), charged ``charge`` bytes."""
-        _LISTS.put(self.items[0], _ListRead(kind, tuple(self.items), view, rests), charge)
+        read = _ListRead(kind, tuple(self.items), view, rests)
+        _LISTS.put(self.items[0], read, charge, *self.found)
 
 
 class _ByContent:
@@ -190,18 +202,23 @@ class _ByContent:
     item without one, and those after it, are read from the caller's objects, and a later list
     resumes only up to the last rest before it."""
 
-    __slots__ = ("items", "keyed", "keys")
+    __slots__ = ("found", "items", "keyed", "keys")
 
     def __init__(self, items: list[Any]) -> None:
         self.items = items
         self.keys = _content_keys(items)
         self.keyed = len(self.keys)
+        self.found: tuple[_ListRead | None, int] = (None, 0)
 
     def kept(self, kind: object) -> tuple[_ListRead | None, int]:
-        kept = _CONTENTS.get(tuple(self.keys[:2])) if self.keys else None
+        def shared(kept: _ListRead) -> int:
+            return leading(map(operator.eq, kept.items, self.keys)) if kept.kind is kind else 0
+
+        kept, same = _CONTENTS.find(tuple(self.keys[:2]), shared) if self.keys else (None, 0)
         if kept is None or kept.kind is not kind:
             return None, 0
-        return kept, leading(map(operator.eq, kept.items, self.keys))
+        self.found = kept, same
+        return kept, same
 
     def source(self, j: int) -> Any:
         return marshal.loads(self.keys[j]) if j < self.keyed else self.items[j]
@@ -211,7 +228,8 @@ class _ByContent:
         return _KEY_BYTES + len(self.keys[j])
 
     def keep(self, kind: object, view: RawView, rests: _Rests, charge: int) -> None:
-        _CONTENTS.put(tuple(self.keys[:2]), _ListRead(kind, tuple(self.keys), view, rests), charge)
+        read = _ListRead(kind, tuple(self.keys), view, rests)
+        _CONTENTS.put(tuple(self.keys[:2]), read, charge, *self.found)
 
 
 def _content_keys(items: list[Any]) -> list[bytes]:
