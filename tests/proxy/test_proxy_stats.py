@@ -209,6 +209,19 @@ def test_the_session_table_is_bounded_in_bytes():
     assert snapshot["total"]["requests"] == 96  # a dropped session's counts stay in the total
 
 
+def _looked_up(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The texts of the blocks a counter looks up one by one from now on."""
+    looked: list[str] = []
+    one = BlockCounter._block
+
+    def counted(self: BlockCounter, value: Any, text: str) -> Any:
+        looked.append(text)
+        return one(self, value, text)
+
+    monkeypatch.setattr(BlockCounter, "_block", counted)
+    return looked
+
+
 def test_a_re_sent_history_is_counted_from_the_last_lists_blocks(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
@@ -225,14 +238,7 @@ def test_a_re_sent_history_is_counted_from_the_last_lists_blocks(
         return blocks_in, sent, prepared
 
     count(6)
-    looked: list[str] = []
-    one = BlockCounter._block
-
-    def counted(self: BlockCounter, value: Any, text: str) -> Any:
-        looked.append(text)
-        return one(self, value, text)
-
-    monkeypatch.setattr(BlockCounter, "_block", counted)
+    looked = _looked_up(monkeypatch)
     blocks_in, sent, prepared = count(7)
     # each list: the head, the newest message of last time (its breakpoint moved) and two new
     assert len(looked) == 2 * 4
@@ -270,14 +276,7 @@ def test_histories_of_one_opening_sent_in_turn_are_each_counted_from_their_own_b
 
     for who in "abc":
         count(6, who)
-    looked: list[str] = []
-    one = BlockCounter._block
-
-    def counted(self: BlockCounter, value: Any, text: str) -> Any:
-        looked.append(text)
-        return one(self, value, text)
-
-    monkeypatch.setattr(BlockCounter, "_block", counted)
+    looked = _looked_up(monkeypatch)
     for who in "abc":
         count(7, who)
         # each list: the head, the newest message of last time (its breakpoint moved) and two new
