@@ -87,15 +87,15 @@ def _list_items(text: str, at: int, spans: list[Span]) -> tuple[list[tuple[Any, 
             at += len(item[1])
         if not items:
             kept, same = RECENT.find(item[1], partial(_same, text=text, at=start))
-        if not items and kept is not None:
-            # the kept first message itself, so every message of a re-sent history is the
-            # object it was the last time (what is derived from it is found by identity)
-            known, item, fresh = kept.items, kept.items[0], 0
-            if same > 1:  # the kept messages that are here again as they were: taken at once
-                shifted = kept.spans_at(start, same)
-                items.extend(known[: same - 1])
-                spans.extend(shifted[:-1])
-                item, (start, at) = known[same - 1], shifted[-1]
+            if kept is not None:
+                # the kept first message itself, so every message of a re-sent history is the
+                # object it was the last time (what is derived from it is found by identity)
+                known, item, fresh = kept.items, kept.items[0], 0
+                if same > 1:  # the kept messages here again as they were: taken at once
+                    shifted = kept.spans_at(start, same)
+                    items.extend(known[: same - 1])
+                    spans.extend(shifted[:-1])
+                    item, (start, at) = known[same - 1], shifted[-1]
         items.append(item)
         spans.append((start, at))
         at = _skip(text, at)
