@@ -1,5 +1,6 @@
 """Slow clients are held to deadlines, and a flood of half-open connections cannot lock a
-client with the token out: each on real sockets against a real proxy (issue 45, item 4).
+client with the token out: each on real sockets against a real proxy (issue 45, item 4), served
+by either parser's protocol (httptools', where it is installed, and h11's).
 
 Timing is asserted only loosely: "closed before many times the deadline", never how soon.
 """
@@ -18,7 +19,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tokenlean.proxy import ProxySettings
+from tokenlean.proxy import ProxySettings, _connections
+from tokenlean.proxy._connections import MAX_HEAD_BYTES, LimitedH11Protocol
 from tokenlean.testing.upstream import FakeUpstream
 
 from .proxy_support import TOKEN, ProxyFactory, free_port, log_turn
@@ -52,6 +54,28 @@ def _drip(sock: socket.socket, data: bytes, every: float = 0.25) -> bytes:
     raise AssertionError(f"the connection was still open after {TIMES} deadlines")
 
 
+@pytest.fixture(params=["httptools", "h11"])
+def parser(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Which parser's protocol serves the proxies the test starts."""
+    if request.param == "h11":
+        monkeypatch.setattr(_connections, "LimitedHttpToolsProtocol", None)
+    elif _connections.LimitedHttpToolsProtocol is None:
+        pytest.skip("httptools is not installed (the proxy extra installs it)")
+    return str(request.param)
+
+
+def _answer(sock: socket.socket) -> bytes:
+    """What the proxy sends until it closes the connection."""
+    sock.settimeout(GENEROUS)
+    answer = b""
+    try:
+        while chunk := sock.recv(65536):
+            answer += chunk
+    except ConnectionResetError:  # closed with some of the request unread
+        pass
+    return answer
+
+
 def _closed_by_proxy(sock: socket.socket) -> bool:
     sock.settimeout(GENEROUS)
     with sock:
@@ -61,6 +85,7 @@ def _closed_by_proxy(sock: socket.socket) -> bool:
             return True
 
 
+@pytest.mark.usefixtures("parser")
 def test_a_request_head_dripped_past_its_deadline_is_closed(make_proxy: ProxyFactory):
     proxy = make_proxy(head_timeout=DEADLINE)
     head = b"POST /v1/messages HTTP/1.1\r\nhost: 127.0.0.1\r\n" + b"x-drip: " + b"a" * 400
@@ -68,12 +93,14 @@ def test_a_request_head_dripped_past_its_deadline_is_closed(make_proxy: ProxyFac
         assert _drip(sock, head) == b""
 
 
+@pytest.mark.usefixtures("parser")
 def test_half_a_request_line_is_closed_too(make_proxy: ProxyFactory):
     proxy = make_proxy(head_timeout=DEADLINE)
     with _connect(proxy.url) as sock:
         assert _drip(sock, b"POST /v1/messages" + b"a" * 400) == b""
 
 
+@pytest.mark.usefixtures("parser")
 def test_a_body_dripped_past_its_deadline_gets_a_408(
     make_proxy: ProxyFactory, upstream: FakeUpstream
 ):
@@ -86,12 +113,14 @@ def test_a_body_dripped_past_its_deadline_gets_a_408(
     assert upstream.requests == []
 
 
+@pytest.mark.usefixtures("parser")
 def test_a_client_keeping_to_the_deadlines_is_served(make_proxy: ProxyFactory):
     proxy = make_proxy(head_timeout=DEADLINE, body_timeout=DEADLINE)
     reply = httpx.post(proxy.url + "/v1/messages", json=log_turn(), timeout=GENEROUS)
     assert reply.status_code == 200
 
 
+@pytest.mark.usefixtures("parser")
 def test_past_max_connections_the_oldest_waiting_for_a_head_are_shed(make_proxy: ProxyFactory):
     proxy = make_proxy(max_connections=4, head_timeout=GENEROUS)
     waiting = []
@@ -105,6 +134,60 @@ def test_past_max_connections_the_oldest_waiting_for_a_head_are_shed(make_proxy:
         assert _closed_by_proxy(sock)
     for sock in waiting[6:]:
         sock.close()
+
+
+def test_each_parser_serves_the_proxy(parser: str, make_proxy: ProxyFactory):
+    proxy = make_proxy(head_timeout=GENEROUS)
+    with _connect(proxy.url) as sock:
+        sock.sendall(b"POST /v1/mess")
+        time.sleep(0.2)  # accepted by then
+        served = {type(c) for c in proxy._server.server_state.connections}
+    expected = LimitedH11Protocol if parser == "h11" else _connections.LimitedHttpToolsProtocol
+    assert served == {expected}
+
+
+@pytest.mark.usefixtures("parser")
+@pytest.mark.parametrize("ended", [True, False])
+@pytest.mark.parametrize("pieces", [1, 20])
+def test_a_request_head_over_the_bound_is_refused(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, pieces: int, ended: bool
+):
+    """Refused, not held until the head deadline, whether it ends or not; over 256 KiB, so
+    no parser reads it whole at once."""
+    proxy = make_proxy(head_timeout=GENEROUS)
+    head = b"POST /v1/messages HTTP/1.1\r\nhost: 127.0.0.1\r\nx-big: " + b"a" * 20 * MAX_HEAD_BYTES
+    head += b"\r\ncontent-length: 0\r\n\r\n" if ended else b""
+    started = time.monotonic()
+    with _connect(proxy.url) as sock:
+        step = -(-len(head) // pieces)
+        try:
+            for at in range(0, len(head), step):
+                sock.sendall(head[at : at + step])
+                time.sleep(0.01)
+        except (ConnectionResetError, BrokenPipeError):
+            pass  # refused before the rest was sent
+        answer = _answer(sock)
+    assert answer == b"" or answer.startswith(b"HTTP/1.1 400")
+    assert time.monotonic() - started < GENEROUS / 2
+    assert upstream.requests == []
+
+
+@pytest.mark.usefixtures("parser")
+def test_a_head_under_the_bound_with_a_large_body_in_one_send_is_served(
+    make_proxy: ProxyFactory, upstream: FakeUpstream
+):
+    proxy = make_proxy(head_timeout=GENEROUS)
+    body = log_turn()
+    body["messages"][0]["content"] = "run the tests " + "x" * 2**20
+    content = json.dumps(body).encode()
+    head = b"POST /v1/messages HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+    head += b"x-agent-note: " + b"n" * (MAX_HEAD_BYTES // 2) + b"\r\n"
+    head += b"connection: close\r\ncontent-length: %d\r\n\r\n" % len(content)
+    with _connect(proxy.url) as sock:
+        sock.sendall(head + content)
+        answer = _answer(sock)
+    assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
+    assert len(upstream.requests) == 1
 
 
 @pytest.mark.parametrize("name", ["head_timeout", "body_timeout"])
