@@ -140,8 +140,11 @@ def test_each_parser_serves_the_proxy(parser: str, make_proxy: ProxyFactory):
     proxy = make_proxy(head_timeout=GENEROUS)
     with _connect(proxy.url) as sock:
         sock.sendall(b"POST /v1/mess")
-        time.sleep(0.2)  # accepted by then
-        served = {type(c) for c in proxy._server.server_state.connections}
+        connections = proxy._server.server_state.connections
+        deadline = time.monotonic() + GENEROUS
+        while not connections and time.monotonic() < deadline:  # until it is accepted
+            time.sleep(0.01)
+        served = {type(c) for c in connections}
     expected = LimitedH11Protocol if parser == "h11" else _connections.LimitedHttpToolsProtocol
     assert served == {expected}
 
