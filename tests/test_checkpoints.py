@@ -214,6 +214,43 @@ def test_a_kept_chain_is_charged_the_arguments_of_its_calls() -> None:
     assert _CHAINS.size > 1_200_000
 
 
+def test_many_histories_of_one_opening_each_find_their_own_chain_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """More histories of one opening than an opening keeps lists (a hundred agents of one system
+    prompt): each re-sent history is compared with its own chain only, found by its second
+    message, and hashes only its new message (filed by the first, each was compared with every
+    chain of the opening, and past the bound pushed out and hashed in full)."""
+    _CHAINS.clear()
+    opening = _POOL[0]
+    histories = [
+        [opening, *(Message(role="user", content=f"agent {k}, step {n}") for n in range(3))]
+        for k in range(100)
+    ]
+    for history in histories:
+        prefix_digests(history, [frozenset()] * len(history))
+    compared: list[object] = []
+    printed: list[Message] = []
+    shared, one = _checkpoints._shared, _checkpoints.fingerprint
+
+    def counted_shared(chain: object, **kwargs: object) -> int:
+        compared.append(chain)
+        return shared(chain, **kwargs)  # type: ignore[arg-type]  # the real one, as called
+
+    def counted(message: Message, ids: frozenset[str]) -> bytes:
+        printed.append(message)
+        return one(message, ids)
+
+    monkeypatch.setattr(_checkpoints, "_shared", counted_shared)
+    monkeypatch.setattr(_checkpoints, "fingerprint", counted)
+    for history in histories:
+        history.append(Message(role="user", content=f"next of {history[1].content}"))
+        prefix_digests(history, [frozenset()] * len(history))
+        assert len(compared) == 1 and printed == [history[-1]]
+        compared.clear()
+        printed.clear()
+
+
 def test_histories_of_one_opening_in_turn_each_hash_only_their_new_messages(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -36,8 +36,11 @@ CACHE_MAX_BYTES = 32 * 2**20
 CACHE_MAX_ENTRIES = 4096
 
 #: How many lists of one opening :class:`Openings` keeps: the conversations of a team's agents
-#: that open alike (one system prompt, one task run several times) and go on at once.
-LISTS_PER_OPENING = 64
+#: that open alike (one system prompt, one task run several times) and go on at once. A request
+#: is compared with each list of its opening, so this bounds that walk too; the caches keyed by
+#: objects file lists under their second item (:func:`~tokenlean._identity.branch`) and walk
+#: only the lists that share it.
+LISTS_PER_OPENING = 256
 
 #: The ``marshal`` format without references: equal contents give equal bytes, whatever else
 #: holds their objects (from version 3 on, an object held elsewhere is written differently).
@@ -150,10 +153,11 @@ class _Store(Protocol[T]):
 
 
 class Openings(Generic[V]):
-    """Lists kept by how they open (their first item, the object or its content), several under
-    one opening: conversations that open alike (one system prompt for a team's agents, a task
-    run twice) each find their own, where one list an opening let each put push the other out,
-    so every request of both was read in full.
+    """Lists kept by how they open (the caller's key: their first item's text, the content of
+    their first two, or the object where they part, :func:`~tokenlean._identity.branch`),
+    several under one key: conversations that open alike (one system prompt for a team's
+    agents, a task run twice) each find their own, where one list an opening let each put push
+    the other out, so every request of both was read in full.
 
     :meth:`find` gives the kept list that shares the most leading items with the list at hand;
     :meth:`put` keeps a list in place of the one it continues (the same conversation a turn

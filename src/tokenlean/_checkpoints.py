@@ -22,7 +22,7 @@ from functools import partial
 from typing import Any, Generic, TypeVar
 
 from tokenlean._caches import Openings, held_bytes
-from tokenlean._identity import ByIdentity, leading, same_objects
+from tokenlean._identity import ByIdentity, branch, leading, same_objects
 from tokenlean.transcript import Message
 
 #: The planner memo's bound in bytes (:class:`Memo`): a shortened 100 KB tool output charges
@@ -157,10 +157,10 @@ class _Chain:
     held: tuple[int, ...]  # the bytes the first ``k + 1`` messages keep alive (``held[k]``)
 
 
-#: The digests of recent histories, by their first message object (several histories of one
-#: opening): a history re-sent with new messages after it (the proxy gives back the same message
-#: objects) hashes only the new ones. Charged what it keeps alive (texts, and the arguments of
-#: calls), so histories nobody re-sends cannot hold much.
+#: The digests of recent histories, by their second message object (:func:`branch`; several
+#: histories under one): a history re-sent with new messages after it (the proxy gives back the
+#: same message objects) hashes only the new ones. Charged what it keeps alive (texts, and the
+#: arguments of calls), so histories nobody re-sends cannot hold much.
 _CHAINS: Openings[_Chain] = Openings(
     ByIdentity(max_entries=256, max_bytes=64 * 2**20), lambda chain: len(chain.view)
 )
@@ -174,7 +174,9 @@ def prefix_digests(view: Sequence[Message], answered: Sequence[frozenset[str]]) 
     before it with the next message's fingerprint, so a known prefix is not hashed again.
     """
     chain, same = (
-        _CHAINS.find(view[0], partial(_shared, view=view, answered=answered)) if view else (None, 0)
+        _CHAINS.find(branch(view), partial(_shared, view=view, answered=answered))
+        if view
+        else (None, 0)
     )
     digests = [b""] if chain is None else list(chain.digests[: same + 1])
     held = list(chain.held[:same]) if chain is not None else []
@@ -187,7 +189,7 @@ def prefix_digests(view: Sequence[Message], answered: Sequence[frozenset[str]]) 
         held.append((held[-1] if held else 0) + 160 + len(printed) + 2 * (len(printed) - text))
     if view and same < len(view):
         kept = _Chain(tuple(view), tuple(answered), tuple(digests), tuple(held))
-        _CHAINS.put(view[0], kept, held[-1], chain, same)
+        _CHAINS.put(branch(view), kept, held[-1], chain, same)
     return digests
 
 

@@ -14,15 +14,16 @@ Bounded in entries and in the bytes its caller charges each entry; least recentl
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from itertools import islice
 from typing import Generic, TypeVar
 
 from tokenlean._caches import BoundedLru
 
-__all__ = ["ByIdentity", "leading", "same_objects"]
+__all__ = ["ByIdentity", "branch", "leading", "same_objects"]
 
 V = TypeVar("V")
+T = TypeVar("T")
 _HEAD = 8  # flags looked at before the rest (see :func:`leading`)
 
 
@@ -88,3 +89,14 @@ def leading(flags: Iterable[bool]) -> int:
         return len(head) + found.index(False)
     except ValueError:
         return len(head) + len(found)
+
+
+def branch(items: Sequence[T]) -> T:
+    """The object a kept list of ``items`` is filed under: its second item, else its only one.
+
+    Conversations that open alike (one system prompt, the same environment text in one folder)
+    part at their second item. Filed under it, a re-sent history finds its own list at once,
+    where filed under the first one it was compared with every list of that opening: a cost
+    that grew with the conversations, and past :data:`~tokenlean._caches.LISTS_PER_OPENING` of
+    them each pushed the others' lists out, so every request was read in full."""
+    return items[1] if len(items) > 1 else items[0]

@@ -8,15 +8,16 @@ from typing import Any
 
 import pytest
 
+from tokenlean import _checkpoints
 from tokenlean.cost import ANTHROPIC, OPENAI
-from tokenlean.proxy import Prepared, StatsBook, default_rewriter, summary_lines
+from tokenlean.proxy import Prepared, StatsBook, _sessions, default_rewriter, summary_lines
 from tokenlean.proxy import _rewrite as rewrite_module
 from tokenlean.proxy import _stats as stats_module
 from tokenlean.proxy._rewrite import prepare
 from tokenlean.proxy._scan import read_body, scan_body
 from tokenlean.proxy._sessions import BlockCounter, session_key
 from tokenlean.proxy._totals import log_line
-from tokenlean.raw import RawSettings, rewrite_request
+from tokenlean.raw import RawSettings, _reading, rewrite_request
 
 from .proxy_support import Outcome
 
@@ -282,3 +283,64 @@ def test_histories_of_one_opening_sent_in_turn_are_each_counted_from_their_own_b
         # each list: the head, the newest message of last time (its breakpoint moved) and two new
         assert len(looked) == 2 * 4
         looked.clear()
+
+
+def test_a_hundred_histories_of_one_opening_each_find_their_own_lists_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """More conversations of one opening than an opening kept lists (a team of a hundred agents
+    with one task text), each sent again in turn through the rewrite and the counter: the
+    reading, the digests and the counter each compare a history with its own list only (found
+    by its second message), and the counter looks up only what is new (filed by the first
+    message, each was compared with every list of the opening, and past 64 of them pushed out
+    and read in full)."""
+    rewriter = default_rewriter(tmp_path)
+    counter = BlockCounter()
+    histories = [
+        [
+            {"role": "user", "content": "fix the bug"},
+            {"role": "assistant", "content": f"agent {k} starts"},
+            {"role": "user", "content": f"go on, agent {k}"},
+        ]
+        for k in range(100)
+    ]
+
+    def count(history: list[Any]) -> None:
+        prepared = prepare(rewriter, "anthropic", json.dumps(_body(history)).encode())
+        assert prepared.body is not None and prepared.outcome is None  # nothing to shorten
+        counter.blocks("anthropic", prepared.body)
+
+    for history in histories:
+        count(history)
+    compared = {module: _compared(monkeypatch, module) for module in _KEPT_BY_OBJECT}
+    looked = _looked_up(monkeypatch)
+    for k, history in enumerate(histories):
+        history += [
+            {"role": "assistant", "content": f"step of {k}"},
+            {"role": "user", "content": "ok"},
+        ]
+        count(history)
+        # the head and the two new messages
+        assert len(looked) == 3
+        # each list found at once: the messages read, their digests, the counter's
+        assert {module: len(calls) for module, calls in compared.items()} == _ONE_LIST_EACH
+        looked.clear()
+        for calls in compared.values():
+            calls.clear()
+
+
+_KEPT_BY_OBJECT = (_reading, _checkpoints, _sessions)
+_ONE_LIST_EACH = {_reading: 1, _checkpoints: 1, _sessions: 1}
+
+
+def _compared(monkeypatch: pytest.MonkeyPatch, module: Any) -> list[object]:
+    """The kept lists ``module`` compares a list with from now on (its ``same_objects``)."""
+    calls: list[object] = []
+    one = module.same_objects
+
+    def counted(kept: Any, given: Any) -> int:
+        calls.append(kept)
+        return one(kept, given)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(module, "same_objects", counted)
+    return calls

@@ -35,7 +35,7 @@ from operator import itemgetter
 from typing import Any, get_args
 
 from tokenlean._caches import Openings
-from tokenlean._identity import ByIdentity, same_objects
+from tokenlean._identity import ByIdentity, branch, same_objects
 from tokenlean.proxy._scan import ScannedBody, rewritten_body
 from tokenlean.raw import Api, list_key, strip_cache_control
 from tokenlean.tokens import DEFAULT_COUNTER
@@ -183,8 +183,8 @@ class BlockCounter:
             max_entries=capacity, max_bytes=BLOCK_TEXTS_MAX_BYTES
         )
         self._memo: OrderedDict[bytes, Block] = OrderedDict()
-        # The last message lists counted, received and sent, by their first text object
-        # (several lists of one opening: a team's agents open alike).
+        # The last message lists counted, received and sent, by their second text object (where
+        # a team's agents that open alike part: branch), several lists under one.
         self._received: Openings[_Counted] = _lists()
         self._sent: Openings[_Counted] = _lists()
         self._capacity = capacity
@@ -208,7 +208,7 @@ class BlockCounter:
         step, found by C-level identity comparisons; the others are looked up one by one."""
         head, items = pairs[0], pairs[1:]
         texts = list(map(itemgetter(1), items))
-        kept, same = lists.find(texts[0], _shared_with(texts)) if texts else (None, 0)
+        kept, same = lists.find(branch(texts), _shared_with(texts)) if texts else (None, 0)
         blocks = [self._block(*head), *(kept.blocks[:same] if kept is not None else ())]
         blocks += [self._block(value, text) for value, text in items[same:]]
         if texts:  # charged its texts too: the scanner's memo may drop them first
@@ -217,7 +217,7 @@ class BlockCounter:
             sizes += accumulate(new, initial=sizes[-1] if sizes else 0)
             sizes.pop(same)  # the initial value
             counted = _Counted(texts, blocks[1:], sizes)
-            lists.put(texts[0], counted, sizes[-1] + 32 * len(texts), kept, same)
+            lists.put(branch(texts), counted, sizes[-1] + 32 * len(texts), kept, same)
         return blocks
 
     def _block(self, value: Any, text: str) -> Block:

@@ -2,7 +2,8 @@
 reading is kept, so a re-sent history reads only the items that are new or changed.
 
 When the bodies are never mutated (:func:`frozen_bodies`: the proxy's parsed bodies, shared by
-the requests that re-send them), a list is kept by its first item object and its items are
+the requests that re-send them), a list is kept by an item object (its second, where
+conversations that open alike part: :func:`~tokenlean._identity.branch`) and its items are
 compared as the very objects; a message of a list of messages (Anthropic, OpenAI Chat) is read
 alone, so its reading is kept by the message itself too. Other bodies (an SDK user's, which may
 be changed in place between calls; the LiteLLM plug-in's, new objects on every request) are
@@ -22,7 +23,7 @@ from itertools import takewhile
 from typing import Any, Protocol, cast
 
 from tokenlean._caches import BoundedLru, Openings, content_key, held_bytes
-from tokenlean._identity import ByIdentity, leading, same_objects
+from tokenlean._identity import ByIdentity, branch, leading, same_objects
 from tokenlean.raw._view import (
     FROZEN,
     BodyReader,
@@ -133,11 +134,12 @@ class _ListRead:
         return len(self.items)
 
 
-#: Each frozen list's reading, by its first item object (several lists of one opening: each
-#: conversation that opens alike its own): a history re-sent with new items after it (and maybe
-#: its newest item changed: a cache breakpoint moved), its items the very objects of the last
-#: time, takes the view of those it shares, up to the last rest among them, in one step and
-#: reads only the others (about 1 us an item otherwise, a millisecond on a long history).
+#: Each frozen list's reading, by its second item object (its first when it has only one:
+#: :func:`branch`; several lists under one, each conversation that goes on alike its own): a
+#: history re-sent with new items after it (and maybe its newest item changed: a cache
+#: breakpoint moved), its items the very objects of the last time, takes the view of those it
+#: shares, up to the last rest among them, in one step and reads only the others (about 1 us an
+#: item otherwise, a millisecond on a long history).
 _LISTS: Openings[_ListRead] = Openings(
     ByIdentity(max_entries=4096, max_bytes=128 * 2**20), _ListRead.length
 )
@@ -176,7 +178,7 @@ class _ByObject:
         def shared(kept: _ListRead) -> int:
             return same_objects(kept.items, self.items) if kept.kind is kind else 0
 
-        kept, same = _LISTS.find(self.items[0], shared)
+        kept, same = _LISTS.find(branch(self.items), shared)
         if kept is None or kept.kind is not kind:
             return None, 0
         self.found = kept, same
@@ -193,7 +195,7 @@ class _ByObject:
     def keep(self, kind: object, view: RawView, rests: _Rests, charge: int) -> None:
         """Keep the reading of these items (``view``, ``rests``), charged ``charge`` bytes."""
         read = _ListRead(kind, tuple(self.items), view, rests)
-        _LISTS.put(self.items[0], read, charge, *self.found)
+        _LISTS.put(branch(self.items), read, charge, *self.found)
 
 
 class _ByContent:
