@@ -94,9 +94,9 @@ def leading(flags: Iterable[bool]) -> int:
 def branch(items: Sequence[T]) -> T:
     """The object a kept list of ``items`` is filed under: its second item, else its only one.
 
-    Conversations that open alike (one system prompt, the same environment text in one folder)
+    Conversations that open alike (agents of one system prompt, given a task each) most often
     part at their second item. Filed under it, a re-sent history finds its own list at once,
-    where filed under the first one it was compared with every list of that opening: a cost
-    that grew with the conversations, and past :data:`~tokenlean._caches.LISTS_PER_OPENING` of
-    them each pushed the others' lists out, so every request was read in full."""
+    where filed under the first one it was compared with every list of that opening, a cost
+    that grew with the conversations. Those that share their second item too (a task run
+    twice) are filed together, and compared with each other's lists as before."""
     return items[1] if len(items) > 1 else items[0]
