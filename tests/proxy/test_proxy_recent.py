@@ -219,36 +219,15 @@ def test_the_values_kept_are_long_ones_bounded_in_number_and_in_bytes():
     assert 0 < values.size <= 40_000
 
 
-def test_more_conversations_of_one_opening_than_the_old_bound_each_take_their_own_at_once():
-    """A hundred agents of one system prompt at once, each history sent again in turn: each
-    parses only its new message (an opening kept 64 lists: each put pushed out the list of the
-    conversation whose turn came next, and every body was parsed in full)."""
-    RECENT.clear()
-    system = {"role": "system", "content": "You are a coding agent. " * 20}
-    histories = [
-        [
-            system,
-            {"role": "user", "content": f"task {k} " * 30},
-            {"role": "assistant", "content": "ok"},
-        ]
-        for k in range(100)
-    ]
-    for history in histories:
-        scan_body(_body(history), "messages")
-    for turn in range(2):
-        for history in histories:
-            history.append({"role": "assistant", "content": f"step {turn}"})
-            again = scan_body(_body(history), "messages")
-            assert again is not None and again.fresh == len(json.dumps(history[-1]))
-
-
-def test_conversations_that_open_alike_each_take_their_own_history_at_once():
+@pytest.mark.parametrize("conversations", [3, 100])
+def test_conversations_that_open_alike_each_take_their_own_history_at_once(conversations: int):
     """A team's agents open alike (one system prompt) and go on at once: each history sent again
     is compared with its own, and only its new message is parsed (with one list an opening,
-    each put pushed the other's out, and every body of both was parsed in full)."""
+    each put pushed the other's out, and every body of both was parsed in full; with 64 lists
+    an opening, a hundred conversations in turn did so too)."""
     system = {"role": "system", "content": "You are a coding agent. " * 20}
     histories = [[system, *({"role": "user", "content": f"{who} {n} " * 50} for n in range(10))]
-                 for who in ("a", "b", "c")]  # fmt: skip
+                 for who in range(conversations)]  # fmt: skip
     _fresh(_body(histories[0]))
     for history in histories[1:]:
         scan_body(_body(history), "messages")
