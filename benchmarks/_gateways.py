@@ -79,7 +79,10 @@ def _tokenlean(stack: ExitStack, upstream: str) -> Target:
     port = _free_port()
     token = secrets.token_urlsafe(32)  # so that GET /tokenlean/stats gives the whole account
     command = [sys.executable, "-m", "tokenlean.cli", "proxy", "--port", str(port)]
-    command += ["--upstream", upstream, "--quiet"]
+    # A folder of its own for the originals, as LiteLLM's gets (its XDG_CACHE_HOME): the user's
+    # default folder would fill, and the first sweep of what earlier runs left would be timed.
+    originals = stack.enter_context(tempfile.TemporaryDirectory(prefix="tokenlean-originals-"))
+    command += ["--upstream", upstream, "--quiet", "--originals", originals]
     env = {**os.environ, "TOKENLEAN_PROXY_TOKEN": token}
     proxy = stack.enter_context(_process(command, stderr=subprocess.DEVNULL, env=env))
     url = f"http://127.0.0.1:{port}/t/{token}"

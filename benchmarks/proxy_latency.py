@@ -48,6 +48,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -204,6 +205,9 @@ def servers(no_rewrite: bool, extra: Sequence[str] = ()) -> Iterator[tuple[str, 
         text=True,
     )
     proxy = None
+    # A folder of its own for the originals, gone with the run: the user's default folder would
+    # fill with every run's, and the first sweep of what earlier runs left would be timed.
+    originals = tempfile.TemporaryDirectory(prefix="tokenlean-bench-originals-")
     try:
         assert upstream.stdout is not None
         upstream_url = upstream.stdout.readline().strip()
@@ -218,6 +222,8 @@ def servers(no_rewrite: bool, extra: Sequence[str] = ()) -> Iterator[tuple[str, 
             "--upstream",
             upstream_url,
             "--quiet",
+            "--originals",
+            originals.name,
         ]
         # A token, so that GET /tokenlean/stats gives the proxy's whole account.
         token = secrets.token_urlsafe(32)
@@ -235,6 +241,7 @@ def servers(no_rewrite: bool, extra: Sequence[str] = ()) -> Iterator[tuple[str, 
             proxy.wait(30)
         upstream.kill()
         upstream.wait(30)
+        originals.cleanup()
 
 
 def cpu_seconds(pid: int) -> float:
