@@ -6,6 +6,8 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -13,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tokenlean import store as store_module
-from tokenlean._retention import GRACE_MAX_SHARE
+from tokenlean._retention import GRACE_MAX_SHARE, Retention
 from tokenlean.proxy import ProxySettings
 from tokenlean.raw import RawSettings
 from tokenlean.store import FolderOriginalStore, Original, Pruned, make_handle
@@ -56,6 +58,7 @@ def test_past_the_cap_the_least_recently_used_go_first(tmp_path: Path):
 
     store.put("", originals[1])  # put again (the proxy re-puts a history's originals): used now
     # ... and the store's first put sweeps
+    assert store.wait_for_sweep(30)
 
     assert _kept(store, originals) == [0, 1, 5]
     assert store.prune() == Pruned(files=0, bytes=0, kept_files=3, kept_bytes=300)
@@ -66,6 +69,7 @@ def test_originals_unused_past_the_age_limit_are_deleted(tmp_path: Path):
     old, recent = _original(1), _original(2)
     store.put("", old)
     store.put("", recent)
+    assert store.wait_for_sweep(30)  # the first put's, of a folder that was empty
     _age(store, old, 3 * HOUR)
     _age(store, recent, 1 * HOUR)
 
@@ -91,6 +95,7 @@ def test_a_flood_of_new_originals_is_capped_even_inside_the_grace(tmp_path: Path
     originals = [_original(i, size=2**20) for i in range(40)]
     for original in originals:
         store.put("", original)  # each one used just now, as the proxy writes them
+    assert store.wait_for_sweep(30)
 
     on_disk = sum(p.stat().st_size for p in store.directory.glob("*.txt"))
     assert on_disk <= cap * (1 + GRACE_MAX_SHARE) + cap // 16  # before: all 40 MiB
@@ -115,6 +120,7 @@ def test_the_first_put_sweeps_a_folder_left_by_earlier_runs(tmp_path: Path):
 
     later = FolderOriginalStore(first.directory)  # a new process, the default limits
     later.put("", _original(9))
+    assert later.wait_for_sweep(30)
 
     assert _kept(later, originals) == []
     assert not stray.exists()
@@ -124,14 +130,86 @@ def test_sweeps_are_amortised_over_the_bytes_written(tmp_path: Path):
     store = FolderOriginalStore(tmp_path / "o", max_bytes=1600)  # a sweep every 100 bytes
     first = _original(0)
     store.put("", first)  # the first sweep, at start
+    assert store.wait_for_sweep(30)
     _age(store, first, 40 * 24 * HOUR)
     store.put("", first)  # an existing original: nothing written, no sweep (but used now)
     _age(store, first, 40 * 24 * HOUR)
+    assert store.wait_for_sweep(30)
     assert _kept(store, [first]) == [0]
 
     store.put("", _original(1))  # 100 bytes written: a sweep, past the age limit
+    assert store.wait_for_sweep(30)
 
     assert _kept(store, [first]) == []
+
+
+def _held_sweeps(
+    monkeypatch: pytest.MonkeyPatch,
+) -> tuple[list[str], threading.Event]:
+    """Make every sweep note its thread's name, then wait until the event is set."""
+    threads: list[str] = []
+    release = threading.Event()
+    sweep = Retention.sweep
+
+    def held(self: Retention, *, dry_run: bool = False) -> Pruned:
+        threads.append(threading.current_thread().name)
+        assert release.wait(30)
+        return sweep(self, dry_run=dry_run)
+
+    monkeypatch.setattr(Retention, "sweep", held)
+    return threads, release
+
+
+def test_a_put_does_not_wait_for_the_sweep_it_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A sweep lists the whole folder (60 ms for the 9,000 files of half a GiB), and the proxy
+    puts on its way upstream: the put that makes a sweep due only starts it."""
+    old = _original(0)
+    writer = FolderOriginalStore(tmp_path / "o")
+    writer.put("", old)
+    assert writer.wait_for_sweep(30)
+    _age(writer, old, 30 * 24 * HOUR)  # a month unused: the next sweep deletes it
+    threads, release = _held_sweeps(monkeypatch)
+    store = FolderOriginalStore(writer.directory, max_bytes=1600)  # a sweep every 100 bytes
+
+    store.put("", _original(1))  # the first put of a process sweeps: it returns all the same
+    assert not store.wait_for_sweep(0.05)
+    assert _kept(store, [old]) == [0]
+    for i in range(2, 5):  # 300 bytes more: due again, while the sweep runs
+        store.put("", _original(i))
+    release.set()
+
+    assert store.wait_for_sweep(30)
+    assert _kept(store, [old]) == []
+    # one sweep, then one more for what was written during it; neither on the putting thread
+    assert threads == ["tokenlean-originals-sweep"] * 2
+
+
+def test_a_process_that_exits_finishes_its_sweep_first(tmp_path: Path):
+    """The sweeping thread is not a daemon: a folder only short-lived processes write to (one
+    per command) is swept all the same."""
+    old = _original(0)
+    writer = FolderOriginalStore(tmp_path / "o")
+    writer.put("", old)
+    assert writer.wait_for_sweep(30)
+    _age(writer, old, 30 * 24 * HOUR)
+    script = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from tokenlean import _retention\n"
+        "from tokenlean.store import FolderOriginalStore, Original, make_handle\n"
+        "sweep = _retention.Retention.sweep\n"
+        "def slow(self, **kw):\n"
+        "    time.sleep(0.5)\n"  # the process reaches its end before the sweep does
+        "    return sweep(self, **kw)\n"
+        "_retention.Retention.sweep = slow\n"
+        "text = 'new\\n'\n"
+        "FolderOriginalStore(Path(sys.argv[1])).put('', Original(make_handle('o', text), text))\n"
+    )
+    subprocess.run([sys.executable, "-c", script, str(writer.directory)], check=True, timeout=60)
+
+    assert _kept(writer, [old]) == []
 
 
 def test_a_put_or_a_read_of_a_kept_original_marks_it_used(tmp_path: Path):
@@ -171,6 +249,7 @@ def test_a_folder_that_was_0755_becomes_0700_and_its_0644_files_0600(tmp_path: P
     store = FolderOriginalStore(folder)
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
     store.put("", _original(2))  # the first put sweeps (and fixes) the files there
+    assert store.wait_for_sweep(30)
 
     modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in folder.iterdir()}
     assert set(modes.values()) == {0o600}, modes

@@ -293,7 +293,8 @@ class FolderOriginalStore:
     The folder is bounded: originals unused for ``max_age`` seconds (default
     :data:`ORIGINALS_MAX_AGE`, 7 days) are deleted, then the least recently used until it holds
     at most ``max_bytes`` (default :data:`ORIGINALS_MAX_BYTES`, 1 GiB), by sweeps amortised over
-    the writes; putting or reading an original marks it used. :meth:`prune` sweeps now. An
+    the writes, each on a thread of its own so that no put waits for one (:meth:`wait_for_sweep`
+    waits); putting or reading an original marks it used. :meth:`prune` sweeps now. An
     existing folder is made ``0700`` (and its files ``0600`` as they are swept or used); one
     another user owns is refused with ``ValueError``.
     """
@@ -364,6 +365,11 @@ class FolderOriginalStore:
     def prune(self, *, dry_run: bool = False) -> Pruned:
         """Sweep now (``dry_run``: only count what would go); what was deleted and kept."""
         return self._retention.sweep(dry_run=dry_run)
+
+    def wait_for_sweep(self, timeout: float | None = None) -> bool:
+        """Wait until the sweep a put started, if any, has finished (puts sweep on a thread of
+        their own, now and then); False if ``timeout`` seconds passed first."""
+        return self._retention.wait(timeout)
 
     async def aput(self, scope: str, original: Original) -> None:
         self.put(scope, original)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,16 @@ def _marked_file(upstream: FakeUpstream) -> Path:
     return Path(name)
 
 
+def _eventually(condition: Callable[[], bool], timeout: float = 30.0) -> bool:
+    """Whether ``condition`` holds within ``timeout`` seconds (a sweep a put started is done)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
 def _age(path: Path, seconds: float) -> None:
     then = time.time() - seconds
     os.utime(path, (then, then))
@@ -63,8 +74,10 @@ def test_a_live_conversations_marker_resolves_after_a_sweep_hit_the_cap(
         text = kept.read_text()
         _age(kept, 3600)  # an hour later, another conversation writes
         assert client.post("/v1/messages", json=other).status_code == 200
-        assert not kept.exists()  # the sweep hit the cap: the least recently used went
-        assert (tmp_path / ".pruned").read_text().split() == [kept.stem]
+        # the sweep (on a thread of its own) hit the cap: the least recently used went
+        pruned = tmp_path / ".pruned"
+        assert _eventually(lambda: not kept.exists() and pruned.exists())
+        assert pruned.read_text().split() == [kept.stem]
 
         # The first conversation goes on: its history still holds the marker, and the file is
         # written again before the body naming it goes upstream.
