@@ -157,7 +157,9 @@ def test_without_genai_prices_the_presets_still_price() -> None:
         "import sys; sys.modules['genai_prices'] = None\n"
         "import logging; logging.basicConfig(level=logging.WARNING)\n"
         "from tokenlean.prices import pricing_for, model_pricing, UnknownModelError\n"
+        "from tokenlean.prices import load_catalogue\n"
         "print(pricing_for('claude-sonnet-4-5').name, pricing_for('gpt-4.1').name)\n"
+        "print('loaded', load_catalogue())\n"
         "try:\n    model_pricing('gpt-4.1')\n"
         "except UnknownModelError as e:\n    print('raised', e)\n"
     )
@@ -165,6 +167,22 @@ def test_without_genai_prices_the_presets_still_price() -> None:
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True
     )
-    assert done.stdout.splitlines()[0] == "anthropic openai"
+    assert done.stdout.splitlines()[:2] == ["anthropic openai", "loaded False"]
     assert "raised genai-prices is not installed" in done.stdout
     assert "unknown model claude-sonnet-4-5: priced at the anthropic preset" in done.stderr
+
+
+def test_the_catalogue_loads_at_once_where_it_is_installed() -> None:
+    """A server loads it as it starts (``genai_prices`` reads its prices on the first look-up,
+    a tenth of a second that the first request priced would pay)."""
+    script = (
+        "import sys\n"
+        "from tokenlean.prices import load_catalogue\n"
+        "loaded = lambda: 'genai_prices.data' in sys.modules\n"
+        "print(loaded(), load_catalogue(), loaded())\n"
+    )
+    env = {**os.environ, "PYTHONPATH": SRC}
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True
+    )
+    assert done.stdout.split() == ["False", "True", "True"]

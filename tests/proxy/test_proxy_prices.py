@@ -5,6 +5,8 @@ API's preset, said once."""
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -95,3 +97,21 @@ def test_pricing_by_model_can_be_turned_off(
     (session,) = _sessions(proxy, 1).values()
     assert session["pricing"] == "openai"
     assert _output_price(session) == pytest.approx(4.0, 1e-3)
+
+
+@pytest.mark.parametrize("by_model", [True, False])
+def test_the_app_loads_the_prices_before_its_first_request(tmp_path: Path, by_model: bool) -> None:
+    """In a fresh interpreter: the import of the catalogue's prices (a tenth of a second) is
+    paid as the app is made, not by the first request priced and the requests beside it."""
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from tokenlean.proxy import ProxySettings, create_app\n"
+        f"settings = ProxySettings(originals_dir=Path(sys.argv[1]), price_by_model={by_model})\n"
+        "create_app(settings)\n"
+        "print('genai_prices.data' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.split() == [str(by_model)]

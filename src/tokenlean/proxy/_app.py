@@ -14,6 +14,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import Route
 
+from tokenlean.prices import load_catalogue
 from tokenlean.proxy._admin import admin_routes
 from tokenlean.proxy._arms import ArmBook
 from tokenlean.proxy._counting import CountingThread
@@ -40,6 +41,8 @@ def _arm_book(settings: ProxySettings) -> ArmBook | None:
 
 
 def _stats_book(settings: ProxySettings) -> StatsBook:
+    if settings.price_by_model:
+        load_catalogue()  # at start, not in the first request's time
     return StatsBook(
         settings.pricing(),
         max_sessions=settings.max_sessions,
