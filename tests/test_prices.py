@@ -151,6 +151,14 @@ def test_a_prompt_under_the_minimum_pays_no_write_surcharge() -> None:
         CachePricing("m", cached_read=0.1, uncached=1.0, tiers=[PriceTier(10, 0.1, 1, 1)])  # type: ignore[arg-type]  # a list is refused
 
 
+def _python(script: str) -> subprocess.CompletedProcess[str]:
+    """``script`` run by a new interpreter on this tree's sources."""
+    env = {**os.environ, "PYTHONPATH": SRC}
+    return subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True
+    )
+
+
 def test_without_genai_prices_the_presets_still_price() -> None:
     """A real interpreter where importing genai_prices fails (a None in sys.modules)."""
     script = (
@@ -163,10 +171,7 @@ def test_without_genai_prices_the_presets_still_price() -> None:
         "try:\n    model_pricing('gpt-4.1')\n"
         "except UnknownModelError as e:\n    print('raised', e)\n"
     )
-    env = {**os.environ, "PYTHONPATH": SRC}
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True
-    )
+    done = _python(script)
     assert done.stdout.splitlines()[:2] == ["anthropic openai", "loaded False"]
     assert "raised genai-prices is not installed" in done.stdout
     assert "unknown model claude-sonnet-4-5: priced at the anthropic preset" in done.stderr
@@ -181,8 +186,5 @@ def test_the_catalogue_loads_at_once_where_it_is_installed() -> None:
         "loaded = lambda: 'genai_prices.data' in sys.modules\n"
         "print(loaded(), load_catalogue(), loaded())\n"
     )
-    env = {**os.environ, "PYTHONPATH": SRC}
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True
-    )
+    done = _python(script)
     assert done.stdout.split() == ["False", "True", "True"]
