@@ -14,6 +14,7 @@ import pytest
 from tests.data import LOG
 from tests.redis_server import client, free_port, redis_server
 from tokenlean import redis_store
+from tokenlean._retention import GRACE_MAX_SHARE
 from tokenlean.cli import main
 from tokenlean.history import keeping
 from tokenlean.proxy import ProxySettings
@@ -113,12 +114,27 @@ def test_past_the_cap_the_least_recently_used_go_first(url: str):
 
 
 def test_what_was_used_within_the_grace_stays_over_the_cap(url: str):
-    store = RedisOriginalStore(url, max_bytes=100)
+    store = RedisOriginalStore(url, max_bytes=700)  # 906 bytes: over the cap, within the grace
     recent = [_original(f"{i}\n" + "x" * 300) for i in range(3)]
     for original in recent:
         store.put("", original)
     assert store.prune().files == 0  # a live conversation may point at every one
     assert [store.get("", o.handle) for o in recent] == recent
+
+
+def test_a_flood_of_new_originals_is_capped_even_inside_the_grace(url: str):
+    """As in the folder: the grace protects what live conversations point at, not a flood of
+    new bodies (before, nothing used in the last ten minutes was ever deleted: 40 KB here)."""
+    cap = 10_000
+    store = RedisOriginalStore(url, max_bytes=cap)
+    originals = [_original(f"{i:04d}\n" + "x" * 995) for i in range(40)]  # 1,000 bytes each
+    for original in originals:
+        store.put("", original)  # each one used just now, as the proxy writes them
+
+    assert int(client(url).get(store.prefix + "bytes")) <= cap * (1 + GRACE_MAX_SHARE)
+    kept = [i for i, o in enumerate(originals) if store.get("", o.handle) is not None]
+    assert kept == list(range(40 - len(kept), 40))  # the newest stay: they are what markers name
+    assert all(store.evicted("", originals[i].handle) for i in range(40 - len(kept)))
 
 
 def test_prune_deletes_past_the_age_limit_and_dry_run_only_counts(url: str):

@@ -59,21 +59,23 @@ return tonumber(redis.call('GET', KEYS[4]) or '0')
 )
 
 #: KEYS: used, sizes, bytes, evicted. ARGV: originals' key prefix, max_bytes, max_age, grace,
-#: dry ('1': count only), how many to look at (0: all), evicted members remembered.
-#: Deletes, least recently used first, what is past the age limit, then what exceeds the size
-#: cap, never what was used within the grace. Returns deleted count and bytes, kept count and
-#: bytes.
+#: dry ('1': count only), how many to look at (0: all), evicted members remembered, the hard cap
+#: in bytes. Deletes, least recently used first, what is past the age limit, then what exceeds
+#: the size cap, but not what was used within the grace while the total is within the hard cap
+#: (past it, a flood of new originals, those go too). Returns deleted count and bytes, kept count
+#: and bytes.
 SWEEP = (
     _NOW
     + """
 local max_bytes, max_age, grace = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local hard = tonumber(ARGV[8])
 local dry = ARGV[5] == '1'
 local total = tonumber(redis.call('GET', KEYS[3]) or '0')
 local entries = redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[6]) - 1, 'WITHSCORES')
 local gone, freed = 0, 0
 for i = 1, #entries, 2 do
   local member, idle = entries[i], now - tonumber(entries[i + 1])
-  if idle <= max_age and (total <= max_bytes or idle < grace) then break end
+  if idle <= max_age and (total <= max_bytes or (idle < grace and total <= hard)) then break end
   local size = tonumber(redis.call('HGET', KEYS[2], member) or '0')
   total, gone, freed = total - size, gone + 1, freed + size
   if not dry then

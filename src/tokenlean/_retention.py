@@ -43,6 +43,7 @@ __all__ = [
     "Retention",
     "check_limits",
     "freshen",
+    "hard_cap",
     "secure_folder",
     "was_pruned",
 ]
@@ -79,6 +80,11 @@ def check_limits(max_bytes: object, max_age: object, *, prefix: str = "") -> tup
     size = integer(max_bytes, f"{prefix}max_bytes", at_least=1)
     age = number(max_age, f"{prefix}max_age", at_least=GRACE)  # below, the grace would win
     return size, age
+
+
+def hard_cap(max_bytes: int) -> int:
+    """The most a store holds even when all of it was used within the grace."""
+    return max_bytes + int(max_bytes * GRACE_MAX_SHARE)
 
 
 def secure_folder(directory: Path) -> None:
@@ -251,7 +257,7 @@ class Retention:
         doomed = [e for e in entries if now - e.mtime > self.max_age]
         live = sorted((e for e in entries if now - e.mtime <= self.max_age), key=_by_use)
         total = sum(e.size for e in live)
-        hard = self.max_bytes + int(self.max_bytes * GRACE_MAX_SHARE)
+        hard = hard_cap(self.max_bytes)
         for entry in live:  # least recently used first
             if total <= self.max_bytes or (now - entry.mtime < GRACE and total <= hard):
                 break

@@ -9,9 +9,10 @@ folder store (the handle names the text, so every process writes and names the s
 a key prefix, and bounded as the folder is: each expires once unused for ``max_age`` seconds (a
 TTL that every put and read sets again), and past ``max_bytes`` (a total the store keeps on the
 server) the least recently used are deleted first. As with the folder, an original used in the
-last :data:`~tokenlean._retention.GRACE` seconds is never deleted, and the proxy puts every
-original of a history on each request before the body goes upstream: whatever a live
-conversation points at stays readable.
+last :data:`~tokenlean._retention.GRACE` seconds is kept over the cap, up to half the cap again
+(past that, a flood of new originals, the least recently used go even inside the grace), and
+the proxy puts every original of a history on each request before the body goes upstream:
+whatever a live conversation points at stays readable.
 
 There is no file for a marker to name, so markers name ``read_original`` and a handle
 (``retrieval="mcp"``), which ``tokenlean mcp --originals redis://...`` serves from any machine
@@ -47,7 +48,14 @@ from tokenlean._redis_url import (
     redacted,
     redis_module,
 )
-from tokenlean._retention import GRACE, SWEEP_EVERY, TOUCH_AFTER, Pruned, check_limits
+from tokenlean._retention import (
+    GRACE,
+    SWEEP_EVERY,
+    TOUCH_AFTER,
+    Pruned,
+    check_limits,
+    hard_cap,
+)
 from tokenlean.store import (
     MEMORY_EVICTED_REMEMBERED,
     ORIGINALS_MAX_AGE,
@@ -192,7 +200,8 @@ class RedisOriginalStore:
     def _sweep_once(self, *, dry: bool, batch: int) -> list[int]:
         keys = [self._k(n) for n in ("used", "sizes", "bytes", "evicted")]
         args = [self._k("o:"), self.max_bytes, self.max_age, GRACE, int(dry), batch]
-        counts = self._run("sweep", keys, [*args, MEMORY_EVICTED_REMEMBERED])
+        more = [MEMORY_EVICTED_REMEMBERED, hard_cap(self.max_bytes)]
+        counts = self._run("sweep", keys, [*args, *more])
         return [int(n) for n in counts]
 
     def _after_put(self, total: int) -> None:
