@@ -221,21 +221,11 @@ class Retention:
 
     def _sweep_while_due(self) -> None:
         """Sweep, and again while what was written meanwhile makes another sweep due (a burst
-        of puts during a sweep is swept right after it); a failure is logged, never raised: it
-        must not cost a request."""
+        of puts during a sweep is swept right after it)."""
         done = False
         try:
             while not done:
-                try:
-                    self.sweep()
-                except OSError as exc:
-                    log.warning(
-                        "tokenlean: could not prune the originals in %s: %r", self.directory, exc
-                    )
-                except Exception:  # a bug: logged with its traceback; the next sweep tries again
-                    log.exception(
-                        "tokenlean: the sweep of the originals in %s failed", self.directory
-                    )
+                self._sweep_logged()
                 with self._lock:
                     now = time.monotonic()
                     done = not self._due(now)
@@ -248,6 +238,15 @@ class Retention:
             if not done:  # left by an exception that is not an Exception
                 self._sweeping = False
                 self._idle.set()
+
+    def _sweep_logged(self) -> None:
+        """:meth:`sweep`, a failure logged, never raised: it must not cost a request."""
+        try:
+            self.sweep()
+        except OSError as exc:
+            log.warning("tokenlean: could not prune the originals in %s: %r", self.directory, exc)
+        except Exception:  # a bug: logged with its traceback; the next sweep tries again
+            log.exception("tokenlean: the sweep of the originals in %s failed", self.directory)
 
     def sweep(self, *, dry_run: bool = False) -> Pruned:
         """Delete stray temporary files, originals unused for ``max_age``, then the least

@@ -16,6 +16,7 @@ the preset of the model's provider (:data:`tokenlean.cost.PRICING`) and logs so 
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
 from collections.abc import Mapping
@@ -180,17 +181,11 @@ def load_catalogue() -> bool:
     starts: loading takes a tenth of a second of the interpreter, which the first request it
     prices would otherwise pay, with the requests served beside it."""
     try:
-        _lookup("tokenlean-load", None)  # the first look-up loads the prices: any name does
-    except UnknownModelError:  # not installed, or (as here) no such model
-        return _installed()
-    return True
-
-
-def _installed() -> bool:
-    try:
         _catalogue()
     except UnknownModelError:
         return False
+    with contextlib.suppress(UnknownModelError):  # no such model: the prices are loaded anyway
+        _lookup("tokenlean-load", None)  # the first look-up loads the prices: any name does
     return True
 
 
