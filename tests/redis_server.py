@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -31,6 +32,27 @@ def client(url: str, password: str | None = None) -> Any:
     import redis
 
     return redis.Redis.from_url(url, password=password)
+
+
+@contextmanager
+def monitored(url: str) -> Iterator[list[str]]:
+    """The commands the server runs while the block runs, scripts' own included (``MONITOR``,
+    its lines as the server prints them: ``... [0 lua] "ZRANGE" "key" "0" "15" ...``); the list
+    is filled when the block ends. ``url``: a plain ``redis://`` server without a password."""
+    address = urlsplit(url)
+    end = f"tokenlean-monitor-end-{time.monotonic_ns()}"
+    lines: list[str] = []
+    with socket.create_connection((address.hostname, address.port), timeout=GENEROUS) as sock:
+        sock.sendall(b"MONITOR\r\n")
+        said = sock.makefile("rb")
+        assert said.readline().strip() == b"+OK"
+        yield lines
+        client(url).echo(end)  # the last line to read: every command before it was printed
+        for raw in said:
+            line = raw.decode("utf-8", "replace").rstrip("\r\n")
+            if end in line:
+                break
+            lines.append(line)
 
 
 def tls_files(folder: Path) -> list[str]:

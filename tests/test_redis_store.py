@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.data import LOG
-from tests.redis_server import client, free_port, redis_server
+from tests.redis_server import client, free_port, monitored, redis_server
 from tokenlean import redis_store
 from tokenlean._retention import GRACE_MAX_SHARE
 from tokenlean.cli import main
@@ -135,6 +135,38 @@ def test_a_flood_of_new_originals_is_capped_even_inside_the_grace(url: str):
     kept = [i for i, o in enumerate(originals) if store.get("", o.handle) is not None]
     assert kept == list(range(40 - len(kept), 40))  # the newest stay: they are what markers name
     assert all(store.evicted("", originals[i].handle) for i in range(40 - len(kept)))
+
+
+def test_a_put_over_the_cap_reads_a_page_of_the_use_order_not_a_thousand(url: str):
+    """Over the cap but within the grace, every put sweeps, and the sweep stops at the first
+    entry: it reads a page of the use order, not the 1,000 entries a sweep may go through
+    (which made each such put cost five times a plain one)."""
+    store = RedisOriginalStore(url, max_bytes=10_000)
+    for i in range(12):  # 12,000 bytes, all used just now: over the cap, within the grace
+        store.put("", _original(f"{i:04d}\n" + "x" * 995))
+    with monitored(url) as commands:
+        store.put("", _original("0012\n" + "y" * 995))
+    ranges = [line.split('"')[5:8:2] for line in commands if '"ZRANGE"' in line]
+    assert ranges, "the put over the cap swept"
+    assert sum(int(stop) - int(start) + 1 for start, stop in ranges) <= 16
+    assert int(client(url).get(store.prefix + "bytes")) == 13 * 1000  # nothing deleted
+
+
+def test_a_sweep_of_many_goes_page_by_page_and_misses_none(url: str):
+    """Pages of the use order: a dry run counts each entry once, a sweep deletes every one
+    (a deleted page leaves the set, so the next page starts where it started)."""
+    store = RedisOriginalStore(url, max_age=HOUR)
+    stale = [_original(f"stale {i}\n" + LOG) for i in range(40)]
+    for original in stale:
+        store.put("", original)
+        _age(url, store, original, 2 * HOUR)
+    live = _original("live\n" + LOG)
+    store.put("", live)
+    assert (store.prune(dry_run=True).files, store.prune(dry_run=True).kept_files) == (40, 1)
+    done = store.prune()
+    assert (done.files, done.kept_files) == (40, 1)
+    assert all(store.get("", o.handle) is None for o in stale)
+    assert store.get("", live.handle) == live
 
 
 def test_prune_deletes_past_the_age_limit_and_dry_run_only_counts(url: str):
