@@ -11,7 +11,10 @@ originals folder of its own holding that many originals left by an earlier run (
 an hour ago: a sweep deletes none of them, but lists them all), then two conversations of
 ``--turns`` requests each, one after the other (Claude Code trajectories, as
 :mod:`benchmarks.proxy_load` builds them). Prints, per start, each conversation's first and
-slowest request and its median, in milliseconds of wall time.
+slowest request and its median, in milliseconds of wall time. Last, for each ``--files``
+count, what one sweep of such a folder costs this process in CPU time (the median of five: it
+deletes none of them, so each lists and looks at them all), the interpreter time that the
+requests of a proxy share with its sweeping thread.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import httpx
 
 from benchmarks.proxy_latency import HEADERS, servers
 from benchmarks.proxy_load import conversations
-from tokenlean.store import make_handle
+from tokenlean.store import FolderOriginalStore, make_handle
 
 LEFT_SIZE = 1024  # a sweep's cost is per file listed, not per byte
 
@@ -65,6 +68,20 @@ def first_conversations(files: int, turns: int) -> list[list[float]]:
         return out
 
 
+def sweep_cpu_ms(files: int, repeat: int = 5) -> float:
+    """The median CPU milliseconds of a sweep of a folder of ``files`` left originals."""
+    with tempfile.TemporaryDirectory(prefix="tokenlean-sweep-") as root:
+        folder = Path(root) / "originals"
+        leave_originals(folder, files)
+        store = FolderOriginalStore(folder)
+        times = []
+        for _ in range(repeat):
+            start = time.process_time()
+            store.prune()
+            times.append(1000 * (time.process_time() - start))
+        return statistics.median(times)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--starts", type=int, default=3)
@@ -79,6 +96,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 cells = (times[0], max(times), statistics.median(times))
                 shown = " | ".join(f"{value:.1f}" for value in cells)
                 print(f"| {files:,} | {start} | {n} | {shown} |", flush=True)
+    print()
+    for files in args.files:
+        print(f"a sweep of {files:,} originals: {sweep_cpu_ms(files):.1f} ms of CPU")
     return 0
 
 

@@ -392,9 +392,9 @@ def _read_file(path: Path) -> str | None:
         return file.read()
 
 
-def _is_file(name: str) -> bool:
-    """Whether ``name`` is an original's file (the only files a sweep deletes)."""
-    return name.endswith(".txt") and looks_like_handle(name[: -len(".txt")])
+#: Whether a name is an original's file (the only files a sweep deletes): a handle and ".txt",
+#: asked at C speed of every name a sweep lists.
+_is_file = re.compile(rf"{_HANDLE.pattern}\.txt").fullmatch
 
 
 def default_originals_dir() -> Path:
