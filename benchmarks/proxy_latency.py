@@ -530,7 +530,7 @@ def _alike(history: dict[str, Any], api: Api, k: int) -> dict[str, Any]:
     conversation that opens as it does and goes its own way."""
     if not k:
         return history
-    body = json.loads(json.dumps(history))
+    body: dict[str, Any] = json.loads(json.dumps(history))
     second = body[list_key(api)][1]
     stack: list[Any] = [second]
     while stack:  # the first text of the message, made this conversation's
