@@ -5,9 +5,12 @@ redis-server``; ``.ci/run`` installs it) or the ``redis`` package is missing."""
 
 from __future__ import annotations
 
+import contextlib
+import select
 import shutil
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -53,6 +56,69 @@ def monitored(url: str) -> Iterator[list[str]]:
             if end in line:
                 break
             lines.append(line)
+
+
+class RoundTrips:
+    """A relay on 127.0.0.1 in front of a plain ``redis://`` server that counts its clients'
+    round trips. A client sends a request (one command, or a pipeline of many, which a client
+    may write in several pieces) and waits for the answer before it sends again, so what it
+    sends without a pause of :data:`PAUSE` seconds is one round trip: the relay gathers it and
+    forwards it whole, so the server answers none of it before it all arrived. ``url`` is the
+    relay's; :attr:`count` the round trips so far."""
+
+    PAUSE = 0.05
+
+    def __init__(self, url: str) -> None:
+        target = urlsplit(url)
+        self._target = (target.hostname or "127.0.0.1", target.port or 6379)
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"redis://127.0.0.1:{self._listener.getsockname()[1]}{target.path}"
+        self.count = 0
+        self._lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def __enter__(self) -> RoundTrips:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._listener.close()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client_side, _ = self._listener.accept()
+            except OSError:  # closed
+                return
+            server_side = socket.create_connection(self._target, timeout=GENEROUS)
+            for source, sink, asks in (
+                (client_side, server_side, True),
+                (server_side, client_side, False),
+            ):
+                threading.Thread(target=self._pump, args=(source, sink, asks), daemon=True).start()
+
+    def _pump(self, source: socket.socket, sink: socket.socket, asks: bool) -> None:
+        try:
+            while data := source.recv(65536):
+                if asks:
+                    data += self._rest_of_request(source)
+                    with self._lock:
+                        self.count += 1
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                sink.shutdown(socket.SHUT_WR)
+
+    def _rest_of_request(self, source: socket.socket) -> bytes:
+        """What the client sends on without a pause (the rest of a pipeline)."""
+        more = b""
+        while select.select([source], [], [], self.PAUSE)[0]:
+            piece = source.recv(65536)
+            if not piece:
+                break
+            more += piece
+        return more
 
 
 def tls_files(folder: Path) -> list[str]:

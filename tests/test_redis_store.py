@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.data import LOG
-from tests.redis_server import client, free_port, monitored, redis_server
+from tests.redis_server import RoundTrips, client, free_port, monitored, redis_server
 from tokenlean import redis_store
 from tokenlean._retention import GRACE_MAX_SHARE
 from tokenlean.cli import main
@@ -122,14 +122,19 @@ def test_what_was_used_within_the_grace_stays_over_the_cap(url: str):
     assert [store.get("", o.handle) for o in recent] == recent
 
 
-def test_a_flood_of_new_originals_is_capped_even_inside_the_grace(url: str):
+@pytest.mark.parametrize("batch", [False, True], ids=["one by one", "in one batch"])
+def test_a_flood_of_new_originals_is_capped_even_inside_the_grace(url: str, batch: bool):
     """As in the folder: the grace protects what live conversations point at, not a flood of
-    new bodies (before, nothing used in the last ten minutes was ever deleted: 40 KB here)."""
+    new bodies (before, nothing used in the last ten minutes was ever deleted: 40 KB here).
+    A request's originals put in one batch are swept after it, to the same bound."""
     cap = 10_000
     store = RedisOriginalStore(url, max_bytes=cap)
     originals = [_original(f"{i:04d}\n" + "x" * 995) for i in range(40)]  # 1,000 bytes each
-    for original in originals:
-        store.put("", original)  # each one used just now, as the proxy writes them
+    if batch:
+        store.put_many("", originals)
+    else:
+        for original in originals:
+            store.put("", original)  # each one used just now, as the proxy writes them
 
     assert int(client(url).get(store.prefix + "bytes")) <= cap * (1 + GRACE_MAX_SHARE)
     kept = [i for i, o in enumerate(originals) if store.get("", o.handle) is not None]
@@ -314,6 +319,53 @@ def test_markers_name_only_originals_the_server_keeps(url: str):
     handle = make_handle("o", LOG)
     assert f'read_original("{handle}"' in shortened
     assert settings.store.get("", handle) == Original(handle, LOG)
+
+
+def _results(count: int) -> dict[str, Any]:
+    """A request whose history holds ``count`` long tool results, each its own."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "run the tests"}]
+    for i in range(count):
+        call = {"id": f"c{i}", "type": "function"}
+        call["function"] = {"name": "bash", "arguments": '{"script": "pytest"}'}  # type: ignore[assignment]  # a JSON object in a string
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": f"{LOG}\nrun {i}"})
+    tools = [{"type": "function", "function": {"name": "mcp__tokenlean__read_original"}}]
+    return {
+        "model": "m",
+        "messages": [*messages, {"role": "user", "content": "go on"}],
+        "tools": tools,
+    }
+
+
+def test_a_history_is_put_in_one_round_trip_by_a_process_that_did_not_put_it(url: str):
+    """Each request puts every original of its history. A process that did not put them in
+    the last minute (another worker or proxy, a restart, or the same a minute later) asks the
+    server about all of them in one round trip, and writes the ones it lacks in one more: it
+    had been a round trip each (30 here), which a server across a network makes slow."""
+    first = RawSettings(originals_url=url, retrieval="mcp")
+    done = rewrite_request("openai_chat", _results(30), settings=first)
+    assert done is not None and done.results_shortened == 30
+    with RoundTrips(url) as trips:
+        again = RawSettings(originals_url=trips.url, retrieval="mcp")
+        again.store.put("", _original("a first write, which sweeps: not what is counted"))
+        start = trips.count
+        assert rewrite_request("openai_chat", _results(30), settings=again) is not None
+        assert trips.count - start == 1  # all 30 known: marked used
+        start = trips.count
+        assert rewrite_request("openai_chat", _results(40), settings=again) is not None
+        assert trips.count - start == 2  # 10 new: asked about, then written
+    for i in range(40):
+        handle = make_handle("o", f"{LOG}\nrun {i}")
+        assert first.store.get("", handle) == Original(handle, f"{LOG}\nrun {i}")
+
+
+def test_a_server_that_lost_the_scripts_is_given_them_again(url: str):
+    store = RedisOriginalStore(url)
+    store.put("", _original("first\n" + LOG))
+    client(url).script_flush()  # a restarted server, or one another client flushed
+    more = [_original(f"{i}\n" + LOG) for i in range(3)]
+    store.put_many("", more)
+    assert [store.get("", o.handle) for o in more] == more
 
 
 def test_settings_take_a_url_only_with_a_way_back(tmp_path: Path, url: str):

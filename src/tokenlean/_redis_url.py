@@ -4,6 +4,7 @@ and only when a Redis store is made)."""
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 from typing import Any, TypeGuard
@@ -67,6 +68,7 @@ def hide_password(text: str, url: str) -> str:
     return text.replace(secret, "***") if secret else text
 
 
+@functools.cache  # asked on every call to the server: three imports cost a put several us
 def redis_module() -> Any:
     """The ``redis`` package, or an ImportError naming the extra."""
     try:

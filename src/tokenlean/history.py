@@ -35,6 +35,7 @@ from tokenlean.store import (
     OriginalStore,
     StoreUnavailable,
     excerpt,
+    put_all,
     retrieval_schema,
 )
 from tokenlean.tokens import (
@@ -229,9 +230,7 @@ def keep(store: OriginalStore | None, edits: Sequence[HistoryEdit]) -> bool:
     if store is None:
         return True
     try:
-        for edit in edits:
-            for original in edit.originals:
-                store.put(SCOPE, original)
+        put_all(store, SCOPE, [original for edit in edits for original in edit.originals])
     except StoreUnavailable:
         return False
     return True

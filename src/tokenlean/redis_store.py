@@ -12,7 +12,9 @@ server) the least recently used are deleted first. As with the folder, an origin
 last :data:`~tokenlean._retention.GRACE` seconds is kept over the cap, up to half the cap again
 (past that, a flood of new originals, the least recently used go even inside the grace), and
 the proxy puts every original of a history on each request before the body goes upstream:
-whatever a live conversation points at stays readable.
+whatever a live conversation points at stays readable. It puts them with
+:meth:`~RedisOriginalStore.put_many`: those this process put in the last minute are skipped,
+the others asked about in one round trip, and those the server lacks written in one more.
 
 There is no file for a marker to name, so markers name ``read_original`` and a handle
 (``retrieval="mcp"``), which ``tokenlean mcp --originals redis://...`` serves from any machine
@@ -33,7 +35,7 @@ import math
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from tokenlean import _redis_scripts as scripts
@@ -136,17 +138,29 @@ class RedisOriginalStore:
         """Keep ``original`` (or mark it used when kept); :class:`StoreUnavailable` when the
         server cannot be reached. One this store put less than TOUCH_AFTER seconds ago is not
         sent again: what was used that recently outlives the grace and the TTL alike."""
-        member = _member(scope, original.handle)
-        if self._recently_put(member):
+        self.put_many(scope, [original])
+
+    def put_many(self, scope: str, originals: Sequence[Original]) -> None:
+        """:meth:`put` of each of ``originals``, in two round trips at most: one marks those
+        the server keeps used, one writes the others (then a sweep, when over the cap)."""
+        fresh: dict[str, Original] = {}
+        for original in originals:
+            member = _member(scope, original.handle)
+            if member not in fresh and not self._recently_put(member):
+                fresh[member] = original
+        if not fresh:
             return
-        keys = [self.key(scope, original.handle), self._k("used")]
-        if not self._run("touch", keys, [member, self._ttl]):
-            fields = [*_fields(original), "ttl", self._ttl]
-            more = [self._k("sizes"), self._k("bytes"), self._k("evicted")]
-            size = utf8_size(original.text)
-            total = self._run("put", keys + more, [member, self._ttl, size, *fields])
-            self._after_put(int(total))
-        self._remember(member)
+        used = self._k("used")
+        touches = [([self.key(scope, o.handle), used], [m, self._ttl]) for m, o in fresh.items()]
+        kept = self._run_many("touch", touches)
+        missing = [(m, o) for (m, o), was in zip(fresh.items(), kept, strict=True) if not was]
+        if missing:
+            more = [used, self._k("sizes"), self._k("bytes"), self._k("evicted")]
+            ttl = self._ttl
+            puts = [([self.key(scope, o.handle), *more], _put_args(m, o, ttl)) for m, o in missing]
+            self._after_put(max(int(total) for total in self._run_many("put", puts)))
+        for member in fresh:
+            self._remember(member)
 
     def get(self, scope: str, handle: str) -> Original | None:
         """The original (marked used), or ``None``: none kept, or the server unreachable."""
@@ -232,6 +246,30 @@ class RedisOriginalStore:
     def _run(self, name: str, keys: list[str], args: list[Any]) -> Any:
         return self._call(lambda client: self._script(client, name)(keys=keys, args=args))
 
+    def _run_many(self, name: str, calls: list[tuple[list[str], list[Any]]]) -> list[Any]:
+        """Script ``name`` once per ``(keys, args)`` of ``calls``, in one round trip (a
+        pipeline of EVALSHA, with the script loaded and the pipeline sent again when the
+        server has lost it); each call's result."""
+
+        lost = redis_module().exceptions.NoScriptError
+
+        def run(client: Any) -> list[Any]:
+            script = self._script(client, name)
+            for _ in range(2):
+                pipe = client.pipeline(transaction=False)
+                for keys, args in calls:
+                    pipe.evalsha(script.sha, len(keys), *keys, *args)
+                results: list[Any] = pipe.execute(raise_on_error=False)
+                if not any(isinstance(result, lost) for result in results):
+                    break
+                client.script_load(script.script)
+            for result in results:
+                if isinstance(result, Exception):
+                    raise result
+            return results
+
+        return self._call(run)
+
     def _script(self, client: Any, name: str) -> Any:
         if name not in self._scripts:  # EVALSHA, loading the script again when the server lost it
             source = {"touch": scripts.TOUCH, "get": scripts.GET, "put": scripts.PUT}
@@ -273,6 +311,11 @@ class RedisOriginalStore:
 
 def _member(scope: str, handle: str) -> str:
     return handle if not scope else f"{scope}/{handle}"
+
+
+def _put_args(member: str, original: Original, ttl: int) -> list[Any]:
+    """The PUT script's ARGV: member, ttl, size, then the hash's fields and values."""
+    return [member, ttl, utf8_size(original.text), *_fields(original), "ttl", ttl]
 
 
 def _fields(original: Original) -> list[str]:

@@ -21,7 +21,7 @@ import stat
 import tempfile
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -152,6 +152,24 @@ class EvictingStore(Protocol):
     """A store that drops originals to bound its size and can say which ones it dropped."""
 
     def evicted(self, scope: str, handle: str) -> bool: ...
+
+
+@runtime_checkable
+class BatchingStore(Protocol):
+    """A store that keeps many originals in one exchange with its server: the proxy puts every
+    original of a history on each request, and a round trip each made a long history's request
+    wait for hundreds."""
+
+    def put_many(self, scope: str, originals: Sequence[Original]) -> None: ...
+
+
+def put_all(store: OriginalStore, scope: str, originals: Sequence[Original]) -> None:
+    """``store.put`` of each of ``originals``, in one batch where the store takes one."""
+    if isinstance(store, BatchingStore):
+        store.put_many(scope, originals)
+        return
+    for original in originals:
+        store.put(scope, original)
 
 
 def utf8_size(text: str) -> int:
