@@ -168,8 +168,8 @@ class Retention:
     A sweep runs on a thread of its own, so the put that made it due returns at once: a listing
     and a ``stat`` of each original cost about 2 microseconds of CPU a file (20 ms for the 9,000
     files of half a GiB, ``python -m benchmarks.proxy_start``), and the proxy puts on its way
-    upstream. The thread is not a daemon: a process that exits finishes its
-    sweep first, so a folder that short-lived processes write to is still swept.
+    upstream. The thread is not a daemon: a process that exits finishes its sweep first, so a
+    folder that short-lived processes write to is still swept.
     """
 
     def __init__(

@@ -250,7 +250,6 @@ class RedisOriginalStore:
         """Script ``name`` once per ``(keys, args)`` of ``calls``, in one round trip (a
         pipeline of EVALSHA, with the script loaded and the pipeline sent again when the
         server has lost it); each call's result."""
-
         lost = redis_module().exceptions.NoScriptError
 
         def run(client: Any) -> list[Any]:
