@@ -244,7 +244,7 @@ class RedisOriginalStore:
                 self._recent.popitem(last=False)
 
     def _run(self, name: str, keys: list[str], args: list[Any]) -> Any:
-        return self._call(lambda client: self._script(client, name)(keys=keys, args=args))
+        return self._run_many(name, [(keys, args)])[0]
 
     def _run_many(self, name: str, calls: list[tuple[list[str], list[Any]]]) -> list[Any]:
         """Script ``name`` once per ``(keys, args)`` of ``calls``, in one round trip (a
@@ -270,7 +270,7 @@ class RedisOriginalStore:
         return self._call(run)
 
     def _script(self, client: Any, name: str) -> Any:
-        if name not in self._scripts:  # EVALSHA, loading the script again when the server lost it
+        if name not in self._scripts:  # its SHA and source (_run_many loads it where it is lost)
             source = {"touch": scripts.TOUCH, "get": scripts.GET, "put": scripts.PUT}
             self._scripts[name] = client.register_script(source.get(name, scripts.SWEEP))
         return self._scripts[name]
