@@ -5,6 +5,7 @@ the password kept out of sight, and an unreachable server failing open."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -140,6 +141,98 @@ def test_a_flood_of_new_originals_is_capped_even_inside_the_grace(url: str, batc
     kept = [i for i, o in enumerate(originals) if store.get("", o.handle) is not None]
     assert kept == list(range(40 - len(kept), 40))  # the newest stay: they are what markers name
     assert all(store.evicted("", originals[i].handle) for i in range(40 - len(kept)))
+
+
+def _flood(url: str, cap: int) -> None:
+    """Another process writes 40 new originals of 1,000 bytes to a store capped at ``cap``."""
+    RedisOriginalStore(url, max_bytes=cap).put_many(
+        "", [_original(f"{i:04d}\n" + "y" * 995) for i in range(40)]
+    )
+
+
+def test_an_original_a_flood_deleted_is_put_again_by_the_process_that_skips_it(url: str):
+    """A process skips what it put in the last minute. Past the hard cap a flood deletes even
+    what was used just now, and the skipping process put it again only a minute later (the
+    folder store writes it at the next request). It now reads the server's count of such
+    sweeps at most a second later, and then puts everything again."""
+    cap = 10_000
+    proxy = RedisOriginalStore(url, max_bytes=cap)
+    live = _original("live\n" + "x" * 995)
+    proxy.put_many("", [live])
+    _flood(url, cap)
+    assert proxy.get("", live.handle) is None and proxy.evicted("", live.handle)
+    time.sleep(redis_store.FLOODS_READ_EVERY)
+    proxy.put_many("", [live])
+    assert proxy.get("", live.handle) == live
+
+
+def test_a_process_whose_own_flood_deleted_an_original_puts_it_again_at_once(url: str):
+    """The sweep after a request of 40 new originals deletes ``live``: the same process
+    reads the count again at its next request, however soon."""
+    store = RedisOriginalStore(url, max_bytes=10_000)
+    live = _original("live\n" + "x" * 995)
+    store.put_many("", [live])
+    store.put_many("", [_original(f"{i:04d}\n" + "y" * 995) for i in range(40)])
+    assert store.get("", live.handle) is None
+    store.put_many("", [live])
+    assert store.get("", live.handle) == live
+
+
+def test_what_was_skipped_is_put_again_in_the_request_that_learns_of_a_flood(url: str):
+    """A request with new originals reads the flood count in the round trip it makes anyway;
+    when it moved, the originals of that request that were skipped are sent too."""
+    cap = 10_000
+    proxy = RedisOriginalStore(url, max_bytes=cap)
+    live = _original("live\n" + "x" * 995)
+    proxy.put_many("", [live])
+    _flood(url, cap)
+    time.sleep(redis_store.FLOODS_READ_EVERY)
+    new = _original("new\n" + "z" * 995)
+    with monitored(url) as commands:
+        proxy.put_many("", [live, new])
+    assert [proxy.get("", o.handle) for o in (live, new)] == [live, new]
+    asked = [line for line in commands if '"GET"' in line and "lua]" not in line]
+    assert [line.split()[-1] for line in asked] == [f'"{proxy.prefix}floods"']  # once, by the store
+
+
+def test_nothing_new_to_put_reads_the_flood_count_at_most_once_a_second(url: str):
+    with RoundTrips(url) as trips:
+        store = RedisOriginalStore(trips.url)
+        originals = [_original(f"{i}\n" + LOG) for i in range(5)]
+        store.put_many("", originals)
+        start = trips.count
+        store.put_many("", originals)
+        assert trips.count == start  # all put just now, the count read just now
+        time.sleep(redis_store.FLOODS_READ_EVERY)
+        store.put_many("", originals)
+        assert trips.count == start + 1  # the count, unmoved: nothing else sent
+        store.put_many("", originals)
+        assert trips.count == start + 1
+
+
+def test_an_unreachable_server_does_not_fail_a_request_with_nothing_new(tmp_path: Path):
+    """Reading the flood count is no write: when it fails, what was put lately is still
+    skipped, as before, and the request is not failed for it."""
+    with redis_server(tmp_path / "redis") as url:
+        store = RedisOriginalStore(url)
+        original = _original("kept\n" + LOG)
+        store.put_many("", [original])
+    time.sleep(redis_store.FLOODS_READ_EVERY)  # the server has stopped
+    store.put_many("", [original])
+    assert not store.reachable
+    with pytest.raises(StoreUnavailable):
+        store.put_many("", [_original("new\n" + LOG)])
+
+
+def test_a_put_right_after_a_prune_does_not_sweep_again(url: str):
+    """A prune is a sweep: the next one a writer owes is due from then (the first write
+    after a prune swept again)."""
+    store = RedisOriginalStore(url)
+    store.prune()
+    with monitored(url) as commands:
+        store.put("", _original("first\n" + LOG))
+    assert [line for line in commands if '"EXPIRE"' in line]  # the put ran
+    assert not [line for line in commands if '"ZRANGE"' in line]
 
 
 def test_a_put_over_the_cap_reads_a_page_of_the_use_order_not_a_thousand(url: str):

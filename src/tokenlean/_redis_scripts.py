@@ -6,7 +6,8 @@ not each machine's. Keys, with the store's prefix ``P``: ``P o:<member>`` holds 
 hash: ``text``, the writer's age limit ``ttl`` and, when known, ``tool`` and ``tool_call_id``)
 and expires after that limit; ``P used`` orders members by last use (a sorted set, the score
 the time); ``P sizes`` holds each member's size in bytes; ``P bytes`` their total; ``P evicted``
-the members the sweeps deleted (when), so a reader can say "pruned" rather than "unknown".
+the members the sweeps deleted (when), so a reader can say "pruned" rather than "unknown";
+``P floods`` how many sweeps deleted originals used within the grace.
 """
 
 from __future__ import annotations
@@ -58,14 +59,16 @@ return tonumber(redis.call('GET', KEYS[4]) or '0')
 """
 )
 
-#: KEYS: used, sizes, bytes, evicted. ARGV: originals' key prefix, max_bytes, max_age, grace,
-#: dry ('1': count only), how many to look at (0: all), evicted members remembered, the hard cap
-#: in bytes. Deletes, least recently used first, what is past the age limit, then what exceeds
-#: the size cap, but not what was used within the grace while the total is within the hard cap
-#: (past it, a flood of new originals, those go too). Returns deleted count and bytes, kept count
-#: and bytes. The entries are read a page at a time, the first of 16, each next one twice as large
-#: up to 256: a store over its cap sweeps at every put, and most of those sweeps stop at the
-#: first entry (reading 1,000 at once made such a put cost five times a plain one).
+#: KEYS: used, sizes, bytes, evicted, floods. ARGV: originals' key prefix, max_bytes, max_age,
+#: grace, dry ('1': count only), how many to look at (0: all), evicted members remembered, the
+#: hard cap in bytes. Deletes, least recently used first, what is past the age limit, then what
+#: exceeds the size cap, but not what was used within the grace while the total is within the
+#: hard cap (past it, a flood of new originals, those go too, and ``floods`` counts the sweep:
+#: a process that skips putting what it put lately reads it). Returns deleted count and bytes,
+#: kept count and bytes, and that count. The entries are read a page at a time, the first of
+#: 16, each next one twice as large up to 256: a store over its cap sweeps at every put, and most
+#: of those sweeps stop at the first entry (reading 1,000 at once made such a put cost five times
+#: a plain one).
 SWEEP = (
     _NOW
     + """
@@ -75,6 +78,7 @@ local dry = ARGV[5] == '1'
 local total = tonumber(redis.call('GET', KEYS[3]) or '0')
 local limit = tonumber(ARGV[6])
 local gone, freed, looked, start, page, done = 0, 0, 0, 0, 16, false
+local flooded = false
 while not done and (limit == 0 or looked < limit) do
   local n = page
   if limit > 0 and limit - looked < n then n = limit - looked end
@@ -89,6 +93,7 @@ while not done and (limit == 0 or looked < limit) do
     local size = tonumber(redis.call('HGET', KEYS[2], member) or '0')
     total, gone, freed = total - size, gone + 1, freed + size
     if not dry then
+      if idle < grace then flooded = true end
       redis.call('DEL', ARGV[1] .. member)
       redis.call('HDEL', KEYS[2], member)
       redis.call('ZREM', KEYS[1], member)
@@ -101,8 +106,9 @@ while not done and (limit == 0 or looked < limit) do
   if page < 256 then page = page * 2 end
 end
 if not dry then redis.call('ZREMRANGEBYRANK', KEYS[4], 0, -tonumber(ARGV[7]) - 1) end
+if flooded then redis.call('INCR', KEYS[5]) end
 local kept = redis.call('ZCARD', KEYS[1])
 if dry then kept = kept - gone end
-return {gone, freed, kept, total}
+return {gone, freed, kept, total, tonumber(redis.call('GET', KEYS[5]) or '0')}
 """
 )

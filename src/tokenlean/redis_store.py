@@ -14,7 +14,11 @@ last :data:`~tokenlean._retention.GRACE` seconds is kept over the cap, up to hal
 the proxy puts every original of a history on each request before the body goes upstream:
 whatever a live conversation points at stays readable. It puts them with
 :meth:`~RedisOriginalStore.put_many`: those this process put in the last minute are skipped,
-the others asked about in one round trip, and those the server lacks written in one more.
+the others asked about in one round trip, and those the server lacks written in one more. A
+skip trusts that nothing deleted them since, which only a flood can: so each process reads the
+server's count of sweeps that deleted inside the grace, in the round trip it makes anyway or
+at most once every :data:`FLOODS_READ_EVERY` seconds on its own, and puts everything again
+once that count moves.
 
 There is no file for a marker to name, so markers name ``read_original`` and a handle
 (``retrieval="mcp"``), which ``tokenlean mcp --originals redis://...`` serves from any machine
@@ -69,6 +73,7 @@ from tokenlean.store import (
 )
 
 __all__ = [
+    "FLOODS_READ_EVERY",
     "PASSWORD_ENV",
     "PREFIX",
     "SCHEMES",
@@ -89,6 +94,9 @@ _SWEEP_BATCH = 1000
 #: Originals this process put recently, not put again until TOUCH_AFTER has passed: a proxy
 #: puts every original of a history on each request, and each put would be a round trip.
 _RECENT_MAX = 100_000
+#: A process that sent nothing else reads the server's flood count at most this often
+#: (seconds): how long an original a flood deleted may stay missing while skipped.
+FLOODS_READ_EVERY = 1.0
 
 T = TypeVar("T")
 
@@ -120,6 +128,9 @@ class RedisOriginalStore:
         self._down_until: float | None = None  # monotonic; None: reachable, as far as known
         self._swept: float | None = None  # monotonic time of this process's last sweep
         self._recent: OrderedDict[str, float] = OrderedDict()
+        self._floods: int | None = None  # the server's flood count, as last read
+        self._floods_read: float | None = None  # monotonic; None: never read
+        self._forgot = 0  # how many times a flood made this process forget what it put
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -142,25 +153,49 @@ class RedisOriginalStore:
 
     def put_many(self, scope: str, originals: Sequence[Original]) -> None:
         """:meth:`put` of each of ``originals``, in two round trips at most: one marks those
-        the server keeps used, one writes the others (then a sweep, when over the cap)."""
-        fresh: dict[str, Original] = {}
+        the server keeps used, one writes the others (then a sweep, when over the cap).
+
+        A flood (a sweep, of any process, that deleted inside the grace) may have deleted what
+        this process skips: it learns of its own sweeps' at once, of others' by reading the
+        server's count at most every :data:`FLOODS_READ_EVERY` seconds (in the round trip it
+        makes anyway, else on its own), and then puts everything again."""
+        wanted: dict[str, Original] = {}
         for original in originals:
-            member = _member(scope, original.handle)
-            if member not in fresh and not self._recently_put(member):
-                fresh[member] = original
+            wanted.setdefault(_member(scope, original.handle), original)
+        fresh = self._unsent(wanted)
+        read = self._floods_due()
+        if read and not fresh:
+            read = False
+            with contextlib.suppress(StoreUnavailable):  # logged where it failed; skip as before
+                self._note_floods(self._call(lambda c: c.get(self._k("floods"))))
+                fresh = self._unsent(wanted)
+        forgot = self._forgot
+        self._write(scope, fresh, read=read)
+        if self._forgot != forgot:  # a flood since: what was skipped above may be gone
+            skipped = {m: o for m, o in wanted.items() if m not in fresh}
+            self._write(scope, skipped, read=False)
+
+    def _write(self, scope: str, fresh: dict[str, Original], *, read: bool) -> None:
+        """Mark ``fresh`` used and write those the server lacks (``read``: with the flood
+        count, in the same round trip). They are remembered as put unless the sweep after
+        them was a flood, which may have deleted some."""
         if not fresh:
             return
         used = self._k("used")
         touches = [([self.key(scope, o.handle), used], [m, self._ttl]) for m, o in fresh.items()]
-        kept = self._run_many("touch", touches)
+        kept = self._run_many("touch", touches, read=self._k("floods") if read else None)
+        if read:
+            self._note_floods(kept.pop(0))
+        forgot = self._forgot
         missing = [(m, o) for (m, o), was in zip(fresh.items(), kept, strict=True) if not was]
         if missing:
             more = [used, self._k("sizes"), self._k("bytes"), self._k("evicted")]
             ttl = self._ttl
             puts = [([self.key(scope, o.handle), *more], _put_args(m, o, ttl)) for m, o in missing]
             self._after_put(max(int(total) for total in self._run_many("put", puts)))
-        for member in fresh:
-            self._remember(member)
+        if self._forgot == forgot:
+            for member in fresh:
+                self._remember(member)
 
     def get(self, scope: str, handle: str) -> Original | None:
         """The original (marked used), or ``None``: none kept, or the server unreachable."""
@@ -194,6 +229,8 @@ class RedisOriginalStore:
         if dry_run:
             return Pruned(*self._sweep_once(dry=True, batch=0))
         files = size = 0
+        with self._lock:
+            self._swept = time.monotonic()  # the next sweep is due from now, as after a put's
         while True:
             gone, freed, kept, kept_bytes = self._sweep_once(dry=False, batch=_SWEEP_BATCH)
             files, size = files + gone, size + freed
@@ -212,10 +249,13 @@ class RedisOriginalStore:
         return f"{self.prefix}{name}"
 
     def _sweep_once(self, *, dry: bool, batch: int) -> list[int]:
-        keys = [self._k(n) for n in ("used", "sizes", "bytes", "evicted")]
+        """One sweep script's deleted count and bytes, kept count and bytes; the server's
+        flood count it returns too is taken here."""
+        keys = [self._k(n) for n in ("used", "sizes", "bytes", "evicted", "floods")]
         args = [self._k("o:"), self.max_bytes, self.max_age, GRACE, int(dry), batch]
         more = [MEMORY_EVICTED_REMEMBERED, hard_cap(self.max_bytes)]
-        counts = self._run("sweep", keys, [*args, *more])
+        *counts, floods = self._run("sweep", keys, [*args, *more])
+        self._note_floods(floods)
         return [int(n) for n in counts]
 
     def _after_put(self, total: int) -> None:
@@ -231,10 +271,27 @@ class RedisOriginalStore:
             with contextlib.suppress(StoreUnavailable):  # logged where it failed
                 self.prune()
 
-    def _recently_put(self, member: str) -> bool:
+    def _unsent(self, wanted: dict[str, Original]) -> dict[str, Original]:
+        """Those of ``wanted`` this process did not put in the last TOUCH_AFTER seconds."""
+        since = time.monotonic() - TOUCH_AFTER
         with self._lock:
-            when = self._recent.get(member)
-            return when is not None and time.monotonic() - when < TOUCH_AFTER
+            recent = self._recent
+            return {m: o for m, o in wanted.items() if not (m in recent and recent[m] > since)}
+
+    def _floods_due(self) -> bool:
+        with self._lock:
+            read = self._floods_read
+        return read is None or time.monotonic() - read >= FLOODS_READ_EVERY
+
+    def _note_floods(self, value: bytes | int | None) -> None:
+        """Take the server's flood count: when it moved since the last read, what was put
+        lately is forgotten (a sweep may have deleted it inside the grace)."""
+        count = int(value or 0)
+        with self._lock:
+            if self._floods is not None and count != self._floods:
+                self._recent.clear()
+                self._forgot += 1
+            self._floods, self._floods_read = count, time.monotonic()
 
     def _remember(self, member: str) -> None:
         with self._lock:
@@ -246,16 +303,20 @@ class RedisOriginalStore:
     def _run(self, name: str, keys: list[str], args: list[Any]) -> Any:
         return self._run_many(name, [(keys, args)])[0]
 
-    def _run_many(self, name: str, calls: list[tuple[list[str], list[Any]]]) -> list[Any]:
+    def _run_many(
+        self, name: str, calls: list[tuple[list[str], list[Any]]], *, read: str | None = None
+    ) -> list[Any]:
         """Script ``name`` once per ``(keys, args)`` of ``calls``, in one round trip (a
         pipeline of EVALSHA, with the script loaded and the pipeline sent again when the
-        server has lost it); each call's result."""
+        server has lost it); each call's result, after the value of key ``read`` if given."""
         lost = redis_module().exceptions.NoScriptError
 
         def run(client: Any) -> list[Any]:
             script = self._script(client, name)
             for _ in range(2):
                 pipe = client.pipeline(transaction=False)
+                if read is not None:
+                    pipe.get(read)
                 for keys, args in calls:
                     pipe.evalsha(script.sha, len(keys), *keys, *args)
                 results: list[Any] = pipe.execute(raise_on_error=False)
