@@ -38,12 +38,12 @@ import logging
 import math
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from tokenlean import _redis_scripts as scripts
 from tokenlean import checks
+from tokenlean._put_lately import FLOODS_READ_EVERY, PutLately
 from tokenlean._redis_url import (
     PASSWORD_ENV,
     SCHEMES,
@@ -57,7 +57,6 @@ from tokenlean._redis_url import (
 from tokenlean._retention import (
     GRACE,
     SWEEP_EVERY,
-    TOUCH_AFTER,
     Pruned,
     check_limits,
     hard_cap,
@@ -91,12 +90,6 @@ PREFIX = "tokenlean:originals:"
 RETRY_AFTER = 5.0
 #: How many originals one sweep script looks at, so the server is never blocked for long.
 _SWEEP_BATCH = 1000
-#: Originals this process put recently, not put again until TOUCH_AFTER has passed: a proxy
-#: puts every original of a history on each request, and each put would be a round trip.
-_RECENT_MAX = 100_000
-#: A process that sent nothing else reads the server's flood count at most this often
-#: (seconds): how long an original a flood deleted may stay missing while skipped.
-FLOODS_READ_EVERY = 1.0
 
 T = TypeVar("T")
 
@@ -127,10 +120,7 @@ class RedisOriginalStore:
         self._scripts: dict[str, Any] = {}
         self._down_until: float | None = None  # monotonic; None: reachable, as far as known
         self._swept: float | None = None  # monotonic time of this process's last sweep
-        self._recent: OrderedDict[str, float] = OrderedDict()
-        self._floods: int | None = None  # the server's flood count, as last read
-        self._floods_read: float | None = None  # monotonic; None: never read
-        self._forgot = 0  # how many times a flood made this process forget what it put
+        self._lately = PutLately()
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -162,16 +152,17 @@ class RedisOriginalStore:
         wanted: dict[str, Original] = {}
         for original in originals:
             wanted.setdefault(_member(scope, original.handle), original)
-        fresh = self._unsent(wanted)
-        read = self._floods_due()
+        lately = self._lately
+        fresh = lately.unsent(wanted)
+        read = lately.floods_due()
         if read and not fresh:
             read = False
             with contextlib.suppress(StoreUnavailable):  # logged where it failed; skip as before
-                self._note_floods(self._call(lambda c: c.get(self._k("floods"))))
-                fresh = self._unsent(wanted)
-        forgot = self._forgot
+                lately.note_floods(self._call(lambda c: c.get(self._k("floods"))))
+                fresh = lately.unsent(wanted)
+        forgot = lately.forgot
         self._write(scope, fresh, read=read)
-        if self._forgot != forgot:  # a flood since: what was skipped above may be gone
+        if lately.forgot != forgot:  # a flood since: what was skipped above may be gone
             skipped = {m: o for m, o in wanted.items() if m not in fresh}
             self._write(scope, skipped, read=False)
 
@@ -185,17 +176,16 @@ class RedisOriginalStore:
         touches = [([self.key(scope, o.handle), used], [m, self._ttl]) for m, o in fresh.items()]
         kept = self._run_many("touch", touches, read=self._k("floods") if read else None)
         if read:
-            self._note_floods(kept.pop(0))
-        forgot = self._forgot
+            self._lately.note_floods(kept.pop(0))
+        forgot = self._lately.forgot
         missing = [(m, o) for (m, o), was in zip(fresh.items(), kept, strict=True) if not was]
         if missing:
             more = [used, self._k("sizes"), self._k("bytes"), self._k("evicted")]
             ttl = self._ttl
             puts = [([self.key(scope, o.handle), *more], _put_args(m, o, ttl)) for m, o in missing]
             self._after_put(max(int(total) for total in self._run_many("put", puts)))
-        if self._forgot == forgot:
-            for member in fresh:
-                self._remember(member)
+        if self._lately.forgot == forgot:
+            self._lately.remember(fresh)
 
     def get(self, scope: str, handle: str) -> Original | None:
         """The original (marked used), or ``None``: none kept, or the server unreachable."""
@@ -255,7 +245,7 @@ class RedisOriginalStore:
         args = [self._k("o:"), self.max_bytes, self.max_age, GRACE, int(dry), batch]
         more = [MEMORY_EVICTED_REMEMBERED, hard_cap(self.max_bytes)]
         *counts, floods = self._run("sweep", keys, [*args, *more])
-        self._note_floods(floods)
+        self._lately.note_floods(floods)
         return [int(n) for n in counts]
 
     def _after_put(self, total: int) -> None:
@@ -270,35 +260,6 @@ class RedisOriginalStore:
         if due:
             with contextlib.suppress(StoreUnavailable):  # logged where it failed
                 self.prune()
-
-    def _unsent(self, wanted: dict[str, Original]) -> dict[str, Original]:
-        """Those of ``wanted`` this process did not put in the last TOUCH_AFTER seconds."""
-        since = time.monotonic() - TOUCH_AFTER
-        with self._lock:
-            recent = self._recent
-            return {m: o for m, o in wanted.items() if not (m in recent and recent[m] > since)}
-
-    def _floods_due(self) -> bool:
-        with self._lock:
-            read = self._floods_read
-        return read is None or time.monotonic() - read >= FLOODS_READ_EVERY
-
-    def _note_floods(self, value: bytes | int | None) -> None:
-        """Take the server's flood count: when it moved since the last read, what was put
-        lately is forgotten (a sweep may have deleted it inside the grace)."""
-        count = int(value or 0)
-        with self._lock:
-            if self._floods is not None and count != self._floods:
-                self._recent.clear()
-                self._forgot += 1
-            self._floods, self._floods_read = count, time.monotonic()
-
-    def _remember(self, member: str) -> None:
-        with self._lock:
-            self._recent[member] = time.monotonic()
-            self._recent.move_to_end(member)
-            if len(self._recent) > _RECENT_MAX:
-                self._recent.popitem(last=False)
 
     def _run(self, name: str, keys: list[str], args: list[Any]) -> Any:
         return self._run_many(name, [(keys, args)])[0]
