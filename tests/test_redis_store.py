@@ -4,6 +4,7 @@ the password kept out of sight, and an unreachable server failing open."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Iterator
@@ -535,3 +536,46 @@ def test_a_langchain_agent_keeps_originals_on_redis_and_another_worker_reads_the
     back = [m for m in other_model.calls[1].messages if isinstance(m, ToolMessage)][-1]
     assert back.name == "read_original"
     assert LOG.split("\n")[-1] in str(back.content) and "No original" not in str(back.content)
+
+
+def _turn_trips(url: str, results: int, *, run_async: bool) -> int:
+    """Round trips a LangChain agent's run makes to the store when its first turn calls a tool
+    ``results`` times at once, each result long enough to shorten."""
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langchain_core.tools import tool
+
+    from tests.langchain._agents import coding_agent
+    from tokenlean.langchain import ToolOutputShorteningMiddleware
+
+    @tool
+    def run_tests(target: str) -> str:
+        """Run the test suite."""
+        return f"{LOG}\n{target}"
+
+    calls = [
+        {"name": "run_tests", "args": {"target": f"t{i}"}, "id": f"c{i}"} for i in range(results)
+    ]
+    with RoundTrips(url) as trips:
+        store = RedisOriginalStore(trips.url)
+        store.put("", _original(f"the first write of {results}: it sweeps, and is not counted"))
+        agent, _ = coding_agent(
+            [AIMessage(content="", tool_calls=calls), AIMessage(content="done")],
+            tools=[run_tests],
+            middleware=[ToolOutputShorteningMiddleware(store=store)],
+        )
+        start = trips.count
+        request = {"messages": [HumanMessage("run them")]}
+        config: Any = {"configurable": {"thread_id": f"t-{results}"}}
+        if run_async:
+            asyncio.run(agent.ainvoke(request, config))
+        else:
+            agent.invoke(request, config)
+        return trips.count - start
+
+
+@pytest.mark.parametrize("run_async", [False, True], ids=["sync", "async"])
+def test_a_langchain_turn_of_parallel_results_keeps_them_in_one_batch(url: str, run_async: bool):
+    """LangChain's shortener keeps a turn's originals with ``put_many``: five results shortened
+    at once cost the round trips one does (they had cost a round trip or two each)."""
+    one, five = (_turn_trips(url, n, run_async=run_async) for n in (1, 5))
+    assert five == one, (one, five)

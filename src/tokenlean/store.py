@@ -14,6 +14,7 @@ the part an agent asks for: a line range or the lines containing a pattern.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 import re
@@ -170,6 +171,16 @@ def put_all(store: OriginalStore, scope: str, originals: Sequence[Original]) -> 
         return
     for original in originals:
         store.put(scope, original)
+
+
+async def aput_all(store: OriginalStore, scope: str, originals: Sequence[Original]) -> None:
+    """``store.aput`` of each of ``originals``; a store that takes a batch gets them in one,
+    on a worker thread (its ``put_many`` blocks)."""
+    if isinstance(store, BatchingStore) and len(originals) > 1:
+        await asyncio.to_thread(store.put_many, scope, originals)
+        return
+    for original in originals:
+        await store.aput(scope, original)
 
 
 def utf8_size(text: str) -> int:

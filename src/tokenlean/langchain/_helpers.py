@@ -12,7 +12,7 @@ import json
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any, Generic, TypeVar
 
@@ -32,6 +32,7 @@ from tokenlean import checks
 from tokenlean._failopen import fail_open
 from tokenlean.langchain._adapter import ViewCache, views_of
 from tokenlean.loop_guard import StepScan
+from tokenlean.store import aput_all, put_all
 from tokenlean.tokens import TokenCounter, message_tokens
 from tokenlean.transcript import Message
 
@@ -116,8 +117,7 @@ class KeptBeforeCommit(RequestRewriter[ContextT, ResponseT], Generic[Planned, Co
         if planned is None:
             return None
         with fail_open(self._logger, self._KEEP_FAILED) as guard:
-            for store, scope, original in self._to_keep(planned, runtime):
-                store.put(scope, original)
+            put_all(*self._to_keep(planned, runtime))
         return None if guard.failed else self._commit(planned)
 
     async def abefore_model(self, state: Any, runtime: Any) -> Update:
@@ -125,15 +125,14 @@ class KeptBeforeCommit(RequestRewriter[ContextT, ResponseT], Generic[Planned, Co
         if planned is None:
             return None
         with fail_open(self._logger, self._KEEP_FAILED) as guard:
-            for store, scope, original in self._to_keep(planned, runtime):
-                await store.aput(scope, original)
+            await aput_all(*self._to_keep(planned, runtime))
         return None if guard.failed else self._commit(planned)
 
-    def _to_keep(self, planned: Planned, runtime: Any) -> Iterator[tuple[Any, str, Any]]:
-        """Each original of ``planned`` with the store and scope it is kept under."""
+    def _to_keep(self, planned: Planned, runtime: Any) -> tuple[Any, str, Sequence[Any]]:
+        """The store the originals of ``planned`` are kept in, their scope, and them (in one
+        batch where the store takes one)."""
         scope, originals = self._kept(planned)
-        store = self.stores.pick(getattr(runtime, "store", None))
-        return ((store, scope, original) for original in originals)
+        return self.stores.pick(getattr(runtime, "store", None)), scope, originals
 
 
 def thread_scope(config: RunnableConfig | None = None) -> str | None:
