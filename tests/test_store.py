@@ -87,8 +87,68 @@ def test_langgraph_scopes_are_escaped_injectively() -> None:
     assert store.get("a%2Eb", "h") == Original("h", "escaped")
     assert store.get("", "h") == Original("h", "empty")
     assert backing.get(("app", "originals", "a%2Eb"), "h") is not None
-    with pytest.raises(ValueError, match="namespace"):
-        LangGraphOriginalStore(backing, namespace=())
+    store.put("a\0b", Original("h", "a NUL"))  # LangGraph refuses NUL in a label
+    store.put("a%00b", Original("h", "escaped NUL"))
+    assert store.get("a\0b", "h") == Original("h", "a NUL")
+    assert store.get("a%00b", "h") == Original("h", "escaped NUL")
+    for namespace in [(), ("",), ("a.b",), ("a\0",), ("langgraph", "originals")]:
+        with pytest.raises(ValueError, match="namespace"):  # refused here, not at a put
+            LangGraphOriginalStore(backing, namespace=namespace)
+
+
+def test_langgraph_originals_go_in_one_batch_with_what_put_would_send(tmp_path: Any) -> None:
+    """``put_many`` sends one ``batch`` of the ops ``put`` sends one by one: the store's
+    default TTL included (``put`` gives it to an item that names none)."""
+    import sqlite3
+
+    from langgraph.store.sqlite import SqliteStore
+
+    class Counted(SqliteStore):
+        batches: list[int]
+
+        def batch(self, ops: Any) -> Any:
+            ops = list(ops)
+            self.batches.append(len(ops))
+            return super().batch(ops)
+
+    for ttl in (None, {"default_ttl": 30.0}):
+        path = tmp_path / f"{ttl is None}.db"
+        conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        backing = Counted(conn, ttl=ttl)  # type: ignore[arg-type]
+        backing.setup()
+        backing.batches = []
+        store = LangGraphOriginalStore(backing)
+        store.put("t", Original("o0", TEXT))
+        store.put_many("t", [Original(f"o{i}", f"{TEXT} {i}", "bash", f"c{i}") for i in (1, 2, 3)])
+        store.put_many("t", [])
+        assert backing.batches == [1, 3]
+        rows = conn.execute("SELECT key, expires_at IS NULL FROM store ORDER BY key").fetchall()
+        assert rows == [(f"o{i}", ttl is None) for i in range(4)]
+        assert store.get("t", "o2") == Original("o2", f"{TEXT} 2", "bash", "c2")
+
+
+async def test_a_langgraph_store_that_has_its_own_put_gets_each_original_through_it() -> None:
+    class Audited(InMemoryStore):
+        def __init__(self) -> None:
+            super().__init__()
+            self.seen: list[str] = []
+
+        def put(self, namespace: Any, key: str, value: Any, *args: Any, **kwargs: Any) -> None:
+            self.seen.append(key)
+            super().put(namespace, key, value, *args, **kwargs)
+
+        async def aput(
+            self, namespace: Any, key: str, value: Any, *args: Any, **kwargs: Any
+        ) -> None:
+            self.seen.append(f"a{key}")
+            await super().aput(namespace, key, value, *args, **kwargs)
+
+    backing = Audited()
+    store = LangGraphOriginalStore(backing)
+    store.put_many("t", [Original("o1", TEXT), Original("o2", TEXT)])
+    await store.aput_many("t", [Original("o3", TEXT)])
+    assert backing.seen == ["o1", "o2", "ao3"]
+    assert store.get("t", "o3") == Original("o3", TEXT)
 
 
 def test_memory_store_is_thread_safe_and_bounded_per_thread() -> None:

@@ -164,6 +164,14 @@ class BatchingStore(Protocol):
     def put_many(self, scope: str, originals: Sequence[Original]) -> None: ...
 
 
+@runtime_checkable
+class AsyncBatchingStore(Protocol):
+    """A :class:`BatchingStore` whose batch can also be awaited (a LangGraph store's
+    ``abatch``): from an event loop it is taken that way, not on a worker thread."""
+
+    async def aput_many(self, scope: str, originals: Sequence[Original]) -> None: ...
+
+
 def put_all(store: OriginalStore, scope: str, originals: Sequence[Original]) -> None:
     """``store.put`` of each of ``originals``, in one batch where the store takes one."""
     if isinstance(store, BatchingStore):
@@ -174,8 +182,11 @@ def put_all(store: OriginalStore, scope: str, originals: Sequence[Original]) -> 
 
 
 async def aput_all(store: OriginalStore, scope: str, originals: Sequence[Original]) -> None:
-    """``store.aput`` of each of ``originals``; a store that takes a batch gets them in one,
-    on a worker thread (its ``put_many`` blocks)."""
+    """``store.aput`` of each of ``originals``; a store that takes a batch gets them in one:
+    awaited when it can be, else on a worker thread (its ``put_many`` blocks)."""
+    if isinstance(store, AsyncBatchingStore) and len(originals) > 1:
+        await store.aput_many(scope, originals)
+        return
     if isinstance(store, BatchingStore) and len(originals) > 1:
         await asyncio.to_thread(store.put_many, scope, originals)
         return

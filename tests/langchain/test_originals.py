@@ -8,6 +8,7 @@ found is told apart: evicted from memory, gone with a process, or never there.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import subprocess
@@ -15,9 +16,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.store.base import PutOp
 from langgraph.store.memory import InMemoryStore
 
 from tests.data import ROOT
@@ -207,3 +210,53 @@ def test_outside_a_graph_the_tool_answers_without_failing() -> None:
     store.put("t", Original("o1", "x"))
     reader = make_retrieval_tool(store)
     assert reader.invoke({"handle": "o1"}) == "No original is kept outside a conversation thread."
+
+
+class _CountedStore(InMemoryStore):
+    """A real ``InMemoryStore`` that records how many puts each batch it is sent holds."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.puts: list[int] = []
+
+    def batch(self, ops: Any) -> Any:
+        ops = self._count(ops)
+        return super().batch(ops)
+
+    async def abatch(self, ops: Any) -> Any:
+        ops = self._count(ops)
+        return await super().abatch(ops)
+
+    def _count(self, ops: Any) -> list[Any]:
+        ops = list(ops)
+        if puts := sum(isinstance(op, PutOp) for op in ops):
+            self.puts.append(puts)
+        return ops
+
+
+@pytest.mark.parametrize("run_async", [False, True], ids=["sync", "async"])
+def test_a_turn_of_parallel_results_is_one_batch_of_the_agents_store(run_async: bool) -> None:
+    """Five results shortened in one turn reach the agent's store in one batch (one
+    transaction of an SQL store, one round trip to a server's), not a put each."""
+
+    @tool
+    def run_one(command: str) -> str:
+        """Run a shell command."""
+        return f"{LOG}\n{command}"
+
+    calls = [{"name": "run_one", "args": {"command": f"make {i}"}, "id": f"c{i}"} for i in range(5)]
+    backing = _CountedStore()
+    agent, _ = coding_agent(
+        [AIMessage("", tool_calls=calls), AIMessage("done")],
+        tools=[run_one],
+        middleware=[ToolOutputShorteningMiddleware()],
+        store=backing,
+    )
+    request = {"messages": [HumanMessage("go")]}
+    if run_async:
+        asyncio.run(agent.ainvoke(request, cfg("p1")))
+    else:
+        agent.invoke(request, cfg("p1"))
+    assert backing.puts == [5]
+    kept = sorted(item.value["text"] for item in backing.search((*STORE_NAMESPACE, "p1")))
+    assert kept == [f"{LOG}\nmake {i}" for i in range(5)]

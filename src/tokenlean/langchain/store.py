@@ -10,10 +10,10 @@ protocol.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from langchain_core.tools import BaseTool
-from langgraph.store.base import BaseStore
+from langgraph.store.base import BaseStore, PutOp
 
 from tokenlean import checks
 from tokenlean.store import STORE_NAMESPACE, InMemoryOriginalStore, Original, OriginalStore
@@ -39,19 +39,47 @@ class LangGraphOriginalStore:
         if (
             not isinstance(namespace, (tuple, list))
             or not namespace
-            or not all(isinstance(part, str) and part for part in namespace)
+            or not all(isinstance(part, str) and _is_label(part) for part in namespace)
+            or namespace[0] == "langgraph"
         ):
-            raise ValueError(f"namespace must be non-empty strings, got {namespace!r}")
+            raise ValueError(
+                "namespace must be non-empty strings without '.' or NUL, not under "
+                f"'langgraph' (LangGraph's own), got {namespace!r}"
+            )
         self.store = store
         self.namespace = tuple(namespace)
 
     def _ns(self, scope: str) -> tuple[str, ...]:
-        # Store labels may not contain "." (nor be empty): escape injectively.
-        label = scope.replace("%", "%25").replace(".", "%2E")
+        # Store labels may not contain "." or NUL (nor be empty): escape injectively.
+        label = scope.replace("%", "%25").replace(".", "%2E").replace("\0", "%00")
         return (*self.namespace, label or "%")
 
     def put(self, scope: str, original: Original) -> None:
         self.store.put(self._ns(scope), original.handle, original.to_dict(), index=False)
+
+    def put_many(self, scope: str, originals: Sequence[Original]) -> None:
+        """``originals`` in one ``batch`` of the store (one transaction of an SQL store, one
+        round trip to a server's); one ``put`` each when the store's class has its own."""
+        if type(self.store).put is not BaseStore.put:
+            for original in originals:
+                self.put(scope, original)
+        elif originals:
+            self.store.batch(self._puts(scope, originals))
+
+    async def aput_many(self, scope: str, originals: Sequence[Original]) -> None:
+        """:meth:`put_many` through the store's ``abatch`` (or its own ``aput``)."""
+        if type(self.store).aput is not BaseStore.aput:
+            for original in originals:
+                await self.aput(scope, original)
+        elif originals:
+            await self.store.abatch(self._puts(scope, originals))
+
+    def _puts(self, scope: str, originals: Sequence[Original]) -> list[PutOp]:
+        """What ``put`` would send for each: the store's default TTL, as ``put`` gives an item
+        it names none for, and labels that already pass its checks (see ``__init__``)."""
+        ttl = (self.store.ttl_config or {}).get("default_ttl")
+        namespace = self._ns(scope)
+        return [PutOp(namespace, o.handle, o.to_dict(), index=False, ttl=ttl) for o in originals]
 
     def get(self, scope: str, handle: str) -> Original | None:
         item = self.store.get(self._ns(scope), handle)
@@ -63,6 +91,11 @@ class LangGraphOriginalStore:
     async def aget(self, scope: str, handle: str) -> Original | None:
         item = await self.store.aget(self._ns(scope), handle)
         return Original.from_dict(item.value) if item is not None else None
+
+
+def _is_label(part: str) -> bool:
+    """A label LangGraph's stores take: not empty, without "." and NUL."""
+    return bool(part) and "." not in part and "\0" not in part
 
 
 def as_original_store(value: object, *, name: str = "store") -> OriginalStore:
