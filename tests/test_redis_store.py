@@ -15,7 +15,7 @@ import pytest
 
 from tests.data import LOG
 from tests.redis_server import RoundTrips, client, free_port, monitored, redis_server
-from tokenlean import redis_store
+from tokenlean import _redis_calls, redis_store
 from tokenlean._retention import GRACE_MAX_SHARE
 from tokenlean.cli import main
 from tokenlean.history import keeping
@@ -366,7 +366,7 @@ def test_an_unreachable_server_fails_open_and_is_logged_once(caplog: pytest.LogC
 def test_the_server_back_is_used_again_and_said(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ):
-    monkeypatch.setattr(redis_store, "RETRY_AFTER", 0.0)  # try again at once
+    monkeypatch.setattr(_redis_calls, "RETRY_AFTER", 0.0)  # try again at once
     port = free_port()
     store = RedisOriginalStore(f"redis://127.0.0.1:{port}/0")
     original = _original(LOG)

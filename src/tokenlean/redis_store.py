@@ -34,22 +34,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Sequence
+from typing import Any
 
-from tokenlean import _redis_scripts as scripts
 from tokenlean import checks
 from tokenlean._put_lately import FLOODS_READ_EVERY, PutLately
+from tokenlean._redis_calls import ServerCalls
 from tokenlean._redis_url import (
     PASSWORD_ENV,
     SCHEMES,
     check_url,
-    connect,
-    hide_password,
     is_redis_url,
     redacted,
     redis_module,
@@ -81,17 +78,10 @@ __all__ = [
     "is_redis_url",
 ]
 
-log = logging.getLogger("tokenlean.store")
-
 #: Every key the store writes starts with this.
 PREFIX = "tokenlean:originals:"
-#: After a failure, calls fail at once for this long (seconds) rather than each wait for a
-#: server that is down.
-RETRY_AFTER = 5.0
 #: How many originals one sweep script looks at, so the server is never blocked for long.
 _SWEEP_BATCH = 1000
-
-T = TypeVar("T")
 
 
 class RedisOriginalStore:
@@ -110,15 +100,13 @@ class RedisOriginalStore:
         max_age: float = ORIGINALS_MAX_AGE,
         prefix: str = PREFIX,
     ) -> None:
-        self._url = check_url(url, "url")
-        self.url = redacted(self._url)
+        checked = check_url(url, "url")
+        self.url = redacted(checked)
         self.max_bytes, self.max_age = check_limits(max_bytes, max_age)
         self.prefix = checks.text(prefix, "prefix")
         self._ttl = math.ceil(self.max_age)
         redis_module()  # a missing package is told now, not at the first request
-        self._client: Any = None
-        self._scripts: dict[str, Any] = {}
-        self._down_until: float | None = None  # monotonic; None: reachable, as far as known
+        self._server = ServerCalls(checked, self.url)
         self._swept: float | None = None  # monotonic time of this process's last sweep
         self._lately = PutLately()
         self._lock = threading.Lock()
@@ -133,7 +121,7 @@ class RedisOriginalStore:
     @property
     def reachable(self) -> bool:
         """Whether the last call reached the server (``False`` during an outage)."""
-        return self._down_until is None
+        return self._server.reachable
 
     def put(self, scope: str, original: Original) -> None:
         """Keep ``original`` (or mark it used when kept); :class:`StoreUnavailable` when the
@@ -158,7 +146,7 @@ class RedisOriginalStore:
         if read and not fresh:
             read = False
             with contextlib.suppress(StoreUnavailable):  # logged where it failed; skip as before
-                lately.note_floods(self._call(lambda c: c.get(self._k("floods"))))
+                lately.note_floods(self._server.call(lambda c: c.get(self._k("floods"))))
                 fresh = lately.unsent(wanted)
         forgot = lately.forgot
         self._write(scope, fresh, read=read)
@@ -174,7 +162,7 @@ class RedisOriginalStore:
             return
         used = self._k("used")
         touches = [([self.key(scope, o.handle), used], [m, self._ttl]) for m, o in fresh.items()]
-        kept = self._run_many("touch", touches, read=self._k("floods") if read else None)
+        kept = self._server.run_many("touch", touches, read=self._k("floods") if read else None)
         if read:
             self._lately.note_floods(kept.pop(0))
         forgot = self._lately.forgot
@@ -183,7 +171,7 @@ class RedisOriginalStore:
             more = [used, self._k("sizes"), self._k("bytes"), self._k("evicted")]
             ttl = self._ttl
             puts = [([self.key(scope, o.handle), *more], _put_args(m, o, ttl)) for m, o in missing]
-            self._after_put(max(int(total) for total in self._run_many("put", puts)))
+            self._after_put(max(int(total) for total in self._server.run_many("put", puts)))
         if self._lately.forgot == forgot:
             self._lately.remember(fresh)
 
@@ -193,7 +181,7 @@ class RedisOriginalStore:
             return None
         keys = [self.key(scope, handle), self._k("used")]
         try:
-            found = self._run("get", keys, [_member(scope, handle), self._ttl])
+            found = self._server.run("get", keys, [_member(scope, handle), self._ttl])
         except StoreUnavailable:
             return None
         if not found:
@@ -208,7 +196,7 @@ class RedisOriginalStore:
             return False
         member = _member(scope, handle)
         try:
-            score = self._call(lambda c: c.zscore(self._k("evicted"), member))
+            score = self._server.call(lambda c: c.zscore(self._k("evicted"), member))
         except StoreUnavailable:
             return False
         return score is not None
@@ -244,7 +232,7 @@ class RedisOriginalStore:
         keys = [self._k(n) for n in ("used", "sizes", "bytes", "evicted", "floods")]
         args = [self._k("o:"), self.max_bytes, self.max_age, GRACE, int(dry), batch]
         more = [MEMORY_EVICTED_REMEMBERED, hard_cap(self.max_bytes)]
-        *counts, floods = self._run("sweep", keys, [*args, *more])
+        *counts, floods = self._server.run("sweep", keys, [*args, *more])
         self._lately.note_floods(floods)
         return [int(n) for n in counts]
 
@@ -260,74 +248,6 @@ class RedisOriginalStore:
         if due:
             with contextlib.suppress(StoreUnavailable):  # logged where it failed
                 self.prune()
-
-    def _run(self, name: str, keys: list[str], args: list[Any]) -> Any:
-        return self._run_many(name, [(keys, args)])[0]
-
-    def _run_many(
-        self, name: str, calls: list[tuple[list[str], list[Any]]], *, read: str | None = None
-    ) -> list[Any]:
-        """Script ``name`` once per ``(keys, args)`` of ``calls``, in one round trip (a
-        pipeline of EVALSHA, with the script loaded and the pipeline sent again when the
-        server has lost it); each call's result, after the value of key ``read`` if given."""
-        lost = redis_module().exceptions.NoScriptError
-
-        def run(client: Any) -> list[Any]:
-            script = self._script(client, name)
-            for _ in range(2):
-                pipe = client.pipeline(transaction=False)
-                if read is not None:
-                    pipe.get(read)
-                for keys, args in calls:
-                    pipe.evalsha(script.sha, len(keys), *keys, *args)
-                results: list[Any] = pipe.execute(raise_on_error=False)
-                if not any(isinstance(result, lost) for result in results):
-                    break
-                client.script_load(script.script)
-            for result in results:
-                if isinstance(result, Exception):
-                    raise result
-            return results
-
-        return self._call(run)
-
-    def _script(self, client: Any, name: str) -> Any:
-        if name not in self._scripts:  # its SHA and source (_run_many loads it where it is lost)
-            source = {"touch": scripts.TOUCH, "get": scripts.GET, "put": scripts.PUT}
-            self._scripts[name] = client.register_script(source.get(name, scripts.SWEEP))
-        return self._scripts[name]
-
-    def _call(self, action: Callable[[Any], T]) -> T:
-        """``action(client)``, or :class:`StoreUnavailable` (logged once per outage)."""
-        if self._down_until is not None and time.monotonic() < self._down_until:
-            raise StoreUnavailable(f"the originals store {self.url} is unreachable")
-        redis = redis_module()
-        try:
-            result = action(self._connected())
-        except redis.RedisError as exc:
-            self._fail(exc)
-            raise StoreUnavailable(f"the originals store {self.url} is unreachable") from None
-        if self._down_until is not None:
-            self._down_until = None
-            log.warning("tokenlean: the originals store %s is reachable again", self.url)
-        return result
-
-    def _fail(self, exc: Exception) -> None:
-        if self._down_until is None:
-            reason = hide_password(f"{type(exc).__name__}: {exc}", self._url)
-            log.warning(
-                "tokenlean: the originals store %s cannot be reached (%s); requests go "
-                "upstream unshortened until it can",
-                self.url,
-                reason,
-            )
-        self._down_until = time.monotonic() + RETRY_AFTER
-
-    def _connected(self) -> Any:
-        with self._lock:
-            if self._client is None:
-                self._client = connect(self._url)
-            return self._client
 
 
 def _member(scope: str, handle: str) -> str:
