@@ -234,20 +234,27 @@ class _CountedStore(InMemoryStore):
         return ops
 
 
+@tool
+def run_one(command: str) -> str:
+    """Run a shell command."""
+    return f"{LOG}\n{command}"
+
+
+FIVE_CALLS = AIMessage(
+    "",
+    tool_calls=[
+        {"name": "run_one", "args": {"command": f"make {i}"}, "id": f"c{i}"} for i in range(5)
+    ],
+)
+
+
 @pytest.mark.parametrize("run_async", [False, True], ids=["sync", "async"])
 def test_a_turn_of_parallel_results_is_one_batch_of_the_agents_store(run_async: bool) -> None:
     """Five results shortened in one turn reach the agent's store in one batch (one
     transaction of an SQL store, one round trip to a server's), not a put each."""
-
-    @tool
-    def run_one(command: str) -> str:
-        """Run a shell command."""
-        return f"{LOG}\n{command}"
-
-    calls = [{"name": "run_one", "args": {"command": f"make {i}"}, "id": f"c{i}"} for i in range(5)]
     backing = _CountedStore()
     agent, _ = coding_agent(
-        [AIMessage("", tool_calls=calls), AIMessage("done")],
+        [FIVE_CALLS, AIMessage("done")],
         tools=[run_one],
         middleware=[ToolOutputShorteningMiddleware()],
         store=backing,
@@ -260,3 +267,31 @@ def test_a_turn_of_parallel_results_is_one_batch_of_the_agents_store(run_async: 
     assert backing.puts == [5]
     kept = sorted(item.value["text"] for item in backing.search((*STORE_NAMESPACE, "p1")))
     assert kept == [f"{LOG}\nmake {i}" for i in range(5)]
+
+
+async def test_an_async_sqlite_store_takes_a_turn_in_one_batch_of_its_own(tmp_path: Path) -> None:
+    """``AsyncSqliteStore`` has its own ``aput``, which batches what is awaited together: a
+    turn's five originals are awaited at once, so they go in one ``abatch``, not five."""
+    from langgraph.store.sqlite.aio import AsyncSqliteStore
+
+    batches: list[int] = []
+
+    class Counted(AsyncSqliteStore):
+        async def abatch(self, ops: Any) -> Any:
+            ops = list(ops)
+            if puts := sum(isinstance(op, PutOp) for op in ops):
+                batches.append(puts)
+            return await super().abatch(ops)
+
+    async with Counted.from_conn_string(str(tmp_path / "store.db")) as backing:
+        await backing.setup()
+        agent, _ = coding_agent(
+            [FIVE_CALLS, AIMessage("done")],
+            tools=[run_one],
+            middleware=[ToolOutputShorteningMiddleware()],
+            store=backing,
+        )
+        await agent.ainvoke({"messages": [HumanMessage("go")]}, cfg("s1"))
+        kept = await backing.asearch((*STORE_NAMESPACE, "s1"))
+    assert batches == [5]
+    assert sorted(item.value["text"] for item in kept) == [f"{LOG}\nmake {i}" for i in range(5)]

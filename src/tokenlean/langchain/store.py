@@ -10,6 +10,7 @@ protocol.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping, Sequence
 
 from langchain_core.tools import BaseTool
@@ -67,10 +68,11 @@ class LangGraphOriginalStore:
             self.store.batch(self._puts(scope, originals))
 
     async def aput_many(self, scope: str, originals: Sequence[Original]) -> None:
-        """:meth:`put_many` through the store's ``abatch`` (or its own ``aput``)."""
+        """:meth:`put_many` through the store's ``abatch``. A store class with its own ``aput``
+        gets them all awaited at once: an ``AsyncSqliteStore`` or ``AsyncPostgresStore``
+        sends what is awaited together in one batch of its own."""
         if type(self.store).aput is not BaseStore.aput:
-            for original in originals:
-                await self.aput(scope, original)
+            await asyncio.gather(*(self.aput(scope, original) for original in originals))
         elif originals:
             await self.store.abatch(self._puts(scope, originals))
 
