@@ -220,18 +220,18 @@ class _CountedStore(InMemoryStore):
         self.puts: list[int] = []
 
     def batch(self, ops: Any) -> Any:
-        ops = self._count(ops)
-        return super().batch(ops)
+        return super().batch(_recorded(ops, self.puts))
 
     async def abatch(self, ops: Any) -> Any:
-        ops = self._count(ops)
-        return await super().abatch(ops)
+        return await super().abatch(_recorded(ops, self.puts))
 
-    def _count(self, ops: Any) -> list[Any]:
-        ops = list(ops)
-        if puts := sum(isinstance(op, PutOp) for op in ops):
-            self.puts.append(puts)
-        return ops
+
+def _recorded(ops: Any, puts: list[int]) -> list[Any]:
+    """``ops`` as a list, with how many of them are puts appended to ``puts`` (when any)."""
+    ops = list(ops)
+    if count := sum(isinstance(op, PutOp) for op in ops):
+        puts.append(count)
+    return ops
 
 
 @tool
@@ -278,10 +278,7 @@ async def test_an_async_sqlite_store_takes_a_turn_in_one_batch_of_its_own(tmp_pa
 
     class Counted(AsyncSqliteStore):
         async def abatch(self, ops: Any) -> Any:
-            ops = list(ops)
-            if puts := sum(isinstance(op, PutOp) for op in ops):
-                batches.append(puts)
-            return await super().abatch(ops)
+            return await super().abatch(_recorded(ops, batches))
 
     async with Counted.from_conn_string(str(tmp_path / "store.db")) as backing:
         await backing.setup()
