@@ -41,7 +41,8 @@ from typing import Any
 from tokenlean.langchain._adapter import to_view
 from tokenlean.langchain.loop_guard import ID_PREFIX, LoopGuardMiddleware
 from tokenlean.loop_guard._detect import loop_signals
-from tokenlean.loop_guard._steps import Step, build_steps, step_key
+from tokenlean.loop_guard._step import Step
+from tokenlean.loop_guard._steps import build_steps, step_key
 from tokenlean.replay._engine import replay
 from tokenlean.replay._formats import Trajectory, load_trajectory
 from tokenlean.replay._metrics import CallMetrics, measure_calls

@@ -38,7 +38,8 @@ from tests.data import TOKENIZERS
 from tokenlean.context_editor import ContextEditorSettings, RequestView, plan_clearing
 from tokenlean.loop_guard._detect import detect_stuck, loop_signals
 from tokenlean.loop_guard._signals import _PHRASES, thought_hedge
-from tokenlean.loop_guard._steps import Step, canonical_text, is_failure, step_key
+from tokenlean.loop_guard._step import Step
+from tokenlean.loop_guard._steps import canonical_text, is_failure, step_key
 from tokenlean.replay._refs import extract_refs
 from tokenlean.shorten import error_lines, query_terms, shorten
 from tokenlean.shorten._firstsight import OutputShorteningSettings, plan_first_sight

@@ -7,9 +7,9 @@ catch either; a value of the right kind but out of range raises ``ValueError``. 
 once, at construction or on entry, never per token: bad input is refused before an agent runs,
 not logged on every call.
 
-This module imports nothing of tokenlean when it loads (the check of messages imports the
-message type when it runs), so every module may use it, :mod:`tokenlean.transcript` included,
-whose dataclasses are checked here and whose messages these checks know.
+This module imports nothing of tokenlean, so every module may use it,
+:mod:`tokenlean.transcript` included (which checks a sequence of its messages itself:
+:func:`~tokenlean.transcript.checked_messages`).
 """
 
 from __future__ import annotations
@@ -17,10 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar, cast
-
-if TYPE_CHECKING:
-    from tokenlean.transcript import Message
+from typing import Any, TypeVar
 
 __all__ = [
     "ArgumentTypeError",
@@ -31,7 +28,6 @@ __all__ = [
     "identifier",
     "instance",
     "integer",
-    "messages",
     "number",
     "one_of",
     "optional_text",
@@ -246,20 +242,6 @@ def tool_choice(value: object, name: str) -> str | dict[str, Any] | None:
         f"{name} must be None, a string such as 'none' or a mapping such as "
         f"{{'type': 'none'}}, got {described(value)}"
     )
-
-
-def messages(value: object, name: str = "messages") -> Sequence[Message]:
-    """``value`` if it is a sequence of tokenlean :class:`~tokenlean.transcript.Message`."""
-    from tokenlean.transcript import Message  # here: the transcript's dataclasses use checks
-
-    items = sequence(value, name, of="tokenlean Messages")
-    for index, item in enumerate(items):
-        if not isinstance(item, Message):
-            raise ArgumentTypeError(
-                f"{name}[{index}] must be a tokenlean Message (see tokenlean.langchain.to_view), "
-                f"got {described(item)}"
-            )
-    return cast("Sequence[Message]", items)
 
 
 def token_counter(value: T, name: str) -> T:

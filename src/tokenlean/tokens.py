@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from tokenlean import checks
 from tokenlean._caches import CACHE_MAX_BYTES, BoundedMemo
-from tokenlean.transcript import Message
+from tokenlean.transcript import Message, checked_messages
 
 if TYPE_CHECKING:
     import tiktoken
@@ -460,7 +460,7 @@ def count_request(
     tools: Sequence[Mapping[str, Any]] = (),
 ) -> int:
     """Tokens of a whole request: tool schemas, system prompt and every message."""
-    checks.messages(messages)
+    checked_messages(messages)
     checks.token_counter(counter, "counter")
     if system is not None:
         checks.text(system, "system")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from tokenlean import checks
 
@@ -128,6 +128,19 @@ class Edit:
     @property
     def tokens_saved(self) -> int:
         return self.tokens_before - self.tokens_after
+
+
+def checked_messages(value: object, name: str = "messages") -> Sequence[Message]:
+    """``value`` if it is a sequence of tokenlean :class:`Message`; else a clear
+    :class:`~tokenlean.checks.ArgumentTypeError` naming ``name``."""
+    items = checks.sequence(value, name, of="tokenlean Messages")
+    for index, item in enumerate(items):
+        if not isinstance(item, Message):
+            raise checks.ArgumentTypeError(
+                f"{name}[{index}] must be a tokenlean Message (see tokenlean.langchain.to_view), "
+                f"got {checks.described(item)}"
+            )
+    return cast("Sequence[Message]", items)
 
 
 def mark_of(message: Message, capability: str) -> Mapping[str, Any] | None:

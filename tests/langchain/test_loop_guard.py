@@ -19,7 +19,7 @@ from tests.data import TRAJECTORIES, needs_shared, real_trajectory
 from tokenlean.langchain import LoopGuardMiddleware
 from tokenlean.langchain.loop_guard import ID_PREFIX, STATE_KEY
 from tokenlean.loop_guard._detect import LoopDetector
-from tokenlean.loop_guard._steps import Step
+from tokenlean.loop_guard._step import Step
 from tokenlean.testing import scripted_agent
 from tokenlean.transcript import canonical
 

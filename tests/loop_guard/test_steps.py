@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tokenlean.loop_guard._detect import LoopDetector
+from tokenlean.loop_guard._step import Step
 from tokenlean.loop_guard._steps import (
-    Step,
     StepKeys,
     StepList,
     StepScan,

@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokenlean.shorten import _lines as lines_module
-from tokenlean.shorten._lines import MUST, PROSE, Selection, _choose
+from tokenlean.shorten._lines import _choose
+from tokenlean.shorten._selection import MUST, PROSE, Selection
 from tokenlean.shorten._text import _costs
 
 _CASES = st.integers(1, 40).flatmap(

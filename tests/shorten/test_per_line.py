@@ -26,9 +26,10 @@ from tokenlean.shorten._classify import (
 )
 from tokenlean.shorten._detect import is_heading, is_label
 from tokenlean.shorten._docs import _BACK_MATTER, _back_matter, _headings
-from tokenlean.shorten._lines import MUST, REST, Selection, _Fill
+from tokenlean.shorten._lines import _Fill
 from tokenlean.shorten._logs import _around, distances
 from tokenlean.shorten._records import is_record, may_be_records
+from tokenlean.shorten._selection import MUST, REST, Selection
 from tokenlean.shorten._similar import Run, similar_runs
 from tokenlean.shorten._summaries import is_summary, summaries_among
 from tokenlean.shorten._text import Lines

@@ -24,7 +24,15 @@ from langchain_core.messages import (
 )
 
 from tokenlean import checks
-from tokenlean.transcript import Content, Edit, Message, Role, ToolCall, merged_metadata
+from tokenlean.transcript import (
+    Content,
+    Edit,
+    Message,
+    Role,
+    ToolCall,
+    checked_messages,
+    merged_metadata,
+)
 
 M = TypeVar("M", bound=BaseMessage)
 
@@ -188,7 +196,7 @@ def views_of(
 def from_view(messages: Iterable[Message]) -> list[BaseMessage]:
     """Neutral messages as LangChain messages (a recorded trace loaded into an agent)."""
     return [
-        _message(m) for m in checks.messages(list(messages) if _listable(messages) else messages)
+        _message(m) for m in checked_messages(list(messages) if _listable(messages) else messages)
     ]
 
 

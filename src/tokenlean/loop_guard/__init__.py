@@ -25,7 +25,8 @@ from tokenlean.loop_guard._ladder import (
     default_nudge,
 )
 from tokenlean.loop_guard._log import LoopEvent, LoopGuardStats, LoopLog
-from tokenlean.loop_guard._steps import Step, StepScan, build_steps
+from tokenlean.loop_guard._step import Step
+from tokenlean.loop_guard._steps import StepScan, build_steps
 
 __all__ = [
     "RESPONSES",

@@ -46,7 +46,8 @@ from tokenlean import checks
 from tokenlean.loop_guard._canonical import canonical_text
 from tokenlean.loop_guard._polling import POLL_LOOKBACK, polls
 from tokenlean.loop_guard._signals import diversity_loss, hedge_score, streak_score
-from tokenlean.loop_guard._steps import Step, StepKeys, StepList, is_failure
+from tokenlean.loop_guard._step import Step
+from tokenlean.loop_guard._steps import StepKeys, StepList, is_failure
 
 Pattern = Literal["repeat", "failing", "talking", "alternating", "cycle"]
 PATTERNS: tuple[Pattern, ...] = ("repeat", "failing", "talking", "alternating", "cycle")

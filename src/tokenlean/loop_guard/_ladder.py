@@ -15,7 +15,7 @@ from typing import Literal
 
 from tokenlean import checks
 from tokenlean.loop_guard._detect import Detection, LoopDetector
-from tokenlean.loop_guard._steps import Step
+from tokenlean.loop_guard._step import Step
 
 __all__ = [
     "IGNORED_FINAL",

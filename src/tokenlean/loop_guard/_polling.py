@@ -41,10 +41,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
-if TYPE_CHECKING:
-    from tokenlean.loop_guard._steps import Step
+from tokenlean.loop_guard._step import Step
 
 __all__ = ["HEAD_CHARS", "POLL_LOOKBACK", "Report", "polls", "running_report"]
 

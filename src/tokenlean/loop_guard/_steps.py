@@ -22,22 +22,14 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypedDict, overload
+from typing import overload
 
 from tokenlean import checks
 from tokenlean.loop_guard._canonical import CANONICAL_SPAN as CANONICAL_SPAN  # re-exported
 from tokenlean.loop_guard._canonical import canonical_text as canonical_text  # re-exported
 from tokenlean.loop_guard._polling import Report, running_report
-from tokenlean.transcript import Message, is_injected
-
-
-class Step(TypedDict):
-    step_index: int
-    action: str
-    action_input: dict[str, Any]
-    thought: str
-    observation: str
-    is_error: bool
+from tokenlean.loop_guard._step import Step
+from tokenlean.transcript import Message, checked_messages, is_injected
 
 
 def build_steps(messages: Sequence[Message], *, first_index: int = 0) -> list[Step]:
@@ -47,7 +39,7 @@ def build_steps(messages: Sequence[Message], *, first_index: int = 0) -> list[St
     """
     # Checked on every model call: messages made by the adapter are told by their type alone.
     if type(messages) is not list or not all(type(m) is Message for m in messages):
-        checks.messages(messages)
+        checked_messages(messages)
     if type(first_index) is not int or first_index < 0:
         checks.integer(first_index, "first_index", at_least=0)  # refuses it
     results = {m.tool_call_id: m for m in messages if m.role == "tool" and m.tool_call_id}

@@ -43,9 +43,9 @@ from tokenlean.proxy._sessions import (
     session_key,
 )
 from tokenlean.proxy._settings import MAX_SESSIONS, MAX_STATS_BYTES
+from tokenlean.proxy._stat_states import merged_snapshot, session_state
 from tokenlean.proxy._totals import RequestRecord, Totals
 from tokenlean.proxy._usage import AnswerReader, Usage
-from tokenlean.proxy._workers import merged_snapshot, session_state
 from tokenlean.raw import Api, list_key
 
 __all__ = ["StatsBook"]

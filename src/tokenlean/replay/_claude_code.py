@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tokenlean.replay._native import Windows, read_lines
+from tokenlean.replay._windows import Windows, read_lines
 from tokenlean.transcript import Message, ToolCall
 
 #: The line types Claude Code writes (2.0 to 2.1.2xx) that hold nothing the model was sent.

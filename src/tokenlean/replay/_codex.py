@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from tokenlean.raw import patch_arguments
-from tokenlean.replay._native import Windows, read_lines
+from tokenlean.replay._windows import Windows, read_lines
 from tokenlean.transcript import Content, Message, ToolCall
 
 #: The calls, each with the name it has when the item names none

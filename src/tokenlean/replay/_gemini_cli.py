@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tokenlean.replay._native import Windows
+from tokenlean.replay._windows import Windows
 from tokenlean.transcript import Message, ToolCall
 
 

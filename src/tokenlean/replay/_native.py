@@ -22,35 +22,18 @@ import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import IO, Any, Literal, Protocol
+from typing import IO, Any, Literal
 
+from tokenlean.replay._claude_code import read_claude_code
+from tokenlean.replay._codex import read_codex
+from tokenlean.replay._gemini_cli import read_gemini_cli
+from tokenlean.replay._opencode import is_opencode_export, read_opencode
+from tokenlean.replay._windows import Windows
 from tokenlean.transcript import Message
 
 NativeFormat = Literal["claude_code", "codex", "gemini_cli", "opencode"]
-#: A reader's answer: the messages of each context window, and what it skipped on the way.
-Windows = tuple[list[list[Message]], dict[str, Any]]
 #: Why the last line of a file is not JSON when it has no newline yet.
 CUT_SHORT = "cut short (still being written?)"
-
-
-class LineReader(Protocol):
-    """A reader of a session fed one line's object at a time, which closes a context window at
-    each compaction (Claude Code's, Codex's)."""
-
-    windows: list[list[Message]]
-
-    def line(self, obj: Any) -> None: ...
-
-    def messages(self) -> list[Message]: ...
-
-    def meta(self) -> dict[str, Any]: ...
-
-
-def read_lines(reader: LineReader, objects: Iterable[Any]) -> Windows:
-    """The windows ``reader`` reads in ``objects``: those it closed, then the last one."""
-    for obj in objects:
-        reader.line(obj)
-    return [*reader.windows, reader.messages()], reader.meta()
 
 
 _CODEX_TYPES = frozenset({"session_meta", "response_item", "turn_context", "event_msg"})
@@ -139,17 +122,6 @@ def native_format(objects: Sequence[Any]) -> NativeFormat | None:
     return None
 
 
-def is_opencode_export(obj: Mapping[str, Any]) -> bool:
-    """An ``opencode export``: ``messages`` whose items are ``{"info": {...}, "parts": [...]}``."""
-    messages = obj.get("messages")
-    return isinstance(messages, list) and any(
-        isinstance(m, Mapping)
-        and isinstance(m.get("info"), Mapping)
-        and isinstance(m.get("parts"), list)
-        for m in messages[:20]
-    )
-
-
 def read_native(
     objects: Iterable[Any], fmt: NativeFormat
 ) -> list[tuple[list[Message], dict[str, Any]]]:
@@ -174,19 +146,11 @@ def _reader(fmt: NativeFormat) -> Callable[[Iterable[Any]], Windows]:
     """The reader of ``fmt`` (Claude Code's and Codex's take the lines one at a time; the
     others read their few records together)."""
     if fmt == "codex":
-        from tokenlean.replay._codex import read_codex
-
         return read_codex
     if fmt == "gemini_cli":
-        from tokenlean.replay._gemini_cli import read_gemini_cli
-
         return lambda objects: read_gemini_cli(list(objects))
     if fmt == "opencode":
-        from tokenlean.replay._opencode import read_opencode
-
         return lambda objects: read_opencode(list(objects))
-    from tokenlean.replay._claude_code import read_claude_code
-
     return read_claude_code
 
 

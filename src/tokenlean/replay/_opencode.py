@@ -34,7 +34,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from tokenlean.replay._native import Windows, is_opencode_export
+from tokenlean.replay._windows import Windows
 from tokenlean.transcript import Message, ToolCall
 
 #: What OpenCode sends in place of a part that has no text of its own.
@@ -42,6 +42,17 @@ COMPACTION_PROMPT = "What did we do so far?"
 SUBTASK_PROMPT = "The following tool was executed by the user"
 INTERRUPTED = "[Tool execution was interrupted]"
 _SESSION_KEYS = {"id": "session_id", "version": "opencode_version", "parentID": "parent_session_id"}
+
+
+def is_opencode_export(obj: Mapping[str, Any]) -> bool:
+    """An ``opencode export``: ``messages`` whose items are ``{"info": {...}, "parts": [...]}``."""
+    messages = obj.get("messages")
+    return isinstance(messages, list) and any(
+        isinstance(m, Mapping)
+        and isinstance(m.get("info"), Mapping)
+        and isinstance(m.get("parts"), list)
+        for m in messages[:20]
+    )
 
 
 def read_opencode(objects: Sequence[Any]) -> Windows:

@@ -13,11 +13,11 @@ from collections.abc import Container, Iterable, Sequence
 from itertools import compress, count, repeat
 from operator import and_, gt, itemgetter, le, not_, or_
 
-from tokenlean.shorten._lines import MUST, NEAR, PROSE, REST, Selection
 from tokenlean.shorten._logs import _around, _assign, _ends, distances, dropped_lines
 from tokenlean.shorten._options import ShortenSettings
 from tokenlean.shorten._prefixes import Prefixes
 from tokenlean.shorten._query import matching_lines
+from tokenlean.shorten._selection import MUST, NEAR, PROSE, REST, Selection
 from tokenlean.shorten._text import Lines, is_sentence, line_cost
 
 _NUMBERED = re.compile(r"\s{0,8}\d{1,7}(?:[:\u2192-]|\t| {1,2}(?=\S))")

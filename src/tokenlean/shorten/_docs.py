@@ -16,11 +16,11 @@ from operator import and_, le, not_, or_
 
 from tokenlean.shorten._classify import errors_in
 from tokenlean.shorten._detect import is_heading, is_label, is_table_row
-from tokenlean.shorten._lines import MUST, NEAR, PROSE, REST, Selection
 from tokenlean.shorten._logs import _around, _assign, _ends, distances, dropped_lines
 from tokenlean.shorten._options import ShortenSettings
 from tokenlean.shorten._query import matching_lines
 from tokenlean.shorten._records import Tables
+from tokenlean.shorten._selection import MUST, NEAR, PROSE, REST, Selection
 from tokenlean.shorten._text import Lines
 
 #: Words that open a conclusion; a line holding one and a number is kept early.

@@ -10,14 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from itertools import compress, repeat
 from operator import eq, itemgetter, lt, sub
-from typing import TYPE_CHECKING
 
 from tokenlean.shorten._markers import Retrieval, inline_marker, line_marker, note, trace_marker
 from tokenlean.shorten._report import Omission, Reason
+from tokenlean.shorten._selection import Selection
 from tokenlean.shorten._text import Lines, index_from
-
-if TYPE_CHECKING:  # _lines imports this module to render its selections
-    from tokenlean.shorten._lines import Selection
 
 __all__ = ["cut_line", "emit"]
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import reduce
 from itertools import filterfalse, repeat
 from operator import add, gt, mul, not_, sub
@@ -20,28 +19,11 @@ from operator import add, gt, mul, not_, sub
 from tokenlean.shorten._emit import emit
 from tokenlean.shorten._markers import Retrieval, line_marker
 from tokenlean.shorten._report import Omission, Reason
+from tokenlean.shorten._selection import EDGE, MUST, Selection
 from tokenlean.shorten._text import TOKENS_PER_LINE, Lines, index_from, line_cost
 
-MUST, NEAR, EDGE, REST, PROSE = 0, 1, 2, 3, 4
 _GIVE_UP = 64  # consecutive lines that do not fit before the fill stops looking
 _MIN_GAP = 2.0  # a gap left out costs at least this many markers' worth of lines
-
-
-@dataclass(frozen=True, slots=True)
-class Selection:
-    """What to keep: tier and rank per line, lines forced out, and tied line pairs.
-
-    ``repeats`` maps lines forced out as ``"trace"`` to the first and last line (0-based) of
-    the traceback lines they repeat. A ``whole`` selection keeps every line not forced out,
-    long lines included.
-    """
-
-    tiers: Sequence[int]
-    ranks: Sequence[int]
-    forced: Mapping[int, Reason]
-    ties: Mapping[int, int]
-    repeats: Mapping[int, tuple[int, int]] = field(default_factory=dict)
-    whole: bool = False
 
 
 def render(

@@ -9,10 +9,10 @@ from itertools import chain, compress, filterfalse, pairwise, repeat
 from operator import add, lt, sub
 
 from tokenlean.shorten._classify import LogMarks, value_lines
-from tokenlean.shorten._lines import EDGE, MUST, NEAR, REST, Selection
 from tokenlean.shorten._options import ShortenSettings
 from tokenlean.shorten._query import matching_lines
 from tokenlean.shorten._report import Kind, Reason
+from tokenlean.shorten._selection import EDGE, MUST, NEAR, REST, Selection
 from tokenlean.shorten._similar import seen_runs, shapes, shown_lines, similar_runs
 from tokenlean.shorten._text import Lines, line_cost
 

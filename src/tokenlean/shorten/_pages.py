@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Container, Sequence
 
 from tokenlean.shorten._detect import is_interactive, page_role
-from tokenlean.shorten._lines import MUST, NEAR, PROSE, REST, Selection
 from tokenlean.shorten._logs import _around, _assign, _ends, distances, dropped_lines
 from tokenlean.shorten._options import ShortenSettings
 from tokenlean.shorten._query import matching_lines
+from tokenlean.shorten._selection import MUST, NEAR, PROSE, REST, Selection
 from tokenlean.shorten._text import Lines, line_cost
 
 #: Roles that only hold other elements: a line with one of these and no name says nothing.

@@ -26,7 +26,7 @@ from tokenlean.shorten._detect import (
 from tokenlean.shorten._docs import doc_selection
 from tokenlean.shorten._focus import Focus
 from tokenlean.shorten._huge import Excerpt, windowed
-from tokenlean.shorten._lines import MUST, Selection, render
+from tokenlean.shorten._lines import render
 from tokenlean.shorten._logs import dropped_lines, log_kind, log_selection
 from tokenlean.shorten._markers import Retrieval, line_marker
 from tokenlean.shorten._options import ShortenSettings
@@ -34,6 +34,7 @@ from tokenlean.shorten._pages import page_selection
 from tokenlean.shorten._records import Tables, find_tables, mostly_records
 from tokenlean.shorten._report import Kind, Omission, Reason
 from tokenlean.shorten._seen import view_keys
+from tokenlean.shorten._selection import MUST, Selection
 from tokenlean.shorten._text import Lines, line_cost
 
 __all__ = ["KindChoice", "Reading", "shorten_lines"]
