@@ -33,8 +33,8 @@ try:
 except ImportError:  # Windows
     resource = None  # type: ignore[assignment]
 
-import tokenlean.tokens as tokens
 from tests.data import TOKENIZERS
+from tokenlean import _estimate
 from tokenlean.context_editor import ContextEditorSettings, RequestView, plan_clearing
 from tokenlean.loop_guard._detect import detect_stuck, loop_signals
 from tokenlean.loop_guard._signals import _PHRASES, thought_hedge
@@ -315,13 +315,13 @@ _SEPARATE = EstimateCounter(1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8)
 @given(_edgy_text, st.sampled_from([3, 7, 1 << 16]))
 @example("a" * 11 + " " + "b" * 12 + "\n  x" + "7" * 7, 1 << 16)
 def test_estimate_counts_what_the_regexes_counted(text: str, chunk: int) -> None:
-    original = tokens._CHUNK_CHARS
-    tokens._CHUNK_CHARS = chunk  # tiny chunks put cuts everywhere they are allowed
+    original = _estimate._CHUNK_CHARS
+    _estimate._CHUNK_CHARS = chunk  # tiny chunks put cuts everywhere they are allowed
     try:
         assert _SEPARATE.count(text) == _old_estimate(_SEPARATE, text)
         assert EstimateCounter().count(text) == _old_estimate(EstimateCounter(), text)
     finally:
-        tokens._CHUNK_CHARS = original
+        _estimate._CHUNK_CHARS = original
 
 
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*"
@@ -475,9 +475,9 @@ _PIECES = [*"aZb09  \t\n\r.,/-é中😀\u00a0", "'s", "'re", " a", "\n1", "ab ",
 def test_exact_counts_in_pieces_add_up(text: str, encoding: Any) -> None:
     counter = TiktokenCounter(encoding, vocab_path=TOKENIZERS)
     whole = len(counter._encoding.encode_ordinary(text))
-    original = tokens._CHUNK_CHARS
-    tokens._CHUNK_CHARS = 2  # cut wherever a cut is allowed
+    original = _estimate._CHUNK_CHARS
+    _estimate._CHUNK_CHARS = 2  # cut wherever a cut is allowed
     try:
         assert counter.count(text) == whole
     finally:
-        tokens._CHUNK_CHARS = original
+        _estimate._CHUNK_CHARS = original

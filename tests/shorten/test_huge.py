@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tokenlean import shorten, tokens
+from tokenlean import _estimate, shorten
 from tokenlean.shorten import Retrieval
 from tokenlean.shorten._huge import GAP, windowed
 from tokenlean.shorten._options import ShortenSettings
@@ -112,9 +112,9 @@ def test_estimate_of_a_huge_text_is_close_to_counting_all_of_it(
 ) -> None:
     rows = (f"{i:6d}\tdef handler_{i}(event):  # retries {i % 5}, ok é" for i in range(120_000))
     text = "\n".join(rows)
-    assert len(text) > tokens._SAMPLE_ABOVE
+    assert len(text) > _estimate._SAMPLE_ABOVE
     sampled = EstimateCounter().count(text)
-    monkeypatch.setattr(tokens, "_SAMPLE_ABOVE", len(text))
+    monkeypatch.setattr(_estimate, "_SAMPLE_ABOVE", len(text))
     whole = EstimateCounter().count(text)
     assert abs(sampled / whole - 1) < 0.03
 
