@@ -16,10 +16,10 @@ from tokenlean.cost import ANTHROPIC, OPENAI, offering_pays
 from tokenlean.langchain import ToolInputShorteningMiddleware, ToolOutputShorteningMiddleware
 from tokenlean.langchain.retrieval import (
     ReadOriginalArgs,
-    _same_tool,
     is_retrieval_tool,
     make_retrieval_tool,
     retrieval_tool,
+    same_tool,
     shared_choice,
 )
 from tokenlean.langchain.store import StoreChoice
@@ -133,9 +133,9 @@ def test_shorteners_given_one_store_offer_the_agent_one_tool() -> None:
         ToolOutputShorteningMiddleware(store=store),
     )
     # each has a choice of its own, so a tool of its own, but both read the one store
-    assert _same_tool(inputs.tools[0], outputs.tools[0])
-    assert not _same_tool(inputs.tools[0], retrieval_tool(InMemoryOriginalStore()))
-    assert not _same_tool(inputs.tools[0], retrieval_tool(store, name="read_kept"))
+    assert same_tool(inputs.tools[0], outputs.tools[0])
+    assert not same_tool(inputs.tools[0], retrieval_tool(InMemoryOriginalStore()))
+    assert not same_tool(inputs.tools[0], retrieval_tool(store, name="read_kept"))
     offered, answer = _stores_run(store, store)
     assert [names.count("read_original") for names in offered] == [1, 1, 1]
     assert "FAILED tests/test_api.py::test_login" in answer
@@ -168,7 +168,7 @@ def test_is_retrieval_tool_knows_the_tools_it_made_and_not_a_look_alike() -> Non
         args_schema=ReadOriginalArgs,
         response_format="content_and_artifact",
     )
-    assert not is_retrieval_tool(look_alike) and not _same_tool(look_alike, made)
+    assert not is_retrieval_tool(look_alike) and not same_tool(look_alike, made)
     assert not is_retrieval_tool(run_tests)
 
 

@@ -31,12 +31,9 @@ from tokenlean.langchain._helpers import (
     middleware_name,
     thread_scope,
 )
-from tokenlean.langchain.retrieval import (
-    RetrievalGate,
-    RetrievalState,
-    shared_choice,
-)
+from tokenlean.langchain._retrieval_gate import RetrievalGate, RetrievalState
 from tokenlean.langchain.retrieval import retrieval_tool as retrieval_tool_for
+from tokenlean.langchain.retrieval import shared_choice
 from tokenlean.langchain.store import StoreChoice
 from tokenlean.readback import ToolReadBack
 from tokenlean.shorten import (
@@ -98,7 +95,7 @@ class ToolInputShorteningMiddleware(
         pricing, offer_tool, min_remaining_calls: whether and when a thread is offered the
             retrieval tool, as for
             :class:`~tokenlean.langchain.ToolOutputShorteningMiddleware` (see
-            :class:`~tokenlean.langchain.retrieval.RetrievalGate`).
+            :class:`~tokenlean.langchain._retrieval_gate.RetrievalGate`).
         name: the middleware's name (default: the class name, with a digest of the settings
             when they differ from the defaults).
 

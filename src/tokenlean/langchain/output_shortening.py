@@ -56,13 +56,9 @@ from tokenlean.langchain._helpers import (
     middleware_name,
     thread_scope,
 )
+from tokenlean.langchain._retrieval_gate import RetrievalGate, RetrievalState
 from tokenlean.langchain.input_shortening import InputShorteningStats
-from tokenlean.langchain.retrieval import (
-    RetrievalGate,
-    RetrievalState,
-    read_back,
-    shared_choice,
-)
+from tokenlean.langchain.retrieval import read_back, shared_choice
 from tokenlean.langchain.retrieval import retrieval_tool as retrieval_tool_for
 from tokenlean.langchain.store import StoreChoice
 from tokenlean.readback import ToolReadBack
