@@ -269,7 +269,7 @@ def test_a_resent_history_rebuilds_no_message(
 ) -> None:
     """A client re-sends its whole history every turn: once planned, none of it is planned or
     copied again (only the new part is), so a long history costs reading, not shortening."""
-    from tokenlean import pipeline as history
+    from tokenlean import _history_plan, _turn_plan
 
     messages = [
         *_conversation(long_log(), args={"command": "run-job"}),
@@ -278,14 +278,15 @@ def test_a_resent_history_rebuilds_no_message(
     ]
     first = rewrite_request("anthropic", build_body("anthropic", messages[:4]), settings=settings)
     copies: list[Message] = []
-    real = history.replace
+    real = _history_plan.replace
 
     def counting(value: Any, **changes: Any) -> Any:
         if isinstance(value, Message):
             copies.append(value)
         return real(value, **changes)
 
-    monkeypatch.setattr(history, "replace", counting)
+    for planning in (_history_plan, _turn_plan):  # every copy the planning makes
+        monkeypatch.setattr(planning, "replace", counting)
     again = rewrite_request("anthropic", build_body("anthropic", messages[:4]), settings=settings)
     assert copies == []
     assert first is not None and again is not None and again.body == first.body
