@@ -27,7 +27,7 @@ from benchmarks import _common as common
 from benchmarks.room import oracle_text, used_references
 from tokenlean.replay._formats import load_trajectory
 from tokenlean.shorten import shorten
-from tokenlean.shorten._calls import file_read
+from tokenlean.shorten._reads import file_read
 from tokenlean.shorten._text import estimate_tokens
 
 HERE = Path(__file__).parent

@@ -25,10 +25,10 @@ from tokenlean._caches import (
 from tokenlean._identity import leading
 from tokenlean.loop_guard._canonical import canonical_text
 from tokenlean.prices import _resolved
-from tokenlean.shorten._calls import _compound
 from tokenlean.shorten._cells import cell_calls
 from tokenlean.shorten._detect import view_content
 from tokenlean.shorten._parts import _judge
+from tokenlean.shorten._reads import _compound
 from tokenlean.shorten._seen import _lines_of, _view_lines_of
 from tokenlean.token_saving._head_tail import _text_digest
 from tokenlean.tokens import DEFAULT_COUNTER, MemoCounter

@@ -11,11 +11,10 @@ from tokenlean import ShortenSettings, shorten
 from tokenlean.shorten._calls import (
     asks_an_agent,
     fetches_a_record,
-    file_read,
-    requested_lines,
     runs_own_script,
     writes_by_line,
 )
+from tokenlean.shorten._reads import file_read, requested_lines
 
 
 @pytest.mark.parametrize(

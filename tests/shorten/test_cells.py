@@ -17,9 +17,10 @@ from tests.data import TRAJECTORIES, needs_shared
 from tokenlean import ShortenReport, shorten
 from tokenlean.shorten import Retrieval
 from tokenlean.shorten._asks import answers_a_query, asks_for_hits
-from tokenlean.shorten._calls import command_of, file_read
+from tokenlean.shorten._calls import command_of
 from tokenlean.shorten._cells import MAX_CHARS, CellCall, cell_calls
 from tokenlean.shorten._layout import header_length, parts
+from tokenlean.shorten._reads import file_read
 
 HINT = Retrieval("o1a2b3", "read_original")
 CELL = (

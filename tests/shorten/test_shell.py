@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 
 from tokenlean import shorten
 from tokenlean.shorten._asks import asks_for_hits, files_read
-from tokenlean.shorten._calls import file_read, requested_lines, runs_own_script
+from tokenlean.shorten._calls import runs_own_script
 from tokenlean.shorten._parts import compound_read, searches
+from tokenlean.shorten._reads import file_read, requested_lines
 from tokenlean.shorten._shell import MAX_CHARS, statements
 
 

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 from tokenlean import shorten
 from tokenlean.shorten import Retrieval
-from tokenlean.shorten._calls import file_read, requested_lines
 from tokenlean.shorten._options import DEFAULT_OPTIONS
+from tokenlean.shorten._reads import file_read, requested_lines
 from tokenlean.shorten._wrapped import readable, unwrap
 from tokenlean.store import excerpt
 

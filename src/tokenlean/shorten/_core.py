@@ -49,13 +49,7 @@ from typing import Any, get_args
 
 from tokenlean import checks
 from tokenlean.shorten._asks import answers_a_query, asks_for_hits, computes_only, files_read
-from tokenlean.shorten._calls import (
-    asks_an_agent,
-    fetches_a_record,
-    file_read,
-    requested_lines,
-    runs_own_script,
-)
+from tokenlean.shorten._calls import asks_an_agent, fetches_a_record, runs_own_script
 from tokenlean.shorten._detect import parse_json, split_envelope
 from tokenlean.shorten._focus import focus_of
 from tokenlean.shorten._jsonc import MOST_ROWS, crush_json
@@ -63,6 +57,7 @@ from tokenlean.shorten._layout import parts, run_header, shorten_parts
 from tokenlean.shorten._markers import Retrieval
 from tokenlean.shorten._options import DEFAULT_OPTIONS, ShortenSettings
 from tokenlean.shorten._query import query_terms, query_text
+from tokenlean.shorten._reads import file_read, requested_lines
 from tokenlean.shorten._records import printed_items, shorten_printed
 from tokenlean.shorten._report import Kind, Omission, ShortenReport
 from tokenlean.shorten._select import KindChoice, Reading, shorten_lines

@@ -13,7 +13,6 @@ from dataclasses import dataclass, replace
 from functools import cache
 from typing import Literal
 
-from tokenlean.shorten._calls import FileRead
 from tokenlean.shorten._classify import classify
 from tokenlean.shorten._code import code_selection, looks_like_code
 from tokenlean.shorten._detect import (
@@ -31,6 +30,7 @@ from tokenlean.shorten._logs import dropped_lines, log_kind, log_selection
 from tokenlean.shorten._markers import Retrieval, line_marker
 from tokenlean.shorten._options import ShortenSettings
 from tokenlean.shorten._pages import page_selection
+from tokenlean.shorten._reads import FileRead
 from tokenlean.shorten._records import Tables, find_tables, mostly_records
 from tokenlean.shorten._report import Kind, Omission, Reason
 from tokenlean.shorten._seen import view_keys
@@ -51,7 +51,7 @@ class Reading:
     ``seen``, the ``retrieval`` markers name and the options; and what the call asked for.
 
     ``read``: the call printed a file, or a stretch of one
-    (:func:`~tokenlean.shorten._calls.file_read`); ``paging``: that stretch was asked for by at
+    (:func:`~tokenlean.shorten._reads.file_read`); ``paging``: that stretch was asked for by at
     least ``page_lines`` lines; ``answer``: another model wrote it for the agent
     (:func:`~tokenlean.shorten._calls.asks_an_agent`); ``record``: the call fetched it by its
     identifier (:func:`~tokenlean.shorten._calls.fetches_a_record`); ``focus``: the line a
