@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from tokenlean.replay._metrics import PromptMeasurer
-from tokenlean.shorten._firstsight import OfferTool
+from tokenlean.shorten._output_settings import OfferTool
 from tokenlean.tokens import default_counter
 
 T = TypeVar("T")

@@ -42,9 +42,10 @@ from tokenlean.loop_guard._step import Step
 from tokenlean.loop_guard._steps import canonical_text, is_failure, step_key
 from tokenlean.replay._refs import extract_refs
 from tokenlean.shorten import error_lines, query_terms, shorten
-from tokenlean.shorten._firstsight import OutputShorteningSettings, plan_first_sight
+from tokenlean.shorten._firstsight import plan_first_sight
 from tokenlean.shorten._inputs import InputShorteningSettings, shorten_arguments
 from tokenlean.shorten._options import DEFAULT_OPTIONS, ShortenSettings
+from tokenlean.shorten._output_settings import OutputShorteningSettings
 from tokenlean.shorten._seen import Seen
 from tokenlean.shorten._similar import shapes
 from tokenlean.shorten._summaries import SUMMARY_COUNT, is_summary

@@ -19,7 +19,7 @@ from tokenlean.replay._engine import measure_replay, replay
 from tokenlean.replay._formats import load_trajectory
 from tokenlean.replay._metrics import PromptMeasurer
 from tokenlean.shorten import shorten
-from tokenlean.shorten._firstsight import OutputShorteningSettings
+from tokenlean.shorten._output_settings import OutputShorteningSettings
 from tokenlean.shorten._wrapped import readable
 from tokenlean.tokens import DEFAULT_COUNTER, EstimateCounter
 from tokenlean.transcript import Message, mark_of

@@ -183,7 +183,7 @@ class ToolOutputShorteningMiddleware(
 
     When the agent reads a tool's original back, later results of that tool are shortened less
     (and after two read-backs, not at all). Every shortening default is
-    :class:`~tokenlean.shorten._firstsight.OutputShorteningSettings`'s.
+    :class:`~tokenlean.shorten.OutputShorteningSettings`'s.
     """
 
     state_schema = ShorteningState

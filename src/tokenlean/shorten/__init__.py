@@ -16,16 +16,7 @@ from __future__ import annotations
 
 from tokenlean.shorten._classify import error_lines
 from tokenlean.shorten._core import shorten
-from tokenlean.shorten._firstsight import (
-    CAPABILITY,
-    OFFER_TOOL,
-    FirstSightPlan,
-    OfferTool,
-    OutputShorteningSettings,
-    SeenLog,
-    add_visible,
-    plan_first_sight,
-)
+from tokenlean.shorten._firstsight import FirstSightPlan, SeenLog, add_visible, plan_first_sight
 from tokenlean.shorten._inputs import (
     RECOMMENDED_INPUTS,
     InputPlan,
@@ -34,6 +25,12 @@ from tokenlean.shorten._inputs import (
 )
 from tokenlean.shorten._markers import Retrieval
 from tokenlean.shorten._options import DEFAULT_OPTIONS, ShortenSettings
+from tokenlean.shorten._output_settings import (
+    CAPABILITY,
+    OFFER_TOOL,
+    OfferTool,
+    OutputShorteningSettings,
+)
 from tokenlean.shorten._query import query_terms, query_text
 from tokenlean.shorten._report import Kind, Omission, Reason, ShortenReport
 from tokenlean.shorten._seen import Seen

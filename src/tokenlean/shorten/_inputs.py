@@ -18,7 +18,8 @@ from typing import Any
 
 from tokenlean import checks
 from tokenlean.readback import NO_TOOL_READ_BACK, TOOL_READ_BACK, ReadBack, ToolReadBack
-from tokenlean.shorten._firstsight import last_assistant, tool_names
+from tokenlean.shorten._firstsight import last_assistant
+from tokenlean.shorten._output_settings import tool_names
 from tokenlean.store import Original, make_handle
 from tokenlean.tokens import DEFAULT_COUNTER, TokenCounter
 from tokenlean.transcript import Edit, Message, mark, mark_of
