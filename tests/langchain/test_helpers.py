@@ -20,7 +20,8 @@ from tokenlean.langchain import (
     to_view,
 )
 from tokenlean.langchain._adapter import ViewCache, _convert, views_of
-from tokenlean.langchain._helpers import PrefixMemo, SchemaCache, StepMemo, tool_schemas
+from tokenlean.langchain._helpers import SchemaCache, tool_schemas
+from tokenlean.langchain._memos import PrefixMemo, StepMemo
 from tokenlean.loop_guard._steps import StepScan
 from tokenlean.testing import scripted_agent
 

@@ -16,7 +16,8 @@ from typing_extensions import NotRequired
 
 from tokenlean.cost import CachePricing
 from tokenlean.langchain._adapter import ViewCache, views_of
-from tokenlean.langchain._helpers import PrefixMemo, SchemaCache, last_ai_index, thread_scope
+from tokenlean.langchain._helpers import SchemaCache, last_ai_index, thread_scope
+from tokenlean.langchain._memos import PrefixMemo
 from tokenlean.langchain.retrieval import is_retrieval_tool, same_tool
 from tokenlean.offering import Offer, OfferRules, names_tool
 from tokenlean.tokens import TokenCounter, count_request, memoized, message_tokens, tool_schema_text

@@ -40,13 +40,8 @@ from tokenlean import checks
 from tokenlean._failopen import FailOpen, fail_open
 from tokenlean.budget import Budget, BudgetWeights, Ledger, Usage, usage_from_metadata
 from tokenlean.langchain._adapter import ViewCache
-from tokenlean.langchain._helpers import (
-    SchemaCache,
-    TokenMemo,
-    Update,
-    no_tool_choice,
-    state_hooks,
-)
+from tokenlean.langchain._helpers import SchemaCache, Update, no_tool_choice, state_hooks
+from tokenlean.langchain._memos import TokenMemo
 from tokenlean.stats import Tally
 from tokenlean.tokens import (
     DEFAULT_COUNTER,

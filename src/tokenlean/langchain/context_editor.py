@@ -42,7 +42,8 @@ from tokenlean.context_editor import (
 )
 from tokenlean.cost import CachePricing
 from tokenlean.langchain._adapter import ViewCache, apply_edit, apply_edits, views_of
-from tokenlean.langchain._helpers import PrefixMemo, SchemaCache, merge_records, thread_scope
+from tokenlean.langchain._helpers import SchemaCache, merge_records, thread_scope
+from tokenlean.langchain._memos import PrefixMemo
 from tokenlean.tokens import (
     DEFAULT_COUNTER,
     TokenCounter,

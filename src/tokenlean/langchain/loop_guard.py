@@ -41,13 +41,8 @@ from typing_extensions import NotRequired, TypedDict, Unpack
 from tokenlean import checks
 from tokenlean._failopen import FailOpen, fail_open
 from tokenlean.langchain._adapter import ViewCache
-from tokenlean.langchain._helpers import (
-    RequestRewriter,
-    StepMemo,
-    Update,
-    no_tool_choice,
-    state_hooks,
-)
+from tokenlean.langchain._helpers import RequestRewriter, Update, no_tool_choice, state_hooks
+from tokenlean.langchain._memos import StepMemo
 from tokenlean.loop_guard import (
     Detection,
     Episode,

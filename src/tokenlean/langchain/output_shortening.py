@@ -12,7 +12,7 @@ non-text results and already-seen results pass through.
 
 Only the part of the transcript that is new since the previous call is read: the lines the
 model was shown before it are carried from call to call per thread
-(:class:`~tokenlean.langchain._helpers.PrefixMemo`), and rebuilt from the state when they are not
+(:class:`~tokenlean.langchain._memos.PrefixMemo`), and rebuilt from the state when they are not
 at hand (a restart, another worker), with the same result.
 
 Given ``inputs``, the same call first cuts the long inputs of the calls that have just run
@@ -49,13 +49,12 @@ from tokenlean._failopen import fail_open
 from tokenlean.cost import CachePricing
 from tokenlean.langchain._adapter import Turns, ViewCache
 from tokenlean.langchain._helpers import (
-    Held,
     KeptBeforeCommit,
-    PrefixMemo,
     last_ai_index,
     middleware_name,
     thread_scope,
 )
+from tokenlean.langchain._memos import Held, PrefixMemo
 from tokenlean.langchain._retrieval_gate import RetrievalGate, RetrievalState
 from tokenlean.langchain.input_shortening import InputShorteningStats
 from tokenlean.langchain.retrieval import read_back, shared_choice

@@ -59,14 +59,13 @@ from tokenlean._failopen import fail_open
 from tokenlean.cost import CachePricing
 from tokenlean.langchain._adapter import ViewCache, apply_edit, apply_edits, to_view, views_of
 from tokenlean.langchain._helpers import (
-    PrefixMemo,
     RequestRewriter,
-    StepMemo,
     Update,
     merge_records,
     state_hooks,
     thread_scope,
 )
+from tokenlean.langchain._memos import PrefixMemo, StepMemo
 from tokenlean.loop_guard import Step, build_steps
 from tokenlean.stats import Tally
 from tokenlean.token_saving import (
