@@ -235,7 +235,7 @@ async def replay_messages(
 ) -> tuple[Agent, ScriptedChatModel]:
     """Replay a recorded run (neutral messages, as :func:`tokenlean.replay.load_trajectory`
     reads them) through a scripted agent: the opening system message is the system prompt,
-    each segment (:func:`~tokenlean.testing._script.split_segments`) is one reply, each
+    each segment (:func:`~tokenlean.replay._script.split_segments`) is one reply, each
     assistant message a scripted turn (tagged with its index among the run's assistant
     messages), each tool message the result of the call it answers.
     A reply the middleware ends early drops its unused turns, as the LangChain replay does."""

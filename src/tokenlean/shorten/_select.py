@@ -57,7 +57,7 @@ class Reading:
     identifier (:func:`~tokenlean.shorten._calls.fetches_a_record`); ``focus``: the line a
     viewer was moved to, or the lines an edit wrote (:mod:`tokenlean.shorten._focus`);
     ``files``: how many whole files the call printed; ``hits``: a search or extract tool's
-    answer to the query the call posed (:func:`~tokenlean.shorten._calls.answers_a_query`),
+    answer to the query the call posed (:func:`~tokenlean.shorten._asks.answers_a_query`),
     source code among them kept as asked, not outlined; ``parted``: the text is what a script
     printed, after a header about the run, and may be several things in a row
     (:mod:`tokenlean.shorten._layout`), each shortened by its own kind.
