@@ -3,10 +3,11 @@
 Framework-free pieces of :class:`tokenlean.langchain.LoopGuardMiddleware` (and of the reference
 ``signals_fn`` of :class:`~tokenlean.langchain.TokenSavingMiddleware`): steps
 (:mod:`~tokenlean.loop_guard._steps`) and the canonical forms they are compared by
-(:mod:`~tokenlean.loop_guard._canonical`), the stuck patterns (:mod:`~tokenlean.loop_guard._detect`)
-and the three loop-likelihood signals (:mod:`~tokenlean.loop_guard._signals`); the ladder of
-responses every adapter climbs (:mod:`~tokenlean.loop_guard._ladder`) and its log
-(:mod:`~tokenlean.loop_guard._log`).
+(:mod:`~tokenlean.loop_guard._canonical`), the stuck patterns
+(:mod:`~tokenlean.loop_guard._patterns`) and the detector that holds their thresholds
+(:mod:`~tokenlean.loop_guard._detect`), the three loop-likelihood signals
+(:mod:`~tokenlean.loop_guard._signals`); the ladder of responses every adapter climbs
+(:mod:`~tokenlean.loop_guard._ladder`) and its log (:mod:`~tokenlean.loop_guard._log`).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Every score is in ``[0, 1]`` and rises as looping gets more likely:
 
 - :func:`streak_score` turns a count of *redundant* steps (steps that only repeat what the agent
-  already did, see :mod:`tokenlean.loop_guard._detect`) into ``1 - 0.5 ** redundant``: 0 for
+  already did, see :mod:`tokenlean.loop_guard._patterns`) into ``1 - 0.5 ** redundant``: 0 for
   none, 0.5 for one, 0.75 for two, 0.875 for three. It passes 0.7 (the reference middleware's
   firing level) at two redundant steps, which is exactly where the default stuck patterns fire.
 - :func:`diversity_loss` is the *loss* of diversity over the last ``window`` steps:
