@@ -53,7 +53,7 @@ from tokenlean.shorten._text import Lines, estimate_tokens
 from tokenlean.store import excerpt
 from tokenlean.token_saving._anthropic_classifier import parse_keep_indices
 from tokenlean.token_saving._head_tail import compress_tool_output, content_digest
-from tokenlean.token_saving._plan import build_entry
+from tokenlean.token_saving._entries import build_entry
 from tokenlean.token_saving._policy import CompressionSettings, Stage
 from tokenlean.token_saving._words import compress_words, heuristic_classifier
 from tokenlean.tokens import EstimateCounter, TiktokenCounter, count_request
@@ -456,7 +456,7 @@ def test_lines_lower_keeps_offsets(text: str) -> None:
 
 @given(st.text(alphabet=st.sampled_from(list("ab \n\t\u00a0")), max_size=30), st.integers(0, 8))
 def test_has_words_counts_like_split(text: str, n: int) -> None:
-    from tokenlean.token_saving._plan import _has_words
+    from tokenlean.token_saving._entries import _has_words
 
     assert _has_words(text, n) == (len(text.split()) >= n)
 

@@ -4,8 +4,9 @@ Framework-free pieces of :class:`tokenlean.langchain.TokenSavingMiddleware`: the
 (:mod:`~tokenlean.token_saving._policy`), head+tail compression
 (:mod:`~tokenlean.token_saving._head_tail`), word-level compression with a pluggable classifier
 (:mod:`~tokenlean.token_saving._words`, :mod:`~tokenlean.token_saving._anthropic_classifier`), the
-planner that decides which message gets what and when (:mod:`~tokenlean.token_saving._plan`), and
-the early-exit rule (:mod:`~tokenlean.token_saving._early_exit`).
+planner that decides which message gets what and when (:mod:`~tokenlean.token_saving._plan`) and
+the entries it stores (:mod:`~tokenlean.token_saving._entries`), and the early-exit rule
+(:mod:`~tokenlean.token_saving._early_exit`).
 """
 
 from __future__ import annotations
