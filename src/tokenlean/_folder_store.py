@@ -10,15 +10,13 @@ import tempfile
 from pathlib import Path
 
 from tokenlean import checks
+from tokenlean._folder_files import TMP_PREFIX, freshen, secure_folder, was_pruned
 from tokenlean._retention import (
     ORIGINALS_MAX_AGE,
     ORIGINALS_MAX_BYTES,
     Pruned,
     Retention,
     check_limits,
-    freshen,
-    secure_folder,
-    was_pruned,
 )
 from tokenlean._store_protocol import HANDLE_PATTERN, Original, looks_like_handle, utf8_size
 
@@ -81,7 +79,7 @@ class FolderOriginalStore:
             return
         path = Path(name)
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".txt")
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=TMP_PREFIX, suffix=".txt")
         try:
             with os.fdopen(fd, "w", encoding="utf-8", errors="replace", newline="") as out:
                 out.write(original.text)

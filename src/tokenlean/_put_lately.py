@@ -1,7 +1,7 @@
 """What one process put in a shared store lately, and when that can no longer be trusted.
 
 A proxy puts every original of a history on each request; a store on a server skips those it
-put in the last :data:`~tokenlean._retention.TOUCH_AFTER` seconds, which saves a round trip
+put in the last :data:`~tokenlean._folder_files.TOUCH_AFTER` seconds, which saves a round trip
 each. A skip trusts that nothing deleted them since. Only a flood can (a sweep past the hard
 cap deletes even what was used within the grace), so the server counts the sweeps that did,
 and :class:`PutLately` forgets everything once that count moves.
@@ -15,7 +15,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import TypeVar
 
-from tokenlean._retention import TOUCH_AFTER
+from tokenlean._folder_files import TOUCH_AFTER
 
 __all__ = ["FLOODS_READ_EVERY", "PutLately"]
 

@@ -3,8 +3,10 @@
 The proxy writes the originals of every request's history, so without limits the folder only
 grows. A sweep deletes what was not used for ``max_age`` seconds, then the least recently used
 files until the folder holds at most ``max_bytes``. "Used" is the file's mtime: a store refreshes
-it whenever an original is put again or read (at most once every :data:`TOUCH_AFTER` seconds per
-file, so a history of hundreds of originals does not cost hundreds of syscalls per request).
+it whenever an original is put again or read (at most once every
+:data:`~tokenlean._folder_files.TOUCH_AFTER` seconds per file, so a history of hundreds of
+originals does not cost hundreds of syscalls per request). Each file's own steps (private modes,
+marking it used, the log of what was pruned) are :mod:`tokenlean._folder_files`'s.
 
 Why a marker still resolves for everything a live conversation can point at: the proxy puts every
 original of a history on each request, before the body goes upstream, so an original a sweep
@@ -21,17 +23,16 @@ only if its mtime is still the one the sweep saw (used since, it stays).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import stat
-import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from tokenlean._folder_files import TMP_PREFIX, make_private, remember_pruned
 from tokenlean.checks import integer, number
 
 __all__ = [
@@ -42,10 +43,7 @@ __all__ = [
     "Pruned",
     "Retention",
     "check_limits",
-    "freshen",
     "hard_cap",
-    "secure_folder",
-    "was_pruned",
 ]
 
 log = logging.getLogger("tokenlean.store")
@@ -62,17 +60,11 @@ GRACE = 600.0
 #: the grace, so a flood of new bodies cannot fill the disk (200 distinct 1 MB bodies in a
 #: minute left 200 MB under a 10 MiB cap). The newest, which live requests name, go last.
 GRACE_MAX_SHARE = 0.5
-#: A used file's mtime is refreshed only once it is this old (seconds).
-TOUCH_AFTER = 60.0
 #: Without reaching the byte trigger, a store that writes sweeps at least this often (seconds),
 #: so the age limit applies to a folder that grows slowly.
 SWEEP_EVERY = 3600.0
 #: A writer's temporary file older than this (seconds) was left by a process that died.
 STRAY_AFTER = 600.0
-#: Handles the sweeps deleted, one a line, so a reader can say "pruned" rather than "unknown".
-PRUNED_LOG = ".pruned"
-PRUNED_LOG_MAX_BYTES = 2**20  # about 75,000 handles; past it the older half is forgotten
-_TMP_PREFIX = ".tmp-"
 
 
 def check_limits(max_bytes: object, max_age: object, *, prefix: str = "") -> tuple[int, float]:
@@ -85,60 +77,6 @@ def check_limits(max_bytes: object, max_age: object, *, prefix: str = "") -> tup
 def hard_cap(max_bytes: int) -> int:
     """The most a store holds even when all of it was used within the grace."""
     return max_bytes + int(max_bytes * GRACE_MAX_SHARE)
-
-
-def secure_folder(directory: Path) -> None:
-    """Make an existing ``directory`` private (``0700``), or refuse one another user owns.
-
-    Tool output may hold secrets, and a folder someone else owns could be read by them, or fed
-    with files an agent would take for originals. A folder that does not exist yet is created
-    ``0700`` by the first write.
-    """
-    try:
-        info = directory.stat()
-    except (FileNotFoundError, NotADirectoryError):
-        return
-    if not stat.S_ISDIR(info.st_mode):  # every write will fail, and be forwarded as it came
-        return
-    getuid = getattr(os, "getuid", None)  # not on Windows, where modes mean little
-    if getuid is None:
-        return
-    if info.st_uid != getuid():
-        raise ValueError(
-            f"the originals folder {directory} belongs to another user (uid {info.st_uid}); "
-            "tool output kept there may hold secrets, so use a folder of your own "
-            "(--originals DIR, or originals_dir=...)"
-        )
-    if stat.S_IMODE(info.st_mode) & 0o077:
-        directory.chmod(0o700)
-
-
-def freshen(path: str | Path, now: float | None = None) -> bool:
-    """Whether ``path`` is a file (not a link to one); if so, mark it used (mtime) when stale
-    and make it ``0600``. A link placed in the folder counts as absent, so a put writes over it
-    and nothing touches the file it points at. (A request puts every original its history
-    names again, so a path may come as a string: no ``Path`` made for each.)"""
-    try:
-        info = os.lstat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return False
-    if not stat.S_ISREG(info.st_mode):
-        return False
-    _private(path, info.st_mode)
-    if (now if now is not None else time.time()) - info.st_mtime > TOUCH_AFTER:
-        try:
-            os.utime(path)
-        except FileNotFoundError:  # a sweep took it meanwhile: the caller writes it again
-            return False
-        except OSError:  # not ours to touch (a foreign file); it is still there
-            pass
-    return True
-
-
-def _private(path: str | Path, mode: int) -> None:
-    if stat.S_IMODE(mode) & 0o077:
-        with contextlib.suppress(OSError):  # gone, or not ours: nothing to do here
-            Path(path).chmod(0o600)
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,7 +201,7 @@ class Retention:
             total -= entry[2]
         removed = doomed if dry_run else [e for e in doomed if self._delete(e)]
         if not dry_run:
-            _remember(self.directory, (e[1].removesuffix(".txt") for e in removed))
+            remember_pruned(self.directory, (e[1].removesuffix(".txt") for e in removed))
         gone = sum(e[2] for e in removed)
         kept = sum(e[2] for e in entries) - gone
         return Pruned(len(removed), gone, len(entries) - len(removed), kept)
@@ -282,7 +220,7 @@ class Retention:
             for item in listing:
                 name = item.name
                 original = is_original(name)
-                if not original and not name.startswith(_TMP_PREFIX):
+                if not original and not name.startswith(TMP_PREFIX):
                     continue
                 try:
                     info = item.stat(follow_symlinks=False)
@@ -295,7 +233,7 @@ class Retention:
                         Path(item.path).unlink(missing_ok=True)
                     continue
                 if not dry_run and info.st_mode & 0o077:
-                    _private(item.path, info.st_mode)
+                    make_private(item.path, info.st_mode)
                 entries.append((info.st_mtime, name, info.st_size))
         return entries
 
@@ -309,45 +247,3 @@ class Retention:
         except FileNotFoundError:
             return False
         return True
-
-
-def _remember(directory: Path, handles: Iterable[str]) -> None:
-    """Append ``handles`` to the pruned log, keeping the log under its bound."""
-    text = "".join(f"{h}\n" for h in handles)
-    if not text:
-        return
-    path = directory / PRUNED_LOG
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    try:
-        os.write(fd, text.encode())  # one O_APPEND write: concurrent sweeps do not interleave
-        size = os.fstat(fd).st_size
-    finally:
-        os.close(fd)
-    if size > PRUNED_LOG_MAX_BYTES:
-        _trim(path)
-
-
-def _trim(path: Path) -> None:
-    """Keep the newer half of the pruned log (a handle appended meanwhile may be lost: the
-    log only picks the words of an answer)."""
-    try:
-        lines = path.read_text(encoding="ascii", errors="replace").splitlines(keepends=True)
-    except FileNotFoundError:
-        return
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=_TMP_PREFIX, suffix=".log")
-    try:
-        with os.fdopen(fd, "w", encoding="ascii") as out:
-            out.writelines(lines[len(lines) // 2 :])
-        Path(tmp).replace(path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def was_pruned(directory: Path, handle: str) -> bool:
-    """Whether a sweep of ``directory`` deleted ``handle`` (as far as the log remembers)."""
-    try:
-        text = (directory / PRUNED_LOG).read_text(encoding="ascii", errors="replace")
-    except (FileNotFoundError, NotADirectoryError):
-        return False
-    return handle in text.splitlines()
