@@ -19,9 +19,9 @@ from tokenlean.langchain import (
     ToolOutputShorteningMiddleware,
     to_view,
 )
-from tokenlean.langchain._adapter import ViewCache, _convert, views_of
 from tokenlean.langchain._helpers import SchemaCache, tool_schemas
 from tokenlean.langchain._memos import PrefixMemo, StepMemo
+from tokenlean.langchain._views import ViewCache, convert, views_of
 from tokenlean.loop_guard._steps import StepScan
 from tokenlean.testing import scripted_agent
 
@@ -46,7 +46,7 @@ def test_a_view_is_reused_only_while_the_message_is_unchanged() -> None:
     views = ViewCache()
     tool = ToolMessage("long output", tool_call_id="c1", name="bash", id="t1")
     first = views.view(tool)
-    assert first == _convert(tool)
+    assert first == convert(tool)
     assert views.view(tool) is first
     tool.content = "another output"  # assigned in place: read again
     assert views.view(tool).text == "another output"

@@ -4,16 +4,15 @@
 :func:`apply_edits` writes :class:`~tokenlean.transcript.Edit` objects back with
 ``model_copy`` so that every field an edit does not name (``name``, ``status``, ``artifact``,
 ``additional_kwargs``, ``response_metadata``, ``usage_metadata``, tool calls, ids) survives.
-Every tokenlean middleware changes messages through :func:`apply_edits` and nothing else.
+Every tokenlean middleware changes messages through :func:`apply_edits` and nothing else. The
+conversion of one message and the cache of views are :mod:`tokenlean.langchain._views`'s.
 """
 
 from __future__ import annotations
 
-import functools
 import json
-import weakref
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from langchain_core.messages import (
     AIMessage,
@@ -24,140 +23,21 @@ from langchain_core.messages import (
 )
 
 from tokenlean import checks
-from tokenlean.transcript import (
-    Content,
-    Edit,
-    Message,
-    Role,
-    ToolCall,
-    checked_messages,
-    merged_metadata,
-)
+from tokenlean.langchain._views import ViewCache, convert, langchain_messages, views_of
+from tokenlean.transcript import Content, Edit, Message, checked_messages, merged_metadata
+
+__all__ = [
+    "Turns",
+    "ViewCache",
+    "apply_edit",
+    "apply_edits",
+    "from_view",
+    "replace_content",
+    "to_view",
+    "views_of",
+]
 
 M = TypeVar("M", bound=BaseMessage)
-
-_ROLE_BY_TYPE: dict[str, Role] = {
-    "system": "system",
-    "developer": "system",
-    "human": "user",
-    "ai": "assistant",
-    "tool": "tool",
-}
-
-
-def role_of(message: BaseMessage) -> Role:
-    """The neutral role of a LangChain message (unknown types read as user text)."""
-    return _ROLE_BY_TYPE.get(message.type, "user")
-
-
-def _content(raw: object) -> Content:
-    if isinstance(raw, str):
-        return raw
-    if isinstance(raw, list):
-        return tuple(
-            block if isinstance(block, Mapping) else {"type": "text", "text": str(block)}
-            for block in raw
-        )
-    return str(raw)
-
-
-def _convert(message: BaseMessage) -> Message:
-    """One LangChain message as a neutral :class:`Message`."""
-    role = role_of(message)
-    calls: tuple[ToolCall, ...] = ()
-    if isinstance(message, AIMessage):
-        calls = tuple(
-            ToolCall(id=str(call.get("id") or ""), name=call["name"], args=call.get("args") or {})
-            for call in message.tool_calls
-        )
-    status: Literal["success", "error"] | None = None
-    tool_call_id = None
-    if isinstance(message, ToolMessage):
-        status = "error" if message.status == "error" else "success"
-        tool_call_id = message.tool_call_id
-    return Message(
-        role=role,
-        content=_content(message.content),
-        id=message.id,
-        name=message.name,
-        tool_calls=calls,
-        tool_call_id=tool_call_id,
-        status=status,
-        metadata=message.response_metadata,
-    )
-
-
-class _Remembered(weakref.ref):  # type: ignore[type-arg]  # a ref to a BaseMessage
-    """A message's view, with what it was read from; dropped when the message is."""
-
-    __slots__ = ("fields", "key", "view")
-
-    fields: tuple[object, ...]
-    key: int
-    view: Message
-
-
-_MAX_VIEWS = 1 << 16  # a bound for a middleware that sees very many messages alive at once
-
-
-def _read_fields(message: BaseMessage) -> tuple[object, ...]:
-    """Every attribute the conversion reads."""
-    fields = (message.type, message.content, message.id, message.name, message.response_metadata)
-    if isinstance(message, AIMessage):
-        return (*fields, message.tool_calls)
-    if isinstance(message, ToolMessage):
-        return (*fields, message.tool_call_id, message.status)
-    return fields
-
-
-class ViewCache:
-    """The views of the messages one owner reads, each converted once while it stays unchanged.
-
-    A middleware owns one (made in its ``__init__``, shared by every thread and agent using the
-    instance): it reads the newest messages on each call, and a message stays in the transcript
-    for the rest of the run. Views are kept by message id(), each held by a weak reference to
-    its message (the id is only read while the message lives, so it is never another
-    message's), and at most ``max_views`` of them. Dict reads and writes are atomic, so threads
-    share it without a lock (at worst two of them convert one message each).
-    """
-
-    __slots__ = ("_forget", "_max", "_views")
-
-    def __init__(self, *, max_views: int = _MAX_VIEWS) -> None:
-        self._views: dict[int, _Remembered] = {}
-        self._max = max_views
-        # one callback for every entry (a bound method would be one more object per view)
-        self._forget = functools.partial(_forget, self._views)
-
-    def view(self, message: BaseMessage) -> Message:
-        """``message`` as a neutral :class:`Message`, converted once while it stays unchanged.
-
-        A view is reused only for the very same object whose fields are the same objects (or
-        equal ones) as when it was read, so assigning a new content, id, name, metadata, tool
-        calls or status converts it again; like every memo of a transcript, it takes a message
-        changed *inside* a field (a content list appended to in place) for unchanged.
-        """
-        key = id(message)
-        ref = self._views.get(key)
-        fields = _read_fields(message)
-        if ref is not None and ref() is message and ref.fields == fields:
-            return ref.view
-        view = _convert(message)
-        if len(self._views) >= self._max:
-            self._views.clear()
-        try:
-            ref = _Remembered(message, self._forget)
-        except TypeError:  # a message class without weak references: not remembered
-            return view
-        ref.fields, ref.key, ref.view = fields, key, view
-        self._views[key] = ref
-        return view
-
-
-def _forget(views: dict[int, _Remembered], ref: _Remembered) -> None:
-    """Drop the entry of a message that is gone."""
-    if views.get(ref.key) is ref:  # not a newer entry under a reused id
-        views.pop(ref.key, None)
 
 
 def to_view(
@@ -174,23 +54,10 @@ def to_view(
     reads the same messages again (a measurement over every call of a run) keeps a
     :class:`ViewCache` and passes it, so each message object is converted once.
     """
-    items = _langchain_messages(messages, "messages")
+    items = langchain_messages(messages, "messages")
     if cache is None:
-        return [_convert(m) for m in items[start:stop]]
+        return [convert(m) for m in items[start:stop]]
     return views_of(items, start, stop, cache=cache)
-
-
-def views_of(
-    messages: Sequence[BaseMessage],
-    start: int = 0,
-    stop: int | None = None,
-    *,
-    cache: ViewCache,
-) -> list[Message]:
-    """:func:`to_view` for an owner of a :class:`ViewCache` reading the same messages again: a
-    middleware's own state, whose messages LangGraph already holds as a list of messages (not
-    checked again on every call), each converted once while it stays unchanged."""
-    return [cache.view(m) for m in messages[start:stop]]
 
 
 def from_view(messages: Iterable[Message]) -> list[BaseMessage]:
@@ -202,22 +69,6 @@ def from_view(messages: Iterable[Message]) -> list[BaseMessage]:
 
 def _listable(value: object) -> bool:
     return isinstance(value, Iterable) and not isinstance(value, (str, bytes, Mapping, Sequence))
-
-
-def _langchain_messages(messages: object, name: str) -> list[BaseMessage]:
-    """``messages`` as a list, refusing a string, a mapping or an item that is no message."""
-    if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Iterable):
-        raise checks.ArgumentTypeError(
-            f"{name} must be a list of LangChain messages, got {checks.described(messages)}"
-        )
-    items = list(messages)
-    for index, item in enumerate(items):
-        if not isinstance(item, BaseMessage):
-            raise checks.ArgumentTypeError(
-                f"{name}[{index}] must be a LangChain message (BaseMessage), got "
-                + checks.described(item)
-            )
-    return items
 
 
 def _message(message: Message) -> BaseMessage:
@@ -314,7 +165,7 @@ def apply_edits(messages: Sequence[M], edits: Iterable[Edit]) -> list[M]:
     An edit whose target is missing, or whose index no longer holds a message with the same id,
     is ignored rather than applied to the wrong message.
     """
-    result: list[M] = _langchain_messages(messages, "messages")  # type: ignore[assignment]
+    result: list[M] = langchain_messages(messages, "messages")  # type: ignore[assignment]
     if isinstance(edits, (str, bytes, Mapping)) or not isinstance(edits, Iterable):
         raise checks.ArgumentTypeError(
             f"edits must be a list of Edits, got {checks.described(edits)}"
