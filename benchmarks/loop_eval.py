@@ -41,8 +41,9 @@ from typing import Any
 from tokenlean.langchain._adapter import to_view
 from tokenlean.langchain.loop_guard import ID_PREFIX, LoopGuardMiddleware
 from tokenlean.loop_guard._detect import loop_signals
+from tokenlean.loop_guard._keys import step_key
 from tokenlean.loop_guard._step import Step
-from tokenlean.loop_guard._steps import build_steps, step_key
+from tokenlean.loop_guard._steps import build_steps
 from tokenlean.replay._engine import replay
 from tokenlean.replay._formats import Trajectory, load_trajectory
 from tokenlean.replay._metrics import CallMetrics, measure_calls

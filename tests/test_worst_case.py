@@ -36,10 +36,11 @@ except ImportError:  # Windows
 from tests.data import TOKENIZERS
 from tokenlean import _estimate
 from tokenlean.context_editor import ContextEditorSettings, RequestView, plan_clearing
+from tokenlean.loop_guard._canonical import canonical_text
 from tokenlean.loop_guard._detect import detect_stuck, loop_signals
+from tokenlean.loop_guard._keys import is_failure, step_key
 from tokenlean.loop_guard._signals import _PHRASES, thought_hedge
 from tokenlean.loop_guard._step import Step
-from tokenlean.loop_guard._steps import canonical_text, is_failure, step_key
 from tokenlean.replay._refs import extract_refs
 from tokenlean.shorten import error_lines, query_terms, shorten
 from tokenlean.shorten._firstsight import plan_first_sight
@@ -52,8 +53,8 @@ from tokenlean.shorten._summaries import SUMMARY_COUNT, is_summary
 from tokenlean.shorten._text import Lines, estimate_tokens
 from tokenlean.store import excerpt
 from tokenlean.token_saving._anthropic_classifier import parse_keep_indices
-from tokenlean.token_saving._head_tail import compress_tool_output, content_digest
 from tokenlean.token_saving._entries import build_entry
+from tokenlean.token_saving._head_tail import compress_tool_output, content_digest
 from tokenlean.token_saving._policy import CompressionSettings, Stage
 from tokenlean.token_saving._words import compress_words, heuristic_classifier
 from tokenlean.tokens import EstimateCounter, TiktokenCounter, count_request

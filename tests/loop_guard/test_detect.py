@@ -14,9 +14,10 @@ from hypothesis import strategies as st
 from tests.data import HAVE_SHARED, TRAJECTORIES, needs_shared
 from tests.loop_guard.test_steps import step
 from tokenlean import Detection, LoopDetector, detect_stuck, loop_signals
+from tokenlean.loop_guard._keys import canonical_action
 from tokenlean.loop_guard._polling import POLL_LOOKBACK, running_report
 from tokenlean.loop_guard._step import Step
-from tokenlean.loop_guard._steps import StepScan, build_steps, canonical_action
+from tokenlean.loop_guard._steps import StepScan, build_steps
 from tokenlean.replay._formats import load_trajectory
 from tokenlean.transcript import INJECTED_ID_PREFIX, Message, ToolCall
 

@@ -12,9 +12,10 @@ from tests.data import TRAJECTORIES, skip_unless_here
 from tests.loop_guard.test_detect import A, B, pattern, steps
 from tests.loop_guard.test_steps import step
 from tokenlean import LoopDetector
+from tokenlean.loop_guard._keys import canonical_action
 from tokenlean.loop_guard._polling import HEAD_CHARS, POLL_LOOKBACK, Report, polls, running_report
 from tokenlean.loop_guard._step import Step
-from tokenlean.loop_guard._steps import StepScan, build_steps, canonical_action
+from tokenlean.loop_guard._steps import StepScan, build_steps
 from tokenlean.replay._formats import load_trajectory
 
 #: A Codex Desktop 0.144 run whose ``wait`` polls a cell four times in a row, from the shared

@@ -10,17 +10,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tokenlean.loop_guard._canonical import canonical_text
 from tokenlean.loop_guard._detect import LoopDetector
+from tokenlean.loop_guard._keys import StepKeys, canonical_action, is_failure, step_key
 from tokenlean.loop_guard._step import Step
-from tokenlean.loop_guard._steps import (
-    StepKeys,
-    StepList,
-    StepScan,
-    canonical_action,
-    canonical_text,
-    is_failure,
-    step_key,
-)
+from tokenlean.loop_guard._steps import StepList, StepScan
 from tokenlean.transcript import Message, ToolCall
 
 

@@ -9,11 +9,12 @@ from dataclasses import dataclass, field
 
 from tokenlean import checks
 from tokenlean.loop_guard._canonical import canonical_text
+from tokenlean.loop_guard._keys import StepKeys
 from tokenlean.loop_guard._patterns import PATTERNS, Detection, Pattern, failing, periodic, talking
 from tokenlean.loop_guard._polling import POLL_LOOKBACK, polls
 from tokenlean.loop_guard._signals import diversity_loss, hedge_score, streak_score
 from tokenlean.loop_guard._step import Step
-from tokenlean.loop_guard._steps import StepKeys, StepList
+from tokenlean.loop_guard._steps import StepList
 
 __all__ = [
     "DEFAULT_DETECTOR",
@@ -38,7 +39,7 @@ class LoopDetector:
     (:mod:`~tokenlean.loop_guard._polling`).
     ``patterns`` lists the enabled patterns. ``signal_window`` and ``hedge_window`` size the
     ``diversity`` and ``hedge`` signals. A detector remembers the keys of the steps it has read
-    (:class:`~tokenlean.loop_guard._steps.StepKeys`): it is asked about the same latest steps on
+    (:class:`~tokenlean.loop_guard._keys.StepKeys`): it is asked about the same latest steps on
     every call.
     """
 

@@ -2,14 +2,14 @@
 itself instead of making progress? (:mod:`~tokenlean.loop_guard._detect` holds the thresholds.)
 
 Every pattern looks only at the latest steps and compares canonical forms
-(:func:`tokenlean.loop_guard._steps.step_key`), so an edit-then-rerun cycle whose output changes is
+(:func:`tokenlean.loop_guard._keys.step_key`), so an edit-then-rerun cycle whose output changes is
 progress, never a loop. The patterns, with the default
 :class:`~tokenlean.loop_guard._detect.LoopDetector` thresholds:
 
 ``repeat``
     the same action with the same observation, 3 times in a row.
 ``failing``
-    the same action failing (:func:`tokenlean.loop_guard._steps.is_failure`) 3 times in a row,
+    the same action failing (:func:`tokenlean.loop_guard._keys.is_failure`) 3 times in a row,
     whatever the error text says.
 ``talking``
     3 replies in a row without any tool call and without a new user message between them, in
@@ -44,8 +44,8 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Literal
 
+from tokenlean.loop_guard._keys import StepKeys, is_failure
 from tokenlean.loop_guard._step import Step
-from tokenlean.loop_guard._steps import StepKeys, is_failure
 
 __all__ = ["PATTERNS", "Detection", "Pattern", "failing", "periodic", "talking"]
 
