@@ -50,7 +50,7 @@ from typing import Any, get_args
 from tokenlean import checks
 from tokenlean.shorten._asks import answers_a_query, asks_for_hits, computes_only, files_read
 from tokenlean.shorten._calls import asks_an_agent, fetches_a_record, runs_own_script
-from tokenlean.shorten._detect import parse_json, split_envelope
+from tokenlean.shorten._envelope import parse_json, split_envelope
 from tokenlean.shorten._focus import focus_of
 from tokenlean.shorten._jsonc import MOST_ROWS, crush_json
 from tokenlean.shorten._layout import parts, run_header, shorten_parts

@@ -18,7 +18,7 @@ import json
 import re
 from collections.abc import Callable
 
-from tokenlean.shorten._detect import Envelope
+from tokenlean.shorten._envelope import Envelope
 from tokenlean.shorten._report import Kind, Omission
 
 __all__ = [

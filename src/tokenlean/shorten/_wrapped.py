@@ -26,7 +26,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tokenlean.shorten._detect import PAUSE_GC_ABOVE, collector_paused, split_envelope
+from tokenlean.shorten._envelope import PAUSE_GC_ABOVE, collector_paused, split_envelope
 
 __all__ = ["NESTING", "Wrapped", "readable", "unwrap"]
 
