@@ -10,8 +10,10 @@ The LangChain middleware keep a turn's originals in the agent's store
 and keeps ``--turns`` turns of ``--originals`` distinct originals of about 2,000 characters in
 each, every turn under a thread of its own: one ``put`` (``aput``) of each original, as the
 middleware did before, and one ``put_many`` (``aput_many``), as they do now, the two ways
-alternating turn by turn in the same store. Prints, per round, the median milliseconds of wall
-time a turn takes each way.
+alternating turn by turn in the same store. A third store is an ``AsyncSqliteStore`` put to
+by a sync caller (a sync agent over an async store, the store's loop on a thread of its own):
+a ``put`` of each carries one op to that loop, ``put_many`` one batch. Prints, per round, the
+median milliseconds of wall time a turn takes each way.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import asyncio
 import sqlite3
 import statistics
 import tempfile
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -46,7 +49,16 @@ def sync_times(folder: Path, *, originals: int, turns: int) -> dict[str, list[fl
     conn = sqlite3.connect(folder / "sync.db", check_same_thread=False, isolation_level=None)
     backing = SqliteStore(conn)
     backing.setup()
-    store = LangGraphOriginalStore(backing)
+    try:
+        return sync_turns(LangGraphOriginalStore(backing), originals=originals, turns=turns)
+    finally:
+        conn.close()
+
+
+def sync_turns(
+    store: LangGraphOriginalStore, *, originals: int, turns: int
+) -> dict[str, list[float]]:
+    """Seconds each turn took into ``store`` from a sync caller, by way."""
 
     def each(scope: str, kept: list[Original]) -> None:
         for original in kept:
@@ -62,7 +74,6 @@ def sync_times(folder: Path, *, originals: int, turns: int) -> dict[str, list[fl
         start = time.perf_counter()
         ways[way](f"thread-{turn}", _turn(turn, originals))
         times[way].append(time.perf_counter() - start)
-    conn.close()
     return times
 
 
@@ -89,6 +100,36 @@ async def async_times(folder: Path, *, originals: int, turns: int) -> dict[str, 
     return times
 
 
+def sync_over_async_times(folder: Path, *, originals: int, turns: int) -> dict[str, list[float]]:
+    """Seconds each turn took into an ``AsyncSqliteStore`` from a sync caller (a sync agent
+    over an async store: the store's loop runs on a thread of its own), by way."""
+    loop = asyncio.new_event_loop()
+    runner = threading.Thread(target=loop.run_forever, daemon=True)
+    runner.start()
+    context = AsyncSqliteStore.from_conn_string(str(folder / "sync-over-async.db"))
+
+    async def opened() -> AsyncSqliteStore:
+        backing = await context.__aenter__()
+        await backing.setup()
+        return backing
+
+    async def closed() -> None:
+        await context.__aexit__(None, None, None)
+        others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in others:  # the store's batching task
+            task.cancel()
+        await asyncio.gather(*others, return_exceptions=True)
+
+    store = LangGraphOriginalStore(asyncio.run_coroutine_threadsafe(opened(), loop).result())
+    try:
+        return sync_turns(store, originals=originals, turns=turns)
+    finally:
+        asyncio.run_coroutine_threadsafe(closed(), loop).result()
+        loop.call_soon_threadsafe(loop.stop)
+        runner.join()
+        loop.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--originals", type=int, default=5)
@@ -105,6 +146,9 @@ def main() -> None:
                 "SqliteStore": sync_times(folder, originals=args.originals, turns=args.turns),
                 "AsyncSqliteStore": asyncio.run(
                     async_times(folder, originals=args.originals, turns=args.turns)
+                ),
+                "AsyncSqliteStore, sync caller": sync_over_async_times(
+                    folder, originals=args.originals, turns=args.turns
                 ),
             }
         for label, times in rows.items():

@@ -7,13 +7,14 @@ import asyncio
 import sqlite3
 from pathlib import Path
 
-from benchmarks.langgraph_puts import WAYS, async_times, sync_times
+from benchmarks.langgraph_puts import WAYS, async_times, sync_over_async_times, sync_times
 
 
 def test_each_way_keeps_every_original_of_its_turns(tmp_path: Path):
     times = {
         "sync": sync_times(tmp_path, originals=3, turns=4),
         "async": asyncio.run(async_times(tmp_path, originals=3, turns=4)),
+        "sync-over-async": sync_over_async_times(tmp_path, originals=3, turns=4),
     }
     for name, by_way in times.items():
         assert [len(by_way[way]) for way in WAYS] == [2, 2], name

@@ -60,8 +60,10 @@ class LangGraphOriginalStore:
 
     def put_many(self, scope: str, originals: Sequence[Original]) -> None:
         """``originals`` in one ``batch`` of the store (one transaction of an SQL store, one
-        round trip to a server's); one ``put`` each when the store's class has its own."""
-        if type(self.store).put is not BaseStore.put:
+        round trip to a server's, or to the event loop of an async store a sync agent uses);
+        one ``put`` each when the store's class has a ``put`` of its own that LangGraph did
+        not write (a subclass that audits or encrypts what it keeps)."""
+        if not _batch_is_put(type(self.store).put, BaseStore.put):
             for original in originals:
                 self.put(scope, original)
         elif originals:
@@ -93,6 +95,13 @@ class LangGraphOriginalStore:
     async def aget(self, scope: str, handle: str) -> Original | None:
         item = await self.store.aget(self._ns(scope), handle)
         return Original.from_dict(item.value) if item is not None else None
+
+
+def _batch_is_put(method: Callable[..., object], base: Callable[..., object]) -> bool:
+    """Whether a store's ``method`` does what a ``batch`` of its op does: the base class's, or
+    one of LangGraph's own stores (an async store's sync ``put`` only carries the op to its
+    event loop; a batch carries them all at once)."""
+    return method is base or getattr(method, "__module__", "").startswith("langgraph.")
 
 
 def _is_label(part: str) -> bool:
