@@ -25,8 +25,10 @@ import statistics
 import tempfile
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 from langgraph.store.sqlite import SqliteStore
 from langgraph.store.sqlite.aio import AsyncSqliteStore
@@ -35,6 +37,7 @@ from tokenlean.langchain.store import LangGraphOriginalStore
 from tokenlean.store import Original
 
 WAYS = ("a put each", "one batch")
+S = TypeVar("S", bound=AsyncSqliteStore)
 
 
 def _turn(turn: int, originals: int) -> list[Original]:
@@ -103,12 +106,20 @@ async def async_times(folder: Path, *, originals: int, turns: int) -> dict[str, 
 def sync_over_async_times(folder: Path, *, originals: int, turns: int) -> dict[str, list[float]]:
     """Seconds each turn took into an ``AsyncSqliteStore`` from a sync caller (a sync agent
     over an async store: the store's loop runs on a thread of its own), by way."""
+    path = str(folder / "sync-over-async.db")
+    with served_on_a_thread(AsyncSqliteStore.from_conn_string(path)) as backing:
+        return sync_turns(LangGraphOriginalStore(backing), originals=originals, turns=turns)
+
+
+@contextmanager
+def served_on_a_thread(context: AbstractAsyncContextManager[S]) -> Iterator[S]:
+    """The async store ``context`` opens, set up, its event loop running on a thread of its
+    own so that a sync caller can use it; closed, its tasks ended and the loop stopped after."""
     loop = asyncio.new_event_loop()
     runner = threading.Thread(target=loop.run_forever, daemon=True)
     runner.start()
-    context = AsyncSqliteStore.from_conn_string(str(folder / "sync-over-async.db"))
 
-    async def opened() -> AsyncSqliteStore:
+    async def opened() -> S:
         backing = await context.__aenter__()
         await backing.setup()
         return backing
@@ -120,9 +131,8 @@ def sync_over_async_times(folder: Path, *, originals: int, turns: int) -> dict[s
             task.cancel()
         await asyncio.gather(*others, return_exceptions=True)
 
-    store = LangGraphOriginalStore(asyncio.run_coroutine_threadsafe(opened(), loop).result())
     try:
-        return sync_turns(store, originals=originals, turns=turns)
+        yield asyncio.run_coroutine_threadsafe(opened(), loop).result()
     finally:
         asyncio.run_coroutine_threadsafe(closed(), loop).result()
         loop.call_soon_threadsafe(loop.stop)

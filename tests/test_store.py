@@ -133,8 +133,7 @@ def test_a_sync_agent_over_an_async_langgraph_store_puts_a_turn_in_one_batch(
     """A sync caller of an ``AsyncSqliteStore`` (its loop on another thread): the store's own
     ``put`` only carries one op to that loop, so a turn's originals go as one ``abatch``, not
     one round trip each."""
-    import asyncio
-
+    from benchmarks.langgraph_puts import served_on_a_thread
     from langgraph.store.sqlite.aio import AsyncSqliteStore
 
     class Counted(AsyncSqliteStore):
@@ -145,36 +144,12 @@ def test_a_sync_agent_over_an_async_langgraph_store_puts_a_turn_in_one_batch(
             self.batches.append(len(ops))
             return await super().abatch(ops)
 
-    loop = asyncio.new_event_loop()
-    runner = threading.Thread(target=loop.run_forever, daemon=True)
-    runner.start()
-
-    async def opened() -> tuple[Any, Any]:
-        context = Counted.from_conn_string(str(tmp_path / "async.db"))
-        backing = await context.__aenter__()
-        await backing.setup()
-        return context, backing
-
-    context, backing = asyncio.run_coroutine_threadsafe(opened(), loop).result()
-    try:
+    with served_on_a_thread(Counted.from_conn_string(str(tmp_path / "async.db"))) as backing:
         backing.batches = []
         store = LangGraphOriginalStore(backing)
         store.put_many("t", [Original(f"o{i}", f"{TEXT} {i}") for i in (1, 2, 3)])
         assert backing.batches == [3]
         assert store.get("t", "o2") == Original("o2", f"{TEXT} 2")
-    finally:
-
-        async def closed() -> None:
-            await context.__aexit__(None, None, None)
-            others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-            for task in others:  # the store's batching task
-                task.cancel()
-            await asyncio.gather(*others, return_exceptions=True)
-
-        asyncio.run_coroutine_threadsafe(closed(), loop).result()
-        loop.call_soon_threadsafe(loop.stop)
-        runner.join()
-        loop.close()
 
 
 async def test_a_langgraph_store_that_has_its_own_put_gets_each_original_through_it() -> None:
