@@ -27,9 +27,8 @@ from tokenlean.shorten._classify import (
 from tokenlean.shorten._detect import is_heading, is_label
 from tokenlean.shorten._docs import _BACK_MATTER, _back_matter, _headings
 from tokenlean.shorten._lines import _Fill
-from tokenlean.shorten._logs import _around, distances
 from tokenlean.shorten._records import is_record, may_be_records
-from tokenlean.shorten._selection import MUST, REST, Selection
+from tokenlean.shorten._selection import MUST, REST, Selection, around, distances
 from tokenlean.shorten._similar import Run, similar_runs
 from tokenlean.shorten._summaries import is_summary, summaries_among
 from tokenlean.shorten._text import Lines
@@ -138,7 +137,7 @@ def test_context_and_distances_match_the_per_anchor_forms(
     near = set()
     for i in anchors:
         near.update(range(max(0, i - width), min(n, i + width + 1)))
-    assert _around(anchors, width, n) == near
+    assert around(anchors, width, n) == near
     points = sorted(a for a in anchors if 0 <= a < n)
     expected = [min((abs(i - p) for p in points), default=n) for i in range(n)]
     assert distances(anchors, n) == expected

@@ -13,11 +13,21 @@ from collections.abc import Container, Iterable, Sequence
 from itertools import compress, count, repeat
 from operator import and_, gt, itemgetter, le, not_, or_
 
-from tokenlean.shorten._logs import _around, _assign, _ends, distances, dropped_lines
+from tokenlean.shorten._logs import dropped_lines
 from tokenlean.shorten._options import ShortenSettings
 from tokenlean.shorten._prefixes import Prefixes
 from tokenlean.shorten._query import matching_lines
-from tokenlean.shorten._selection import MUST, NEAR, PROSE, REST, Selection
+from tokenlean.shorten._selection import (
+    MUST,
+    NEAR,
+    PROSE,
+    REST,
+    Selection,
+    around,
+    assign,
+    distances,
+    ends,
+)
 from tokenlean.shorten._text import Lines, is_sentence, line_cost
 
 _NUMBERED = re.compile(r"\s{0,8}\d{1,7}(?:[:\u2192-]|\t| {1,2}(?=\S))")
@@ -281,19 +291,19 @@ def code_selection(
     query = matching_lines(lines, terms)
     outline = outline_lines(lines.items)
     prose = prose_lines(lines.items)
-    must = outline | query | {i for i in _ends(lines.items) if not prose[i]}
-    near = _around(query, options.code_context_lines, lines.count)
+    must = outline | query | {i for i in ends(lines.items) if not prose[i]}
+    near = around(query, options.code_context_lines, lines.count)
     near |= {i + 1 for i in outline if i + 1 < lines.count}  # a signature's next line
     if view is not None:  # the region the query names, nearest first, up to a view's size
-        region = _around(query, options.view_context_lines, lines.count)
+        region = around(query, options.view_context_lines, lines.count)
         near |= region
         most = options.view_keep_tokens if view_tokens is None else view_tokens
         must |= _nearest_within(lines.items, region, query, most)
     forced = dropped_lines(lines, query | outline, seen, options, keep_seen=(), content=view)
     tiers = [REST] * lines.count
-    _assign(tiers, near, NEAR)
+    assign(tiers, near, NEAR)
     for i, is_prose in enumerate(prose):
         if is_prose:
             tiers[i] = PROSE
-    _assign(tiers, must, MUST)
-    return Selection(tiers, distances(query | _ends(lines.items), lines.count), forced, {})
+    assign(tiers, must, MUST)
+    return Selection(tiers, distances(query | ends(lines.items), lines.count), forced, {})

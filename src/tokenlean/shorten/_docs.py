@@ -16,11 +16,21 @@ from operator import and_, le, not_, or_
 
 from tokenlean.shorten._classify import errors_in
 from tokenlean.shorten._detect import is_heading, is_label, is_table_row
-from tokenlean.shorten._logs import _around, _assign, _ends, distances, dropped_lines
+from tokenlean.shorten._logs import dropped_lines
 from tokenlean.shorten._options import ShortenSettings
 from tokenlean.shorten._query import matching_lines
 from tokenlean.shorten._records import Tables
-from tokenlean.shorten._selection import MUST, NEAR, PROSE, REST, Selection
+from tokenlean.shorten._selection import (
+    MUST,
+    NEAR,
+    PROSE,
+    REST,
+    Selection,
+    around,
+    assign,
+    distances,
+    ends,
+)
 from tokenlean.shorten._text import Lines
 
 #: Words that open a conclusion; a line holding one and a number is kept early.
@@ -69,15 +79,15 @@ def doc_selection(
     errors = errors_in(lines) - back
     must = headings | table_heads | rare | errors | (tables.rare - back)
     must |= _conclusions(lines, back)
-    must |= _ends(items)
-    near = _around(headings, _HEADING_CONTEXT, n) | _around(rare, options.context_lines, n)
+    must |= ends(items)
+    near = around(headings, _HEADING_CONTEXT, n) | around(rare, options.context_lines, n)
     near |= (markdown - tables.rest) | tables.head | query
     forced = dropped_lines(lines, must, seen, options, keep_seen=(), collapse=collapse)
     tiers = [REST] * n
-    _assign(tiers, near - back, NEAR)
+    assign(tiers, near - back, NEAR)
     for i in back:
         tiers[i] = PROSE
-    _assign(tiers, must, MUST)
+    assign(tiers, must, MUST)
     ranks = distances(must, n)
     for i in tables.head:  # a table's head fills from its top down, as a query's rows read
         ranks[i] = 0

@@ -2,19 +2,28 @@
 
 from __future__ import annotations
 
-from bisect import bisect_left
-from collections import deque
-from collections.abc import Callable, Collection, Container, Iterable, Sequence
-from itertools import chain, compress, filterfalse, pairwise, repeat
-from operator import add, lt, sub
+from collections.abc import Callable, Collection, Container, Sequence
+from itertools import chain, compress, filterfalse
 
 from tokenlean.shorten._classify import LogMarks, value_lines
 from tokenlean.shorten._options import ShortenSettings
 from tokenlean.shorten._query import matching_lines
 from tokenlean.shorten._report import Kind, Reason
-from tokenlean.shorten._selection import EDGE, MUST, NEAR, REST, Selection
+from tokenlean.shorten._selection import (
+    EDGE,
+    MUST,
+    NEAR,
+    REST,
+    Selection,
+    around,
+    assign,
+    distances,
+    ends,
+)
 from tokenlean.shorten._similar import seen_runs, shapes, shown_lines, similar_runs
 from tokenlean.shorten._text import Lines, line_cost
+
+__all__ = ["dropped_lines", "log_kind", "log_selection"]
 
 _MIN_CARETS = 3
 _DOC_SIGNALS = 0.1  # a document may mention errors on this share of its lines and stay one
@@ -54,11 +63,11 @@ def log_selection(
     Frames that repeat an earlier traceback's frames line for line go, with a pointer to them.
     """
     query = matching_lines(lines, terms)
-    must = marks.errors | marks.summaries | marks.key_frames | query | _ends(lines.items)
+    must = marks.errors | marks.summaries | marks.key_frames | query | ends(lines.items)
     must |= marks.diff_heads | marks.flags
     must |= {marks.ties[i] for i in marks.key_frames if i in marks.ties}
     must -= (marks.other_frames | marks.project_frames) - marks.errors - query
-    near = _around(marks.errors | query, options.context_lines, lines.count)
+    near = around(marks.errors | query, options.context_lines, lines.count)
     near |= marks.warnings | marks.project_frames | marks.diff_changes
     values = value_lines(lines) if script else set()
     must |= _first_within(lines.items, values, options.script_max_tokens)
@@ -79,9 +88,9 @@ def log_selection(
             forced[i] = "caret"
     must -= marks.repeats.keys()
     tiers = [REST] * lines.count
-    _assign(tiers, edge_lines(lines.count, options), EDGE)
-    _assign(tiers, near, NEAR)
-    _assign(tiers, must, MUST)
+    assign(tiers, edge_lines(lines.count, options), EDGE)
+    assign(tiers, near, NEAR)
+    assign(tiers, must, MUST)
     return Selection(tiers, distances(must, lines.count), forced, marks.ties, marks.repeats)
 
 
@@ -129,8 +138,8 @@ def dropped_lines(
 
 def _numbered(drop: tuple[int, ...], lines: Lines, seen: Container[str]) -> tuple[int, ...]:
     """``drop`` less its first and last line where the view shows them under new numbers."""
-    ends = {i for i in (drop[0], drop[-1]) if lines.items[i].strip() not in seen} if drop else ()
-    return tuple(i for i in drop if i not in ends)
+    kept = {i for i in (drop[0], drop[-1]) if lines.items[i].strip() not in seen} if drop else ()
+    return tuple(i for i in drop if i not in kept)
 
 
 def _collapse_similar(
@@ -182,55 +191,3 @@ def _first_within(items: Sequence[str], indices: Collection[int], budget: float)
 
 def edge_lines(n: int, options: ShortenSettings) -> set[int]:
     return set(range(min(options.head_lines, n))) | set(range(max(0, n - options.tail_lines), n))
-
-
-def _ends(items: Sequence[str]) -> set[int]:
-    """The first and last non-blank lines."""
-    filled = [i for i in (0, 1, 2) if i < len(items) and items[i].strip()]
-    tail = [i for i in range(len(items) - 1, max(-1, len(items) - 4), -1) if items[i].strip()]
-    return set(filled[:1] + tail[:1])
-
-
-def _around(indices: Iterable[int], width: int, n: int) -> set[int]:
-    """The lines within ``width`` of any of ``indices`` (among ``0..n-1``)."""
-    anchors = list(indices)
-    # one C-level pass per offset, not a Python step per anchor (every line of a log of
-    # pytest ``E`` lines is one)
-    out: set[int] = set()
-    for offset in range(-width, width + 1):
-        out.update(map(add, anchors, repeat(offset)))
-    if out and (min(out) < 0 or max(out) >= n):
-        out.difference_update(filterfalse(range(n).__contains__, list(out)))
-    return out
-
-
-def _assign(tiers: list[int], indices: Iterable[int], tier: int) -> None:
-    """Lower each of ``indices`` to ``tier`` (C-level: every line of a log can be one)."""
-    chosen = list(indices)
-    if tiers and min(tiers) >= tier:  # the usual case: tiers are assigned lowest last
-        deque(map(tiers.__setitem__, chosen, repeat(tier)), maxlen=0)
-        return
-    lowered = list(map(min, map(tiers.__getitem__, chosen), repeat(tier)))
-    deque(map(tiers.__setitem__, chosen, lowered), maxlen=0)
-
-
-def distances(anchors: Collection[int], n: int) -> list[int]:
-    """Each line's distance to the nearest anchor line (``n`` when there is none).
-
-    Filled stretch by stretch with slice assignments: one Python step per stretch between two
-    anchors, not per line.
-    """
-    points = sorted(anchors)
-    points = points[bisect_left(points, 0) : bisect_left(points, n)]
-    if not points:
-        return [n] * n
-    dist = [0] * n
-    dist[: points[0]] = range(points[0], 0, -1)
-    # adjacent anchors leave nothing between them to fill: only the others take a step
-    apart = map(lt, repeat(1), map(sub, points[1:], points))
-    for left, right in compress(pairwise(points), apart):
-        middle = (left + right) // 2  # up to here the left anchor is nearer (or as near)
-        dist[left : middle + 1] = range(middle - left + 1)
-        dist[middle + 1 : right] = range(right - middle - 1, 0, -1)
-    dist[points[-1] :] = range(n - points[-1])
-    return dist

@@ -13,10 +13,20 @@ from __future__ import annotations
 from collections.abc import Container, Sequence
 
 from tokenlean.shorten._detect import is_interactive, page_role
-from tokenlean.shorten._logs import _around, _assign, _ends, distances, dropped_lines
+from tokenlean.shorten._logs import dropped_lines
 from tokenlean.shorten._options import ShortenSettings
 from tokenlean.shorten._query import matching_lines
-from tokenlean.shorten._selection import MUST, NEAR, PROSE, REST, Selection
+from tokenlean.shorten._selection import (
+    MUST,
+    NEAR,
+    PROSE,
+    REST,
+    Selection,
+    around,
+    assign,
+    distances,
+    ends,
+)
 from tokenlean.shorten._text import Lines, line_cost
 
 #: Roles that only hold other elements: a line with one of these and no name says nothing.
@@ -44,8 +54,8 @@ def page_selection(
     boiler = {i for i, line in enumerate(items) if _boilerplate(line) and i not in query}
     headings = {i for i, line in enumerate(items) if line.lstrip().startswith("heading ")}
     labels = _labels(items, interactive)
-    must = interactive | query | _ends(items)
-    near = headings | labels | _around(query, options.context_lines, lines.count)
+    must = interactive | query | ends(items)
+    near = headings | labels | around(query, options.context_lines, lines.count)
     forced = dropped_lines(
         lines,
         must,
@@ -55,8 +65,8 @@ def page_selection(
         filler=set(range(lines.count)) - interactive - query,
     )
     tiers = [REST] * lines.count
-    _assign(tiers, near - boiler, NEAR)
-    _assign(tiers, must, MUST)
+    assign(tiers, near - boiler, NEAR)
+    assign(tiers, must, MUST)
     for i in boiler - must:
         tiers[i] = PROSE  # last in, and back only where cheaper than a marker
     extra = sum(line_cost(items[i]) for i in must if i not in forced)
