@@ -25,6 +25,16 @@ from tokenlean._caches import Openings, held_bytes
 from tokenlean._identity import ByIdentity, branch, leading, same_objects
 from tokenlean.transcript import Message
 
+__all__ = [
+    "MEMO_MAX_BYTES",
+    "Checkpoint",
+    "Memo",
+    "chain_bytes",
+    "checkpoint_bytes",
+    "fingerprint",
+    "prefix_digests",
+]
+
 #: The planner memo's bound in bytes (:class:`Memo`): a shortened 100 KB tool output charges
 #: about 200 KB (its original and the lines it shows), so this holds about 650 of them where
 #: 256 entries of full histories held 345 MB; a small share of a machine.

@@ -34,6 +34,18 @@ from typing import Any
 
 from tokenlean import checks
 
+__all__ = [
+    "CACHE_READ_RATIO",
+    "CACHE_WRITE_RATIO",
+    "Budget",
+    "BudgetWeights",
+    "Ledger",
+    "Usage",
+    "usage_from_anthropic",
+    "usage_from_metadata",
+    "usage_from_openai",
+]
+
 #: Default price of a cache read, relative to an uncached input token (Anthropic and OpenAI
 #: both bill cache hits at a tenth of the input price).
 CACHE_READ_RATIO = 0.1

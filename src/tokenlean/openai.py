@@ -27,6 +27,8 @@ from tokenlean import checks
 from tokenlean._extras import sdk
 from tokenlean.raw import RawSettings, install
 
+__all__ = ["wrap"]
+
 ClientT = TypeVar("ClientT")
 
 _CHAT = (("chat", "completions"), ("beta", "chat", "completions"))

@@ -12,6 +12,8 @@ import threading
 from dataclasses import fields, is_dataclass
 from typing import Any, Generic, TypeVar
 
+__all__ = ["Tally"]
+
 S = TypeVar("S")
 
 

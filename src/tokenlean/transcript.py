@@ -15,6 +15,24 @@ from typing import Any, Literal, cast
 
 from tokenlean import checks
 
+__all__ = [
+    "INJECTED_ID_PREFIX",
+    "MARK_KEY",
+    "ROLES",
+    "Content",
+    "Edit",
+    "Message",
+    "Role",
+    "ToolCall",
+    "canonical",
+    "checked_messages",
+    "content_text",
+    "is_injected",
+    "mark",
+    "mark_of",
+    "merged_metadata",
+]
+
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[Role, ...] = ("system", "user", "assistant", "tool")
 

@@ -15,6 +15,16 @@ import argparse
 import sys
 from collections.abc import Callable, Mapping, Sequence
 
+__all__ = [
+    "EXTRA_OF_COMMAND",
+    "EXTRA_OF_MODULE",
+    "SUBCOMMAND_MODULES",
+    "add_output_price",
+    "build_parser",
+    "main",
+    "missing_extra",
+]
+
 SubcommandSetup = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
 
 #: Modules that add subcommands: each defines ``add_subcommand(subparsers)``.

@@ -16,6 +16,8 @@ import sys
 from tokenlean.cli._command import add_command
 from tokenlean.cli._originals import parse_originals
 
+__all__ = ["add_subcommand", "run"]
+
 
 def add_subcommand(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Adds ``tokenlean mcp``."""

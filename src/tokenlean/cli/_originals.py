@@ -19,6 +19,15 @@ from pathlib import Path
 from tokenlean.cli._command import add_command
 from tokenlean.store import ORIGINALS_MAX_AGE, ORIGINALS_MAX_BYTES
 
+__all__ = [
+    "add_limit_options",
+    "add_subcommand",
+    "parse_age",
+    "parse_originals",
+    "parse_size",
+    "run_prune",
+]
+
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?", re.IGNORECASE)
 _AGE = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw]?)", re.IGNORECASE)
 _SIZE_UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}

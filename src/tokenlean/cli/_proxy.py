@@ -39,6 +39,19 @@ from tokenlean.cli._originals import add_limit_options, parse_originals
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
+__all__ = [
+    "DEFAULT_HOST",
+    "DEFAULT_PORT",
+    "TOKEN_ENV",
+    "WORKER_OPTIONS",
+    "add_proxy_options",
+    "add_subcommand",
+    "build_app",
+    "print_summary",
+    "run",
+    "worker_app",
+]
+
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8787
 TOKEN_ENV = "TOKENLEAN_PROXY_TOKEN"

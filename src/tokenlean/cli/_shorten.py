@@ -15,6 +15,8 @@ from typing import get_args
 from tokenlean.cli._command import add_command
 from tokenlean.shorten import DEFAULT_OPTIONS, KindChoice, shorten
 
+__all__ = ["add_subcommand", "run"]
+
 
 def add_subcommand(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     summary = "shorten a tool output or log, keeping errors, summaries and query matches"

@@ -30,6 +30,18 @@ from pathlib import Path
 from tokenlean.cli._command import add_command
 from tokenlean.cli._proxy import add_proxy_options, build_app, print_summary
 
+__all__ = [
+    "AGENTS",
+    "GEMINI_AUTH_EXIT",
+    "GEMINI_AUTH_HINT",
+    "INSTALL_HINTS",
+    "add_subcommand",
+    "agent_args",
+    "agent_env",
+    "run",
+    "run_agent",
+]
+
 #: How each agent finds its API: the variable to set and the path suffix it expects.
 AGENTS: Mapping[str, tuple[str, str]] = {
     "claude": ("ANTHROPIC_BASE_URL", ""),

@@ -34,6 +34,8 @@ from tokenlean.context_editor._config import ContextEditorSettings
 from tokenlean.context_editor._ledger import RequestLedger
 from tokenlean.cost import CachePricing, expected_net_saving
 
+__all__ = ["CacheModel"]
+
 
 @dataclass(frozen=True, slots=True)
 class CacheModel:

@@ -12,6 +12,8 @@ from dataclasses import replace
 from tokenlean.context_editor._config import Clearing
 from tokenlean.transcript import Edit, Message, ToolCall
 
+__all__ = ["CLEARED_MARK", "STRATEGY", "apply_clearing", "clearing_edits"]
+
 #: How a cleared result is marked, the way LangChain's own context editing marks one (so that
 #: editor leaves it alone too).
 STRATEGY = "tokenlean_context_editor"

@@ -12,6 +12,23 @@ from tokenlean.store import RETRIEVAL_TOOL
 from tokenlean.tokens import DEFAULT_COUNTER, TokenCounter, count_request
 from tokenlean.transcript import Message
 
+__all__ = [
+    "DEFAULT_RETRIEVAL_TOOL",
+    "MODES",
+    "SAFETY_NET_SHARE",
+    "ClearedRecord",
+    "ClearedToolResult",
+    "Clearing",
+    "ContextEdit",
+    "ContextEditorSettings",
+    "Mode",
+    "PlaceholderFn",
+    "RequestView",
+    "TokenEstimator",
+    "default_placeholder",
+    "request_estimator",
+]
+
 Mode = Literal["plain", "cache_aware"]
 MODES: tuple[Mode, ...] = get_args(Mode)
 DEFAULT_RETRIEVAL_TOOL = RETRIEVAL_TOOL

@@ -21,6 +21,8 @@ from tokenlean.context_editor._config import Clearing
 from tokenlean.tokens import TokenCounter, message_tokens
 from tokenlean.transcript import Message, ToolCall
 
+__all__ = ["Judged", "RequestLedger"]
+
 
 @dataclass(frozen=True, slots=True)
 class Judged:

@@ -32,6 +32,20 @@ from tokenlean import checks
 from tokenlean._failopen import fail_open
 from tokenlean.store import aput_all, put_all
 
+__all__ = [
+    "KeptBeforeCommit",
+    "RequestRewriter",
+    "SchemaCache",
+    "Update",
+    "last_ai_index",
+    "merge_records",
+    "middleware_name",
+    "no_tool_choice",
+    "state_hooks",
+    "thread_scope",
+    "tool_schemas",
+]
+
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")

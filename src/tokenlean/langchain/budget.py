@@ -51,6 +51,17 @@ from tokenlean.tokens import (
     message_tokens,
 )
 
+__all__ = [
+    "DEFAULT_HINT_MESSAGE",
+    "DEFAULT_WARNING_MESSAGE",
+    "NOTICE_ID_PREFIX",
+    "STATE_KEY",
+    "BudgetRecord",
+    "BudgetStats",
+    "TokenBudgetMiddleware",
+    "TokenBudgetState",
+]
+
 logger = logging.getLogger(__name__)
 
 STATE_KEY = "tokenlean_budget"

@@ -51,6 +51,8 @@ from tokenlean.tokens import (
     memoized,
 )
 
+__all__ = ["STATE_KEY", "ContextEditorMiddleware", "ContextEditorState"]
+
 logger = logging.getLogger(__name__)
 
 STATE_KEY = "tokenlean_context_editor"

@@ -48,6 +48,8 @@ from tokenlean.store import RETRIEVAL_TOOL, Original, OriginalStore
 from tokenlean.tokens import DEFAULT_COUNTER
 from tokenlean.turn import TurnContext, rewrite_turn
 
+__all__ = ["InputShorteningState", "InputShorteningStats", "ToolInputShorteningMiddleware"]
+
 logger = logging.getLogger(__name__)
 
 _KEEP_FAILED = "could not keep original tool inputs; inputs left as they are"

@@ -52,6 +52,8 @@ from tokenlean.loop_guard import (
     Step,
 )
 
+__all__ = ["ID_PREFIX", "STATE_KEY", "LoopGuardMiddleware", "LoopGuardRecord", "LoopGuardState"]
+
 logger = logging.getLogger(__name__)
 
 STATE_KEY = "tokenlean_loop_guard"

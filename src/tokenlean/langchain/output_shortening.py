@@ -74,6 +74,15 @@ from tokenlean.tokens import DEFAULT_COUNTER, TokenCounter
 from tokenlean.transcript import Edit
 from tokenlean.turn import RewrittenTurn, TurnContext, rewrite_turn
 
+__all__ = [
+    "BACKOFF_KEY",
+    "STATE_KEY",
+    "ShorteningState",
+    "ShorteningStats",
+    "ShorteningTotals",
+    "ToolOutputShorteningMiddleware",
+]
+
 logger = logging.getLogger(__name__)
 
 _KEEP_FAILED = "could not keep originals; tool results left as they are"

@@ -51,6 +51,14 @@ from tokenlean.langchain.store import StoreChoice
 from tokenlean.shorten import RECOMMENDED_INPUTS
 from tokenlean.store import OriginalStore
 
+__all__ = [
+    "EDITOR_WINDOW_SHARE",
+    "INPUT_HEAD_LINES",
+    "INPUT_MIN_TOKENS",
+    "INPUT_TAIL_LINES",
+    "recommended_middleware",
+]
+
 Provider = PricingName  # the names of the pricing presets, under the name this module gave them
 
 INPUT_MIN_TOKENS = RECOMMENDED_INPUTS.min_tokens

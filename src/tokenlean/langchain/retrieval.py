@@ -49,6 +49,16 @@ from tokenlean.store import (
 )
 from tokenlean.transcript import content_text
 
+__all__ = [
+    "ReadOriginalArgs",
+    "is_retrieval_tool",
+    "make_retrieval_tool",
+    "read_back",
+    "retrieval_tool",
+    "same_tool",
+    "shared_choice",
+]
+
 _DESCRIPTION = retrieval_description(call_ids=True)
 
 

@@ -83,6 +83,14 @@ from tokenlean.token_saving import (
 from tokenlean.tokens import DEFAULT_COUNTER, TokenCounter, memoized
 from tokenlean.transcript import INJECTED_ID_PREFIX
 
+__all__ = [
+    "COMPRESSED_KEY",
+    "NUDGED_KEY",
+    "TokenSavingMiddleware",
+    "TokenSavingState",
+    "build_steps_from_messages",
+]
+
 logger = logging.getLogger(__name__)
 
 COMPRESSED_KEY = "tokenlean_token_saving_compressed"

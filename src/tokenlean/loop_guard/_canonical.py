@@ -10,6 +10,8 @@ from collections.abc import Callable
 
 from tokenlean._caches import byte_bounded
 
+__all__ = ["CANONICAL_SPAN", "canonical_text"]
+
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
 _PYTEST_OF = "pytest-of-"
 _PATH_PART = re.compile(r"[^/\s]*")

@@ -23,6 +23,8 @@ from collections.abc import Hashable, Sequence
 
 from tokenlean import checks
 
+__all__ = ["diversity_loss", "hedge_score", "streak_score", "thought_hedge"]
+
 _STRONG = (
     r"same (?:error|issue|problem|result|output|failure)",
     r"still (?:fail\w*|not|doesn'?t|broken|the same|get\w*|see\w*|no)",

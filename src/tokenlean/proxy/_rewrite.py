@@ -32,6 +32,22 @@ from tokenlean.proxy._splice import serialise
 from tokenlean.raw import Api, RawSettings, Retrieval, frozen_bodies, list_key, rewrite_request
 from tokenlean.store import ORIGINALS_MAX_AGE, ORIGINALS_MAX_BYTES
 
+__all__ = [
+    "INLINE_BODY_BYTES",
+    "INLINE_NEW_CHARS",
+    "OwnRewriter",
+    "Prepared",
+    "Read",
+    "RewriteOutcome",
+    "Rewriter",
+    "begin",
+    "default_rewriter",
+    "prepare",
+    "prepare_later",
+    "read_request",
+    "rewrite_read",
+]
+
 log = logging.getLogger("tokenlean.proxy")
 
 

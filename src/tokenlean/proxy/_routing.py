@@ -10,6 +10,18 @@ from urllib.parse import parse_qsl, unquote
 from tokenlean.proxy._settings import ProxySettings
 from tokenlean.raw import Api
 
+__all__ = [
+    "REWRITTEN_PATHS",
+    "api_for",
+    "forward_headers",
+    "has_dot_segment",
+    "mask_key",
+    "response_headers",
+    "upstream_base",
+    "upstream_url",
+    "vendor_for",
+]
+
 #: Whose API a request goes to: it picks the upstream when no single ``upstream`` is set.
 Vendor = Literal["anthropic", "openai", "google"]
 

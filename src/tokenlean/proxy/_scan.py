@@ -24,6 +24,19 @@ from tokenlean._identity import ByIdentity, leading
 from tokenlean.proxy._numbers import dumps, parse_float, parse_int
 from tokenlean.proxy._recent import KeptList, RecentLists, RecentValues
 
+__all__ = [
+    "RECENT",
+    "VALUES",
+    "WRITTEN_MAX_BYTES",
+    "ScannedBody",
+    "Span",
+    "compact",
+    "read_body",
+    "rewritten_body",
+    "scan_body",
+    "written_text",
+]
+
 Span = tuple[int, int]
 
 #: Numbers keep the client's text where a float or an int would lose it (``1e400``, ``-0``).

@@ -21,6 +21,8 @@ from tokenlean.proxy._connections import ClientLimits, LimitedConfig
 from tokenlean.proxy._guard import check_listen
 from tokenlean.proxy._settings import ProxySettings
 
+__all__ = ["START_TIMEOUT", "TICK_SECONDS", "BackgroundProxy", "bind", "serve", "serve_workers"]
+
 #: How long to wait for the server thread to come up or go down before giving up.
 START_TIMEOUT = 10.0
 #: How often an idle server wakes for its chores (seconds). uvicorn's own loop wakes ten times a

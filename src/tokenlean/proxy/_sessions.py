@@ -40,6 +40,19 @@ from tokenlean.proxy._scan import ScannedBody, rewritten_body
 from tokenlean.raw import Api, list_key, strip_cache_control
 from tokenlean.tokens import DEFAULT_COUNTER
 
+__all__ = [
+    "BLOCK_TEXTS_MAX_BYTES",
+    "LISTS_MAX_BYTES",
+    "MAX_LISTS",
+    "RECENT_PROMPTS",
+    "Block",
+    "BlockCounter",
+    "PrefixHistory",
+    "labels_named",
+    "prompt_blocks",
+    "session_key",
+]
+
 #: Values that cost no prompt tokens as text (opaque signatures, base64 payloads).
 _OPAQUE_KEYS = frozenset({"signature", "data", "encrypted_content", "image_url", "file_data"})
 RECENT_PROMPTS = 8

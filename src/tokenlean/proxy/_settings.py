@@ -16,6 +16,19 @@ from tokenlean.cost import ANTHROPIC, NO_CACHE, OPENAI, CachePricing
 from tokenlean.raw import Api
 from tokenlean.redis_store import check_url
 
+__all__ = [
+    "AB_IDLE",
+    "ANTHROPIC_API",
+    "GEMINI_API",
+    "MAX_BODY_BYTES",
+    "MAX_SESSIONS",
+    "MAX_STATS_BYTES",
+    "OPENAI_API",
+    "ProxySettings",
+    "default_max_connections",
+    "default_rewrite_threads",
+]
+
 ANTHROPIC_API = "https://api.anthropic.com"
 OPENAI_API = "https://api.openai.com"
 GEMINI_API = "https://generativelanguage.googleapis.com"

@@ -33,6 +33,8 @@ from tokenlean.raw._reading import read_items
 from tokenlean.raw._view import Path, RawView, Slot, ViewBuilder
 from tokenlean.transcript import Content, Message, ToolCall
 
+__all__ = ["read"]
+
 _USER_ROLES = frozenset({"user", "function"})  # older Vertex samples send results as "function"
 _CALL_KEYS = ("functionCall", "function_call")
 _RESPONSE_KEYS = ("functionResponse", "function_response")

@@ -16,6 +16,8 @@ from tokenlean.raw._reading import messages_reader
 from tokenlean.raw._view import Slot, ViewBuilder, plain_text, result_content
 from tokenlean.transcript import Message, ToolCall
 
+__all__ = ["parse_arguments", "read"]
+
 
 def _message(out: ViewBuilder, i: int, message: Mapping[str, Any]) -> None:
     role, content = message.get("role"), message.get("content")

@@ -32,6 +32,8 @@ from tokenlean.raw._view import (
 )
 from tokenlean.transcript import Message, Role, ToolCall
 
+__all__ = ["patch_arguments", "read"]
+
 _ROLES: dict[str, Role] = {"system": "system", "developer": "system", "user": "user"}
 _OUTPUTS = (
     "function_call_output",

@@ -17,6 +17,8 @@ from typing import Any
 from tokenlean._failopen import fail_open
 from tokenlean.raw import Api, RawSettings, rewrite_request
 
+__all__ = ["METHODS", "Namespace", "Rewriting", "install", "plain_json", "rewrite_kwargs"]
+
 logger = logging.getLogger("tokenlean.raw")
 
 #: Request methods whose body is rewritten (the SDKs' plain, streaming and parsing calls).

@@ -18,6 +18,24 @@ from typing import Any, Literal
 from tokenlean.raw._reuse import reused
 from tokenlean.transcript import Content, Message, ToolCall
 
+__all__ = [
+    "FROZEN",
+    "BodyReader",
+    "MessageRead",
+    "MessageReader",
+    "Path",
+    "RawView",
+    "Slot",
+    "ViewBuilder",
+    "Write",
+    "apply",
+    "plain_text",
+    "result_content",
+    "shell_output",
+    "strip_cache_control",
+    "text_blocks",
+]
+
 Key = str | int
 Path = tuple[Key, ...]
 

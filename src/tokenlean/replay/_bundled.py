@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+__all__ = ["DATA_DIR", "bundled_paths"]
+
 DATA_DIR = Path(__file__).parent / "data"
 
 

@@ -32,6 +32,8 @@ from typing import Any
 from tokenlean.replay._windows import Windows, read_lines
 from tokenlean.transcript import Message, ToolCall
 
+__all__ = ["read_claude_code"]
+
 #: The line types Claude Code writes (2.0 to 2.1.2xx) that hold nothing the model was sent.
 _OTHER_TYPES = frozenset(
     {

@@ -32,6 +32,8 @@ from tokenlean.raw import patch_arguments
 from tokenlean.replay._windows import Windows, read_lines
 from tokenlean.transcript import Content, Message, ToolCall
 
+__all__ = ["read_codex"]
+
 #: The calls, each with the name it has when the item names none
 _CALLS = {
     "function_call": None,

@@ -30,6 +30,17 @@ from tokenlean.replay._timing import Stopwatch, timed
 from tokenlean.tokens import tool_schema_text
 from tokenlean.transcript import Message
 
+__all__ = [
+    "LatestSaver",
+    "Replay",
+    "build_replay_tools",
+    "measure_replay",
+    "replay",
+    "replay_measured",
+    "split_segments",
+    "turn_messages",
+]
+
 
 @dataclass
 class Replay:

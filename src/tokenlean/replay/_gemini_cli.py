@@ -25,6 +25,8 @@ from typing import Any
 from tokenlean.replay._windows import Windows
 from tokenlean.transcript import Message, ToolCall
 
+__all__ = ["read_gemini_cli"]
+
 
 def read_gemini_cli(objects: Sequence[Any]) -> Windows:
     """Neutral messages of one gemini-cli session (one context window), and counts of what was

@@ -18,6 +18,18 @@ from tokenlean.replay._refs import extract_refs, message_refs
 from tokenlean.tokens import TokenCounter, message_tokens
 from tokenlean.transcript import Message, canonical
 
+__all__ = [
+    "CallMeter",
+    "CallMetrics",
+    "Prompt",
+    "PromptMeasurer",
+    "RunMetrics",
+    "measure_calls",
+    "pool",
+    "relative",
+    "whole_bill",
+]
+
 
 @dataclass(frozen=True, slots=True)
 class Prompt:

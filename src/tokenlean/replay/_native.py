@@ -31,6 +31,19 @@ from tokenlean.replay._opencode import is_opencode_export, read_opencode
 from tokenlean.replay._windows import Windows
 from tokenlean.transcript import Message
 
+__all__ = [
+    "CUT_SHORT",
+    "MISSING_RESULT",
+    "JsonLines",
+    "LineStream",
+    "NativeFormat",
+    "native_format",
+    "read_jsonl",
+    "read_native",
+    "repair_pairing",
+    "stream_session",
+]
+
 NativeFormat = Literal["claude_code", "codex", "gemini_cli", "opencode"]
 #: Why the last line of a file is not JSON when it has no newline yet.
 CUT_SHORT = "cut short (still being written?)"

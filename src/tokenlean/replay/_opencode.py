@@ -37,6 +37,14 @@ from typing import Any, Literal
 from tokenlean.replay._windows import Windows
 from tokenlean.transcript import Message, ToolCall
 
+__all__ = [
+    "COMPACTION_PROMPT",
+    "INTERRUPTED",
+    "SUBTASK_PROMPT",
+    "is_opencode_export",
+    "read_opencode",
+]
+
 #: What OpenCode sends in place of a part that has no text of its own.
 COMPACTION_PROMPT = "What did we do so far?"
 SUBTASK_PROMPT = "The following tool was executed by the user"

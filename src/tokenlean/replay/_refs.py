@@ -21,6 +21,14 @@ from dataclasses import dataclass
 
 from tokenlean.transcript import Message
 
+__all__ = [
+    "TurnReferences",
+    "extract_refs",
+    "first_appearances",
+    "learned_references",
+    "message_refs",
+]
+
 # One linear scan: chunks of word characters joined by . / - (no nested quantifiers).
 _CHUNK = re.compile(r"[\w][\w./-]*")
 _PART = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+(?:\.\d+)*")

@@ -17,6 +17,27 @@ from tokenlean.replay._png import png
 from tokenlean.replay._runner import ReplayReport
 from tokenlean.replay._strategies import BASELINE
 
+__all__ = [
+    "COLUMNS",
+    "MIN_REFS",
+    "SOURCE_COLUMNS",
+    "WorstSource",
+    "by_source_section",
+    "from_json",
+    "markdown_table",
+    "rows",
+    "source_matrix",
+    "source_rows",
+    "source_table",
+    "summary_lines",
+    "text_table",
+    "to_json",
+    "worst_source_lines",
+    "worst_sources",
+    "write_chart",
+    "write_json",
+]
+
 COLUMNS = (
     "strategy",
     "calls",

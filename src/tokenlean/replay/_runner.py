@@ -20,6 +20,15 @@ from tokenlean.replay._metrics import PromptMeasurer, RunMetrics, pool
 from tokenlean.replay._raw import measure_prompts
 from tokenlean.tokens import TokenCounter, default_counter
 
+__all__ = [
+    "ReplayReport",
+    "counter_name",
+    "run_one",
+    "run_replay",
+    "shared_measurer",
+    "stderr_progress",
+]
+
 #: This process's measurer. A worker of the pool runs many tasks (the same trajectory under
 #: each strategy, whose prompts share most blocks) and nothing of the pool's outlives a task
 #: but the process itself, so the process is the owner that lets a block counted for one task

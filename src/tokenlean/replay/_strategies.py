@@ -29,6 +29,20 @@ if TYPE_CHECKING:
     from tokenlean.replay._formats import Trajectory
     from tokenlean.replay._raw import CallPrompt
 
+__all__ = [
+    "BASELINE",
+    "BUILTIN_MODULES",
+    "Factory",
+    "Strategy",
+    "all_strategies",
+    "default_names",
+    "get",
+    "load_plugins",
+    "middleware",
+    "register",
+    "register_way_in",
+]
+
 Factory = Callable[[], list[Any]]
 #: A way in's replay of one recorded run: what the model was sent on each call.
 WayIn = Callable[["Trajectory"], Sequence["CallPrompt"]]

@@ -15,6 +15,8 @@ from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware
 
+__all__ = ["Stopwatch", "timed"]
+
 _STATE_HOOKS = ("before_agent", "before_model", "after_model", "after_agent")
 _WRAP_HOOKS = ("wrap_model_call", "wrap_tool_call")
 

@@ -14,6 +14,18 @@ from tokenlean import checks
 from tokenlean.shorten._summaries import summaries_among
 from tokenlean.shorten._text import Lines
 
+__all__ = [
+    "KEY_LAST_FRAMES",
+    "SCAN_CHARS",
+    "LogMarks",
+    "classify",
+    "error_lines",
+    "errors_in",
+    "is_caret",
+    "repeated_frames",
+    "value_lines",
+]
+
 SCAN_CHARS = 2000
 _ERROR = re.compile(
     r"\b(?:[A-Z]\w*)?(?:Error|Exception)\b"

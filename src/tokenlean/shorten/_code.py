@@ -30,6 +30,15 @@ from tokenlean.shorten._selection import (
 )
 from tokenlean.shorten._text import Lines, is_sentence, line_cost
 
+__all__ = [
+    "code_selection",
+    "looks_like_code",
+    "number_prefix",
+    "outline_lines",
+    "prose_lines",
+    "strip_number",
+]
+
 _NUMBERED = re.compile(r"\s{0,8}\d{1,7}(?:[:\u2192-]|\t| {1,2}(?=\S))")
 #: A view's line number: ``  12→`` (Claude Code's Read), ``    12\t`` (``cat -n``, ``nl``),
 #: ``12:`` / ``12-`` (``grep -n`` matches and context, SWE-agent's ``open``).

@@ -65,6 +65,8 @@ from tokenlean.shorten._text import estimate_tokens
 from tokenlean.shorten._wrapped import NESTING, unwrap
 from tokenlean.tokens import DEFAULT_COUNTER, TokenCounter
 
+__all__ = ["shorten"]
+
 _KINDS: tuple[KindChoice, ...] = get_args(KindChoice)
 
 

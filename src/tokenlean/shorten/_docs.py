@@ -33,6 +33,8 @@ from tokenlean.shorten._selection import (
 )
 from tokenlean.shorten._text import Lines
 
+__all__ = ["doc_selection"]
+
 #: Words that open a conclusion; a line holding one and a number is kept early.
 _CONCLUSIONS = (
     "therefore", "thus", "hence", "in total", "in conclusion", "the answer", "the result",

@@ -39,6 +39,18 @@ from tokenlean.store import Original, make_handle
 from tokenlean.tokens import DEFAULT_COUNTER, TokenCounter
 from tokenlean.transcript import Edit, Message, ToolCall, mark
 
+__all__ = [
+    "IN_PROMPT",
+    "FirstSightPlan",
+    "SeenLog",
+    "add_visible",
+    "in_prompt_only",
+    "last_assistant",
+    "plan_first_sight",
+    "shorten",
+    "unseen_tool_results",
+]
+
 
 @dataclass(slots=True)
 class SeenLog:

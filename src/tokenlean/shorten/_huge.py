@@ -20,6 +20,8 @@ from tokenlean.shorten._classify import _ERROR, _ERROR_KEYS, SCAN_CHARS
 from tokenlean.shorten._options import ShortenSettings
 from tokenlean.shorten._text import Lines, lower_in_place
 
+__all__ = ["GAP", "Excerpt", "windowed"]
+
 #: The line standing for a stretch left out (no keyword, never "seen", unlike any real line).
 GAP = "\x00\x00\x00\x00"
 _HEAD_LINES = 40

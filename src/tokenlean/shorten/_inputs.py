@@ -24,6 +24,18 @@ from tokenlean.store import Original, make_handle
 from tokenlean.tokens import DEFAULT_COUNTER, TokenCounter
 from tokenlean.transcript import Edit, Message, mark, mark_of
 
+__all__ = [
+    "CAPABILITY",
+    "RECOMMENDED_INPUTS",
+    "CutArgument",
+    "InputPlan",
+    "InputShorteningSettings",
+    "argument_handle",
+    "marker",
+    "plan_inputs",
+    "shorten_arguments",
+]
+
 #: The name under which input shortening marks the turns it rewrote.
 CAPABILITY = "input_shortening"
 

@@ -20,6 +20,8 @@ from tokenlean.shorten._indented import dumps_indented
 from tokenlean.shorten._markers import Retrieval, item_marker, string_marker
 from tokenlean.shorten._report import Omission
 
+__all__ = ["MOST_ROWS", "crush_json"]
+
 _ERROR_KEYS = frozenset({"error", "errors", "exception", "failure", "failures", "traceback"})
 _STATUS_KEYS = frozenset({"status", "state", "conclusion", "result", "level", "severity"})
 _MAX_NOTABLE = 50  # error and query items kept per array, at most

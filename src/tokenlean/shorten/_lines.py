@@ -22,6 +22,8 @@ from tokenlean.shorten._report import Omission, Reason
 from tokenlean.shorten._selection import EDGE, MUST, Selection
 from tokenlean.shorten._text import TOKENS_PER_LINE, Lines, index_from, line_cost
 
+__all__ = ["render"]
+
 _GIVE_UP = 64  # consecutive lines that do not fit before the fill stops looking
 _MIN_GAP = 2.0  # a gap left out costs at least this many markers' worth of lines
 

@@ -7,6 +7,17 @@ from dataclasses import dataclass
 from tokenlean import checks
 from tokenlean.shorten._report import Reason
 
+__all__ = [
+    "Retrieval",
+    "inline_marker",
+    "item_marker",
+    "line_marker",
+    "note",
+    "repeat_marker",
+    "string_marker",
+    "trace_marker",
+]
+
 _WHAT: dict[str, str] = {
     "similar": "similar lines",
     "repeat": "repeats of the line above",

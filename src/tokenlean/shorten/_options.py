@@ -6,6 +6,8 @@ from dataclasses import dataclass, fields
 
 from tokenlean import checks
 
+__all__ = ["DEFAULT_OPTIONS", "ShortenSettings"]
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ShortenSettings:

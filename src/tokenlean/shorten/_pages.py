@@ -29,6 +29,8 @@ from tokenlean.shorten._selection import (
 )
 from tokenlean.shorten._text import Lines, line_cost
 
+__all__ = ["page_selection"]
+
 #: Roles that only hold other elements: a line with one of these and no name says nothing.
 _CONTAINERS = frozenset(
     {

@@ -17,6 +17,8 @@ from typing import Any
 from tokenlean import checks
 from tokenlean.shorten._text import Lines
 
+__all__ = ["MAX_QUERY_CHARS", "matching_lines", "query_terms", "query_text"]
+
 #: Query text beyond this many characters is ignored (a heredoc script can be long).
 MAX_QUERY_CHARS = 4000
 _CHUNK = re.compile(r"[\w][\w./:-]*")

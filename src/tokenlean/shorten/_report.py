@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+__all__ = ["Kind", "Omission", "Reason", "ShortenReport"]
+
 #: The content kinds :func:`tokenlean.shorten.shorten` tells apart, and ``"repeat"``: a tool result
 #: that first-sight shortening sent as a pointer to an identical earlier one.
 Kind = Literal["log", "code", "diff", "json", "text", "page", "listing", "repeat"]

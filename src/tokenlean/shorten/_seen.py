@@ -10,6 +10,8 @@ from itertools import compress
 
 from tokenlean._caches import byte_bounded
 
+__all__ = ["Seen", "key_length", "result_digest", "view_keys"]
+
 
 @byte_bounded()
 def _lines_of(text: str, min_chars: int) -> frozenset[str]:

@@ -17,6 +17,8 @@ from tokenlean.shorten._records import is_record, may_be_records
 from tokenlean.shorten._seen import Seen, key_length
 from tokenlean.shorten._text import index_from
 
+__all__ = ["Run", "seen_runs", "shapes", "shown_lines", "similar_runs"]
+
 _DIGITS = b"0123456789"
 
 

@@ -7,6 +7,18 @@ from itertools import accumulate, chain, repeat
 from operator import add, mul
 from string import ascii_letters
 
+__all__ = [
+    "TOKENS_PER_CHAR",
+    "TOKENS_PER_LINE",
+    "Lines",
+    "estimate_tokens",
+    "index_from",
+    "is_sentence",
+    "letter_count",
+    "line_cost",
+    "lower_in_place",
+]
+
 #: Tokens per character (outside indentation) and per line, fitted on shared/data against
 #: o200k_base: a line costs about ``0.27 * len(line.lstrip()) + 0.7`` tokens.
 TOKENS_PER_CHAR = 0.27

@@ -22,6 +22,13 @@ from tokenlean.token_saving._words import (
     heuristic_classifier,
 )
 
+__all__ = [
+    "DEFAULT_MODEL",
+    "DEFAULT_TIMEOUT_SECONDS",
+    "make_anthropic_classifier",
+    "parse_keep_indices",
+]
+
 logger = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "claude-haiku-4-5-20251001"

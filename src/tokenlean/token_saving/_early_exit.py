@@ -14,6 +14,16 @@ from dataclasses import dataclass
 from tokenlean import checks
 from tokenlean.loop_guard import Step
 
+__all__ = [
+    "DEFAULT_EARLY_EXIT_TEXT",
+    "DIVERSITY_THRESHOLD",
+    "HEDGE_THRESHOLD",
+    "STREAK_THRESHOLD",
+    "EarlyExitPolicy",
+    "SignalsFn",
+    "loop_detected",
+]
+
 DEFAULT_EARLY_EXIT_TEXT = (
     "You appear to be stuck in a loop. Stop investigating now and submit your current best "
     "answer with the submission tool your task expects. Do not start another investigation."

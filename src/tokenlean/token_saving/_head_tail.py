@@ -10,6 +10,8 @@ from tokenlean._caches import byte_bounded
 from tokenlean.token_saving._policy import CompressionSettings
 from tokenlean.transcript import Content
 
+__all__ = ["compress_tool_output", "content_digest", "text_parts"]
+
 _DEFAULTS = CompressionSettings()
 
 

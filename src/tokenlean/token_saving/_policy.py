@@ -8,6 +8,8 @@ from tokenlean import checks
 from tokenlean.cost import ANTHROPIC, CachePricing, resolve_pricing
 from tokenlean.token_saving._words import WordClassifier, check_keep_ratio
 
+__all__ = ["CompressionSettings", "Stage"]
+
 #: An age past every window: the stage a message keeps for good.
 _FOREVER = 1 << 30
 

@@ -22,6 +22,18 @@ from typing import Protocol
 from tokenlean import checks
 from tokenlean._failopen import fail_open
 
+__all__ = [
+    "DEFAULT_KEEP_RATIO",
+    "RatioClassifier",
+    "WordClassifier",
+    "accepts_keep_ratio",
+    "check_keep_ratio",
+    "compress_words",
+    "heuristic_classifier",
+    "is_protected",
+    "make_heuristic_classifier",
+]
+
 logger = logging.getLogger(__name__)
 
 WordClassifier = Callable[[list[str]], list[bool]]

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from tokenlean.replay._strategies import middleware, register
 
+__all__ = ["BUDGET", "TIGHT_BUDGET", "UNREACHABLE_BUDGET"]
+
 #: Weighted tokens per reply at which the firing strategy wraps up: mid-way through every
 #: bundled trajectory; short runs never reach it.
 TIGHT_BUDGET = 100_000

@@ -15,6 +15,8 @@ from typing import Any
 from tokenlean.context_editor import Mode
 from tokenlean.replay._strategies import Factory, middleware, register
 
+__all__ = ["LOW_TRIGGER", "REFERENCE_KEEP"]
+
 LOW_TRIGGER = 10_000
 
 

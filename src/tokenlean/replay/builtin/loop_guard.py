@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from tokenlean.replay._strategies import middleware, register
 
+__all__: list[str] = []  # importing it registers its strategies: nothing to import by name
+
 register(
     "loop-guard",
     middleware("tokenlean.langchain.loop_guard:LoopGuardMiddleware"),

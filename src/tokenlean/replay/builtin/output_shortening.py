@@ -17,6 +17,8 @@ from typing import Any
 from tokenlean.replay._strategies import Factory, middleware, register
 from tokenlean.shorten import ShortenSettings
 
+__all__ = ["AGGRESSIVE", "CONSERVATIVE"]
+
 CONSERVATIVE = ShortenSettings(max_tokens=1500, code_max_tokens=3000, code_keep_percent=90)
 AGGRESSIVE = ShortenSettings(max_tokens=100, code_max_tokens=250, code_keep_percent=25)
 

@@ -31,6 +31,15 @@ if TYPE_CHECKING:  # LangChain's replay is imported when a strategy runs (the re
     from tokenlean.replay._formats import Trajectory
     from tokenlean.replay._raw import CallPrompt
 
+__all__ = [
+    "DEFAULTS",
+    "LOWER",
+    "LOWER_TRIGGER",
+    "plain_calls",
+    "recommended_calls",
+    "server_cleared",
+]
+
 #: The trigger of the lower variant (see the module's docstring for why 30k).
 LOWER_TRIGGER = 30_000
 DEFAULTS = ClearToolUses()

@@ -6,6 +6,8 @@ from typing import Any
 
 from tokenlean.replay._strategies import register
 
+__all__: list[str] = []  # importing it registers its strategies: nothing to import by name
+
 
 def _recommended(provider: str) -> Any:
     def build() -> list[Any]:

@@ -14,6 +14,8 @@ from typing import Any
 
 from tokenlean.replay._strategies import register
 
+__all__: list[str] = []  # importing it registers its strategies: nothing to import by name
+
 
 def _middleware(**settings: Any) -> list[Any]:
     from tokenlean.langchain.token_saving import TokenSavingMiddleware

@@ -28,6 +28,8 @@ if TYPE_CHECKING:  # LangChain's replay is imported when a strategy runs (the re
     from tokenlean.replay._formats import Trajectory
     from tokenlean.replay._raw import CallPrompt
 
+__all__ = ["APIS", "agentscope", "plain", "pydantic_ai", "raw"]
+
 APIS: tuple[Api, ...] = ("anthropic", "openai_chat", "openai_responses", "gemini")
 
 
